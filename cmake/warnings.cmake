@@ -1,0 +1,32 @@
+# Compiler flags shared by every target (STYLE.md section 12).
+set(RD_WARNINGS
+    -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+    -Wformat=2 -Wundef -Wcast-align -Wnull-dereference -Wvla)
+if(RD_WERROR)
+    list(APPEND RD_WARNINGS -Werror)
+endif()
+
+# Determinism: no fused multiply-add contraction, no fast-math (STYLE.md section 8).
+add_compile_options(-ffp-contract=off)
+
+if(RD_SANITIZE)
+    add_compile_options(-fsanitize=${RD_SANITIZE} -fno-sanitize-recover=all -fno-omit-frame-pointer)
+    add_link_options(-fsanitize=${RD_SANITIZE})
+endif()
+if(RD_TSAN)
+    add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+    add_link_options(-fsanitize=thread)
+endif()
+if(RD_VALIDATE)
+    add_compile_definitions(RD_VALIDATE=1)
+endif()
+
+# rd_target_setup(target [SIM]): apply the project warning set; SIM adds the
+# float-purity warning used by the simulator.
+function(rd_target_setup target)
+    cmake_parse_arguments(ARG "SIM" "" "" ${ARGN})
+    target_compile_options(${target} PRIVATE ${RD_WARNINGS})
+    if(ARG_SIM)
+        target_compile_options(${target} PRIVATE -Wdouble-promotion)
+    endif()
+endfunction()

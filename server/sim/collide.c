@@ -1,0 +1,102 @@
+/*
+ * collide.c: particle collision with the static world: the ground plane
+ * y = 0 and axis-aligned boxes. Particles are spheres of their radius.
+ *
+ * Two phases per substep: sim__collide_project() runs inside every solver
+ * iteration and only moves positions (so constraints and contacts settle
+ * together, Jakobsen 2001 §3); sim__collide_respond() runs once after the
+ * iterations and sets the velocity a contact leaves behind, restitution along
+ * the normal and friction along the surface, by moving x_prev.
+ */
+#include "vec.h"
+#include "world.h"
+
+// Pushes a particle out of a box grown by its radius. Prefers the face whose
+// plane the previous position was outside of, so a fast particle that crossed
+// the top face is pushed back up rather than out of a nearer side face.
+static bool box_push_out(const sim_box* bx, sim_vec3* p, sim_vec3 prev, float r, sim_vec3* n) {
+    sim_vec3 q = v3_sub(*p, bx->center);
+    sim_vec3 qp = v3_sub(prev, bx->center);
+    float he[3] = {bx->half_extents.x + r, bx->half_extents.y + r, bx->half_extents.z + r};
+    float qv[3] = {q.x, q.y, q.z};
+    float pv[3] = {qp.x, qp.y, qp.z};
+    for (int k = 0; k < 3; ++k) {
+        if (qv[k] <= -he[k] || qv[k] >= he[k]) {
+            return false;
+        }
+    }
+    int best = -1;
+    float best_depth = 0.0f;
+    bool best_crossed = false;
+    for (int f = 0; f < 6; ++f) {
+        int k = f >> 1;
+        float sgn = (f & 1) ? -1.0f : 1.0f;
+        float depth = he[k] - sgn * qv[k];
+        bool crossed = sgn * pv[k] >= he[k];
+        if (best < 0 || (crossed && !best_crossed) ||
+            (crossed == best_crossed && depth < best_depth)) {
+            best = f;
+            best_depth = depth;
+            best_crossed = crossed;
+        }
+    }
+    int k = best >> 1;
+    float sgn = (best & 1) ? -1.0f : 1.0f;
+    qv[k] = sgn * he[k];
+    *p = v3_add(bx->center, v3(qv[0], qv[1], qv[2]));
+    float nv[3] = {0.0f, 0.0f, 0.0f};
+    nv[k] = sgn;
+    *n = v3(nv[0], nv[1], nv[2]);
+    return true;
+}
+
+void sim__collide_project(sim_world* w) {
+    const bool ground = w->def.ground;
+    for (uint32_t i = 0; i < w->p_count; ++i) {
+        if (w->inv_mass[i] == 0.0f) {
+            continue;
+        }
+        const float r = w->radius[i];
+        if (ground && w->pos[i].y < r) {
+            w->pos[i].y = r;
+            w->contact[i] = 1;
+            w->contact_n[i] = v3(0.0f, 1.0f, 0.0f);
+        }
+        for (uint32_t b = 0; b < w->box_count; ++b) {
+            sim_vec3 n;
+            if (box_push_out(&w->boxes[b], &w->pos[i], w->prev[i], r, &n)) {
+                w->contact[i] = 1;
+                w->contact_n[i] = n;
+            }
+        }
+    }
+}
+
+void sim__collide_respond(sim_world* w, float h) {
+    const float e = w->params.bounciness;
+    const float keep_t = 1.0f - w->params.friction;
+    // Below this approach speed (as a displacement per substep) a contact is
+    // resting: bouncing it would only add jitter (Müller et al. 2020, §3.5).
+    const float rest_threshold = 2.0f * v3_len(w->params.gravity) * h * h;
+    for (uint32_t i = 0; i < w->p_count; ++i) {
+        if (!w->contact[i]) {
+            continue;
+        }
+        sim_vec3 n = w->contact_n[i];
+        sim_vec3 v = v3_sub(w->pos[i], w->prev[i]);
+        float vn = v3_dot(v, n);
+        sim_vec3 vt = v3_sub(v, v3_scale(n, vn));
+        // Restitution acts on the speed the particle hit with, before the
+        // solve pushed it out: that is what "fraction of normal speed kept"
+        // measures.
+        float approach = v3_dot(w->vpre[i], n);
+        float vn_new;
+        if (approach < -rest_threshold) {
+            vn_new = -e * approach;
+        } else {
+            vn_new = vn > 0.0f ? vn : 0.0f;
+        }
+        sim_vec3 v_new = v3_add(v3_scale(n, vn_new), v3_scale(vt, keep_t));
+        w->prev[i] = v3_sub(w->pos[i], v_new);
+    }
+}

@@ -1,0 +1,435 @@
+/*
+ * sim.h: the public interface of the ragdolld physics core (target rd_sim).
+ *
+ * What it owns: worlds of particles (rope, cloth, particle ragdolls) held
+ * together by position-based constraints, static colliders (a ground plane and
+ * axis-aligned boxes), and the fixed-step integrator that advances them.
+ *
+ * Threading: a world is single-threaded. Distinct worlds share nothing and may
+ * be stepped on different threads at once.
+ *
+ * Units: SI throughout: metres, kilograms, seconds, radians, newton-seconds for
+ * impulses. Right-handed with +Y up. Angles in radians unless a name ends in
+ * _deg.
+ *
+ * Allocation: everything a world needs is allocated in sim_world_create() from
+ * the def's capacities. Stepping, spawning and despawning never allocate;
+ * exceeding a capacity is an error return (SIM_E_CAPACITY), never a realloc.
+ *
+ * Errors: functions that can fail return int, 0 on success or a negative
+ * SIM_E_* code (see sim_strerror()). On error nothing in the world changes.
+ *
+ * Determinism: the same world def, the same calls in the same order and the
+ * same build flags (-ffp-contract=off, no fast-math) give bit-identical state;
+ * sim_world_hash() checks it.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// A 3-vector of float: a position (m), velocity (m/s), impulse (N·s) or
+/// direction. Laid out as three consecutive floats with no padding.
+typedef struct sim_vec3 {
+    float x, y, z;
+} sim_vec3;
+
+/// A unit quaternion (x, y, z, w) with w the scalar part.
+typedef struct sim_quat {
+    float x, y, z, w;
+} sim_quat;
+
+// ---------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------
+
+/// The simulator's error table: XX(NAME, value, message). Values are negative.
+#define SIM_ERRNO_MAP(XX)                                                                          \
+    XX(INVALID_ARG, -1, "invalid argument")                                                        \
+    XX(NOT_FINITE, -2, "a number is NaN or infinite")                                              \
+    XX(OUT_OF_RANGE, -3, "a value is outside its allowed range")                                   \
+    XX(CAPACITY, -4, "the world has no room for this")                                             \
+    XX(STALE_ID, -5, "no such entity (unknown or despawned id)")                                   \
+    XX(BAD_INDEX, -6, "particle index out of range")                                               \
+    XX(NOMEM, -7, "out of memory")                                                                 \
+    XX(BAD_STATE, -8, "the entity is not in a state that allows this")
+
+/// Error codes returned by sim functions (0 is success).
+typedef enum sim_error {
+    SIM_OK = 0,
+#define SIM__ERR_ENUM(name, value, msg) SIM_E_##name = (value),
+    SIM_ERRNO_MAP(SIM__ERR_ENUM)
+#undef SIM__ERR_ENUM
+} sim_error;
+
+/// A human-readable message for a sim error code; never NULL (unknown codes
+/// give "unknown error"). The string is static.
+const char* sim_strerror(int err);
+
+/// The symbolic name of a sim error code without prefix, e.g. "STALE_ID";
+/// "OK" for 0 and "UNKNOWN" for anything else. The string is static.
+const char* sim_err_name(int err);
+
+// ---------------------------------------------------------------------------
+// Limits and small helpers
+// ---------------------------------------------------------------------------
+
+#define SIM_MAX_ITERATIONS 100     ///< Upper bound for sim_params.iterations.
+#define SIM_MAX_SUBSTEPS   32      ///< Upper bound for sim_params.substeps.
+#define SIM_MAX_GRAVITY    1000.0f ///< Bound on each gravity component, m/s².
+#define SIM_MAX_IMPULSE    1.0e4f  ///< Bound on each impulse component, N·s.
+#define SIM_MAX_MASS       1.0e4f  ///< Upper bound for a particle mass, kg.
+#define SIM_MAX_LENGTH     10.0f   ///< Upper bound for a segment length or cloth spacing, m.
+
+/// True when f is neither NaN nor infinite.
+bool sim_is_finite(float f);
+
+/// True when all three components of v are finite.
+bool sim_vec3_is_finite(sim_vec3 v);
+
+// ---------------------------------------------------------------------------
+// Allocation
+// ---------------------------------------------------------------------------
+
+/// Memory hooks a world allocates through. `size` is passed to free as well,
+/// so a counting wrapper can report bytes per world. `alloc` returns NULL on
+/// failure; `align` is a power of two no larger than 64.
+typedef struct sim_allocator {
+    void* (*alloc)(void* ctx, size_t size, size_t align);
+    void (*free)(void* ctx, void* p, size_t size);
+    void* ctx;
+} sim_allocator;
+
+/// The default allocator: aligned_alloc()/free() from libc.
+sim_allocator sim_allocator_default(void);
+
+// ---------------------------------------------------------------------------
+// Ids
+// ---------------------------------------------------------------------------
+
+/// Handle to an entity (a rope, a cloth or a particle ragdoll). Pass by value.
+/// A zero-initialised id is null. A despawned id stays invalid: its slot's
+/// generation has moved on, so it never names another entity.
+typedef struct sim_entity_id {
+    uint32_t index1;     ///< Slot index + 1, so that a zeroed id is null.
+    uint32_t generation; ///< Slot generation when the id was minted, 1 .. 2^21-1.
+} sim_entity_id;
+
+/// True when id is the null id.
+#define SIM_ID_IS_NULL(id) ((id).index1 == 0)
+
+/// The wire form of an entity id: generation << 32 | index1. It is always
+/// below 2^53, so JSON and JavaScript numbers carry it exactly.
+uint64_t sim_entity_id_store(sim_entity_id id);
+
+/// Inverse of sim_entity_id_store(). A value that no store could produce gives
+/// an id that fails validation (never a crash).
+sim_entity_id sim_entity_id_load(uint64_t v);
+
+/// What an entity is.
+typedef enum sim_entity_kind {
+    SIM_ENTITY_ROPE = 1,    ///< A chain of particles.
+    SIM_ENTITY_CLOTH = 2,   ///< A cols × rows particle grid.
+    SIM_ENTITY_RAGDOLL = 3, ///< A 16-particle humanoid (sim_ragdoll_particle).
+} sim_entity_kind;
+
+/// Lower-case name of a kind ("rope", "cloth", "ragdoll"); "unknown" otherwise.
+const char* sim_entity_kind_name(sim_entity_kind kind);
+
+// ---------------------------------------------------------------------------
+// World
+// ---------------------------------------------------------------------------
+
+/// Opaque world. Create with sim_world_create(), free with sim_world_destroy().
+typedef struct sim_world sim_world;
+
+/// Parameters that may change while a world runs (sim_world_set_params()).
+typedef struct sim_params {
+    sim_vec3 gravity; ///< m/s²; each component within ±SIM_MAX_GRAVITY.
+    /// Fraction of the implied velocity kept per substep, [0, 1]; 1 = none.
+    float damping;
+    int iterations; ///< Constraint relaxation passes per substep, 1..SIM_MAX_ITERATIONS.
+    int substeps;   ///< Substeps per tick, 1..SIM_MAX_SUBSTEPS.
+    /// Fraction of the normal speed kept when a particle hits a collider, [0, 1].
+    float bounciness;
+    /// Fraction of the tangential speed removed per substep in contact, [0, 1].
+    float friction;
+} sim_params;
+
+/// Checks every field of p against the ranges documented on sim_params.
+/// Returns 0, SIM_E_NOT_FINITE or SIM_E_OUT_OF_RANGE.
+int sim_params_validate(const sim_params* p);
+
+/// Everything needed to create a world. Always start from
+/// sim_world_def_default(); a hand-zeroed def is rejected.
+typedef struct sim_world_def {
+    sim_params params; ///< Initial parameters.
+    float dt;          ///< Tick length in seconds, (0, 1]. Default 1/60.
+    bool ground;       ///< Whether the plane y = 0 is solid. Default true.
+    /// Half-size of the world cube centred on the origin, m: every position a
+    /// caller passes in must lie inside it. Default 1000.
+    float half_extent;
+    uint32_t max_particles;   ///< Default 32768.
+    uint32_t max_constraints; ///< Distance constraints, default 262144.
+    uint32_t max_entities;    ///< Default 256.
+    uint32_t max_boxes;       ///< Static boxes, default 64.
+    uint32_t max_drags;       ///< Simultaneous drags, default 64.
+    sim_allocator allocator;  ///< Default: sim_allocator_default().
+    uint32_t cookie;          ///< Set by sim_world_def_default(); do not touch.
+} sim_world_def;
+
+/// A def with the defaults: 60 Hz, 1 substep, 8 iterations, gravity
+/// (0, -9.81, 0), damping 0.99, bounciness 0.3, friction 0.5, ground on.
+sim_world_def sim_world_def_default(void);
+
+/// Creates a world. All memory is taken here.
+/// Errors: SIM_E_INVALID_ARG (NULL, or a def not from sim_world_def_default()),
+/// SIM_E_NOT_FINITE / SIM_E_OUT_OF_RANGE (a bad field), SIM_E_NOMEM.
+/// On success *out owns the world; free it with sim_world_destroy().
+int sim_world_create(const sim_world_def* def, sim_world** out);
+
+/// Frees a world and everything in it. NULL is allowed.
+void sim_world_destroy(sim_world* w);
+
+/// Advances the world by one tick of def.dt seconds: `substeps` times,
+/// integrate (position Verlet with damping), relax all constraints
+/// `iterations` times (XPBD, Macklin et al. 2016, eq. 18; Gauss-Seidel in
+/// array order, Jakobsen 2001 section 3), project particles out of colliders,
+/// then apply restitution and friction to particles in contact. Never
+/// allocates.
+void sim_world_step(sim_world* w);
+
+/// Number of ticks stepped since creation.
+uint64_t sim_world_tick(const sim_world* w);
+
+/// Tick length in seconds.
+float sim_world_dt(const sim_world* w);
+
+/// The current parameters.
+sim_params sim_world_params(const sim_world* w);
+
+/// Replaces the parameters. Validates first (see sim_params_validate()); on
+/// error nothing changes. A change of substeps rescales every particle's
+/// previous position so that its implied velocity (m/s) is kept.
+int sim_world_set_params(sim_world* w, const sim_params* p);
+
+/// Half-size of the world cube, m (sim_world_def.half_extent).
+float sim_world_half_extent(const sim_world* w);
+
+/// True when every coordinate v lies within the world cube.
+bool sim_world_contains(const sim_world* w, sim_vec3 v);
+
+// ---------------------------------------------------------------------------
+// Static colliders
+// ---------------------------------------------------------------------------
+
+/// A static axis-aligned box, e.g. a platform or a stair step.
+typedef struct sim_box {
+    sim_vec3 center;       ///< m.
+    sim_vec3 half_extents; ///< m, each in (0, half_extent].
+} sim_box;
+
+/// Adds a static box. Errors: SIM_E_NOT_FINITE, SIM_E_OUT_OF_RANGE (outside
+/// the world or a non-positive extent), SIM_E_CAPACITY.
+int sim_world_add_box(sim_world* w, sim_box box);
+
+/// Number of static boxes.
+uint32_t sim_world_box_count(const sim_world* w);
+
+/// The static boxes, box_count of them. Valid until the next add_box.
+const sim_box* sim_world_boxes(const sim_world* w);
+
+/// True when the ground plane y = 0 is solid.
+bool sim_world_has_ground(const sim_world* w);
+
+// ---------------------------------------------------------------------------
+// Spawning
+// ---------------------------------------------------------------------------
+
+/// A rope: segments + 1 particles laid out from `anchor` along `direction`,
+/// joined by distance constraints of rest length segment_length.
+typedef struct sim_rope_def {
+    sim_vec3 anchor;      ///< First particle, m.
+    sim_vec3 direction;   ///< Unit vector the rope is laid along. Default +X.
+    uint32_t segments;    ///< 1..1000.
+    float segment_length; ///< m, (0, SIM_MAX_LENGTH].
+    float mass;           ///< kg per particle, (0, SIM_MAX_MASS]. Default 1.
+    float radius;         ///< Collision radius per particle, m. Default 0.02.
+    float compliance;     ///< XPBD compliance of each segment, m/N, >= 0. Default 0 (rigid).
+    bool pin_first;       ///< Pin particle 0 (inverse mass 0). Default true.
+    uint32_t cookie;      ///< Set by sim_rope_def_default().
+} sim_rope_def;
+
+/// Rope defaults: 10 segments of 0.1 m along +X, 1 kg particles, first pinned.
+sim_rope_def sim_rope_def_default(void);
+
+/// A cloth: cols × rows particles, row-major, starting at `origin` with
+/// columns along +X and rows along -Y (a hanging sheet), joined by structural
+/// (to the right and below), shear (diagonals) and bend (two apart)
+/// distance constraints.
+typedef struct sim_cloth_def {
+    sim_vec3 origin;          ///< Particle (0, 0), the top-left corner, m.
+    uint32_t cols;            ///< 2..256.
+    uint32_t rows;            ///< 2..256.
+    float spacing;            ///< Grid spacing, m, (0, SIM_MAX_LENGTH].
+    bool pin_top;             ///< Pin row 0. Default true.
+    float mass;               ///< kg per particle. Default 1.
+    float radius;             ///< Collision radius per particle, m. Default 0.01.
+    float stretch_compliance; ///< Structural constraints, m/N. Default 0.
+    float shear_compliance;   ///< Shear constraints, m/N. Default 0.
+    float bend_compliance;    ///< Bend constraints, m/N. Default 0.
+    uint32_t cookie;          ///< Set by sim_cloth_def_default().
+} sim_cloth_def;
+
+/// Cloth defaults: the seed 000 section 8 sheet, 12 × 10 at 0.2 m, top pinned.
+sim_cloth_def sim_cloth_def_default(void);
+
+/// Named particles of the particle ragdoll, in storage order.
+typedef enum sim_ragdoll_particle {
+    SIM_RP_HEAD,
+    SIM_RP_NECK,
+    SIM_RP_CHEST,
+    SIM_RP_PELVIS,
+    SIM_RP_SHOULDER_L,
+    SIM_RP_ELBOW_L,
+    SIM_RP_HAND_L,
+    SIM_RP_SHOULDER_R,
+    SIM_RP_ELBOW_R,
+    SIM_RP_HAND_R,
+    SIM_RP_HIP_L,
+    SIM_RP_KNEE_L,
+    SIM_RP_FOOT_L,
+    SIM_RP_HIP_R,
+    SIM_RP_KNEE_R,
+    SIM_RP_FOOT_R,
+    SIM_RP_COUNT
+} sim_ragdoll_particle;
+
+/// Flexion limit of the particle ragdoll's elbows and knees: 0° (straight) to
+/// 150°, never bent backwards (seed 000 section 3, seed 004).
+#define SIM_RAGDOLL_HINGE_MAX_DEG 150.0f
+
+/// A particle ragdoll (seed 002, in 3D; Jakobsen 2001 section 4): 16 named
+/// particles joined by rigid sticks for the bones and the braced torso, with
+/// inequality constraints as joint limits: elbows and knees bend 0°..150° and
+/// never backwards, the head cannot fold into the chest, the legs cannot fold
+/// into the torso.
+typedef struct sim_ragdoll_def {
+    sim_vec3 position; ///< Pelvis position, m. The feet hang 0.9 m below it.
+    float facing;      ///< Yaw about +Y, radians; 0 faces +Z.
+    float mass;        ///< kg per particle, (0, SIM_MAX_MASS]. Default 1.
+    uint32_t cookie;   ///< Set by sim_ragdoll_def_default().
+} sim_ragdoll_def;
+
+/// Ragdoll defaults: at (0, 1, 0), facing +Z, 1 kg particles.
+sim_ragdoll_def sim_ragdoll_def_default(void);
+
+/// Spawns a rope, a cloth or a particle ragdoll. Validates the def first.
+/// Errors: SIM_E_INVALID_ARG (NULL or a def not from its _default()),
+/// SIM_E_NOT_FINITE, SIM_E_OUT_OF_RANGE (a field outside its range or a
+/// particle outside the world), SIM_E_CAPACITY (no room for its particles,
+/// constraints or entity slot). On success *out names the new entity.
+int sim_world_spawn_rope(sim_world* w, const sim_rope_def* def, sim_entity_id* out);
+/// See sim_world_spawn_rope().
+int sim_world_spawn_cloth(sim_world* w, const sim_cloth_def* def, sim_entity_id* out);
+/// See sim_world_spawn_rope().
+int sim_world_spawn_ragdoll(sim_world* w, const sim_ragdoll_def* def, sim_entity_id* out);
+
+/// Removes an entity, its particles, constraints and drags. Later entities'
+/// storage moves down; their ids stay valid. Errors: SIM_E_STALE_ID.
+int sim_world_despawn(sim_world* w, sim_entity_id id);
+
+/// True when id names a live entity of w.
+bool sim_entity_is_valid(const sim_world* w, sim_entity_id id);
+
+// ---------------------------------------------------------------------------
+// Interaction
+// ---------------------------------------------------------------------------
+
+/// Changes a particle's implied velocity by impulse × inverse mass (N·s → m/s):
+/// previous position -= Δv · h, with h the substep length. A pinned particle
+/// (inverse mass 0) is unchanged. Errors: SIM_E_STALE_ID, SIM_E_BAD_INDEX,
+/// SIM_E_NOT_FINITE, SIM_E_OUT_OF_RANGE (a component beyond ±SIM_MAX_IMPULSE).
+int sim_entity_apply_impulse(sim_world* w, sim_entity_id id, uint32_t particle, sim_vec3 impulse);
+
+/// Pulls a particle toward `target` (m) until released: a zero-rest-length
+/// XPBD constraint of small compliance projected with the others every
+/// iteration, so the particle keeps its velocity when let go (a throw). A
+/// pinned particle is moved to the target kinematically. Dragging a particle
+/// that is already dragged moves its target. Errors: SIM_E_STALE_ID,
+/// SIM_E_BAD_INDEX, SIM_E_NOT_FINITE, SIM_E_OUT_OF_RANGE (target outside the
+/// world), SIM_E_CAPACITY (max_drags reached).
+int sim_entity_drag(sim_world* w, sim_entity_id id, uint32_t particle, sim_vec3 target);
+
+/// Ends a drag. Releasing a particle that is not dragged is not an error.
+/// Errors: SIM_E_STALE_ID, SIM_E_BAD_INDEX.
+int sim_entity_release(sim_world* w, sim_entity_id id, uint32_t particle);
+
+// ---------------------------------------------------------------------------
+// Inspection
+// ---------------------------------------------------------------------------
+
+/// Read-only view of one entity's particles. The pointers point into the
+/// world and stay valid until the next step, spawn or despawn.
+typedef struct sim_entity_view {
+    sim_entity_id id;
+    sim_entity_kind kind;
+    uint32_t particle_count;
+    const sim_vec3* pos;      ///< Positions, m.
+    const sim_vec3* prev;     ///< Previous positions (Verlet), m.
+    const float* inv_mass;    ///< 1/kg; 0 means pinned.
+    const float* radius;      ///< Collision radii, m.
+    const char* const* names; ///< Particle names (ragdoll), or NULL.
+    uint32_t cols, rows;      ///< Cloth grid size; 0 for other kinds.
+    uint32_t stick_count;     ///< Equality distance constraints ("sticks").
+} sim_entity_view;
+
+/// Fills *out for entity id. Errors: SIM_E_STALE_ID.
+int sim_entity_get_view(const sim_world* w, sim_entity_id id, sim_entity_view* out);
+
+/// Number of live entities.
+uint32_t sim_world_entity_count(const sim_world* w);
+
+/// The i-th live entity in storage (spawn) order, i < entity_count.
+sim_entity_id sim_world_entity_at(const sim_world* w, uint32_t i);
+
+/// Copies up to `cap` stick endpoint pairs (particle indices local to the
+/// entity) into pairs[2*k], pairs[2*k+1]. Returns the number copied, or a
+/// negative SIM_E_STALE_ID.
+int sim_entity_copy_sticks(const sim_world* w, sim_entity_id id, uint32_t* pairs, uint32_t cap);
+
+/// Implied velocity of a particle, (x - x_prev) / h in m/s, with h the
+/// substep length. Errors: SIM_E_STALE_ID, SIM_E_BAD_INDEX.
+int sim_entity_particle_velocity(const sim_world* w, sim_entity_id id, uint32_t particle,
+                                 sim_vec3* out);
+
+/// A counter that changes whenever any entity's topology changes (spawn,
+/// despawn). Clients resend topology when it moves.
+uint32_t sim_world_topology_epoch(const sim_world* w);
+
+/// Total particles in the world.
+uint32_t sim_world_particle_count(const sim_world* w);
+
+/// Total distance constraints (equality and inequality) in the world.
+uint32_t sim_world_constraint_count(const sim_world* w);
+
+/// Constraint error: sum over every stick (equality distance constraint) of
+/// |length - rest length|, in m.
+float sim_world_constraint_error(const sim_world* w);
+
+/// FNV-1a hash of the bit patterns of every particle's position and previous
+/// position, in storage order (Box2D b2HashWorldState). Equal states give
+/// equal hashes; used by determinism tests.
+uint64_t sim_world_hash(const sim_world* w);
+
+/// True when every particle's position and previous position are finite.
+bool sim_world_is_finite(const sim_world* w);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,115 @@
+/*
+ * scenes.c: the reference scenes of scenes.h. Numbers here are scene
+ * design, not physics: positions are chosen so that everything starts at
+ * rest, clear of the colliders, and in view of the viewer's default camera
+ * at (0, 2.5, 7) looking at (0, 1.5, 0).
+ */
+#include "scenes.h"
+
+sim_world_def sim_scene_seed_rope_world_def(void) {
+    sim_world_def d = sim_world_def_default();
+    d.params.gravity.x = 0.0f;
+    d.params.gravity.y = -9.8f;
+    d.params.gravity.z = 0.0f;
+    d.params.damping = 1.0f;
+    d.params.iterations = 5;
+    d.params.substeps = 1;
+    d.params.bounciness = 0.0f;
+    d.params.friction = 0.0f;
+    d.dt = 1.0f / 60.0f;
+    d.ground = false;
+    return d;
+}
+
+int sim_scene_seed_rope(sim_world* w, sim_entity_id* out) {
+    sim_rope_def r = sim_rope_def_default();
+    r.anchor.x = 0.0f;
+    r.anchor.y = 0.0f;
+    r.anchor.z = 0.0f;
+    r.direction.x = 1.0f;
+    r.direction.y = 0.0f;
+    r.direction.z = 0.0f;
+    r.segments = 5;
+    r.segment_length = 0.5f;
+    r.mass = 1.0f;
+    r.pin_first = true;
+    return sim_world_spawn_rope(w, &r, out);
+}
+
+int sim_scene_seed_cloth(sim_world* w, sim_entity_id* out) {
+    sim_cloth_def c = sim_cloth_def_default();
+    c.origin.x = -1.1f;
+    c.origin.y = 4.0f;
+    c.origin.z = 0.0f;
+    c.cols = 12;
+    c.rows = 10;
+    c.spacing = 0.2f;
+    c.pin_top = true;
+    return sim_world_spawn_cloth(w, &c, out);
+}
+
+int sim_scene_square_cloth(sim_world* w, uint32_t n, float spacing, float top, sim_entity_id* out) {
+    sim_cloth_def c = sim_cloth_def_default();
+    c.origin.x = -0.5f * spacing * (float)(n - 1);
+    c.origin.y = top;
+    c.origin.z = 0.0f;
+    c.cols = n;
+    c.rows = n;
+    c.spacing = spacing;
+    c.pin_top = true;
+    return sim_world_spawn_cloth(w, &c, out);
+}
+
+int sim_scene_demo_platforms(sim_world* w) {
+    sim_box a = {{-1.6f, 1.0f, 0.0f}, {0.8f, 0.1f, 0.6f}};
+    sim_box b = {{1.6f, 0.5f, 0.0f}, {0.8f, 0.1f, 0.6f}};
+    int rc = sim_world_add_box(w, a);
+    return rc != SIM_OK ? rc : sim_world_add_box(w, b);
+}
+
+int sim_scene_demo(sim_world* w) {
+    int rc = sim_scene_demo_platforms(w);
+    if (rc != SIM_OK) {
+        return rc;
+    }
+    sim_entity_id id;
+
+    // Two ragdolls, each over the inner edge of a platform so they tumble off.
+    sim_ragdoll_def r = sim_ragdoll_def_default();
+    r.position.x = -0.9f;
+    r.position.y = 3.2f;
+    r.position.z = 0.0f;
+    r.facing = 0.4f;
+    if ((rc = sim_world_spawn_ragdoll(w, &r, &id)) != SIM_OK) {
+        return rc;
+    }
+    r.position.x = 0.95f;
+    r.position.y = 3.8f;
+    r.position.z = 0.2f;
+    r.facing = -0.7f;
+    if ((rc = sim_world_spawn_ragdoll(w, &r, &id)) != SIM_OK) {
+        return rc;
+    }
+
+    // A rope laid out horizontally from its anchor: it swings down.
+    sim_rope_def rope = sim_rope_def_default();
+    rope.anchor.x = -0.5f;
+    rope.anchor.y = 3.6f;
+    rope.anchor.z = -1.2f;
+    rope.segments = 20;
+    rope.segment_length = 0.08f;
+    if ((rc = sim_world_spawn_rope(w, &rope, &id)) != SIM_OK) {
+        return rc;
+    }
+
+    // A sheet pinned along its top edge, behind the platforms.
+    sim_cloth_def c = sim_cloth_def_default();
+    c.origin.x = -1.0f;
+    c.origin.y = 3.4f;
+    c.origin.z = -2.2f;
+    c.cols = 24;
+    c.rows = 16;
+    c.spacing = 0.085f;
+    c.bend_compliance = 1.0e-3f;
+    return sim_world_spawn_cloth(w, &c, &id);
+}

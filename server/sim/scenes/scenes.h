@@ -1,0 +1,32 @@
+/*
+ * scenes.h: reference scenes shared by the demo world, the unit tests, the
+ * benchmarks and the fuzz seeds (Box2D's shared/), so every suite exercises
+ * the same worlds. Each function adds content to an existing world and
+ * returns 0 or a negative SIM_E_* code from the call that failed.
+ */
+#pragma once
+
+#include "sim.h"
+
+/// World def of seed 000 §7's rope test: g = (0, -9.8, 0), dt = 1/60, one
+/// substep, 5 relaxation passes, no damping, no ground, no bounce.
+sim_world_def sim_scene_seed_rope_world_def(void);
+
+/// Seed 000 §7's rope: 6 particles 0.5 m apart on the +X axis from the
+/// origin, at rest, particle 0 pinned, 1 kg each. *out names it.
+int sim_scene_seed_rope(sim_world* w, sim_entity_id* out);
+
+/// Seed 000 §8's cloth: 12 × 10 particles at 0.2 m, top row pinned, hanging
+/// in the XY plane from (-1.1, 4, 0). *out names it.
+int sim_scene_seed_cloth(sim_world* w, sim_entity_id* out);
+
+/// A square n × n cloth at `spacing` with structural, shear and bend
+/// constraints, top row pinned, hanging from y = top. Used by the benchmark.
+int sim_scene_square_cloth(sim_world* w, uint32_t n, float spacing, float top, sim_entity_id* out);
+
+/// The platforms of the demo world: two static boxes the ragdolls fall on.
+int sim_scene_demo_platforms(sim_world* w);
+
+/// The built-in demo world: the platforms, two particle ragdolls dropped
+/// onto their edges, a rope and a cloth sheet pinned along its top edge.
+int sim_scene_demo(sim_world* w);

@@ -1,0 +1,768 @@
+/*
+ * world.c: world lifecycle, the fixed-step integrator, entity storage
+ * (spawn/despawn with stable ids), parameters and inspection.
+ *
+ * It owns every array of a world; builders (rope.c, cloth.c, ragdoll.c) only
+ * fill the ranges sim__entity_begin() hands them, constraints.c and collide.c
+ * only project. Nothing here does I/O, and nothing after sim_world_create()
+ * allocates.
+ */
+#include "world.h"
+
+#include "vec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SIM__GEN_MASK 0x1FFFFFu /* 21 bits: the wire id stays below 2^53 */
+
+// Compliance of the drag constraint, m/N. A 1 kg particle lags its target by
+// about 1 mm per 10 N of load, stiff enough to throw a ragdoll by one hand.
+#define SIM__DRAG_COMPLIANCE 1.0e-4f
+
+// ---------------------------------------------------------------------------
+// Errors and helpers
+// ---------------------------------------------------------------------------
+
+const char* sim_strerror(int err) {
+    switch (err) {
+    case SIM_OK:
+        return "success";
+#define SIM__ERR_MSG(name, value, msg)                                                             \
+    case SIM_E_##name:                                                                             \
+        return msg;
+        SIM_ERRNO_MAP(SIM__ERR_MSG)
+#undef SIM__ERR_MSG
+    default:
+        return "unknown error";
+    }
+}
+
+const char* sim_err_name(int err) {
+    switch (err) {
+    case SIM_OK:
+        return "OK";
+#define SIM__ERR_NAME(name, value, msg)                                                            \
+    case SIM_E_##name:                                                                             \
+        return #name;
+        SIM_ERRNO_MAP(SIM__ERR_NAME)
+#undef SIM__ERR_NAME
+    default:
+        return "UNKNOWN";
+    }
+}
+
+bool sim_is_finite(float f) {
+    return isfinite(f) != 0;
+}
+
+bool sim_vec3_is_finite(sim_vec3 v) {
+    return sim_is_finite(v.x) && sim_is_finite(v.y) && sim_is_finite(v.z);
+}
+
+static void* default_alloc(void* ctx, size_t size, size_t align) {
+    (void)ctx;
+    // aligned_alloc wants size to be a multiple of the alignment.
+    size_t rounded = (size + align - 1) & ~(align - 1);
+    return aligned_alloc(align, rounded == 0 ? align : rounded);
+}
+
+static void default_free(void* ctx, void* p, size_t size) {
+    (void)ctx;
+    (void)size;
+    free(p);
+}
+
+sim_allocator sim_allocator_default(void) {
+    sim_allocator a = {default_alloc, default_free, NULL};
+    return a;
+}
+
+uint64_t sim_entity_id_store(sim_entity_id id) {
+    return ((uint64_t)(id.generation & SIM__GEN_MASK) << 32) | id.index1;
+}
+
+sim_entity_id sim_entity_id_load(uint64_t v) {
+    sim_entity_id id;
+    id.index1 = (uint32_t)(v & 0xFFFFFFFFu);
+    uint64_t gen = v >> 32;
+    // A generation no slot can have (0 or too wide) makes the id invalid.
+    id.generation = gen > SIM__GEN_MASK ? 0 : (uint32_t)gen;
+    return id;
+}
+
+const char* sim_entity_kind_name(sim_entity_kind kind) {
+    switch (kind) {
+    case SIM_ENTITY_ROPE:
+        return "rope";
+    case SIM_ENTITY_CLOTH:
+        return "cloth";
+    case SIM_ENTITY_RAGDOLL:
+        return "ragdoll";
+    }
+    return "unknown";
+}
+
+// ---------------------------------------------------------------------------
+// Parameters and defs
+// ---------------------------------------------------------------------------
+
+static bool in_unit(float f) {
+    return f >= 0.0f && f <= 1.0f;
+}
+
+int sim_params_validate(const sim_params* p) {
+    if (p == NULL) {
+        return SIM_E_INVALID_ARG;
+    }
+    if (!sim_vec3_is_finite(p->gravity) || !sim_is_finite(p->damping) ||
+        !sim_is_finite(p->bounciness) || !sim_is_finite(p->friction)) {
+        return SIM_E_NOT_FINITE;
+    }
+    if (fabsf(p->gravity.x) > SIM_MAX_GRAVITY || fabsf(p->gravity.y) > SIM_MAX_GRAVITY ||
+        fabsf(p->gravity.z) > SIM_MAX_GRAVITY) {
+        return SIM_E_OUT_OF_RANGE;
+    }
+    if (!in_unit(p->damping) || !in_unit(p->bounciness) || !in_unit(p->friction)) {
+        return SIM_E_OUT_OF_RANGE;
+    }
+    if (p->iterations < 1 || p->iterations > SIM_MAX_ITERATIONS || p->substeps < 1 ||
+        p->substeps > SIM_MAX_SUBSTEPS) {
+        return SIM_E_OUT_OF_RANGE;
+    }
+    return SIM_OK;
+}
+
+sim_world_def sim_world_def_default(void) {
+    sim_world_def d;
+    memset(&d, 0, sizeof d);
+    d.params.gravity = v3(0.0f, -9.81f, 0.0f);
+    d.params.damping = 0.99f;
+    d.params.iterations = 8;
+    d.params.substeps = 1;
+    d.params.bounciness = 0.3f;
+    d.params.friction = 0.5f;
+    d.dt = 1.0f / 60.0f;
+    d.ground = true;
+    d.half_extent = 1000.0f;
+    d.max_particles = 32768;
+    d.max_constraints = 262144;
+    d.max_entities = 256;
+    d.max_boxes = 64;
+    d.max_drags = 64;
+    d.allocator = sim_allocator_default();
+    d.cookie = SIM__DEF_COOKIE;
+    return d;
+}
+
+// ---------------------------------------------------------------------------
+// Lifecycle
+// ---------------------------------------------------------------------------
+
+static void* world_alloc(sim_world* w, size_t count, size_t elem) {
+    if (count == 0) {
+        count = 1;
+    }
+    void* p = w->alloc.alloc(w->alloc.ctx, count * elem, 64);
+    if (p != NULL) {
+        memset(p, 0, count * elem);
+    }
+    return p;
+}
+
+static void world_free(sim_world* w, void* p, size_t count, size_t elem) {
+    if (p != NULL) {
+        w->alloc.free(w->alloc.ctx, p, (count == 0 ? 1 : count) * elem);
+    }
+}
+
+// The arrays of a world and their element sizes, so create and destroy walk
+// one list instead of two that could drift apart.
+#define SIM__WORLD_ARRAYS(XX, d)                                                                   \
+    XX(pos, (d).max_particles, sizeof(sim_vec3))                                                   \
+    XX(prev, (d).max_particles, sizeof(sim_vec3))                                                  \
+    XX(vpre, (d).max_particles, sizeof(sim_vec3))                                                  \
+    XX(inv_mass, (d).max_particles, sizeof(float))                                                 \
+    XX(radius, (d).max_particles, sizeof(float))                                                   \
+    XX(contact_n, (d).max_particles, sizeof(sim_vec3))                                             \
+    XX(contact, (d).max_particles, sizeof(uint8_t))                                                \
+    XX(dist, (d).max_constraints, sizeof(sim__dist))                                               \
+    XX(joint, (d).max_constraints, sizeof(sim__joint))                                             \
+    XX(entities, (d).max_entities, sizeof(sim__entity))                                            \
+    XX(free_slots, (d).max_entities, sizeof(uint32_t))                                             \
+    XX(order, (d).max_entities, sizeof(uint32_t))                                                  \
+    XX(boxes, (d).max_boxes, sizeof(sim_box))                                                      \
+    XX(drags, (d).max_drags, sizeof(sim__drag))
+
+int sim_world_create(const sim_world_def* def, sim_world** out) {
+    if (def == NULL || out == NULL || def->cookie != SIM__DEF_COOKIE ||
+        def->allocator.alloc == NULL || def->allocator.free == NULL) {
+        return SIM_E_INVALID_ARG;
+    }
+    int rc = sim_params_validate(&def->params);
+    if (rc != SIM_OK) {
+        return rc;
+    }
+    if (!sim_is_finite(def->dt) || !sim_is_finite(def->half_extent)) {
+        return SIM_E_NOT_FINITE;
+    }
+    if (def->dt <= 0.0f || def->dt > 1.0f || def->half_extent <= 0.0f || def->max_particles == 0 ||
+        def->max_particles > (1u << 24) || def->max_entities == 0 ||
+        def->max_entities > (1u << 20) || def->max_constraints > (1u << 26)) {
+        return SIM_E_OUT_OF_RANGE;
+    }
+
+    sim_world* w = def->allocator.alloc(def->allocator.ctx, sizeof *w, 64);
+    if (w == NULL) {
+        return SIM_E_NOMEM;
+    }
+    memset(w, 0, sizeof *w);
+    w->alloc = def->allocator;
+    w->def = *def;
+    w->params = def->params;
+    w->dt = def->dt;
+
+    bool ok = true;
+#define SIM__ALLOC(field, count, elem)                                                             \
+    w->field = world_alloc(w, (count), (elem));                                                    \
+    ok = ok && w->field != NULL;
+    SIM__WORLD_ARRAYS(SIM__ALLOC, w->def)
+#undef SIM__ALLOC
+    if (!ok) {
+        sim_world_destroy(w);
+        return SIM_E_NOMEM;
+    }
+    *out = w;
+    return SIM_OK;
+}
+
+void sim_world_destroy(sim_world* w) {
+    if (w == NULL) {
+        return;
+    }
+#define SIM__FREE(field, count, elem) world_free(w, w->field, (count), (elem));
+    SIM__WORLD_ARRAYS(SIM__FREE, w->def)
+#undef SIM__FREE
+    sim_allocator a = w->alloc;
+    a.free(a.ctx, w, sizeof *w);
+}
+
+uint64_t sim_world_tick(const sim_world* w) {
+    return w->tick;
+}
+
+float sim_world_dt(const sim_world* w) {
+    return w->dt;
+}
+
+sim_params sim_world_params(const sim_world* w) {
+    return w->params;
+}
+
+int sim_world_set_params(sim_world* w, const sim_params* p) {
+    int rc = sim_params_validate(p);
+    if (rc != SIM_OK) {
+        return rc;
+    }
+    if (p->substeps != w->params.substeps) {
+        // Velocity is implied by x - x_prev over one substep of length h, so a
+        // new h must rescale that displacement or every particle would change
+        // speed by the ratio of the substep lengths.
+        float ratio = (float)w->params.substeps / (float)p->substeps;
+        for (uint32_t i = 0; i < w->p_count; ++i) {
+            w->prev[i] = v3_sub(w->pos[i], v3_scale(v3_sub(w->pos[i], w->prev[i]), ratio));
+        }
+    }
+    w->params = *p;
+    return SIM_OK;
+}
+
+float sim_world_half_extent(const sim_world* w) {
+    return w->def.half_extent;
+}
+
+bool sim_world_contains(const sim_world* w, sim_vec3 v) {
+    float e = w->def.half_extent;
+    return sim_vec3_is_finite(v) && fabsf(v.x) <= e && fabsf(v.y) <= e && fabsf(v.z) <= e;
+}
+
+// ---------------------------------------------------------------------------
+// Static colliders
+// ---------------------------------------------------------------------------
+
+int sim_world_add_box(sim_world* w, sim_box box) {
+    if (!sim_vec3_is_finite(box.center) || !sim_vec3_is_finite(box.half_extents)) {
+        return SIM_E_NOT_FINITE;
+    }
+    float e = w->def.half_extent;
+    if (!sim_world_contains(w, box.center) || box.half_extents.x <= 0.0f ||
+        box.half_extents.y <= 0.0f || box.half_extents.z <= 0.0f || box.half_extents.x > e ||
+        box.half_extents.y > e || box.half_extents.z > e) {
+        return SIM_E_OUT_OF_RANGE;
+    }
+    if (w->box_count >= w->def.max_boxes) {
+        return SIM_E_CAPACITY;
+    }
+    w->boxes[w->box_count++] = box;
+    return SIM_OK;
+}
+
+uint32_t sim_world_box_count(const sim_world* w) {
+    return w->box_count;
+}
+
+const sim_box* sim_world_boxes(const sim_world* w) {
+    return w->boxes;
+}
+
+bool sim_world_has_ground(const sim_world* w) {
+    return w->def.ground;
+}
+
+// ---------------------------------------------------------------------------
+// Entity storage
+// ---------------------------------------------------------------------------
+
+sim__entity* sim__entity_get(const sim_world* w, sim_entity_id id) {
+    if (id.index1 == 0 || id.index1 > w->e_used || id.generation == 0) {
+        return NULL;
+    }
+    sim__entity* e = &w->entities[id.index1 - 1];
+    return (e->live && e->generation == id.generation) ? e : NULL;
+}
+
+bool sim_entity_is_valid(const sim_world* w, sim_entity_id id) {
+    return sim__entity_get(w, id) != NULL;
+}
+
+int sim__entity_begin(sim_world* w, sim_entity_kind kind, uint32_t particles, uint32_t dists,
+                      uint32_t joints, sim_entity_id* out_id, sim__entity** out) {
+    const sim_world_def* d = &w->def;
+    // Compare with subtraction so huge counts cannot wrap around.
+    if (particles > d->max_particles - w->p_count || dists > d->max_constraints - w->d_count ||
+        joints > d->max_constraints - w->j_count) {
+        return SIM_E_CAPACITY;
+    }
+    uint32_t slot;
+    if (w->free_count > 0) {
+        slot = w->free_slots[--w->free_count];
+    } else if (w->e_used < d->max_entities) {
+        slot = w->e_used++;
+        w->entities[slot].generation = 1;
+    } else {
+        return SIM_E_CAPACITY;
+    }
+    sim__entity* e = &w->entities[slot];
+    uint32_t gen = e->generation;
+    memset(e, 0, sizeof *e);
+    e->generation = gen;
+    e->live = true;
+    e->kind = kind;
+    e->p_first = w->p_count;
+    e->p_count = particles;
+    e->d_first = w->d_count;
+    e->d_count = dists;
+    e->j_first = w->j_count;
+    e->j_count = joints;
+    w->p_count += particles;
+    w->d_count += dists;
+    w->j_count += joints;
+    w->order[w->order_count++] = slot;
+    w->topo_epoch++;
+
+    out_id->index1 = slot + 1;
+    out_id->generation = gen;
+    *out = e;
+    return SIM_OK;
+}
+
+void sim__particle_init(sim_world* w, uint32_t i, sim_vec3 p, float inv_mass, float radius) {
+    w->pos[i] = p;
+    w->prev[i] = p;
+    w->vpre[i] = v3(0.0f, 0.0f, 0.0f);
+    w->inv_mass[i] = inv_mass;
+    w->radius[i] = radius;
+    w->contact[i] = 0;
+    w->contact_n[i] = v3(0.0f, 0.0f, 0.0f);
+}
+
+void sim__dist_init(sim_world* w, const sim__entity* e, uint32_t k, uint32_t a, uint32_t b,
+                    sim__dist_kind kind, float scale, float compliance) {
+    sim__dist* c = &w->dist[k];
+    const sim_vec3* base = w->pos + e->p_first;
+    c->a = a;
+    c->b = b;
+    c->rest = v3_len(v3_sub(base[b], base[a])) * scale;
+    c->compliance = compliance;
+    c->lambda = 0.0f;
+    c->kind = kind;
+}
+
+// Slides the tail of an array down over [first, first + count).
+#define SIM__ERASE(arr, first, count, total)                                                       \
+    memmove(&(arr)[(first)], &(arr)[(first) + (count)],                                            \
+            ((total) - (first) - (count)) * sizeof((arr)[0]))
+
+int sim_world_despawn(sim_world* w, sim_entity_id id) {
+    sim__entity* e = sim__entity_get(w, id);
+    if (e == NULL) {
+        return SIM_E_STALE_ID;
+    }
+    // Drop its drags, keeping the others in order.
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < w->drag_count; ++i) {
+        sim__drag* g = &w->drags[i];
+        if (g->entity.index1 != id.index1) {
+            w->drags[kept++] = *g;
+        }
+    }
+    w->drag_count = kept;
+
+    SIM__ERASE(w->pos, e->p_first, e->p_count, w->p_count);
+    SIM__ERASE(w->prev, e->p_first, e->p_count, w->p_count);
+    SIM__ERASE(w->vpre, e->p_first, e->p_count, w->p_count);
+    SIM__ERASE(w->inv_mass, e->p_first, e->p_count, w->p_count);
+    SIM__ERASE(w->radius, e->p_first, e->p_count, w->p_count);
+    SIM__ERASE(w->contact_n, e->p_first, e->p_count, w->p_count);
+    SIM__ERASE(w->contact, e->p_first, e->p_count, w->p_count);
+    SIM__ERASE(w->dist, e->d_first, e->d_count, w->d_count);
+    SIM__ERASE(w->joint, e->j_first, e->j_count, w->j_count);
+    w->p_count -= e->p_count;
+    w->d_count -= e->d_count;
+    w->j_count -= e->j_count;
+
+    // Entities stored after this one slide down by its sizes.
+    uint32_t slot = id.index1 - 1;
+    uint32_t at = 0;
+    for (uint32_t i = 0; i < w->order_count; ++i) {
+        sim__entity* o = &w->entities[w->order[i]];
+        if (w->order[i] == slot) {
+            continue;
+        }
+        if (o->p_first > e->p_first) {
+            o->p_first -= e->p_count;
+            o->d_first -= e->d_count;
+            o->j_first -= e->j_count;
+        }
+        w->order[at++] = w->order[i];
+    }
+    w->order_count = at;
+
+    e->live = false;
+    uint32_t gen = (e->generation + 1) & SIM__GEN_MASK;
+    e->generation = gen == 0 ? 1 : gen;
+    w->free_slots[w->free_count++] = slot;
+    w->topo_epoch++;
+    return SIM_OK;
+}
+
+// ---------------------------------------------------------------------------
+// Interaction
+// ---------------------------------------------------------------------------
+
+static int particle_lookup(const sim_world* w, sim_entity_id id, uint32_t particle,
+                           sim__entity** out) {
+    sim__entity* e = sim__entity_get(w, id);
+    if (e == NULL) {
+        return SIM_E_STALE_ID;
+    }
+    if (particle >= e->p_count) {
+        return SIM_E_BAD_INDEX;
+    }
+    *out = e;
+    return SIM_OK;
+}
+
+int sim_entity_apply_impulse(sim_world* w, sim_entity_id id, uint32_t particle, sim_vec3 impulse) {
+    sim__entity* e;
+    int rc = particle_lookup(w, id, particle, &e);
+    if (rc != SIM_OK) {
+        return rc;
+    }
+    if (!sim_vec3_is_finite(impulse)) {
+        return SIM_E_NOT_FINITE;
+    }
+    if (fabsf(impulse.x) > SIM_MAX_IMPULSE || fabsf(impulse.y) > SIM_MAX_IMPULSE ||
+        fabsf(impulse.z) > SIM_MAX_IMPULSE) {
+        return SIM_E_OUT_OF_RANGE;
+    }
+    uint32_t i = e->p_first + particle;
+    float h = w->dt / (float)w->params.substeps;
+    // Δv = J·w; in Verlet form the previous position moves back by Δv·h.
+    sim_vec3 dv = v3_scale(impulse, w->inv_mass[i]);
+    w->prev[i] = v3_sub(w->prev[i], v3_scale(dv, h));
+    return SIM_OK;
+}
+
+int sim_entity_drag(sim_world* w, sim_entity_id id, uint32_t particle, sim_vec3 target) {
+    sim__entity* e;
+    int rc = particle_lookup(w, id, particle, &e);
+    if (rc != SIM_OK) {
+        return rc;
+    }
+    if (!sim_vec3_is_finite(target)) {
+        return SIM_E_NOT_FINITE;
+    }
+    if (!sim_world_contains(w, target)) {
+        return SIM_E_OUT_OF_RANGE;
+    }
+    for (uint32_t i = 0; i < w->drag_count; ++i) {
+        sim__drag* g = &w->drags[i];
+        if (g->entity.index1 == id.index1 && g->particle == particle) {
+            g->target = target;
+            return SIM_OK;
+        }
+    }
+    if (w->drag_count >= w->def.max_drags) {
+        return SIM_E_CAPACITY;
+    }
+    sim__drag* g = &w->drags[w->drag_count++];
+    g->entity = id;
+    g->particle = particle;
+    g->target = target;
+    g->lambda = 0.0f;
+    return SIM_OK;
+}
+
+int sim_entity_release(sim_world* w, sim_entity_id id, uint32_t particle) {
+    sim__entity* e;
+    int rc = particle_lookup(w, id, particle, &e);
+    if (rc != SIM_OK) {
+        return rc;
+    }
+    for (uint32_t i = 0; i < w->drag_count; ++i) {
+        sim__drag* g = &w->drags[i];
+        if (g->entity.index1 == id.index1 && g->particle == particle) {
+            memmove(g, g + 1, (w->drag_count - i - 1) * sizeof *g);
+            w->drag_count--;
+            break;
+        }
+    }
+    return SIM_OK;
+}
+
+// Projects the drags: a zero-rest-length XPBD constraint toward the target
+// (the static "other end" has inverse mass 0). A pinned particle follows the
+// target kinematically, with prev set too so it carries no velocity kick.
+static void project_drags(sim_world* w, float inv_h2) {
+    const float alpha = SIM__DRAG_COMPLIANCE * inv_h2;
+    for (uint32_t k = 0; k < w->drag_count; ++k) {
+        sim__drag* g = &w->drags[k];
+        const sim__entity* e = sim__entity_get(w, g->entity);
+        uint32_t i = e->p_first + g->particle;
+        float wi = w->inv_mass[i];
+        if (wi == 0.0f) {
+            w->pos[i] = g->target;
+            w->prev[i] = g->target;
+            continue;
+        }
+        sim_vec3 d = v3_sub(g->target, w->pos[i]);
+        float c = v3_len(d);
+        if (c < 1e-9f) {
+            continue;
+        }
+        float dl = (c - alpha * g->lambda) / (wi + alpha);
+        g->lambda += dl;
+        w->pos[i] = v3_add(w->pos[i], v3_scale(d, wi * dl / c));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Stepping
+// ---------------------------------------------------------------------------
+
+// Position Verlet with damping (Jakobsen 2001, eq. 1 with a drag factor):
+// x' = x + (x - x_prev)·damping + g·h². Pinned particles (w = 0) stay put.
+static void integrate(sim_world* w, sim_vec3 g_h2) {
+    const float damping = w->params.damping;
+    for (uint32_t i = 0; i < w->p_count; ++i) {
+        if (w->inv_mass[i] == 0.0f) {
+            w->vpre[i] = v3(0.0f, 0.0f, 0.0f);
+            continue;
+        }
+        sim_vec3 x = w->pos[i];
+        sim_vec3 v = v3_scale(v3_sub(x, w->prev[i]), damping);
+        sim_vec3 next = v3_add(v3_add(x, v), g_h2);
+        w->prev[i] = x;
+        w->pos[i] = next;
+        w->vpre[i] = v3_sub(next, x);
+    }
+}
+
+// One more pass over the joint limits alone, after the last collision
+// push-out. Without it the push-out has the last word, and a limb slammed by
+// an impact can stay bent out of its hinge plane by 10-30° for a few ticks
+// (measured: test_sim_ragdoll_drop_keeps_joint_limits).
+static void project_joint_limits(sim_world* w) {
+    for (uint32_t k = 0; k < w->order_count; ++k) {
+        const sim__entity* e = &w->entities[w->order[k]];
+        sim_vec3* pos = w->pos + e->p_first;
+        const float* im = w->inv_mass + e->p_first;
+        const sim__joint* jt = w->joint + e->j_first;
+        for (uint32_t j = 0; j < e->j_count; ++j) {
+            sim__project_joint(pos, im, &jt[j]);
+        }
+    }
+}
+
+static void project_entities(sim_world* w, float inv_h2) {
+    for (uint32_t k = 0; k < w->order_count; ++k) {
+        const sim__entity* e = &w->entities[w->order[k]];
+        sim_vec3* pos = w->pos + e->p_first;
+        const float* im = w->inv_mass + e->p_first;
+        sim__dist* d = w->dist + e->d_first;
+        for (uint32_t j = 0; j < e->d_count; ++j) {
+            sim__project_dist(pos, im, &d[j], inv_h2);
+        }
+        const sim__joint* jt = w->joint + e->j_first;
+        for (uint32_t j = 0; j < e->j_count; ++j) {
+            sim__project_joint(pos, im, &jt[j]);
+        }
+    }
+}
+
+void sim_world_step(sim_world* w) {
+    const int substeps = w->params.substeps;
+    const float h = w->dt / (float)substeps;
+    const float inv_h2 = 1.0f / (h * h);
+    const sim_vec3 g_h2 = v3_scale(w->params.gravity, h * h);
+
+    for (int s = 0; s < substeps; ++s) {
+        integrate(w, g_h2);
+        // λ restarts every substep (Macklin et al. 2019, section 4).
+        for (uint32_t j = 0; j < w->d_count; ++j) {
+            w->dist[j].lambda = 0.0f;
+        }
+        for (uint32_t j = 0; j < w->drag_count; ++j) {
+            w->drags[j].lambda = 0.0f;
+        }
+        memset(w->contact, 0, w->p_count);
+        for (int it = 0; it < w->params.iterations; ++it) {
+            project_entities(w, inv_h2);
+            project_drags(w, inv_h2);
+            sim__collide_project(w);
+        }
+        project_joint_limits(w);
+        sim__collide_respond(w, h);
+    }
+    w->tick++;
+}
+
+// ---------------------------------------------------------------------------
+// Inspection
+// ---------------------------------------------------------------------------
+
+int sim_entity_get_view(const sim_world* w, sim_entity_id id, sim_entity_view* out) {
+    const sim__entity* e = sim__entity_get(w, id);
+    if (e == NULL) {
+        return SIM_E_STALE_ID;
+    }
+    out->id = id;
+    out->kind = e->kind;
+    out->particle_count = e->p_count;
+    out->pos = w->pos + e->p_first;
+    out->prev = w->prev + e->p_first;
+    out->inv_mass = w->inv_mass + e->p_first;
+    out->radius = w->radius + e->p_first;
+    out->names = e->names;
+    out->cols = e->cols;
+    out->rows = e->rows;
+    out->stick_count = e->stick_count;
+    return SIM_OK;
+}
+
+uint32_t sim_world_entity_count(const sim_world* w) {
+    return w->order_count;
+}
+
+sim_entity_id sim_world_entity_at(const sim_world* w, uint32_t i) {
+    sim_entity_id id = {0, 0};
+    if (i < w->order_count) {
+        uint32_t slot = w->order[i];
+        id.index1 = slot + 1;
+        id.generation = w->entities[slot].generation;
+    }
+    return id;
+}
+
+int sim_entity_copy_sticks(const sim_world* w, sim_entity_id id, uint32_t* pairs, uint32_t cap) {
+    const sim__entity* e = sim__entity_get(w, id);
+    if (e == NULL) {
+        return SIM_E_STALE_ID;
+    }
+    uint32_t n = 0;
+    const sim__dist* d = w->dist + e->d_first;
+    for (uint32_t j = 0; j < e->d_count && n < cap; ++j) {
+        if (d[j].kind == SIM__DIST_EQUAL) {
+            pairs[2 * n] = d[j].a;
+            pairs[2 * n + 1] = d[j].b;
+            n++;
+        }
+    }
+    return (int)n;
+}
+
+int sim_entity_particle_velocity(const sim_world* w, sim_entity_id id, uint32_t particle,
+                                 sim_vec3* out) {
+    sim__entity* e;
+    int rc = particle_lookup(w, id, particle, &e);
+    if (rc != SIM_OK) {
+        return rc;
+    }
+    uint32_t i = e->p_first + particle;
+    float h = w->dt / (float)w->params.substeps;
+    *out = v3_scale(v3_sub(w->pos[i], w->prev[i]), 1.0f / h);
+    return SIM_OK;
+}
+
+uint32_t sim_world_topology_epoch(const sim_world* w) {
+    return w->topo_epoch;
+}
+
+uint32_t sim_world_particle_count(const sim_world* w) {
+    return w->p_count;
+}
+
+uint32_t sim_world_constraint_count(const sim_world* w) {
+    return w->d_count;
+}
+
+float sim_world_constraint_error(const sim_world* w) {
+    float sum = 0.0f;
+    for (uint32_t k = 0; k < w->order_count; ++k) {
+        const sim__entity* e = &w->entities[w->order[k]];
+        const sim_vec3* pos = w->pos + e->p_first;
+        const sim__dist* d = w->dist + e->d_first;
+        for (uint32_t j = 0; j < e->d_count; ++j) {
+            if (d[j].kind == SIM__DIST_EQUAL) {
+                sum += fabsf(v3_len(v3_sub(pos[d[j].b], pos[d[j].a])) - d[j].rest);
+            }
+        }
+    }
+    return sum;
+}
+
+static uint64_t fnv1a(uint64_t h, const void* data, size_t n) {
+    const unsigned char* p = data;
+    for (size_t i = 0; i < n; ++i) {
+        h ^= p[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+uint64_t sim_world_hash(const sim_world* w) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    h = fnv1a(h, w->pos, w->p_count * sizeof(sim_vec3));
+    h = fnv1a(h, w->prev, w->p_count * sizeof(sim_vec3));
+    return h;
+}
+
+bool sim_world_is_finite(const sim_world* w) {
+    for (uint32_t i = 0; i < w->p_count; ++i) {
+        if (!sim_vec3_is_finite(w->pos[i]) || !sim_vec3_is_finite(w->prev[i])) {
+            return false;
+        }
+    }
+    return true;
+}

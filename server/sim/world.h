@@ -1,0 +1,175 @@
+/*
+ * world.h: the private layout of a sim_world, shared by the files of
+ * server/sim. Nothing outside server/sim (except unit tests) includes it.
+ *
+ *   particles (SoA, all entities back to back, in spawn order)
+ *   +---------------------------+----------------------+-----
+ *   | entity A: p_first..+count | entity B             | ...
+ *   +---------------------------+----------------------+-----
+ *   distance constraints and joint limits are grouped the same way; their particle
+ *   indices are local to the entity, so a despawn only slides later ranges
+ *   down (memmove) and never rewrites indices.
+ */
+#pragma once
+
+#include "sim.h"
+
+#define SIM__DEF_COOKIE 0x5244444fu /* "RDDO" */
+
+/// Kinds of distance constraint.
+typedef enum sim__dist_kind {
+    SIM__DIST_EQUAL = 0, ///< |xb - xa| = rest (a "stick").
+    SIM__DIST_MIN = 1,   ///< |xb - xa| >= rest (inequality).
+    SIM__DIST_MAX = 2,   ///< |xb - xa| <= rest (inequality).
+} sim__dist_kind;
+
+/// A distance constraint between particles a and b (indices local to the
+/// entity). 24 bytes, kept small because the solver streams through them.
+typedef struct sim__dist {
+    uint32_t a, b;
+    float rest;       ///< Rest length, m.
+    float compliance; ///< XPBD compliance, m/N (0 = rigid).
+    float lambda;     ///< Accumulated Lagrange multiplier of this substep.
+    uint32_t kind;    ///< sim__dist_kind.
+} sim__dist;
+_Static_assert(sizeof(sim__dist) == 24, "sim__dist is a hot struct; keep it 24 bytes");
+
+/// Kinds of particle joint limit.
+typedef enum sim__joint_kind {
+    SIM__JOINT_HINGE = 0, ///< Elbow, knee: one plane, one direction, [0, limit].
+    SIM__JOINT_CONE = 1,  ///< Hip, shoulder: the limb within `limit` of its rest direction.
+} sim__joint_kind;
+
+/// A joint limit of a particle ragdoll, expressed in the torso frame (up
+/// U = up0 → up1, lateral L = l0 → l1 made perpendicular to U, forward
+/// F = L × U); rest_dir and rest_axis are given in that frame (x = L, y = U,
+/// z = F).
+///
+/// CONE (a = hip/shoulder, b = knee/elbow): the upper limb b - a stays
+/// within `limit` radians of rest_dir.
+///
+/// HINGE (a = hip/shoulder, b = knee/elbow, c = foot/hand): a particle model
+/// has no bone twist, so the hinge axis is carried by the upper limb's swing:
+/// the shortest-arc rotation taking rest_dir to û = (b - a)/|b - a| takes
+/// rest_axis to the current axis n. The lower limb d = c - b must lie in the
+/// plane normal to n, at a flexion θ = atan2(sign·d·(û × n), d·û) in
+/// [0, limit] (sign -1 for a knee, whose foot swings back; +1 for an elbow,
+/// whose hand swings forward). The swing is undefined at û = -rest_dir; the
+/// joint's CONE keeps the limb far from there.
+///
+/// Indices local to the entity.
+typedef struct sim__joint {
+    uint32_t kind;      ///< sim__joint_kind.
+    uint32_t a, b, c;   ///< Limb particles (c unused for a cone).
+    uint32_t up0, up1;  ///< Torso up axis particles (pelvis → neck).
+    uint32_t l0, l1;    ///< Torso lateral axis particles (right → left).
+    sim_vec3 rest_dir;  ///< Unit, torso frame.
+    sim_vec3 rest_axis; ///< Unit, torso frame, perpendicular to rest_dir (hinge).
+    float sign;         ///< Hinge flexion side, +1 or -1.
+    float limit;        ///< Hinge: maximum flexion; cone: half-angle. Radians in (0, π).
+} sim__joint;
+
+/// A drag: a zero-rest-length soft constraint pulling a particle to target.
+typedef struct sim__drag {
+    sim_entity_id entity;
+    uint32_t particle; ///< Local index.
+    sim_vec3 target;
+    float lambda;
+} sim__drag;
+
+/// An entity slot (cold data).
+typedef struct sim__entity {
+    uint32_t generation; ///< Current generation of this slot.
+    bool live;
+    sim_entity_kind kind;
+    uint32_t p_first, p_count; ///< Particle range.
+    uint32_t d_first, d_count; ///< Distance constraint range.
+    uint32_t j_first, j_count; ///< Joint limit range.
+    uint32_t stick_count;      ///< Equality constraints in the distance range.
+    uint32_t cols, rows;       ///< Cloth grid, else 0.
+    const char* const* names;  ///< Static particle names, or NULL.
+} sim__entity;
+
+struct sim_world {
+    sim_allocator alloc;
+    sim_world_def def;
+    sim_params params;
+    float dt;
+    uint64_t tick;
+    uint32_t topo_epoch;
+
+    // Particles, structure of arrays.
+    uint32_t p_count;
+    sim_vec3* pos;
+    sim_vec3* prev;
+    sim_vec3* vpre; ///< Displacement over the substep before the solve (for restitution).
+    float* inv_mass;
+    float* radius;
+    sim_vec3* contact_n; ///< Contact normal found this substep.
+    uint8_t* contact;    ///< 1 when in contact this substep.
+
+    uint32_t d_count;
+    sim__dist* dist;
+    uint32_t j_count;
+    sim__joint* joint;
+
+    // Entity slots and the live ones in storage order.
+    sim__entity* entities;
+    uint32_t e_used;      ///< Slots ever used (high-water mark).
+    uint32_t* free_slots; ///< Stack of free slot indices.
+    uint32_t free_count;
+    uint32_t* order; ///< Slot indices of live entities, in storage order.
+    uint32_t order_count;
+
+    sim_box* boxes;
+    uint32_t box_count;
+    sim__drag* drags;
+    uint32_t drag_count;
+};
+
+/// Reserves storage for a new entity at the end of the arrays and fills its
+/// slot. On error nothing changes. Counts are checked against capacities.
+int sim__entity_begin(sim_world* w, sim_entity_kind kind, uint32_t particles, uint32_t dists,
+                      uint32_t joints, sim_entity_id* out_id, sim__entity** out);
+
+/// Looks up a live entity; NULL when stale or unknown.
+sim__entity* sim__entity_get(const sim_world* w, sim_entity_id id);
+
+/// Initialises particle i (global index) at rest at position p.
+void sim__particle_init(sim_world* w, uint32_t i, sim_vec3 p, float inv_mass, float radius);
+
+/// Appends constraint k (global index) between local particles a and b with
+/// the rest length taken from their current positions (scaled by `scale`).
+void sim__dist_init(sim_world* w, const sim__entity* e, uint32_t k, uint32_t a, uint32_t b,
+                    sim__dist_kind kind, float scale, float compliance);
+
+/// Projects one distance constraint (XPBD, Macklin et al. 2016, eq. 18):
+/// Δλ = (-C - α̃λ) / (wa + wb + α̃), Δx = w ∇C Δλ, with α̃ = compliance / h².
+/// With compliance 0 and equal masses it is exactly Jakobsen's relaxation.
+void sim__project_dist(sim_vec3* pos, const float* inv_mass, sim__dist* c, float inv_h2);
+
+/// Projects one particle joint limit (see sim__joint), the torso frame held
+/// fixed during the projection (PBD's lagged frame).
+///
+/// CONE: the upper limb is rotated, length kept, onto the cone's boundary in
+/// the plane of rest_dir and the limb; a and b share the change by inverse
+/// mass. HINGE: the lower limb is rotated, length kept, into the hinge plane
+/// and its flexion clamped to the nearer end of [0, limit], by moving c only
+/// (moving b would turn the upper limb and so the axis being projected on).
+/// Near the swing's singularity the hinge fades out.
+void sim__project_joint(sim_vec3* pos, const float* inv_mass, const sim__joint* j);
+
+/// The swing that takes unit vector `from` to unit vector `to` by the
+/// shortest arc, applied to v (Rodrigues' formula with the unnormalised axis
+/// k = from × to: R v = v·c + k × v + k (k·v) / (1 + c), c = from·to).
+/// Undefined at to = -from; callers keep away from it.
+sim_vec3 sim__swing(sim_vec3 from, sim_vec3 to, sim_vec3 v);
+
+/// Projects every particle out of the ground and the static boxes, position
+/// only, and records the contact normal.
+void sim__collide_project(sim_world* w);
+
+/// Applies restitution and friction to the particles in contact this
+/// substep by moving their previous positions (velocity pass, after Müller
+/// et al. 2020 section 3.5, in displacement form). h is the substep length.
+void sim__collide_respond(sim_world* w, float h);
