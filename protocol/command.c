@@ -1,0 +1,496 @@
+/*
+ * command.c: decoding and validation of JSON commands (PROTOCOL.md §2-3).
+ *
+ * Each op is described by a table of fields: JSON key, type, whether it is
+ * required, its range and default, and where it lands in rdp_command. The
+ * decoder walks that table three times, so that errors come in the order the
+ * protocol promises: shape and types first (bad_request), then finiteness
+ * (not_finite), then ranges (out_of_range / too_large). Parsing is cJSON's.
+ */
+#include "rdp.h"
+
+#include <cJSON.h>
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef enum field_type {
+    F_ID,     ///< Unsigned integer below 2^53 (world, entity) → uint64_t.
+    F_UINT,   ///< Unsigned integer in [lo, hi] → uint32_t.
+    F_NUM,    ///< Number in its range → double.
+    F_VEC3,   ///< [x, y, z], each |c| <= hi → rdp_vec3.
+    F_STRING, ///< 1..hi bytes of UTF-8, no control characters → char[].
+    F_ENUM,   ///< One of `choices` → uint32_t (the matching `values` entry).
+} field_type;
+
+typedef struct field_spec {
+    const char* key;
+    field_type type;
+    bool required;
+    double lo, hi;              ///< Range (inclusive), see lo_open.
+    bool lo_open;               ///< Range is (lo, hi].
+    double too_large;           ///< UINT: values above this are too_large, not out_of_range.
+    double def;                 ///< Default for an optional NUM/UINT.
+    size_t offset;              ///< Where the value goes in rdp_command.
+    const char* const* choices; ///< F_ENUM: NULL-terminated names.
+    const uint32_t* values;     ///< F_ENUM: the value stored for each name.
+    uint32_t def_value;         ///< F_ENUM: default when optional and absent.
+    unsigned param_bit;         ///< set_params: bit set in u.set_params.given.
+} field_spec;
+
+typedef struct op_spec {
+    const char* name;
+    rdp_op op;
+    const field_spec* fields;
+    size_t field_count;
+} op_spec;
+
+#define OFF(member) offsetof(rdp_command, member)
+#define COUNT(a)    (sizeof(a) / sizeof((a)[0]))
+
+static const char* const format_names[] = {"json", "binary", NULL};
+static const uint32_t format_values[] = {RDP_FORMAT_JSON, RDP_FORMAT_BINARY};
+static const char* const pin_names[] = {"top", "none", NULL};
+static const uint32_t pin_values[] = {1, 0};
+
+// Field building blocks shared by several ops.
+#define WORLD_FIELD                                                                                \
+    { "world", F_ID, true, 0, RDP_MAX_SAFE_INTEGER, false, 0, 0, OFF(world), NULL, NULL, 0, 0 }
+#define ENTITY_FIELD                                                                               \
+    { "entity", F_ID, true, 0, RDP_MAX_SAFE_INTEGER, false, 0, 0, OFF(entity), NULL, NULL, 0, 0 }
+#define PARTICLE_FIELD                                                                             \
+    { "particle", F_UINT, true, 0, 4294967295.0, false, 0, 0, OFF(particle), NULL, NULL, 0, 0 }
+#define POSITION_FIELD(key, member)                                                                \
+    { key, F_VEC3, true, 0, RDP_MAX_COORD, false, 0, 0, OFF(member), NULL, NULL, 0, 0 }
+#define MASS_FIELD(member)                                                                         \
+    { "mass", F_NUM, false, 0, 1e4, true, 0, 1.0, OFF(member), NULL, NULL, 0, 0 }
+
+static const field_spec create_world_fields[] = {
+    {"name", F_STRING, true, 1, RDP_MAX_NAME, false, 0, 0, OFF(u.create_world.name), NULL, NULL, 0,
+     0},
+    {"tick_hz", F_UINT, false, 1, 240, false, 0, 60, OFF(u.create_world.tick_hz), NULL, NULL, 0, 0},
+};
+static const field_spec world_fields[] = {WORLD_FIELD};
+static const field_spec subscribe_fields[] = {
+    WORLD_FIELD,
+    {"format", F_ENUM, false, 0, 0, false, 0, 0, OFF(u.subscribe.format), format_names,
+     format_values, RDP_FORMAT_JSON, 0},
+    {"rate_hz", F_UINT, false, 1, 240, false, 0, 30, OFF(u.subscribe.rate_hz), NULL, NULL, 0, 0},
+};
+static const field_spec spawn_rope_fields[] = {
+    WORLD_FIELD,
+    POSITION_FIELD("anchor", u.spawn_rope.anchor),
+    {"segments", F_UINT, true, 1, 1000, false, 1000, 0, OFF(u.spawn_rope.segments), NULL, NULL, 0,
+     0},
+    {"segment_length", F_NUM, true, 0, 10, true, 0, 0, OFF(u.spawn_rope.segment_length), NULL, NULL,
+     0, 0},
+    MASS_FIELD(u.spawn_rope.mass),
+};
+static const field_spec spawn_cloth_fields[] = {
+    WORLD_FIELD,
+    POSITION_FIELD("origin", u.spawn_cloth.origin),
+    {"cols", F_UINT, true, 2, 256, false, 256, 0, OFF(u.spawn_cloth.cols), NULL, NULL, 0, 0},
+    {"rows", F_UINT, true, 2, 256, false, 256, 0, OFF(u.spawn_cloth.rows), NULL, NULL, 0, 0},
+    {"spacing", F_NUM, true, 0, 10, true, 0, 0, OFF(u.spawn_cloth.spacing), NULL, NULL, 0, 0},
+    {"pin", F_ENUM, false, 0, 0, false, 0, 0, OFF(u.spawn_cloth.pin_top), pin_names, pin_values, 1,
+     0},
+    MASS_FIELD(u.spawn_cloth.mass),
+};
+static const field_spec spawn_ragdoll_fields[] = {
+    WORLD_FIELD,
+    POSITION_FIELD("position", u.spawn_ragdoll.position),
+    {"facing", F_NUM, false, -1000, 1000, false, 0, 0, OFF(u.spawn_ragdoll.facing), NULL, NULL, 0,
+     0},
+    MASS_FIELD(u.spawn_ragdoll.mass),
+};
+static const field_spec entity_fields[] = {WORLD_FIELD, ENTITY_FIELD};
+static const field_spec impulse_fields[] = {
+    WORLD_FIELD,
+    ENTITY_FIELD,
+    PARTICLE_FIELD,
+    {"impulse", F_VEC3, true, 0, 1e4, false, 0, 0, OFF(u.apply_impulse.impulse), NULL, NULL, 0, 0},
+};
+static const field_spec drag_fields[] = {
+    WORLD_FIELD,
+    ENTITY_FIELD,
+    PARTICLE_FIELD,
+    POSITION_FIELD("target", u.drag.target),
+};
+static const field_spec release_fields[] = {WORLD_FIELD, ENTITY_FIELD, PARTICLE_FIELD};
+static const field_spec set_params_fields[] = {
+    WORLD_FIELD,
+    {"gravity", F_VEC3, false, 0, 1000, false, 0, 0, OFF(u.set_params.gravity), NULL, NULL, 0,
+     RDP_PARAM_GRAVITY},
+    {"damping", F_NUM, false, 0, 1, false, 0, 0, OFF(u.set_params.damping), NULL, NULL, 0,
+     RDP_PARAM_DAMPING},
+    {"iterations", F_UINT, false, 1, 100, false, 0, 0, OFF(u.set_params.iterations), NULL, NULL, 0,
+     RDP_PARAM_ITERATIONS},
+    {"substeps", F_UINT, false, 1, 32, false, 0, 0, OFF(u.set_params.substeps), NULL, NULL, 0,
+     RDP_PARAM_SUBSTEPS},
+    {"bounciness", F_NUM, false, 0, 1, false, 0, 0, OFF(u.set_params.bounciness), NULL, NULL, 0,
+     RDP_PARAM_BOUNCINESS},
+    {"friction", F_NUM, false, 0, 1, false, 0, 0, OFF(u.set_params.friction), NULL, NULL, 0,
+     RDP_PARAM_FRICTION},
+};
+
+static const op_spec ops[] = {
+    {"list_worlds", RDP_OP_LIST_WORLDS, NULL, 0},
+    {"create_world", RDP_OP_CREATE_WORLD, create_world_fields, COUNT(create_world_fields)},
+    {"destroy_world", RDP_OP_DESTROY_WORLD, world_fields, COUNT(world_fields)},
+    {"subscribe", RDP_OP_SUBSCRIBE, subscribe_fields, COUNT(subscribe_fields)},
+    {"unsubscribe", RDP_OP_UNSUBSCRIBE, world_fields, COUNT(world_fields)},
+    {"spawn_rope", RDP_OP_SPAWN_ROPE, spawn_rope_fields, COUNT(spawn_rope_fields)},
+    {"spawn_cloth", RDP_OP_SPAWN_CLOTH, spawn_cloth_fields, COUNT(spawn_cloth_fields)},
+    {"spawn_ragdoll", RDP_OP_SPAWN_RAGDOLL, spawn_ragdoll_fields, COUNT(spawn_ragdoll_fields)},
+    {"despawn", RDP_OP_DESPAWN, entity_fields, COUNT(entity_fields)},
+    {"describe", RDP_OP_DESCRIBE, entity_fields, COUNT(entity_fields)},
+    {"apply_impulse", RDP_OP_APPLY_IMPULSE, impulse_fields, COUNT(impulse_fields)},
+    {"drag", RDP_OP_DRAG, drag_fields, COUNT(drag_fields)},
+    {"release", RDP_OP_RELEASE, release_fields, COUNT(release_fields)},
+    {"set_params", RDP_OP_SET_PARAMS, set_params_fields, COUNT(set_params_fields)},
+};
+
+const char* rdp_op_name(rdp_op op) {
+    for (size_t i = 0; i < COUNT(ops); ++i) {
+        if (ops[i].op == op) {
+            return ops[i].name;
+        }
+    }
+    return NULL;
+}
+
+const char* rdp_code_name(rdp_code code) {
+    switch (code) {
+    case RDP_OK:
+        return "ok";
+#define RDP__CODE_STR(name, str)                                                                   \
+    case RDP_E_##name:                                                                             \
+        return str;
+        RDP_CODE_MAP(RDP__CODE_STR)
+#undef RDP__CODE_STR
+    }
+    return "internal";
+}
+
+static rdp_code fail(rdp_error* err, rdp_code code, const char* fmt, ...) {
+    err->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+static bool is_integral(double v) {
+    return floor(v) == v;
+}
+
+// Accepts UTF-8 text with no C0 control characters (names end up in logs and
+// in every client's world list). Overlong forms and surrogates are refused.
+static bool clean_utf8(const unsigned char* s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = s[i];
+        size_t extra;
+        unsigned min;
+        if (c < 0x20 || c == 0x7f) {
+            return false;
+        } else if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xe0) == 0xc0) {
+            extra = 1;
+            min = 0x80;
+            c &= 0x1f;
+        } else if ((c & 0xf0) == 0xe0) {
+            extra = 2;
+            min = 0x800;
+            c &= 0x0f;
+        } else if ((c & 0xf8) == 0xf0) {
+            extra = 3;
+            min = 0x10000;
+            c &= 0x07;
+        } else {
+            return false;
+        }
+        if (i + extra >= n) {
+            return false; // truncated sequence
+        }
+        for (size_t k = 1; k <= extra; ++k) {
+            if ((s[i + k] & 0xc0) != 0x80) {
+                return false;
+            }
+            c = (c << 6) | (s[i + k] & 0x3f);
+        }
+        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff)) {
+            return false;
+        }
+        i += extra + 1;
+    }
+    return true;
+}
+
+// Pass 1: presence and JSON type.
+static rdp_code check_shape(const field_spec* f, const cJSON* v, rdp_error* err) {
+    switch (f->type) {
+    case F_ID:
+    case F_UINT:
+    case F_NUM:
+        if (!cJSON_IsNumber(v)) {
+            return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be a number", f->key);
+        }
+        return RDP_OK;
+    case F_VEC3: {
+        if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 3) {
+            return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be an array of 3 numbers",
+                        f->key);
+        }
+        const cJSON* c;
+        cJSON_ArrayForEach(c, v) {
+            if (!cJSON_IsNumber(c)) {
+                return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be an array of 3 numbers",
+                            f->key);
+            }
+        }
+        return RDP_OK;
+    }
+    case F_STRING:
+    case F_ENUM:
+        if (!cJSON_IsString(v)) {
+            return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be a string", f->key);
+        }
+        return RDP_OK;
+    }
+    return fail(err, RDP_E_INTERNAL, "bad field table");
+}
+
+// Pass 2: every number finite.
+static rdp_code check_finite(const field_spec* f, const cJSON* v, rdp_error* err) {
+    if (f->type == F_VEC3) {
+        const cJSON* c;
+        cJSON_ArrayForEach(c, v) {
+            if (!isfinite(c->valuedouble)) {
+                return fail(err, RDP_E_NOT_FINITE, "field \"%s\" has a non-finite component",
+                            f->key);
+            }
+        }
+    } else if ((f->type == F_ID || f->type == F_UINT || f->type == F_NUM) &&
+               !isfinite(v->valuedouble)) {
+        return fail(err, RDP_E_NOT_FINITE, "field \"%s\" is not finite", f->key);
+    }
+    return RDP_OK;
+}
+
+static bool in_range(const field_spec* f, double x) {
+    return (f->lo_open ? x > f->lo : x >= f->lo) && x <= f->hi;
+}
+
+// Pass 3: integrality, ranges and choices; stores the value.
+static rdp_code check_store(const field_spec* f, const cJSON* v, rdp_command* out, rdp_error* err) {
+    char* dst = (char*)out + f->offset;
+    switch (f->type) {
+    case F_ID: {
+        double x = v->valuedouble;
+        if (!is_integral(x) || x < 0 || x > RDP_MAX_SAFE_INTEGER) {
+            return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be an integer in [0, 2^53)",
+                        f->key);
+        }
+        uint64_t id = (uint64_t)x;
+        memcpy(dst, &id, sizeof id);
+        return RDP_OK;
+    }
+    case F_UINT: {
+        double x = v->valuedouble;
+        if (!is_integral(x)) {
+            return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be an integer", f->key);
+        }
+        if (f->too_large > 0 && x > f->too_large) {
+            return fail(err, RDP_E_TOO_LARGE, "field \"%s\" = %.0f is above the maximum %.0f",
+                        f->key, x, f->too_large);
+        }
+        if (!in_range(f, x)) {
+            return fail(err, RDP_E_OUT_OF_RANGE, "field \"%s\" = %.17g is outside [%.0f, %.0f]",
+                        f->key, x, f->lo, f->hi);
+        }
+        uint32_t u = (uint32_t)x;
+        memcpy(dst, &u, sizeof u);
+        return RDP_OK;
+    }
+    case F_NUM: {
+        double x = v->valuedouble;
+        if (!in_range(f, x)) {
+            return fail(err, RDP_E_OUT_OF_RANGE, "field \"%s\" = %.17g is outside %s%g, %g]",
+                        f->key, x, f->lo_open ? "(" : "[", f->lo, f->hi);
+        }
+        memcpy(dst, &x, sizeof x);
+        return RDP_OK;
+    }
+    case F_VEC3: {
+        double c[3];
+        int i = 0;
+        const cJSON* e;
+        cJSON_ArrayForEach(e, v) {
+            c[i] = e->valuedouble;
+            if (fabs(c[i]) > f->hi) {
+                return fail(err, RDP_E_OUT_OF_RANGE,
+                            "field \"%s\" component %d = %.17g is outside [-%g, %g]", f->key, i,
+                            c[i], f->hi, f->hi);
+            }
+            i++;
+        }
+        rdp_vec3 r = {c[0], c[1], c[2]};
+        memcpy(dst, &r, sizeof r);
+        return RDP_OK;
+    }
+    case F_STRING: {
+        const char* s = v->valuestring;
+        size_t n = strlen(s);
+        if (n < (size_t)f->lo || n > (size_t)f->hi) {
+            return fail(err, RDP_E_OUT_OF_RANGE, "field \"%s\" must be %.0f to %.0f bytes long",
+                        f->key, f->lo, f->hi);
+        }
+        if (!clean_utf8((const unsigned char*)s, n)) {
+            return fail(err, RDP_E_BAD_REQUEST,
+                        "field \"%s\" must be UTF-8 without control characters", f->key);
+        }
+        memcpy(dst, s, n + 1);
+        return RDP_OK;
+    }
+    case F_ENUM:
+        for (size_t i = 0; f->choices[i] != NULL; ++i) {
+            if (strcmp(v->valuestring, f->choices[i]) == 0) {
+                memcpy(dst, &f->values[i], sizeof(uint32_t));
+                return RDP_OK;
+            }
+        }
+        return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" has an unknown value", f->key);
+    }
+    return fail(err, RDP_E_INTERNAL, "bad field table");
+}
+
+// Stores the default of an optional field that was absent.
+static void store_default(const field_spec* f, rdp_command* out) {
+    char* dst = (char*)out + f->offset;
+    if (f->type == F_NUM) {
+        memcpy(dst, &f->def, sizeof f->def);
+    } else if (f->type == F_UINT) {
+        uint32_t u = (uint32_t)f->def;
+        memcpy(dst, &u, sizeof u);
+    } else if (f->type == F_ENUM) {
+        memcpy(dst, &f->def_value, sizeof f->def_value);
+    }
+}
+
+static rdp_code decode_fields(const op_spec* spec, const cJSON* root, rdp_command* out,
+                              rdp_error* err) {
+    const cJSON* vals[16];
+    rdp_code rc;
+    if (spec->field_count > COUNT(vals)) {
+        return fail(err, RDP_E_INTERNAL, "field table too long");
+    }
+    for (size_t i = 0; i < spec->field_count; ++i) {
+        const field_spec* f = &spec->fields[i];
+        vals[i] = cJSON_GetObjectItemCaseSensitive(root, f->key);
+        if (vals[i] == NULL || cJSON_IsNull(vals[i])) {
+            vals[i] = NULL;
+            if (f->required) {
+                return fail(err, RDP_E_BAD_REQUEST, "%s needs field \"%s\"", spec->name, f->key);
+            }
+            continue;
+        }
+        if ((rc = check_shape(f, vals[i], err)) != RDP_OK) {
+            return rc;
+        }
+    }
+    for (size_t i = 0; i < spec->field_count; ++i) {
+        if (vals[i] != NULL && (rc = check_finite(&spec->fields[i], vals[i], err)) != RDP_OK) {
+            return rc;
+        }
+    }
+    for (size_t i = 0; i < spec->field_count; ++i) {
+        const field_spec* f = &spec->fields[i];
+        if (vals[i] == NULL) {
+            store_default(f, out);
+            continue;
+        }
+        if ((rc = check_store(f, vals[i], out, err)) != RDP_OK) {
+            return rc;
+        }
+        if (f->param_bit != 0) {
+            out->u.set_params.given |= f->param_bit;
+        }
+    }
+    if (spec->op == RDP_OP_SET_PARAMS && out->u.set_params.given == 0) {
+        return fail(err, RDP_E_BAD_REQUEST,
+                    "set_params needs at least one of gravity, damping, iterations, substeps, "
+                    "bounciness, friction");
+    }
+    return RDP_OK;
+}
+
+// Reads "id" first so that every later error reply can carry it.
+static rdp_code decode_id(const cJSON* root, rdp_command* out, rdp_error* err) {
+    const cJSON* id = cJSON_GetObjectItemCaseSensitive(root, "id");
+    if (id == NULL || cJSON_IsNull(id)) {
+        return RDP_OK;
+    }
+    if (!cJSON_IsNumber(id) || !isfinite(id->valuedouble) || !is_integral(id->valuedouble) ||
+        fabs(id->valuedouble) > RDP_MAX_SAFE_INTEGER) {
+        return fail(err, RDP_E_BAD_REQUEST, "\"id\" must be an integer with |id| < 2^53");
+    }
+    out->has_id = true;
+    out->id = (int64_t)id->valuedouble;
+    return RDP_OK;
+}
+
+rdp_code rdp_command_decode(const char* text, size_t len, rdp_command* out, rdp_error* err) {
+    memset(out, 0, sizeof *out);
+    err->code = RDP_OK;
+    err->message[0] = '\0';
+    if (len > RDP_MAX_MESSAGE_BYTES) {
+        return fail(err, RDP_E_TOO_LARGE, "message is larger than %d bytes", RDP_MAX_MESSAGE_BYTES);
+    }
+    const char* end = NULL;
+    cJSON* root = cJSON_ParseWithLengthOpts(text, len, &end, false);
+    if (root == NULL) {
+        return fail(err, RDP_E_BAD_JSON, "not valid JSON");
+    }
+    // Only white space may follow the value.
+    for (const char* p = end; p != NULL && p < text + len; ++p) {
+        if (*p != ' ' && *p != '\t' && *p != '\r' && *p != '\n') {
+            cJSON_Delete(root);
+            return fail(err, RDP_E_BAD_JSON, "not valid JSON: trailing characters");
+        }
+    }
+    rdp_code rc;
+    if (!cJSON_IsObject(root)) {
+        rc = fail(err, RDP_E_BAD_REQUEST, "a command must be a JSON object");
+        goto done;
+    }
+    if ((rc = decode_id(root, out, err)) != RDP_OK) {
+        goto done;
+    }
+    const cJSON* op = cJSON_GetObjectItemCaseSensitive(root, "op");
+    if (!cJSON_IsString(op)) {
+        rc = fail(err, RDP_E_BAD_REQUEST, "a command needs a string field \"op\"");
+        goto done;
+    }
+    const op_spec* spec = NULL;
+    for (size_t i = 0; i < COUNT(ops); ++i) {
+        if (strcmp(op->valuestring, ops[i].name) == 0) {
+            spec = &ops[i];
+            break;
+        }
+    }
+    if (spec == NULL) {
+        rc = fail(err, RDP_E_UNKNOWN_OP, "unknown op \"%.40s\"", op->valuestring);
+        goto done;
+    }
+    out->op = spec->op;
+    rc = decode_fields(spec, root, out, err);
+done:
+    cJSON_Delete(root);
+    return rc;
+}

@@ -1,0 +1,369 @@
+/*
+ * rdp.h: the ragdolld wire protocol codec (target rdp), shared by the server
+ * and the clients. protocol/PROTOCOL.md is the normative specification; this
+ * header is its C form.
+ *
+ * What it owns: decoding and validating JSON commands into plain structs,
+ * encoding replies, events and snapshots (JSON and binary). It knows nothing
+ * about the simulator: snapshots are described by the plain structs below,
+ * which point at the caller's arrays.
+ *
+ * Threading: every function is reentrant; nothing is global.
+ *
+ * Units: SI (m, kg, s, rad, N·s), +Y up, as in PROTOCOL.md.
+ *
+ * Memory: strings returned as `char*` are allocated with cJSON's allocator
+ * (malloc by default) and freed by the caller with rdp_free().
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Protocol version carried in the welcome event and binary snapshots.
+#define RDP_PROTOCOL_VERSION 1
+/// WebSocket subprotocol name for this version.
+#define RDP_SUBPROTOCOL "ragdolld.v1"
+/// Largest command message a server accepts, bytes.
+#define RDP_MAX_MESSAGE_BYTES (64 * 1024)
+/// Longest world name, bytes.
+#define RDP_MAX_NAME 64
+/// Bound on every position coordinate a command may carry, m.
+#define RDP_MAX_COORD 1000.0
+/// Largest integer a JSON number carries exactly (2^53 - 1).
+#define RDP_MAX_SAFE_INTEGER 9007199254740991.0
+
+// ---------------------------------------------------------------------------
+// Error codes
+// ---------------------------------------------------------------------------
+
+/// The protocol's error codes: XX(NAME, "wire string").
+#define RDP_CODE_MAP(XX)                                                                           \
+    XX(BAD_JSON, "bad_json")                                                                       \
+    XX(BAD_REQUEST, "bad_request")                                                                 \
+    XX(UNKNOWN_OP, "unknown_op")                                                                   \
+    XX(NOT_FOUND, "not_found")                                                                     \
+    XX(OUT_OF_RANGE, "out_of_range")                                                               \
+    XX(NOT_FINITE, "not_finite")                                                                   \
+    XX(TOO_LARGE, "too_large")                                                                     \
+    XX(BAD_STATE, "bad_state")                                                                     \
+    XX(FORBIDDEN, "forbidden")                                                                     \
+    XX(RATE_LIMITED, "rate_limited")                                                               \
+    XX(INTERNAL, "internal")
+
+/// An error code; RDP_OK (0) is success.
+typedef enum rdp_code {
+    RDP_OK = 0,
+#define RDP__CODE_ENUM(name, str) RDP_E_##name,
+    RDP_CODE_MAP(RDP__CODE_ENUM)
+#undef RDP__CODE_ENUM
+} rdp_code;
+
+/// The wire string of a code ("bad_json", ...); "ok" for RDP_OK, "internal"
+/// for anything unknown. Static storage.
+const char* rdp_code_name(rdp_code code);
+
+/// A decoding error: the code and a human-readable message naming the field.
+typedef struct rdp_error {
+    rdp_code code;
+    char message[160];
+} rdp_error;
+
+// ---------------------------------------------------------------------------
+// Commands
+// ---------------------------------------------------------------------------
+
+/// The commands of PROTOCOL.md §3.
+typedef enum rdp_op {
+    RDP_OP_LIST_WORLDS = 1,
+    RDP_OP_CREATE_WORLD,
+    RDP_OP_DESTROY_WORLD,
+    RDP_OP_SUBSCRIBE,
+    RDP_OP_UNSUBSCRIBE,
+    RDP_OP_SPAWN_ROPE,
+    RDP_OP_SPAWN_CLOTH,
+    RDP_OP_SPAWN_RAGDOLL,
+    RDP_OP_DESPAWN,
+    RDP_OP_DESCRIBE,
+    RDP_OP_APPLY_IMPULSE,
+    RDP_OP_DRAG,
+    RDP_OP_RELEASE,
+    RDP_OP_SET_PARAMS,
+} rdp_op;
+
+/// The wire name of an op ("spawn_rope", ...), or NULL for an unknown value.
+const char* rdp_op_name(rdp_op op);
+
+/// A 3-vector as decoded from JSON (finite, range-checked per field).
+typedef struct rdp_vec3 {
+    double x, y, z;
+} rdp_vec3;
+
+/// Snapshot encodings a subscriber may ask for.
+typedef enum rdp_format {
+    RDP_FORMAT_JSON = 1,
+    RDP_FORMAT_BINARY = 2,
+} rdp_format;
+
+/// Which set_params fields were given.
+enum rdp_param_bits {
+    RDP_PARAM_GRAVITY = 1 << 0,
+    RDP_PARAM_DAMPING = 1 << 1,
+    RDP_PARAM_ITERATIONS = 1 << 2,
+    RDP_PARAM_SUBSTEPS = 1 << 3,
+    RDP_PARAM_BOUNCINESS = 1 << 4,
+    RDP_PARAM_FRICTION = 1 << 5,
+};
+
+/// A decoded, validated command. Every field the op uses is present, finite
+/// and within the static ranges of PROTOCOL.md §3, with defaults filled in;
+/// only checks that need the world (ids, capacities) remain for the caller.
+typedef struct rdp_command {
+    rdp_op op;
+    bool has_id;       ///< Whether the command carried an "id".
+    int64_t id;        ///< The id, |id| <= 2^53 - 1.
+    uint64_t world;    ///< For ops that name a world.
+    uint64_t entity;   ///< For ops that name an entity.
+    uint32_t particle; ///< For ops that name a particle.
+    union {
+        struct {
+            char name[RDP_MAX_NAME + 1]; ///< NUL-terminated, 1..64 bytes, valid UTF-8.
+            uint32_t tick_hz;            ///< 1..240.
+        } create_world;
+        struct {
+            uint32_t format;  ///< rdp_format.
+            uint32_t rate_hz; ///< 1..240.
+        } subscribe;
+        struct {
+            rdp_vec3 anchor;
+            uint32_t segments; ///< 1..1000.
+            double segment_length;
+            double mass;
+        } spawn_rope;
+        struct {
+            rdp_vec3 origin;
+            uint32_t cols, rows; ///< 2..256.
+            double spacing;
+            uint32_t pin_top; ///< 1: pin row 0 ("top"), 0: none.
+            double mass;
+        } spawn_cloth;
+        struct {
+            rdp_vec3 position;
+            double facing;
+            double mass;
+        } spawn_ragdoll;
+        struct {
+            rdp_vec3 impulse;
+        } apply_impulse;
+        struct {
+            rdp_vec3 target;
+        } drag;
+        struct {
+            unsigned given; ///< Bitwise OR of rdp_param_bits.
+            rdp_vec3 gravity;
+            double damping, bounciness, friction;
+            uint32_t iterations, substeps;
+        } set_params;
+    } u;
+} rdp_command;
+
+/// Decodes and validates one command from a text frame of `len` bytes (not
+/// necessarily NUL-terminated; never read past len). On success returns 0
+/// and fills *out. On failure returns the error code, fills *err, and sets
+/// out->has_id/out->id if an id could be read (so the reply can carry it).
+/// Checks in the order of PROTOCOL.md §2: JSON, shape, finiteness, ranges.
+rdp_code rdp_command_decode(const char* text, size_t len, rdp_command* out, rdp_error* err);
+
+// ---------------------------------------------------------------------------
+// Replies and events (JSON text)
+// ---------------------------------------------------------------------------
+
+/// Frees a string returned by this module. NULL is allowed.
+void rdp_free(void* p);
+
+/// The "re" part of a reply: the command's id if it had one, else null.
+typedef struct rdp_re {
+    bool has_id;
+    int64_t id;
+} rdp_re;
+
+/// The re of a decoded (or partially decoded) command.
+rdp_re rdp_re_of(const rdp_command* cmd);
+
+/// Encodes an error reply {"re": id|null, "error": {"code", "message"}}.
+/// Returns a NUL-terminated string (*len excludes the NUL) or NULL on OOM.
+char* rdp_reply_error(rdp_re re, rdp_code code, const char* message, size_t* len);
+
+/// World parameters as they travel in replies and events.
+typedef struct rdp_params {
+    rdp_vec3 gravity;
+    double damping;
+    uint32_t iterations, substeps;
+    double bounciness, friction;
+} rdp_params;
+
+/// A static box collider as it travels in `statics`.
+typedef struct rdp_box {
+    rdp_vec3 center, half_extents;
+} rdp_box;
+
+/// One world in a list (welcome, list_worlds).
+typedef struct rdp_world_info {
+    uint64_t world;
+    const char* name;
+    uint64_t tick;
+    uint32_t tick_hz;
+    uint32_t entities;
+} rdp_world_info;
+
+/// The optional fields of a success reply. Zero-initialise, then set what the
+/// op returns; each `has_`/non-NULL field adds the matching JSON member.
+typedef struct rdp_reply_fields {
+    bool has_tick;
+    uint64_t tick;
+    bool has_world;
+    uint64_t world;
+    bool has_entity;
+    uint64_t entity;
+    const rdp_params* params;     ///< "params"
+    const rdp_world_info* worlds; ///< "worlds" (worlds_count entries; may be 0)
+    bool has_worlds;              ///< Emit "worlds" even when empty.
+    uint32_t worlds_count;
+    const rdp_box* boxes; ///< "statics" when has_statics
+    uint32_t box_count;
+    bool has_statics;
+    bool ground;
+    uint32_t tick_hz;                        ///< With has_world on subscribe: "tick_hz"
+    const char* format;                      ///< "format"
+    uint32_t rate_hz;                        ///< "rate_hz" when format is set
+    const struct rdp_entity_state* describe; ///< Topology of one entity (describe)
+} rdp_reply_fields;
+
+/// Encodes a success reply {"re", "ok": true, ...fields}. Returns a string to
+/// free with rdp_free(), or NULL on OOM.
+char* rdp_reply_ok(rdp_re re, const rdp_reply_fields* f, size_t* len);
+
+/// Encodes the welcome event (PROTOCOL.md §4).
+char* rdp_event_welcome(const char* version, const rdp_world_info* worlds, uint32_t count,
+                        size_t* len);
+
+/// Encodes {"ev": "params", "world", "tick", "params"}.
+char* rdp_event_params(uint64_t world, uint64_t tick, const rdp_params* p, size_t* len);
+
+/// Encodes {"ev": "world_destroyed", "world", "tick"}.
+char* rdp_event_world_destroyed(uint64_t world, uint64_t tick, size_t* len);
+
+// ---------------------------------------------------------------------------
+// Snapshots
+// ---------------------------------------------------------------------------
+
+/// Entity kinds on the wire (binary codes match PROTOCOL.md §5.2).
+typedef enum rdp_kind {
+    RDP_KIND_ROPE = 1,
+    RDP_KIND_CLOTH = 2,
+    RDP_KIND_RAGDOLL = 3,
+} rdp_kind;
+
+/// The wire name of a kind ("rope", "cloth", "ragdoll") or "unknown".
+const char* rdp_kind_name(rdp_kind kind);
+
+/// One entity's state, pointing at the caller's arrays (not copied).
+typedef struct rdp_entity_state {
+    uint64_t entity;
+    rdp_kind kind;
+    uint32_t particle_count;
+    const float* xyz; ///< 3 × particle_count floats, m.
+    // Topology, used when a snapshot includes it and by describe:
+    uint32_t stick_count;
+    const uint32_t* sticks;   ///< 2 × stick_count particle indices.
+    const char* const* names; ///< particle_count names, or NULL.
+    const float* radius;      ///< particle_count radii, m.
+    const float* inv_mass;    ///< particle_count inverse masses; 0 = pinned.
+    uint32_t cols, rows;      ///< Cloth grid, else 0.
+} rdp_entity_state;
+
+/// Per-world figures carried by JSON snapshots (PROTOCOL.md §5.1).
+typedef struct rdp_metrics {
+    double constraint_error; ///< m.
+    uint32_t solver_passes;
+    uint32_t particles;
+    double step_ms;
+    uint64_t overruns;
+} rdp_metrics;
+
+/// A world's state at one tick.
+typedef struct rdp_snapshot {
+    uint64_t world;
+    uint64_t tick;
+    uint32_t entity_count;
+    const rdp_entity_state* entities;
+    rdp_metrics metrics;
+} rdp_snapshot;
+
+/// Encodes a JSON snapshot event; with `topology` every entity carries its
+/// topology fields. Positions are rounded to 0.1 mm. Returns a string to free
+/// with rdp_free(), or NULL on OOM.
+char* rdp_snapshot_json(const rdp_snapshot* s, bool topology, size_t* len);
+
+/// Size of the header of a binary snapshot, bytes.
+#define RDP_BIN_HEADER_BYTES 40
+/// Size of an entity header in a binary snapshot, bytes.
+#define RDP_BIN_ENTITY_BYTES 16
+/// Baseline value meaning "no baseline: a full snapshot".
+#define RDP_BIN_NO_BASELINE UINT64_MAX
+
+/// Bytes rdp_snapshot_binary() writes for s.
+size_t rdp_snapshot_binary_size(const rdp_snapshot* s);
+
+/// Writes s as a version-1 binary snapshot (PROTOCOL.md §5.2) into buf.
+/// Returns the bytes written, or 0 when cap is too small.
+size_t rdp_snapshot_binary(const rdp_snapshot* s, uint8_t* buf, size_t cap);
+
+/// A parsed binary snapshot header.
+typedef struct rdp_bin_header {
+    uint16_t version;
+    uint16_t flags;
+    uint64_t world;
+    uint64_t tick;
+    uint64_t baseline;
+    uint32_t entity_count;
+} rdp_bin_header;
+
+/// A cursor over a binary snapshot's entities. Points into the caller's
+/// buffer, which must outlive it.
+typedef struct rdp_bin_reader {
+    const uint8_t* buf;
+    size_t len;
+    size_t off;
+    uint32_t remaining;
+} rdp_bin_reader;
+
+/// One entity of a binary snapshot. Positions are read with
+/// rdp_bin_entity_position() (the buffer may be unaligned).
+typedef struct rdp_bin_entity {
+    uint64_t entity;
+    rdp_kind kind;
+    uint32_t particle_count;
+    const uint8_t* xyz; ///< 12 × particle_count bytes of little-endian f32.
+} rdp_bin_entity;
+
+/// Parses the header of a binary snapshot of `len` bytes and readies *rd.
+/// Returns RDP_OK, or RDP_E_BAD_REQUEST when the magic, version or size is
+/// wrong. Never reads past len.
+rdp_code rdp_bin_parse(const uint8_t* buf, size_t len, rdp_bin_header* hdr, rdp_bin_reader* rd);
+
+/// Reads the next entity. Returns 1 and fills *out, 0 at the end, or -1 when
+/// the buffer is truncated or malformed.
+int rdp_bin_next(rdp_bin_reader* rd, rdp_bin_entity* out);
+
+/// Reads particle i's position (m) from a parsed entity.
+void rdp_bin_entity_position(const rdp_bin_entity* e, uint32_t i, float out[3]);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,267 @@
+/*
+ * json.c: encoding of replies, events and JSON snapshots (PROTOCOL.md
+ * §2, §4, §5.1) with cJSON. Each encoder builds a cJSON tree, prints it
+ * unformatted and frees the tree; the caller owns the printed string.
+ */
+#include "rdp.h"
+
+#include <cJSON.h>
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+void rdp_free(void* p) {
+    cJSON_free(p);
+}
+
+rdp_re rdp_re_of(const rdp_command* cmd) {
+    rdp_re re = {cmd->has_id, cmd->id};
+    return re;
+}
+
+const char* rdp_kind_name(rdp_kind kind) {
+    switch (kind) {
+    case RDP_KIND_ROPE:
+        return "rope";
+    case RDP_KIND_CLOTH:
+        return "cloth";
+    case RDP_KIND_RAGDOLL:
+        return "ragdoll";
+    }
+    return "unknown";
+}
+
+// Prints and frees a tree. NULL in, NULL out (allocation failures anywhere
+// while building propagate here as a NULL tree or a NULL print).
+static char* finish(cJSON* root, size_t* len) {
+    if (root == NULL) {
+        return NULL;
+    }
+    char* s = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (s != NULL && len != NULL) {
+        *len = strlen(s);
+    }
+    return s;
+}
+
+// Integers go out as raw decimal text: cJSON 1.7.15 prints numbers with
+// %1.15g and accepts the result if it re-parses within a relative epsilon,
+// which drops the last digits of ids above 10^15 (ids go up to 2^53 - 1).
+static cJSON* int_item(int64_t v) {
+    char buf[24];
+    snprintf(buf, sizeof buf, "%" PRId64, v);
+    return cJSON_CreateRaw(buf);
+}
+
+static cJSON* uint_item(uint64_t v) {
+    char buf[24];
+    snprintf(buf, sizeof buf, "%" PRIu64, v);
+    return cJSON_CreateRaw(buf);
+}
+
+static void add_uint(cJSON* o, const char* key, uint64_t v) {
+    cJSON_AddItemToObject(o, key, uint_item(v));
+}
+
+static cJSON* vec3_array(rdp_vec3 v) {
+    cJSON* a = cJSON_CreateArray();
+    cJSON_AddItemToArray(a, cJSON_CreateNumber(v.x));
+    cJSON_AddItemToArray(a, cJSON_CreateNumber(v.y));
+    cJSON_AddItemToArray(a, cJSON_CreateNumber(v.z));
+    return a;
+}
+
+static cJSON* re_object(rdp_re re) {
+    cJSON* root = cJSON_CreateObject();
+    if (re.has_id) {
+        cJSON_AddItemToObject(root, "re", int_item(re.id));
+    } else {
+        cJSON_AddNullToObject(root, "re");
+    }
+    return root;
+}
+
+char* rdp_reply_error(rdp_re re, rdp_code code, const char* message, size_t* len) {
+    cJSON* root = re_object(re);
+    cJSON* e = cJSON_AddObjectToObject(root, "error");
+    cJSON_AddStringToObject(e, "code", rdp_code_name(code));
+    cJSON_AddStringToObject(e, "message", message != NULL ? message : "");
+    return finish(root, len);
+}
+
+static cJSON* params_object(const rdp_params* p) {
+    cJSON* o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "gravity", vec3_array(p->gravity));
+    cJSON_AddNumberToObject(o, "damping", p->damping);
+    cJSON_AddNumberToObject(o, "iterations", p->iterations);
+    cJSON_AddNumberToObject(o, "substeps", p->substeps);
+    cJSON_AddNumberToObject(o, "bounciness", p->bounciness);
+    cJSON_AddNumberToObject(o, "friction", p->friction);
+    return o;
+}
+
+static cJSON* worlds_array(const rdp_world_info* worlds, uint32_t count) {
+    cJSON* a = cJSON_CreateArray();
+    for (uint32_t i = 0; i < count; ++i) {
+        cJSON* o = cJSON_CreateObject();
+        add_uint(o, "world", worlds[i].world);
+        cJSON_AddStringToObject(o, "name", worlds[i].name);
+        add_uint(o, "tick", worlds[i].tick);
+        cJSON_AddNumberToObject(o, "tick_hz", worlds[i].tick_hz);
+        cJSON_AddNumberToObject(o, "entities", worlds[i].entities);
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
+static cJSON* statics_object(const rdp_reply_fields* f) {
+    cJSON* o = cJSON_CreateObject();
+    cJSON_AddBoolToObject(o, "ground", f->ground);
+    cJSON* boxes = cJSON_AddArrayToObject(o, "boxes");
+    for (uint32_t i = 0; i < f->box_count; ++i) {
+        cJSON* b = cJSON_CreateObject();
+        cJSON_AddItemToObject(b, "center", vec3_array(f->boxes[i].center));
+        cJSON_AddItemToObject(b, "half_extents", vec3_array(f->boxes[i].half_extents));
+        cJSON_AddItemToArray(boxes, b);
+    }
+    return o;
+}
+
+// Rounds a coordinate to 0.1 mm so JSON carries short numbers.
+static double round_mm10(float v) {
+    return round((double)v * 1e4) / 1e4;
+}
+
+// Adds the topology members of an entity (PROTOCOL.md §5.1).
+static void add_topology(cJSON* o, const rdp_entity_state* e) {
+    if (e->names != NULL) {
+        cJSON* names = cJSON_AddArrayToObject(o, "names");
+        for (uint32_t i = 0; i < e->particle_count; ++i) {
+            cJSON_AddItemToArray(names, cJSON_CreateString(e->names[i]));
+        }
+    }
+    if (e->kind == RDP_KIND_CLOTH) {
+        cJSON_AddNumberToObject(o, "cols", e->cols);
+        cJSON_AddNumberToObject(o, "rows", e->rows);
+    }
+    cJSON* sticks = cJSON_AddArrayToObject(o, "sticks");
+    for (uint32_t k = 0; k < e->stick_count; ++k) {
+        cJSON* pair = cJSON_CreateArray();
+        cJSON_AddItemToArray(pair, cJSON_CreateNumber(e->sticks[2 * k]));
+        cJSON_AddItemToArray(pair, cJSON_CreateNumber(e->sticks[2 * k + 1]));
+        cJSON_AddItemToArray(sticks, pair);
+    }
+    cJSON* radii = cJSON_AddArrayToObject(o, "radii");
+    cJSON* pinned = cJSON_AddArrayToObject(o, "pinned");
+    for (uint32_t i = 0; i < e->particle_count; ++i) {
+        cJSON_AddItemToArray(radii, cJSON_CreateNumber(round_mm10(e->radius[i])));
+        if (e->inv_mass[i] == 0.0f) {
+            cJSON_AddItemToArray(pinned, cJSON_CreateNumber(i));
+        }
+    }
+}
+
+static cJSON* particles_array(const rdp_entity_state* e) {
+    cJSON* a = cJSON_CreateArray();
+    for (uint32_t i = 0; i < e->particle_count; ++i) {
+        cJSON* p = cJSON_CreateArray();
+        cJSON_AddItemToArray(p, cJSON_CreateNumber(round_mm10(e->xyz[3 * i])));
+        cJSON_AddItemToArray(p, cJSON_CreateNumber(round_mm10(e->xyz[3 * i + 1])));
+        cJSON_AddItemToArray(p, cJSON_CreateNumber(round_mm10(e->xyz[3 * i + 2])));
+        cJSON_AddItemToArray(a, p);
+    }
+    return a;
+}
+
+char* rdp_reply_ok(rdp_re re, const rdp_reply_fields* f, size_t* len) {
+    cJSON* root = re_object(re);
+    cJSON_AddTrueToObject(root, "ok");
+    if (f->has_tick) {
+        add_uint(root, "tick", f->tick);
+    }
+    if (f->has_world) {
+        add_uint(root, "world", f->world);
+    }
+    if (f->has_entity) {
+        add_uint(root, "entity", f->entity);
+    }
+    if (f->tick_hz != 0) {
+        cJSON_AddNumberToObject(root, "tick_hz", f->tick_hz);
+    }
+    if (f->format != NULL) {
+        cJSON_AddStringToObject(root, "format", f->format);
+        cJSON_AddNumberToObject(root, "rate_hz", f->rate_hz);
+    }
+    if (f->params != NULL) {
+        cJSON_AddItemToObject(root, "params", params_object(f->params));
+    }
+    if (f->has_statics) {
+        cJSON_AddItemToObject(root, "statics", statics_object(f));
+    }
+    if (f->has_worlds) {
+        cJSON_AddItemToObject(root, "worlds", worlds_array(f->worlds, f->worlds_count));
+    }
+    if (f->describe != NULL) {
+        const rdp_entity_state* e = f->describe;
+        cJSON_AddStringToObject(root, "kind", rdp_kind_name(e->kind));
+        cJSON_AddNumberToObject(root, "particle_count", e->particle_count);
+        add_topology(root, e);
+    }
+    return finish(root, len);
+}
+
+char* rdp_event_welcome(const char* version, const rdp_world_info* worlds, uint32_t count,
+                        size_t* len) {
+    cJSON* root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "ev", "welcome");
+    cJSON_AddNumberToObject(root, "protocol", RDP_PROTOCOL_VERSION);
+    cJSON_AddStringToObject(root, "server", "ragdolld");
+    cJSON_AddStringToObject(root, "version", version);
+    cJSON_AddItemToObject(root, "worlds", worlds_array(worlds, count));
+    return finish(root, len);
+}
+
+static cJSON* world_event(const char* ev, uint64_t world, uint64_t tick) {
+    cJSON* root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "ev", ev);
+    add_uint(root, "world", world);
+    add_uint(root, "tick", tick);
+    return root;
+}
+
+char* rdp_event_params(uint64_t world, uint64_t tick, const rdp_params* p, size_t* len) {
+    cJSON* root = world_event("params", world, tick);
+    cJSON_AddItemToObject(root, "params", params_object(p));
+    return finish(root, len);
+}
+
+char* rdp_event_world_destroyed(uint64_t world, uint64_t tick, size_t* len) {
+    return finish(world_event("world_destroyed", world, tick), len);
+}
+
+char* rdp_snapshot_json(const rdp_snapshot* s, bool topology, size_t* len) {
+    cJSON* root = world_event("snapshot", s->world, s->tick);
+    cJSON* ents = cJSON_AddArrayToObject(root, "entities");
+    for (uint32_t k = 0; k < s->entity_count; ++k) {
+        const rdp_entity_state* e = &s->entities[k];
+        cJSON* o = cJSON_CreateObject();
+        add_uint(o, "entity", e->entity);
+        cJSON_AddStringToObject(o, "kind", rdp_kind_name(e->kind));
+        cJSON_AddItemToObject(o, "particles", particles_array(e));
+        if (topology) {
+            add_topology(o, e);
+        }
+        cJSON_AddItemToArray(ents, o);
+    }
+    cJSON* m = cJSON_AddObjectToObject(root, "metrics");
+    cJSON_AddNumberToObject(m, "constraint_error", round(s->metrics.constraint_error * 1e6) / 1e6);
+    cJSON_AddNumberToObject(m, "solver_passes", s->metrics.solver_passes);
+    cJSON_AddNumberToObject(m, "particles", s->metrics.particles);
+    cJSON_AddNumberToObject(m, "entities", s->entity_count);
+    cJSON_AddNumberToObject(m, "step_ms", round(s->metrics.step_ms * 1e3) / 1e3);
+    add_uint(m, "overruns", s->metrics.overruns);
+    return finish(root, len);
+}

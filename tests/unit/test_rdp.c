@@ -1,0 +1,381 @@
+/*
+ * test_rdp.c: unit tests of the protocol codec (protocol/): command
+ * decoding and validation, replies, events and snapshots. Expected values
+ * are PROTOCOL.md's rules and hand-written byte layouts.
+ */
+// cmocka.h needs these four before it (cmocka docs); keep the order.
+// clang-format off
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include "rdp.h"
+
+#include <cJSON.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static rdp_code decode(const char* text, rdp_command* cmd, rdp_error* err) {
+    return rdp_command_decode(text, strlen(text), cmd, err);
+}
+
+static void expect_code(const char* text, rdp_code want) {
+    rdp_command cmd;
+    rdp_error err;
+    rdp_code got = decode(text, &cmd, &err);
+    if (got != want) {
+        print_error("%s: got %s (%s), want %s\n", text, rdp_code_name(got), err.message,
+                    rdp_code_name(want));
+    }
+    assert_int_equal(got, want);
+    if (want != RDP_OK) {
+        assert_int_equal(err.code, want);
+        assert_true(strlen(err.message) > 0);
+    }
+}
+
+static void test_rdp_decodes_spawn_rope_with_defaults(void** state) {
+    (void)state;
+    rdp_command c;
+    rdp_error e;
+    const char* t = "{\"op\":\"spawn_rope\",\"id\":7,\"world\":3,\"anchor\":[1,2.5,-3],"
+                    "\"segments\":20,\"segment_length\":0.1}";
+    assert_int_equal(decode(t, &c, &e), RDP_OK);
+    assert_int_equal(c.op, RDP_OP_SPAWN_ROPE);
+    assert_true(c.has_id);
+    assert_int_equal(c.id, 7);
+    assert_int_equal(c.world, 3);
+    assert_true(c.u.spawn_rope.anchor.x == 1.0 && c.u.spawn_rope.anchor.y == 2.5 &&
+                c.u.spawn_rope.anchor.z == -3.0);
+    assert_int_equal(c.u.spawn_rope.segments, 20);
+    assert_true(c.u.spawn_rope.segment_length == 0.1);
+    assert_true(c.u.spawn_rope.mass == 1.0); // PROTOCOL.md default
+}
+
+static void test_rdp_decodes_every_op(void** state) {
+    (void)state;
+    static const char* const ok[] = {
+        "{\"op\":\"list_worlds\"}",
+        "{\"op\":\"create_world\",\"name\":\"arena\"}",
+        "{\"op\":\"destroy_world\",\"world\":2}",
+        "{\"op\":\"subscribe\",\"world\":1,\"format\":\"binary\",\"rate_hz\":10}",
+        "{\"op\":\"unsubscribe\",\"world\":1}",
+        "{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":12,\"rows\":10,"
+        "\"spacing\":0.2,\"pin\":\"none\"}",
+        "{\"op\":\"spawn_ragdoll\",\"world\":1,\"position\":[0,3,0],\"facing\":1.5}",
+        "{\"op\":\"despawn\",\"world\":1,\"entity\":4294967297}",
+        "{\"op\":\"describe\",\"world\":1,\"entity\":4294967297}",
+        "{\"op\":\"apply_impulse\",\"world\":1,\"entity\":1,\"particle\":0,\"impulse\":[1,0,0]}",
+        "{\"op\":\"drag\",\"world\":1,\"entity\":1,\"particle\":3,\"target\":[0,1,0]}",
+        "{\"op\":\"release\",\"world\":1,\"entity\":1,\"particle\":3}",
+        "{\"op\":\"set_params\",\"world\":1,\"gravity\":[0,-3,0],\"iterations\":12}",
+    };
+    static const rdp_op ops[] = {
+        RDP_OP_LIST_WORLDS, RDP_OP_CREATE_WORLD,  RDP_OP_DESTROY_WORLD, RDP_OP_SUBSCRIBE,
+        RDP_OP_UNSUBSCRIBE, RDP_OP_SPAWN_CLOTH,   RDP_OP_SPAWN_RAGDOLL, RDP_OP_DESPAWN,
+        RDP_OP_DESCRIBE,    RDP_OP_APPLY_IMPULSE, RDP_OP_DRAG,          RDP_OP_RELEASE,
+        RDP_OP_SET_PARAMS,
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; ++i) {
+        rdp_command c;
+        rdp_error e;
+        assert_int_equal(decode(ok[i], &c, &e), RDP_OK);
+        assert_int_equal(c.op, ops[i]);
+        assert_false(c.has_id);
+        // The name maps back to the text's op.
+        char quoted[48];
+        snprintf(quoted, sizeof quoted, "\"%s\"", rdp_op_name(c.op));
+        assert_non_null(strstr(ok[i], quoted));
+    }
+    rdp_command c;
+    rdp_error e;
+    assert_int_equal(decode(ok[1], &c, &e), RDP_OK);
+    assert_string_equal(c.u.create_world.name, "arena");
+    assert_int_equal(c.u.create_world.tick_hz, 60);
+    assert_int_equal(decode(ok[3], &c, &e), RDP_OK);
+    assert_int_equal(c.u.subscribe.format, RDP_FORMAT_BINARY);
+    assert_int_equal(c.u.subscribe.rate_hz, 10);
+    assert_int_equal(decode("{\"op\":\"subscribe\",\"world\":1}", &c, &e), RDP_OK);
+    assert_int_equal(c.u.subscribe.format, RDP_FORMAT_JSON);
+    assert_int_equal(c.u.subscribe.rate_hz, 30);
+    assert_int_equal(decode(ok[5], &c, &e), RDP_OK);
+    assert_int_equal(c.u.spawn_cloth.pin_top, 0);
+    assert_int_equal(decode(ok[7], &c, &e), RDP_OK);
+    assert_true(c.entity == 4294967297ull);
+    assert_int_equal(decode(ok[12], &c, &e), RDP_OK);
+    assert_int_equal(c.u.set_params.given, RDP_PARAM_GRAVITY | RDP_PARAM_ITERATIONS);
+    assert_int_equal(c.u.set_params.iterations, 12);
+    assert_true(c.u.set_params.gravity.y == -3.0);
+}
+
+static void test_rdp_rejects_bad_input_with_the_right_code(void** state) {
+    (void)state;
+    expect_code("{\"op\":\"list_worlds\"", RDP_E_BAD_JSON);
+    expect_code("not json", RDP_E_BAD_JSON);
+    expect_code("", RDP_E_BAD_JSON);
+    expect_code("{\"op\":\"list_worlds\"} {}", RDP_E_BAD_JSON);
+    expect_code("[1,2,3]", RDP_E_BAD_REQUEST);
+    expect_code("{\"id\":1}", RDP_E_BAD_REQUEST);
+    expect_code("{\"op\":5}", RDP_E_BAD_REQUEST);
+    expect_code("{\"op\":\"fly\"}", RDP_E_UNKNOWN_OP);
+    expect_code("{\"op\":\"despawn\",\"world\":1}", RDP_E_BAD_REQUEST);
+    expect_code("{\"op\":\"despawn\",\"world\":\"1\",\"entity\":2}", RDP_E_BAD_REQUEST);
+    expect_code("{\"op\":\"despawn\",\"world\":-1,\"entity\":2}", RDP_E_BAD_REQUEST);
+    expect_code("{\"op\":\"despawn\",\"world\":1.5,\"entity\":2}", RDP_E_BAD_REQUEST);
+    expect_code("{\"op\":\"despawn\",\"world\":9007199254740992,\"entity\":2}", RDP_E_BAD_REQUEST);
+    expect_code("{\"op\":\"drag\",\"world\":1,\"entity\":1,\"particle\":0,\"target\":[1,2]}",
+                RDP_E_BAD_REQUEST);
+    expect_code("{\"op\":\"drag\",\"world\":1,\"entity\":1,\"particle\":0,\"target\":[1,2,\"3\"]}",
+                RDP_E_BAD_REQUEST);
+    expect_code("{\"op\":\"apply_impulse\",\"world\":1,\"entity\":1,\"particle\":0,\"impulse\":["
+                "1e999,0,0]}",
+                RDP_E_NOT_FINITE);
+    expect_code(
+        "{\"op\":\"apply_impulse\",\"world\":1,\"entity\":1,\"particle\":0,\"impulse\":[2e4,0,0]}",
+        RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"set_params\",\"world\":1,\"damping\":-1e999}", RDP_E_NOT_FINITE);
+    expect_code("{\"op\":\"set_params\",\"world\":1,\"damping\":1.5}", RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"set_params\",\"world\":1,\"iterations\":0}", RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"set_params\",\"world\":1}", RDP_E_BAD_REQUEST);
+    expect_code("{\"op\":\"spawn_rope\",\"world\":1,\"anchor\":[0,1,0],\"segments\":5000,"
+                "\"segment_length\":0.1}",
+                RDP_E_TOO_LARGE);
+    expect_code("{\"op\":\"spawn_rope\",\"world\":1,\"anchor\":[0,1,0],\"segments\":0,"
+                "\"segment_length\":0.1}",
+                RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"spawn_rope\",\"world\":1,\"anchor\":[0,1,0],\"segments\":3,"
+                "\"segment_length\":0}",
+                RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"spawn_rope\",\"world\":1,\"anchor\":[0,1001,0],\"segments\":3,"
+                "\"segment_length\":0.1}",
+                RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":1000,"
+                "\"rows\":10,\"spacing\":0.2}",
+                RDP_E_TOO_LARGE);
+    expect_code("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":10,"
+                "\"rows\":10,\"spacing\":0.2,\"pin\":\"left\"}",
+                RDP_E_BAD_REQUEST);
+    expect_code("{\"op\":\"create_world\",\"name\":\"\"}", RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"create_world\",\"name\":\"a\\nb\"}", RDP_E_BAD_REQUEST);
+    expect_code("{\"op\":\"create_world\",\"name\":\"x\",\"tick_hz\":1000}", RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"subscribe\",\"world\":1,\"format\":\"xml\"}", RDP_E_BAD_REQUEST);
+    expect_code("{\"op\":\"list_worlds\",\"id\":\"seven\"}", RDP_E_BAD_REQUEST);
+    expect_code("{\"op\":\"list_worlds\",\"id\":1.5}", RDP_E_BAD_REQUEST);
+}
+
+static void test_rdp_checks_shape_before_finiteness_before_range(void** state) {
+    (void)state;
+    // A wrong type wins over a non-finite number, which wins over a range.
+    expect_code("{\"op\":\"spawn_rope\",\"world\":1,\"anchor\":[1e999,0,0],\"segments\":\"3\","
+                "\"segment_length\":0.1}",
+                RDP_E_BAD_REQUEST);
+    expect_code("{\"op\":\"spawn_rope\",\"world\":1,\"anchor\":[0,5000,0],\"segments\":3,"
+                "\"segment_length\":1e999}",
+                RDP_E_NOT_FINITE);
+}
+
+static void test_rdp_keeps_the_id_for_error_replies(void** state) {
+    (void)state;
+    rdp_command c;
+    rdp_error e;
+    assert_int_equal(decode("{\"op\":\"fly\",\"id\":42}", &c, &e), RDP_E_UNKNOWN_OP);
+    assert_true(c.has_id);
+    assert_int_equal(c.id, 42);
+    size_t len;
+    char* s = rdp_reply_error(rdp_re_of(&c), e.code, e.message, &len);
+    assert_non_null(s);
+    assert_int_equal(len, strlen(s));
+    cJSON* r = cJSON_Parse(s);
+    assert_true(cJSON_GetObjectItem(r, "re")->valuedouble == 42.0);
+    cJSON* err = cJSON_GetObjectItem(r, "error");
+    assert_string_equal(cJSON_GetObjectItem(err, "code")->valuestring, "unknown_op");
+    assert_null(cJSON_GetObjectItem(r, "ok"));
+    cJSON_Delete(r);
+    rdp_free(s);
+
+    // No id: "re" is null.
+    assert_int_equal(decode("{\"op\":\"fly\"}", &c, &e), RDP_E_UNKNOWN_OP);
+    s = rdp_reply_error(rdp_re_of(&c), e.code, e.message, &len);
+    r = cJSON_Parse(s);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(r, "re")));
+    cJSON_Delete(r);
+    rdp_free(s);
+}
+
+static void test_rdp_never_reads_past_the_frame(void** state) {
+    (void)state;
+    // The frame is the first 20 bytes; what follows must not be parsed.
+    const char buf[] = "{\"op\":\"list_worlds\"}GARBAGE-NOT-PART-OF-THE-FRAME";
+    rdp_command c;
+    rdp_error e;
+    assert_int_equal(rdp_command_decode(buf, 20, &c, &e), RDP_OK);
+    assert_int_equal(rdp_command_decode(buf, 19, &c, &e), RDP_E_BAD_JSON);
+}
+
+static void test_rdp_reply_ok_carries_ids_exactly(void** state) {
+    (void)state;
+    rdp_re re = {true, 9007199254740991};
+    rdp_reply_fields f;
+    memset(&f, 0, sizeof f);
+    f.has_tick = true;
+    f.tick = 123456789;
+    f.has_entity = true;
+    f.entity = 9007199254740991ull; // 2^53 - 1 must survive a JSON round trip
+    char* s = rdp_reply_ok(re, &f, NULL);
+    assert_non_null(s);
+    assert_non_null(strstr(s, "\"entity\":9007199254740991"));
+    assert_non_null(strstr(s, "\"re\":9007199254740991"));
+    cJSON* r = cJSON_Parse(s);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r, "ok")));
+    assert_true(cJSON_GetObjectItem(r, "tick")->valuedouble == 123456789.0);
+    cJSON_Delete(r);
+    rdp_free(s);
+}
+
+static const float xyz[6] = {0.123456f, 1.0f, -2.00004f, 3.5f, 1e-6f, -0.25f};
+static const uint32_t sticks[2] = {0, 1};
+static const float radius[2] = {0.02f, 0.02f};
+static const float inv_mass[2] = {0.0f, 1.0f};
+
+static rdp_snapshot small_snapshot(rdp_entity_state* e) {
+    memset(e, 0, sizeof *e);
+    e->entity = 4294967297ull;
+    e->kind = RDP_KIND_ROPE;
+    e->particle_count = 2;
+    e->xyz = xyz;
+    e->stick_count = 1;
+    e->sticks = sticks;
+    e->radius = radius;
+    e->inv_mass = inv_mass;
+    rdp_snapshot s;
+    memset(&s, 0, sizeof s);
+    s.world = 1;
+    s.tick = 99;
+    s.entity_count = 1;
+    s.entities = e;
+    s.metrics.solver_passes = 8;
+    return s;
+}
+
+static void test_rdp_json_snapshot_rounds_and_sends_topology_on_request(void** state) {
+    (void)state;
+    rdp_entity_state e;
+    rdp_snapshot s = small_snapshot(&e);
+    char* with = rdp_snapshot_json(&s, true, NULL);
+    char* without = rdp_snapshot_json(&s, false, NULL);
+    cJSON* a = cJSON_Parse(with);
+    cJSON* ent = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "entities"), 0);
+    assert_string_equal(cJSON_GetObjectItem(a, "ev")->valuestring, "snapshot");
+    assert_true(cJSON_GetObjectItem(a, "tick")->valuedouble == 99.0);
+    assert_true(cJSON_GetObjectItem(ent, "entity")->valuedouble == 4294967297.0);
+    assert_string_equal(cJSON_GetObjectItem(ent, "kind")->valuestring, "rope");
+    cJSON* p0 = cJSON_GetArrayItem(cJSON_GetObjectItem(ent, "particles"), 0);
+    // 0.1 mm rounding: 0.123456 → 0.1235, -2.00004 → -2.0 (within 0.05 mm).
+    assert_true(fabs(cJSON_GetArrayItem(p0, 0)->valuedouble - 0.1235) < 1e-12);
+    cJSON* p1 = cJSON_GetArrayItem(cJSON_GetObjectItem(ent, "particles"), 1);
+    assert_true(cJSON_GetArrayItem(p1, 1)->valuedouble == 0.0);
+    assert_non_null(cJSON_GetObjectItem(ent, "sticks"));
+    cJSON* pinned = cJSON_GetObjectItem(ent, "pinned");
+    assert_int_equal(cJSON_GetArraySize(pinned), 1);
+    assert_true(cJSON_GetArrayItem(pinned, 0)->valuedouble == 0.0);
+    cJSON_Delete(a);
+    a = cJSON_Parse(without);
+    ent = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "entities"), 0);
+    assert_null(cJSON_GetObjectItem(ent, "sticks"));
+    assert_null(cJSON_GetObjectItem(ent, "pinned"));
+    assert_non_null(cJSON_GetObjectItem(ent, "particles"));
+    cJSON_Delete(a);
+    rdp_free(with);
+    rdp_free(without);
+}
+
+static void test_rdp_binary_snapshot_layout_and_round_trip(void** state) {
+    (void)state;
+    rdp_entity_state e;
+    rdp_snapshot s = small_snapshot(&e);
+    uint8_t buf[256];
+    size_t n = rdp_snapshot_binary(&s, buf, sizeof buf);
+    // PROTOCOL.md §5.2: 40-byte header + 16-byte entity header + 2 × 12 bytes.
+    assert_int_equal(n, 40 + 16 + 24);
+    assert_int_equal(rdp_snapshot_binary_size(&s), n);
+    assert_int_equal(rdp_snapshot_binary(&s, buf, n - 1), 0);
+    // The header, byte by byte as the table lays it out.
+    static const uint8_t header[40] = {
+        'R',  'D',  'S',  '1',  1,    0,    0,    0,    // magic, version, flags
+        1,    0,    0,    0,    0,    0,    0,    0,    // world 1
+        99,   0,    0,    0,    0,    0,    0,    0,    // tick 99
+        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // no baseline
+        1,    0,    0,    0,    0,    0,    0,    0,    // 1 entity, reserved
+    };
+    assert_memory_equal(buf, header, sizeof header);
+    static const uint8_t ent[16] = {1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0};
+    assert_memory_equal(buf + 40, ent, sizeof ent);
+    // 1.0f is 0x3f800000, stored little-endian.
+    static const uint8_t one[4] = {0x00, 0x00, 0x80, 0x3f};
+    assert_memory_equal(buf + 56 + 4, one, 4);
+
+    rdp_bin_header h;
+    rdp_bin_reader rd;
+    assert_int_equal(rdp_bin_parse(buf, n, &h, &rd), RDP_OK);
+    assert_true(h.world == 1 && h.tick == 99 && h.baseline == RDP_BIN_NO_BASELINE);
+    assert_int_equal(h.entity_count, 1);
+    rdp_bin_entity be;
+    assert_int_equal(rdp_bin_next(&rd, &be), 1);
+    assert_true(be.entity == 4294967297ull);
+    assert_int_equal(be.kind, RDP_KIND_ROPE);
+    assert_int_equal(be.particle_count, 2);
+    for (uint32_t i = 0; i < 2; ++i) {
+        float p[3];
+        rdp_bin_entity_position(&be, i, p);
+        assert_memory_equal(p, &xyz[3 * i], sizeof p); // bit-exact floats
+    }
+    assert_int_equal(rdp_bin_next(&rd, &be), 0);
+
+    // Truncation and a wrong magic are detected, never read past.
+    for (size_t cut = 40; cut < n; ++cut) {
+        assert_int_equal(rdp_bin_parse(buf, cut, &h, &rd), RDP_OK);
+        assert_int_equal(rdp_bin_next(&rd, &be), -1);
+    }
+    assert_int_equal(rdp_bin_parse(buf, 39, &h, &rd), RDP_E_BAD_REQUEST);
+    buf[0] = 'X';
+    assert_int_equal(rdp_bin_parse(buf, n, &h, &rd), RDP_E_BAD_REQUEST);
+}
+
+static void test_rdp_events(void** state) {
+    (void)state;
+    rdp_world_info w = {5, "demo", 77, 60, 4};
+    char* s = rdp_event_welcome("0.1.0", &w, 1, NULL);
+    cJSON* r = cJSON_Parse(s);
+    assert_string_equal(cJSON_GetObjectItem(r, "ev")->valuestring, "welcome");
+    assert_true(cJSON_GetObjectItem(r, "protocol")->valuedouble == 1.0);
+    assert_string_equal(cJSON_GetObjectItem(r, "server")->valuestring, "ragdolld");
+    cJSON* w0 = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "worlds"), 0);
+    assert_string_equal(cJSON_GetObjectItem(w0, "name")->valuestring, "demo");
+    assert_true(cJSON_GetObjectItem(w0, "tick_hz")->valuedouble == 60.0);
+    cJSON_Delete(r);
+    rdp_free(s);
+    s = rdp_event_world_destroyed(5, 80, NULL);
+    assert_string_equal(s, "{\"ev\":\"world_destroyed\",\"world\":5,\"tick\":80}");
+    rdp_free(s);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rdp_decodes_spawn_rope_with_defaults),
+        cmocka_unit_test(test_rdp_decodes_every_op),
+        cmocka_unit_test(test_rdp_rejects_bad_input_with_the_right_code),
+        cmocka_unit_test(test_rdp_checks_shape_before_finiteness_before_range),
+        cmocka_unit_test(test_rdp_keeps_the_id_for_error_replies),
+        cmocka_unit_test(test_rdp_never_reads_past_the_frame),
+        cmocka_unit_test(test_rdp_reply_ok_carries_ids_exactly),
+        cmocka_unit_test(test_rdp_json_snapshot_rounds_and_sends_topology_on_request),
+        cmocka_unit_test(test_rdp_binary_snapshot_layout_and_round_trip),
+        cmocka_unit_test(test_rdp_events),
+    };
+    return cmocka_run_group_tests_name("rdp", tests, NULL, NULL);
+}
