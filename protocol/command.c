@@ -174,7 +174,9 @@ const char* rdp_code_name(rdp_code code) {
     return "internal";
 }
 
-static rdp_code fail(rdp_error* err, rdp_code code, const char* fmt, ...) {
+// printf-style: the attribute lets -Wformat check every caller.
+__attribute__((format(printf, 3, 4))) static rdp_code fail(rdp_error* err, rdp_code code,
+                                                           const char* fmt, ...) {
     err->code = code;
     va_list ap;
     va_start(ap, fmt);

@@ -65,8 +65,8 @@ static void test_rdp_decodes_every_op(void** state) {
         "{\"op\":\"destroy_world\",\"world\":2}",
         "{\"op\":\"subscribe\",\"world\":1,\"format\":\"binary\",\"rate_hz\":10}",
         "{\"op\":\"unsubscribe\",\"world\":1}",
-        "{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":12,\"rows\":10,"
-        "\"spacing\":0.2,\"pin\":\"none\"}",
+        ("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":12,\"rows\":10,"
+         "\"spacing\":0.2,\"pin\":\"none\"}"),
         "{\"op\":\"spawn_ragdoll\",\"world\":1,\"position\":[0,3,0],\"facing\":1.5}",
         "{\"op\":\"despawn\",\"world\":1,\"entity\":4294967297}",
         "{\"op\":\"describe\",\"world\":1,\"entity\":4294967297}",

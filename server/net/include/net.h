@@ -1,0 +1,160 @@
+/*
+ * net.h: the network layer of ragdolld (target rd_net): one TCP port that
+ * speaks HTTP/1.1 (static files, dynamic routes) and WebSocket (RFC 6455).
+ *
+ * What it owns: the listening socket, every connection ("session"), HTTP
+ * parsing (http_parser), the WebSocket handshake (SHA-1 and base64 from
+ * nettle), framing (wslay), per-session send queues with backpressure, and
+ * the close path. It knows nothing about physics or the command protocol:
+ * the application sees sessions, messages and opaque payloads.
+ *
+ * Threading: everything runs on the thread of the uv_loop_t passed in; no
+ * function may be called from another thread.
+ *
+ * Errors: functions that can fail return 0 or a negative libuv error code
+ * (uv_strerror() works on it). If a function that takes a callback fails, the
+ * callback is never called.
+ *
+ * Lifetime: a net_session is owned by the server. The application learns of
+ * it in on_open and may use the pointer until on_close returns; on_close is
+ * called exactly once per opened session, from the loop (never from inside
+ * one of the application's own calls into net), after which the session is
+ * freed.
+ */
+#pragma once
+
+#include <uv.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// A refcounted, immutable payload shared by many session queues (Redis's
+/// replBufBlock): a snapshot is encoded once and queued to every subscriber.
+typedef struct net_blob {
+    uint32_t refs;  ///< Owned by net_blob_ref()/net_blob_unref().
+    size_t len;     ///< Bytes in data.
+    uint8_t data[]; ///< The payload.
+} net_blob;
+
+/// Allocates a blob of len bytes with one reference, copying `data` into it
+/// when data is not NULL. Returns NULL when out of memory.
+net_blob* net_blob_create(const void* data, size_t len);
+
+/// Adds a reference and returns b.
+net_blob* net_blob_ref(net_blob* b);
+
+/// Drops a reference; the last one frees the blob. NULL is allowed.
+void net_blob_unref(net_blob* b);
+
+/// A connection. Opaque; see the lifetime rules above.
+typedef struct net_session net_session;
+
+/// The listening server. Opaque.
+typedef struct net_server net_server;
+
+/// A response to a dynamic HTTP route. `body` is malloc()ed by the
+/// application; net takes ownership and free()s it.
+typedef struct net_http_response {
+    int status;               ///< e.g. 200.
+    const char* content_type; ///< Static string, e.g. "application/json".
+    char* body;
+    size_t body_len;
+} net_http_response;
+
+/// Application hooks. Any may be NULL.
+typedef struct net_callbacks {
+    void* ctx; ///< Passed to every callback.
+    /// A GET/HEAD request for `path` (no query string). Return true and fill
+    /// *resp to answer it; false lets net serve a static file or 404.
+    bool (*on_http)(void* ctx, const char* path, net_http_response* resp);
+    /// A WebSocket session completed its handshake.
+    void (*on_open)(void* ctx, net_session* s);
+    /// A complete message arrived (text is valid UTF-8, at most
+    /// max_message_bytes). `data` is valid only during the call.
+    void (*on_message)(void* ctx, net_session* s, const uint8_t* data, size_t len, bool binary);
+    /// The session is gone; the pointer dies when this returns.
+    void (*on_close)(void* ctx, net_session* s);
+} net_callbacks;
+
+/// Server settings. Start from net_config_default().
+typedef struct net_config {
+    const char* host;              ///< Address to bind, e.g. "127.0.0.1" or "::".
+    int port;                      ///< 0 lets the kernel choose (see net_server_port()).
+    const char* web_root;          ///< Directory of static files, or NULL for none.
+    const char* ws_path;           ///< Path that upgrades, "/ws".
+    const char* subprotocol;       ///< Offered subprotocol we accept, e.g. "ragdolld.v1".
+    size_t max_message_bytes;      ///< Largest message from a client; beyond: close 1009.
+    size_t max_header_bytes;       ///< Request line + headers; beyond: 431.
+    uint32_t max_headers;          ///< Header count; beyond: 431.
+    uint32_t handshake_timeout_ms; ///< A request must complete within this.
+    uint32_t ping_interval_ms;     ///< Ping a WebSocket that has been silent this long.
+    uint32_t idle_timeout_ms;      ///< Close (1001) a WebSocket silent this long.
+    size_t send_soft_limit;        ///< Bytes queued above which "latest" payloads wait.
+    size_t send_hard_limit;        ///< Bytes queued above which the session is closed (1008).
+    uint32_t cookie;               ///< Set by net_config_default().
+} net_config;
+
+/// Defaults: 127.0.0.1:8080, no web root, "/ws", no subprotocol, 64 KiB
+/// messages, 8 KiB / 64 headers, 10 s handshake, ping after 20 s, close after
+/// 60 s, soft limit 256 KiB, hard limit 8 MiB.
+net_config net_config_default(void);
+
+/// Binds, listens and starts accepting on `loop`. Strings in cfg are copied.
+/// Returns 0 and *out, or a negative libuv error (e.g. UV_EADDRINUSE) or
+/// UV_EINVAL for a bad config.
+int net_server_start(uv_loop_t* loop, const net_config* cfg, const net_callbacks* cb,
+                     net_server** out);
+
+/// The bound port (useful with port 0).
+int net_server_port(const net_server* srv);
+
+/// Open WebSocket sessions.
+uint32_t net_server_session_count(const net_server* srv);
+
+/// Stops accepting, closes every WebSocket with `code` (1001 for a
+/// shutdown) and every other connection, and frees the server once all its
+/// handles are closed; then calls done(arg) if done is not NULL. on_close is
+/// called for every open session first.
+void net_server_stop(net_server* srv, uint16_t code, void (*done)(void* arg), void* arg);
+
+/// Queues a text message that is never dropped (replies, events). Returns 0,
+/// or UV_ECANCELED when the session is closing (the message is discarded).
+/// Exceeding send_hard_limit closes the session with 1008.
+int net_session_send_text(net_session* s, const char* data, size_t len);
+
+/// Queues a payload under `key` with "latest wins" semantics: if a payload
+/// with the same key is still waiting (the socket is behind), it is replaced
+/// and dropped. Takes its own reference to blob. Returns 0, or UV_ECANCELED
+/// when the session is closing. Waiting payloads go out when the socket's
+/// queue is below send_soft_limit.
+int net_session_send_latest(net_session* s, uint64_t key, net_blob* blob, bool binary);
+
+/// Starts closing a WebSocket with a close frame (`code`, short UTF-8
+/// `reason` or NULL). Idempotent. on_close follows from the loop.
+void net_session_close(net_session* s, uint16_t code, const char* reason);
+
+/// The application's pointer for this session (NULL until set).
+void* net_session_data(const net_session* s);
+
+/// Sets the application's pointer for this session.
+void net_session_set_data(net_session* s, void* data);
+
+/// A process-unique number for logs (1, 2, 3, ...).
+uint64_t net_session_id(const net_session* s);
+
+/// Payloads replaced before they were sent ("latest wins" drops).
+uint64_t net_session_dropped(const net_session* s);
+
+/// Computes Sec-WebSocket-Accept for a Sec-WebSocket-Key (RFC 6455 §4.2.2):
+/// base64(SHA-1(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11")). `out` gets 28
+/// characters and a NUL.
+void net_ws_accept_key(const char* key, size_t key_len, char out[29]);
+
+#ifdef __cplusplus
+}
+#endif

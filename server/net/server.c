@@ -1,0 +1,379 @@
+/*
+ * server.c: the listening socket and the life of a connection: accept,
+ * read, write, timers and the close path (net_internal.h has the diagram).
+ *
+ * It owns the libuv handles and the session list. What bytes mean is for
+ * http.c (HTTP state) and ws.c (WebSocket state). A session is freed only in
+ * the close callback of its last handle, never inside its own callback chain
+ * (libuv rule; Redis freeClientAsync).
+ */
+#include "net_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// How long a graceful close may wait for the peer before the handles close.
+#define NET__CLOSE_GRACE_MS 2000
+
+net_config net_config_default(void) {
+    net_config c;
+    memset(&c, 0, sizeof c);
+    c.host = "127.0.0.1";
+    c.port = 8080;
+    c.web_root = NULL;
+    c.ws_path = "/ws";
+    c.subprotocol = NULL;
+    c.max_message_bytes = 64 * 1024;
+    c.max_header_bytes = 8 * 1024;
+    c.max_headers = 64;
+    c.handshake_timeout_ms = 10000;
+    c.ping_interval_ms = 20000;
+    c.idle_timeout_ms = 60000;
+    c.send_soft_limit = 256 * 1024;
+    c.send_hard_limit = 8 * 1024 * 1024;
+    c.cookie = NET__COOKIE;
+    return c;
+}
+
+uint64_t net__now_ms(const net_session* s) {
+    return uv_now(s->srv->loop);
+}
+
+// ---------------------------------------------------------------------------
+// Server teardown
+// ---------------------------------------------------------------------------
+
+static void server_maybe_done(net_server* srv) {
+    if (!srv->stopping || !srv->listener_closed || srv->sessions != NULL) {
+        return;
+    }
+    void (*done)(void*) = srv->done;
+    void* arg = srv->done_arg;
+    free(srv->host);
+    free(srv->web_root);
+    free(srv->ws_path);
+    free(srv->subprotocol);
+    free(srv);
+    if (done != NULL) {
+        done(arg);
+    }
+}
+
+static void on_listener_closed(uv_handle_t* h) {
+    net_server* srv = h->data;
+    srv->listener_closed = true;
+    server_maybe_done(srv);
+}
+
+// ---------------------------------------------------------------------------
+// Close path
+// ---------------------------------------------------------------------------
+
+static void on_session_handle_closed(uv_handle_t* h) {
+    net_session* s = h->data;
+    if (--s->open_handles > 0) {
+        return;
+    }
+    net_server* srv = s->srv;
+    if (s->opened) {
+        srv->ws_count--;
+        if (srv->cb.on_close != NULL) {
+            srv->cb.on_close(srv->cb.ctx, s);
+        }
+    }
+    net__ws_free(s);
+    if (s->prev != NULL) {
+        s->prev->next = s->next;
+    } else {
+        srv->sessions = s->next;
+    }
+    if (s->next != NULL) {
+        s->next->prev = s->prev;
+    }
+    free(s);
+    server_maybe_done(srv);
+}
+
+void net__close_now(net_session* s) {
+    if (uv_is_closing((uv_handle_t*)&s->tcp)) {
+        return;
+    }
+    s->state = NET__CLOSING;
+    uv_read_stop((uv_stream_t*)&s->tcp);
+    uv_close((uv_handle_t*)&s->tcp, on_session_handle_closed);
+    uv_close((uv_handle_t*)&s->timer, on_session_handle_closed);
+}
+
+static void on_shutdown(uv_shutdown_t* req, int status) {
+    // Our FIN is out. Keep reading until the peer's EOF (or the deadline):
+    // closing with unread input would send a RST, which can destroy the close
+    // frame or response still in the peer's receive buffer.
+    if (status < 0) {
+        net__close_now(req->data);
+    }
+}
+
+static void on_close_deadline(uv_timer_t* t) {
+    net__close_now(t->data);
+}
+
+void net__close_graceful(net_session* s) {
+    if (s->state == NET__CLOSING) {
+        return;
+    }
+    s->state = NET__CLOSING;
+    // A peer that never reads would hold the shutdown forever: the timer
+    // closes the handles after a grace period regardless.
+    uv_timer_start(&s->timer, on_close_deadline, NET__CLOSE_GRACE_MS, 0);
+    s->shutdown_req.data = s;
+    if (uv_shutdown(&s->shutdown_req, (uv_stream_t*)&s->tcp, on_shutdown) != 0) {
+        net__close_now(s);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Writing
+// ---------------------------------------------------------------------------
+
+typedef struct write_req {
+    uv_write_t req;
+    net_session* s;
+    size_t len;
+    char data[];
+} write_req;
+
+static void on_write(uv_write_t* req, int status) {
+    write_req* w = (write_req*)req;
+    net_session* s = w->s;
+    free(w);
+    if (status < 0) {
+        net__close_now(s);
+        return;
+    }
+    if (s->state == NET__WS) {
+        // The socket drained some: waiting payloads may go now.
+        net__ws_flush(s);
+    } else if (s->state == NET__HTTP && s->close_after_write &&
+               uv_stream_get_write_queue_size((uv_stream_t*)&s->tcp) == 0) {
+        net__close_graceful(s);
+    }
+}
+
+int net__write(net_session* s, const void* data, size_t len) {
+    if (uv_is_closing((uv_handle_t*)&s->tcp)) {
+        return UV_ECANCELED;
+    }
+    write_req* w = malloc(sizeof *w + len);
+    if (w == NULL) {
+        return UV_ENOMEM;
+    }
+    w->s = s;
+    w->len = len;
+    memcpy(w->data, data, len);
+    uv_buf_t buf = uv_buf_init(w->data, (unsigned)len);
+    int rc = uv_write(&w->req, (uv_stream_t*)&s->tcp, &buf, 1, on_write);
+    if (rc != 0) {
+        free(w);
+    }
+    return rc;
+}
+
+// ---------------------------------------------------------------------------
+// Reading
+// ---------------------------------------------------------------------------
+
+static void on_alloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf) {
+    (void)suggested;
+    net_session* s = h->data;
+    // One buffer for the whole server: every read is consumed synchronously
+    // in on_read before libuv asks for the next.
+    *buf = uv_buf_init((char*)s->srv->read_buf, sizeof s->srv->read_buf);
+}
+
+static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
+    net_session* s = stream->data;
+    if (nread < 0) {
+        // EOF or an error: the peer is gone, nothing more can be said to it.
+        net__close_now(s);
+        return;
+    }
+    if (nread == 0) {
+        return; // EAGAIN, not EOF.
+    }
+    s->last_rx_ms = net__now_ms(s);
+    // In CLOSING state input is read and discarded (a lingering close).
+    if (s->state == NET__HTTP) {
+        net__http_feed(s, (const uint8_t*)buf->base, (size_t)nread);
+    } else if (s->state == NET__WS) {
+        net__ws_feed(s, (const uint8_t*)buf->base, (size_t)nread);
+    }
+}
+
+static void on_session_timer(uv_timer_t* t) {
+    net_session* s = t->data;
+    if (s->state == NET__HTTP) {
+        // The request did not complete in time (slowloris) or a keep-alive
+        // connection sat idle.
+        net__close_now(s);
+    } else if (s->state == NET__WS) {
+        net__ws_tick(s);
+    }
+}
+
+void net__arm_request_deadline(net_session* s) {
+    uv_timer_start(&s->timer, on_session_timer, s->srv->cfg.handshake_timeout_ms, 0);
+}
+
+// ---------------------------------------------------------------------------
+// Accepting
+// ---------------------------------------------------------------------------
+
+static void on_connection(uv_stream_t* server, int status) {
+    net_server* srv = server->data;
+    if (status < 0 || srv->stopping) {
+        return;
+    }
+    net_session* s = calloc(1, sizeof *s);
+    if (s == NULL) {
+        return;
+    }
+    s->srv = srv;
+    s->id = ++srv->next_id;
+    s->cur_header = -1;
+    uv_tcp_init(srv->loop, &s->tcp);
+    uv_timer_init(srv->loop, &s->timer);
+    s->tcp.data = s;
+    s->timer.data = s;
+    s->open_handles = 2;
+    s->next = srv->sessions;
+    if (srv->sessions != NULL) {
+        srv->sessions->prev = s;
+    }
+    srv->sessions = s;
+    if (uv_accept(server, (uv_stream_t*)&s->tcp) != 0) {
+        net__close_now(s);
+        return;
+    }
+    uv_tcp_nodelay(&s->tcp, 1);
+    http_parser_init(&s->parser, HTTP_REQUEST);
+    s->parser.data = s;
+    s->last_rx_ms = net__now_ms(s);
+    net__arm_request_deadline(s);
+    if (uv_read_start((uv_stream_t*)&s->tcp, on_alloc, on_read) != 0) {
+        net__close_now(s);
+    }
+}
+
+static char* dup_or_null(const char* s) {
+    if (s == NULL) {
+        return NULL;
+    }
+    size_t n = strlen(s) + 1;
+    char* d = malloc(n);
+    if (d != NULL) {
+        memcpy(d, s, n);
+    }
+    return d;
+}
+
+int net_server_start(uv_loop_t* loop, const net_config* cfg, const net_callbacks* cb,
+                     net_server** out) {
+    if (loop == NULL || cfg == NULL || out == NULL || cfg->cookie != NET__COOKIE ||
+        cfg->host == NULL || cfg->ws_path == NULL || cfg->port < 0 || cfg->port > 65535 ||
+        cfg->max_message_bytes == 0 || cfg->send_soft_limit > cfg->send_hard_limit) {
+        return UV_EINVAL;
+    }
+    struct sockaddr_storage addr;
+    int rc = uv_ip4_addr(cfg->host, cfg->port, (struct sockaddr_in*)&addr);
+    if (rc != 0) {
+        rc = uv_ip6_addr(cfg->host, cfg->port, (struct sockaddr_in6*)&addr);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    net_server* srv = calloc(1, sizeof *srv);
+    if (srv == NULL) {
+        return UV_ENOMEM;
+    }
+    srv->loop = loop;
+    srv->cfg = *cfg;
+    if (cb != NULL) {
+        srv->cb = *cb;
+    }
+    srv->host = dup_or_null(cfg->host);
+    srv->web_root = dup_or_null(cfg->web_root);
+    srv->ws_path = dup_or_null(cfg->ws_path);
+    srv->subprotocol = dup_or_null(cfg->subprotocol);
+    srv->cfg.host = srv->host;
+    srv->cfg.web_root = srv->web_root;
+    srv->cfg.ws_path = srv->ws_path;
+    srv->cfg.subprotocol = srv->subprotocol;
+
+    uv_tcp_init(loop, &srv->listener);
+    srv->listener.data = srv;
+    rc = uv_tcp_bind(&srv->listener, (const struct sockaddr*)&addr, 0);
+    if (rc == 0) {
+        rc = uv_listen((uv_stream_t*)&srv->listener, 511, on_connection);
+    }
+    if (rc != 0) {
+        // Tear down without calling anyone back: the caller gets rc.
+        srv->stopping = true;
+        srv->done = NULL;
+        uv_close((uv_handle_t*)&srv->listener, on_listener_closed);
+        return rc;
+    }
+    struct sockaddr_storage bound;
+    int namelen = sizeof bound;
+    uv_tcp_getsockname(&srv->listener, (struct sockaddr*)&bound, &namelen);
+    srv->port = bound.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6*)&bound)->sin6_port)
+                                            : ntohs(((struct sockaddr_in*)&bound)->sin_port);
+    *out = srv;
+    return 0;
+}
+
+int net_server_port(const net_server* srv) {
+    return srv->port;
+}
+
+uint32_t net_server_session_count(const net_server* srv) {
+    return srv->ws_count;
+}
+
+void net_server_stop(net_server* srv, uint16_t code, void (*done)(void* arg), void* arg) {
+    if (srv->stopping) {
+        return;
+    }
+    srv->stopping = true;
+    srv->done = done;
+    srv->done_arg = arg;
+    uv_close((uv_handle_t*)&srv->listener, on_listener_closed);
+    for (net_session* s = srv->sessions; s != NULL;) {
+        net_session* next = s->next; // s may unlink itself later, never now
+        if (s->state == NET__WS) {
+            net_session_close(s, code, "server shutting down");
+        } else {
+            net__close_now(s);
+        }
+        s = next;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Session accessors
+// ---------------------------------------------------------------------------
+
+void* net_session_data(const net_session* s) {
+    return s->data;
+}
+
+void net_session_set_data(net_session* s, void* data) {
+    s->data = data;
+}
+
+uint64_t net_session_id(const net_session* s) {
+    return s->id;
+}
+
+uint64_t net_session_dropped(const net_session* s) {
+    return s->dropped;
+}

@@ -1,0 +1,392 @@
+/*
+ * ws.c: WebSocket sessions: the opening handshake (RFC 6455 §4.2), the
+ * glue between wslay (framing) and libuv (I/O), send queues with
+ * backpressure, keep-alive pings and the closing handshake.
+ *
+ * Send path:
+ *
+ *   net_session_send_text ──────────────► wslay queue (copied; never dropped)
+ *   net_session_send_latest ──► slots[] ─┘ moved only while the socket keeps
+ *        (refcounted blob,        up (queued bytes < soft limit); a newer
+ *         one per key)            blob for the same key replaces a waiting one
+ *   wslay_event_send ──► out buffer ──► uv_write
+ *
+ * wslay never sees EAGAIN: its send callback copies into `out`, so
+ * backpressure is measured here, from uv_stream_get_write_queue_size() and
+ * wslay's own queue (FIELD-NOTES, "WebSocket and libuv pitfalls").
+ */
+#include "net_internal.h"
+
+#include <nettle/base64.h>
+#include <nettle/sha1.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char ws_guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+
+void net_ws_accept_key(const char* key, size_t key_len, char out[29]) {
+    struct sha1_ctx ctx;
+    uint8_t digest[SHA1_DIGEST_SIZE];
+    sha1_init(&ctx);
+    sha1_update(&ctx, key_len, (const uint8_t*)key);
+    sha1_update(&ctx, sizeof ws_guid - 1, (const uint8_t*)ws_guid);
+    sha1_digest(&ctx, SHA1_DIGEST_SIZE, digest);
+    base64_encode_raw(out, SHA1_DIGEST_SIZE, digest);
+    out[BASE64_ENCODE_RAW_LENGTH(SHA1_DIGEST_SIZE)] = '\0';
+}
+
+// True when the comma-separated header value contains `token`
+// (case-insensitive, surrounding white space ignored).
+static bool has_token(const char* list, const char* token) {
+    size_t tlen = strlen(token);
+    const char* p = list;
+    while (*p != '\0') {
+        while (*p == ' ' || *p == '\t' || *p == ',') {
+            p++;
+        }
+        const char* start = p;
+        while (*p != '\0' && *p != ',') {
+            p++;
+        }
+        const char* end = p;
+        while (end > start && (end[-1] == ' ' || end[-1] == '\t')) {
+            end--;
+        }
+        if ((size_t)(end - start) == tlen && strncasecmp(start, token, tlen) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// A valid key is base64 of exactly 16 bytes (RFC 6455 §4.1, item 7).
+static bool valid_key(const char* key, size_t len) {
+    if (len != 24) {
+        return false;
+    }
+    struct base64_decode_ctx ctx;
+    uint8_t raw[BASE64_DECODE_LENGTH(24)];
+    size_t raw_len = sizeof raw;
+    base64_decode_init(&ctx);
+    return base64_decode_update(&ctx, &raw_len, raw, len, key) && base64_decode_final(&ctx) &&
+           raw_len == 16;
+}
+
+// ---------------------------------------------------------------------------
+// wslay callbacks
+// ---------------------------------------------------------------------------
+
+static ssize_t ws_recv_cb(wslay_event_context_ptr ctx, uint8_t* buf, size_t len, int flags,
+                          void* user) {
+    (void)flags;
+    net_session* s = user;
+    if (s->rlen == 0) {
+        // Not an error: wslay stops and waits for the next read.
+        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+        return -1;
+    }
+    size_t n = len < s->rlen ? len : s->rlen;
+    memcpy(buf, s->rbuf, n);
+    s->rbuf += n;
+    s->rlen -= n;
+    return (ssize_t)n;
+}
+
+static ssize_t ws_send_cb(wslay_event_context_ptr ctx, const uint8_t* data, size_t len, int flags,
+                          void* user) {
+    (void)flags;
+    net_session* s = user;
+    if (s->out_len + len > s->out_cap) {
+        size_t cap = s->out_cap == 0 ? 4096 : s->out_cap;
+        while (cap < s->out_len + len) {
+            cap *= 2;
+        }
+        uint8_t* grown = realloc(s->out, cap);
+        if (grown == NULL) {
+            wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+            return -1;
+        }
+        s->out = grown;
+        s->out_cap = cap;
+    }
+    memcpy(s->out + s->out_len, data, len);
+    s->out_len += len;
+    return (ssize_t)len;
+}
+
+static void ws_frame_start_cb(wslay_event_context_ptr ctx,
+                              const struct wslay_event_on_frame_recv_start_arg* arg, void* user) {
+    (void)user;
+    // A close body must be empty or hold a 2-byte code; wslay would answer a
+    // 1-byte body with an empty close, so queue the protocol error first
+    // (wslay's own close then finds one queued and is dropped).
+    if (arg->opcode == WSLAY_CONNECTION_CLOSE && arg->payload_length == 1) {
+        wslay_event_queue_close(ctx, WSLAY_CODE_PROTOCOL_ERROR, NULL, 0);
+    }
+}
+
+static void ws_msg_cb(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg* arg,
+                      void* user) {
+    (void)ctx;
+    net_session* s = user;
+    if (s->close_queued || s->state != NET__WS) {
+        return;
+    }
+    if (arg->opcode != WSLAY_TEXT_FRAME && arg->opcode != WSLAY_BINARY_FRAME) {
+        return; // ping, pong and close are wslay's business
+    }
+    net_server* srv = s->srv;
+    if (srv->cb.on_message != NULL) {
+        srv->cb.on_message(srv->cb.ctx, s, arg->msg, arg->msg_length,
+                           arg->opcode == WSLAY_BINARY_FRAME);
+    }
+}
+
+static const struct wslay_event_callbacks ws_callbacks = {
+    .recv_callback = ws_recv_cb,
+    .send_callback = ws_send_cb,
+    .on_frame_recv_start_callback = ws_frame_start_cb,
+    .on_msg_recv_callback = ws_msg_cb,
+};
+
+// ---------------------------------------------------------------------------
+// Handshake
+// ---------------------------------------------------------------------------
+
+static void ws_timer_cb(uv_timer_t* t);
+
+void net__ws_upgrade(net_session* s, const uint8_t* rest, size_t rest_len) {
+    net_server* srv = s->srv;
+    const char* bad = NULL;
+    if (!has_token(s->hval[NET__H_UPGRADE], "websocket") ||
+        !has_token(s->hval[NET__H_CONNECTION], "upgrade")) {
+        bad = "expected Upgrade: websocket and Connection: Upgrade\n";
+    } else if (strcmp(s->hval[NET__H_VERSION], "13") != 0) {
+        net__http_respond(s, 426, "text/plain; charset=utf-8", "Sec-WebSocket-Version: 13\r\n",
+                          "unsupported WebSocket version\n", 30, true);
+        return;
+    } else if (!valid_key(s->hval[NET__H_KEY], s->hlen[NET__H_KEY])) {
+        bad = "Sec-WebSocket-Key must be 16 bytes in base64\n";
+    }
+    // A client that offers subprotocols must offer ours.
+    bool echo_protocol = false;
+    if (bad == NULL && s->hlen[NET__H_PROTOCOL] > 0) {
+        if (srv->cfg.subprotocol != NULL &&
+            has_token(s->hval[NET__H_PROTOCOL], srv->cfg.subprotocol)) {
+            echo_protocol = true;
+        } else {
+            bad = "unsupported subprotocol\n";
+        }
+    }
+    if (bad != NULL) {
+        net__http_respond(s, 400, "text/plain; charset=utf-8", "", bad, strlen(bad), true);
+        return;
+    }
+    if (wslay_event_context_server_init(&s->ws, &ws_callbacks, s) != 0) {
+        net__http_respond(s, 503, "text/plain; charset=utf-8", "", "out of memory\n", 14, true);
+        return;
+    }
+    wslay_event_config_set_max_recv_msg_length(s->ws, srv->cfg.max_message_bytes);
+
+    char accept[29];
+    net_ws_accept_key(s->hval[NET__H_KEY], s->hlen[NET__H_KEY], accept);
+    char resp[512];
+    int n = snprintf(resp, sizeof resp,
+                     "HTTP/1.1 101 Switching Protocols\r\n"
+                     "Upgrade: websocket\r\n"
+                     "Connection: Upgrade\r\n"
+                     "Sec-WebSocket-Accept: %s\r\n"
+                     "%s%s%s"
+                     "\r\n",
+                     accept, echo_protocol ? "Sec-WebSocket-Protocol: " : "",
+                     echo_protocol ? srv->cfg.subprotocol : "", echo_protocol ? "\r\n" : "");
+    if (n < 0 || (size_t)n >= sizeof resp || net__write(s, resp, (size_t)n) != 0) {
+        net__close_now(s);
+        return;
+    }
+    s->state = NET__WS;
+    s->opened = true;
+    s->last_rx_ms = net__now_ms(s);
+    srv->ws_count++;
+    // From now on the timer checks for silence instead of the handshake.
+    uint64_t period = srv->cfg.ping_interval_ms / 4;
+    period = period < 50 ? 50 : period;
+    uv_timer_start(&s->timer, ws_timer_cb, period, period);
+    if (srv->cb.on_open != NULL) {
+        srv->cb.on_open(srv->cb.ctx, s);
+    }
+    if (rest_len > 0 && s->state == NET__WS) {
+        net__ws_feed(s, rest, rest_len);
+    } else {
+        net__ws_flush(s);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Receiving and sending
+// ---------------------------------------------------------------------------
+
+void net__ws_feed(net_session* s, const uint8_t* data, size_t len) {
+    s->rbuf = data;
+    s->rlen = len;
+    int rc = wslay_event_recv(s->ws);
+    s->rbuf = NULL;
+    s->rlen = 0;
+    net__ws_flush(s);
+    if (rc != 0) {
+        // A violation wslay's frame layer catches in a frame header (a
+        // control frame over 125 bytes or fragmented) ends reading for good;
+        // wslay has queued a close frame without a status, which the flush
+        // above sent. Nothing more will be read: finish the close.
+        net__close_graceful(s);
+    }
+}
+
+static size_t queued_bytes(const net_session* s) {
+    return uv_stream_get_write_queue_size((const uv_stream_t*)&s->tcp) +
+           wslay_event_get_queued_msg_length(s->ws);
+}
+
+static void release_slots(net_session* s) {
+    for (uint32_t i = 0; i < s->slot_count; ++i) {
+        net_blob_unref(s->slots[i].blob);
+    }
+    s->slot_count = 0;
+}
+
+void net__ws_flush(net_session* s) {
+    if (s->state != NET__WS) {
+        return;
+    }
+    const net_config* cfg = &s->srv->cfg;
+    if (s->slot_count > 0 && queued_bytes(s) < cfg->send_soft_limit) {
+        for (uint32_t i = 0; i < s->slot_count; ++i) {
+            net__slot* slot = &s->slots[i];
+            struct wslay_event_msg msg = {
+                slot->binary ? WSLAY_BINARY_FRAME : WSLAY_TEXT_FRAME,
+                slot->blob->data,
+                slot->blob->len,
+            };
+            wslay_event_queue_msg(s->ws, &msg);
+        }
+        release_slots(s);
+    }
+    if (wslay_event_want_write(s->ws) && wslay_event_send(s->ws) != 0) {
+        net__close_now(s);
+        return;
+    }
+    if (s->out_len > 0) {
+        int rc = net__write(s, s->out, s->out_len);
+        s->out_len = 0;
+        if (rc != 0) {
+            net__close_now(s);
+            return;
+        }
+    }
+    if (queued_bytes(s) > cfg->send_hard_limit) {
+        // The peer does not read. Its queue is full of replies and events we
+        // promised never to drop, so the session has to go.
+        net__close_now(s);
+        return;
+    }
+    if (!wslay_event_want_read(s->ws) && !wslay_event_want_write(s->ws)) {
+        // Both close frames have passed (or reading failed): finish.
+        net__close_graceful(s);
+    }
+}
+
+int net_session_send_text(net_session* s, const char* data, size_t len) {
+    if (s->state != NET__WS || s->close_queued) {
+        return UV_ECANCELED;
+    }
+    struct wslay_event_msg msg = {WSLAY_TEXT_FRAME, (const uint8_t*)data, len};
+    if (wslay_event_queue_msg(s->ws, &msg) != 0) {
+        return UV_ECANCELED;
+    }
+    net__ws_flush(s);
+    return 0;
+}
+
+int net_session_send_latest(net_session* s, uint64_t key, net_blob* blob, bool binary) {
+    if (s->state != NET__WS || s->close_queued) {
+        return UV_ECANCELED;
+    }
+    net__slot* slot = NULL;
+    for (uint32_t i = 0; i < s->slot_count; ++i) {
+        if (s->slots[i].key == key) {
+            slot = &s->slots[i];
+            net_blob_unref(slot->blob);
+            s->dropped++;
+            break;
+        }
+    }
+    if (slot == NULL) {
+        if (s->slot_count == NET__MAX_SLOTS) {
+            // More streams than slots: the oldest waiting payload gives way.
+            net_blob_unref(s->slots[0].blob);
+            memmove(&s->slots[0], &s->slots[1], (NET__MAX_SLOTS - 1) * sizeof s->slots[0]);
+            s->slot_count--;
+            s->dropped++;
+        }
+        slot = &s->slots[s->slot_count++];
+    }
+    slot->key = key;
+    slot->blob = net_blob_ref(blob);
+    slot->binary = binary;
+    net__ws_flush(s);
+    return 0;
+}
+
+void net_session_close(net_session* s, uint16_t code, const char* reason) {
+    if (s->state != NET__WS || s->close_queued) {
+        return;
+    }
+    s->close_queued = true;
+    release_slots(s);
+    size_t rlen = reason != NULL ? strlen(reason) : 0;
+    if (rlen > 120) {
+        rlen = 120; // a control frame body is at most 125 bytes
+    }
+    wslay_event_queue_close(s->ws, code, (const uint8_t*)reason, rlen);
+    net__ws_flush(s);
+    if (s->state == NET__WS) {
+        // Sent our close: stop waiting for the peer's beyond the grace period.
+        net__close_graceful(s);
+    }
+}
+
+static void ws_timer_cb(uv_timer_t* t) {
+    net__ws_tick(t->data);
+}
+
+void net__ws_tick(net_session* s) {
+    if (s->state != NET__WS) {
+        return;
+    }
+    const net_config* cfg = &s->srv->cfg;
+    uint64_t now = net__now_ms(s);
+    uint64_t silent = now - s->last_rx_ms;
+    if (silent >= cfg->idle_timeout_ms) {
+        net_session_close(s, WSLAY_CODE_GOING_AWAY, "idle timeout");
+        return;
+    }
+    if (silent >= cfg->ping_interval_ms && now - s->last_ping_ms >= cfg->ping_interval_ms) {
+        s->last_ping_ms = now;
+        struct wslay_event_msg ping = {WSLAY_PING, (const uint8_t*)"rd", 2};
+        wslay_event_queue_msg(s->ws, &ping);
+        net__ws_flush(s);
+    }
+}
+
+void net__ws_free(net_session* s) {
+    release_slots(s);
+    if (s->ws != NULL) {
+        wslay_event_context_free(s->ws);
+        s->ws = NULL;
+    }
+    free(s->out);
+    s->out = NULL;
+    s->out_len = s->out_cap = 0;
+}

@@ -1,0 +1,674 @@
+/*
+ * test_net.c: tests of the network layer (server/net) on a real loop on
+ * 127.0.0.1 with a port the kernel picks. The server runs on its own thread
+ * with a small echo application; the test thread is a client on blocking
+ * sockets that speaks raw HTTP and raw WebSocket frames, so it can also send
+ * what a well-behaved client never would. Each test ends by stopping the
+ * server and asserting that the loop closes cleanly (no leaked handle).
+ */
+// cmocka.h needs these four before it (cmocka docs); keep the order.
+// clang-format off
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include "net.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+// ---------------------------------------------------------------------------
+// The server side: an echo application on its own loop thread
+// ---------------------------------------------------------------------------
+
+typedef struct fixture {
+    uv_loop_t loop;
+    uv_thread_t thread;
+    uv_async_t stop;
+    net_server* srv;
+    net_config cfg;
+    int port;
+    char web_root[64];
+    // Seen by the application (read after the loop thread has ended).
+    int opened, closed, messages;
+} fixture;
+
+static bool app_http(void* ctx, const char* path, net_http_response* resp) {
+    (void)ctx;
+    if (strcmp(path, "/hello") != 0) {
+        return false;
+    }
+    resp->status = 200;
+    resp->content_type = "application/json";
+    resp->body = strdup("{\"hello\":true}");
+    resp->body_len = strlen(resp->body);
+    return true;
+}
+
+static void app_open(void* ctx, net_session* s) {
+    fixture* f = ctx;
+    f->opened++;
+    net_session_send_text(s, "welcome", 7);
+}
+
+// Commands of the echo application:
+//   "flood N"    N payloads of 4 KiB under one "latest" key, numbered
+//   "control N"  N text messages of 8 KiB, numbered (never dropped)
+//   "bye"        the server closes with 4000
+//   anything else is echoed back with its kind.
+static void app_message(void* ctx, net_session* s, const uint8_t* data, size_t len, bool binary) {
+    fixture* f = ctx;
+    f->messages++;
+    char text[128];
+    size_t n = len < sizeof text - 1 ? len : sizeof text - 1;
+    memcpy(text, data, n);
+    text[n] = '\0';
+    int count;
+    if (sscanf(text, "flood %d", &count) == 1) {
+        for (int i = 0; i < count; ++i) {
+            net_blob* b = net_blob_create(NULL, 4096);
+            memset(b->data, 'x', b->len);
+            snprintf((char*)b->data, 32, "payload %d;", i);
+            net_session_send_latest(s, 1, b, false);
+            net_blob_unref(b);
+        }
+    } else if (sscanf(text, "control %d", &count) == 1) {
+        static char big[8192];
+        memset(big, 'c', sizeof big);
+        for (int i = 0; i < count; ++i) {
+            int h = snprintf(big, 32, "control %d;", i);
+            big[h] = 'c';
+            if (net_session_send_text(s, big, sizeof big) != 0) {
+                break;
+            }
+        }
+    } else if (strcmp(text, "bye") == 0) {
+        net_session_close(s, 4000, "bye");
+    } else {
+        char reply[160];
+        int m = snprintf(reply, sizeof reply, "%s:%s", binary ? "bin" : "text", text);
+        net_session_send_text(s, reply, (size_t)m);
+    }
+}
+
+static void app_close(void* ctx, net_session* s) {
+    (void)s;
+    fixture* f = ctx;
+    f->closed++;
+}
+
+static void on_stop(uv_async_t* a) {
+    fixture* f = a->data;
+    net_server_stop(f->srv, 1001, NULL, NULL);
+    uv_close((uv_handle_t*)&f->stop, NULL);
+}
+
+static void loop_thread(void* arg) {
+    fixture* f = arg;
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+}
+
+static int setup(void** state) {
+    fixture* f = calloc(1, sizeof *f);
+    assert_int_equal(uv_loop_init(&f->loop), 0);
+    snprintf(f->web_root, sizeof f->web_root, "/tmp/rd_net_test_%d", (int)getpid());
+    mkdir(f->web_root, 0755);
+    char path[128];
+    snprintf(path, sizeof path, "%s/index.html", f->web_root);
+    FILE* fp = fopen(path, "w");
+    fputs("<h1>viewer</h1>", fp);
+    fclose(fp);
+
+    f->cfg = net_config_default();
+    f->cfg.port = 0;
+    f->cfg.web_root = f->web_root;
+    f->cfg.subprotocol = "ragdolld.v1";
+    f->cfg.max_message_bytes = 1024;
+    f->cfg.send_soft_limit = 64 * 1024;
+    f->cfg.send_hard_limit = 1024 * 1024;
+    f->cfg.handshake_timeout_ms = 1000;
+    net_callbacks cb = {f, app_http, app_open, app_message, app_close};
+    assert_int_equal(net_server_start(&f->loop, &f->cfg, &cb, &f->srv), 0);
+    f->port = net_server_port(f->srv);
+    assert_true(f->port > 0);
+    uv_async_init(&f->loop, &f->stop, on_stop);
+    f->stop.data = f;
+    assert_int_equal(uv_thread_create(&f->thread, loop_thread, f), 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void** state) {
+    fixture* f = *state;
+    uv_async_send(&f->stop);
+    uv_thread_join(&f->thread);
+    // Every handle was closed: the loop closes cleanly (libuv's test rule).
+    assert_int_equal(uv_loop_close(&f->loop), 0);
+    assert_int_equal(f->opened, f->closed);
+    char path[128];
+    snprintf(path, sizeof path, "%s/index.html", f->web_root);
+    unlink(path);
+    rmdir(f->web_root);
+    free(f);
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+// The client side: blocking sockets, raw HTTP and frames
+// ---------------------------------------------------------------------------
+
+// rcvbuf > 0 shrinks the receive buffer (before connect, so the TCP window
+// is small too): a client that does not read then really fills up.
+static int connect_with(int port, int rcvbuf) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    if (rcvbuf > 0) {
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    }
+    struct timeval tv = {5, 0}; // no test waits forever
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr*)&a, sizeof a), 0);
+    return fd;
+}
+
+static int connect_to(int port) {
+    return connect_with(port, 0);
+}
+
+static void send_all(int fd, const void* data, size_t len) {
+    const char* p = data;
+    while (len > 0) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        assert_true(n > 0);
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+// Reads until the end of an HTTP head (and a body of Content-Length, if any).
+// Returns the bytes read, 0 on EOF before anything.
+static size_t read_http(int fd, char* buf, size_t cap) {
+    size_t len = 0;
+    while (len < cap - 1) {
+        ssize_t n = recv(fd, buf + len, 1, 0);
+        if (n <= 0) {
+            break;
+        }
+        len++;
+        buf[len] = '\0';
+        char* end = strstr(buf, "\r\n\r\n");
+        if (end != NULL) {
+            const char* cl = strstr(buf, "Content-Length: ");
+            size_t body = cl != NULL ? (size_t)atoi(cl + 16) : 0;
+            size_t want = (size_t)(end + 4 - buf) + body;
+            while (len < want && len < cap - 1) {
+                n = recv(fd, buf + len, want - len, 0);
+                if (n <= 0) {
+                    break;
+                }
+                len += (size_t)n;
+            }
+            buf[len] = '\0';
+            return len;
+        }
+    }
+    buf[len] = '\0';
+    return len;
+}
+
+static int http_status(const char* resp) {
+    int status = 0;
+    sscanf(resp, "HTTP/1.1 %d", &status);
+    return status;
+}
+
+static int request(int port, const char* req, char* resp, size_t cap) {
+    int fd = connect_to(port);
+    send_all(fd, req, strlen(req));
+    read_http(fd, resp, cap);
+    close(fd);
+    return http_status(resp);
+}
+
+static const char* const upgrade_fmt = "GET /ws HTTP/1.1\r\n"
+                                       "Host: 127.0.0.1\r\n"
+                                       "Upgrade: websocket\r\n"
+                                       "Connection: Upgrade\r\n"
+                                       "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                                       "Sec-WebSocket-Version: 13\r\n"
+                                       "%s\r\n";
+
+// Opens a WebSocket (the application then sends "welcome").
+static int ws_open_with(fixture* f, int rcvbuf) {
+    int fd = connect_with(f->port, rcvbuf);
+    char req[512], resp[1024];
+    snprintf(req, sizeof req, upgrade_fmt, "Sec-WebSocket-Protocol: ragdolld.v1\r\n");
+    send_all(fd, req, strlen(req));
+    read_http(fd, resp, sizeof resp);
+    assert_int_equal(http_status(resp), 101);
+    return fd;
+}
+
+static int ws_open(fixture* f) {
+    return ws_open_with(f, 0);
+}
+
+static void ws_send_frame(int fd, uint8_t opcode, bool fin, const void* data, size_t len,
+                          bool masked) {
+    uint8_t hdr[14];
+    size_t h = 0;
+    hdr[h++] = (uint8_t)((fin ? 0x80 : 0) | opcode);
+    uint8_t m = masked ? 0x80 : 0;
+    if (len < 126) {
+        hdr[h++] = (uint8_t)(m | len);
+    } else if (len < 65536) {
+        hdr[h++] = m | 126;
+        hdr[h++] = (uint8_t)(len >> 8);
+        hdr[h++] = (uint8_t)len;
+    } else {
+        hdr[h++] = m | 127;
+        for (int i = 7; i >= 0; --i) {
+            hdr[h++] = (uint8_t)((uint64_t)len >> (8 * i));
+        }
+    }
+    const uint8_t key[4] = {0x12, 0x34, 0x56, 0x78};
+    if (masked) {
+        memcpy(hdr + h, key, 4);
+        h += 4;
+    }
+    send_all(fd, hdr, h);
+    uint8_t* body = malloc(len + 1);
+    for (size_t i = 0; i < len; ++i) {
+        body[i] = ((const uint8_t*)data)[i] ^ (masked ? key[i % 4] : 0);
+    }
+    if (len > 0) {
+        send_all(fd, body, len);
+    }
+    free(body);
+}
+
+static void ws_send_text(int fd, const char* text) {
+    ws_send_frame(fd, 0x1, true, text, strlen(text), true);
+}
+
+static bool recv_exact(int fd, void* buf, size_t len) {
+    uint8_t* p = buf;
+    while (len > 0) {
+        ssize_t n = recv(fd, p, len, 0);
+        if (n <= 0) {
+            return false;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+// Reads one frame; returns its opcode (-1 on EOF) and the payload in *out
+// (malloc()ed, NUL-terminated).
+static int ws_read_frame(int fd, char** out, size_t* out_len) {
+    uint8_t h[2];
+    if (!recv_exact(fd, h, 2)) {
+        return -1;
+    }
+    assert_int_equal(h[1] & 0x80, 0); // server frames are never masked
+    uint64_t len = h[1] & 0x7f;
+    if (len == 126) {
+        uint8_t e[2];
+        assert_true(recv_exact(fd, e, 2));
+        len = ((uint64_t)e[0] << 8) | e[1];
+    } else if (len == 127) {
+        uint8_t e[8];
+        assert_true(recv_exact(fd, e, 8));
+        len = 0;
+        for (int i = 0; i < 8; ++i) {
+            len = (len << 8) | e[i];
+        }
+    }
+    char* body = malloc(len + 1);
+    assert_true(len == 0 || recv_exact(fd, body, len));
+    body[len] = '\0';
+    *out = body;
+    *out_len = len;
+    return h[0] & 0x0f;
+}
+
+// Reads frames until a close frame; returns its status code (0 for none,
+// -1 when the connection ended without one).
+static int ws_expect_close(int fd) {
+    for (;;) {
+        char* body;
+        size_t len;
+        int op = ws_read_frame(fd, &body, &len);
+        if (op < 0) {
+            return -1;
+        }
+        if (op == 0x8) {
+            int code = len >= 2 ? ((uint8_t)body[0] << 8) | (uint8_t)body[1] : 0;
+            free(body);
+            return code;
+        }
+        free(body);
+    }
+}
+
+static void expect_text(int fd, const char* want) {
+    char* body;
+    size_t len;
+    assert_int_equal(ws_read_frame(fd, &body, &len), 0x1);
+    assert_string_equal(body, want);
+    free(body);
+}
+
+// ---------------------------------------------------------------------------
+// Tests
+// ---------------------------------------------------------------------------
+
+static void test_net_accept_key_matches_rfc6455_vector(void** state) {
+    (void)state;
+    char out[29];
+    const char* key = "dGhlIHNhbXBsZSBub25jZQ==";
+    net_ws_accept_key(key, strlen(key), out);
+    assert_string_equal(out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="); // RFC 6455 §1.3
+}
+
+static void test_net_http_routes_static_files_and_errors(void** state) {
+    fixture* f = *state;
+    char resp[4096];
+    assert_int_equal(request(f->port, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n", resp, sizeof resp),
+                     200);
+    assert_non_null(strstr(resp, "Content-Type: application/json"));
+    assert_non_null(strstr(resp, "{\"hello\":true}"));
+    assert_int_equal(request(f->port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", resp, sizeof resp), 200);
+    assert_non_null(strstr(resp, "text/html"));
+    assert_non_null(strstr(resp, "<h1>viewer</h1>"));
+    assert_int_equal(request(f->port, "GET /index.html?x=1 HTTP/1.1\r\n\r\n", resp, sizeof resp),
+                     200);
+    assert_int_equal(request(f->port, "GET /nope.js HTTP/1.1\r\n\r\n", resp, sizeof resp), 404);
+    assert_int_equal(request(f->port, "GET /../../etc/passwd HTTP/1.1\r\n\r\n", resp, sizeof resp),
+                     404);
+    assert_int_equal(request(f->port, "GET /%2e%2e/x HTTP/1.1\r\n\r\n", resp, sizeof resp), 404);
+    assert_int_equal(
+        request(f->port, "POST /hello HTTP/1.1\r\nContent-Length: 0\r\n\r\n", resp, sizeof resp),
+        405);
+    assert_int_equal(request(f->port, "GET /ws HTTP/1.1\r\n\r\n", resp, sizeof resp), 426);
+    assert_int_equal(request(f->port, "BLAH\r\n\r\n", resp, sizeof resp), 400);
+    // A head over 8 KiB is refused without reading it all.
+    char big[12000];
+    int n = snprintf(big, sizeof big, "GET / HTTP/1.1\r\nCookie: ");
+    memset(big + n, 'a', 10000);
+    memcpy(big + n + 10000, "\r\n\r\n", 5);
+    assert_int_equal(request(f->port, big, resp, sizeof resp), 431);
+    // Too many headers.
+    char many[4096] = "GET / HTTP/1.1\r\n";
+    for (int i = 0; i < 100; ++i) {
+        strcat(many, "X-A: b\r\n");
+    }
+    strcat(many, "\r\n");
+    assert_int_equal(request(f->port, many, resp, sizeof resp), 431);
+}
+
+static void test_net_http_keep_alive_answers_in_order(void** state) {
+    fixture* f = *state;
+    int fd = connect_to(f->port);
+    const char* two =
+        "GET /hello HTTP/1.1\r\nHost: x\r\n\r\nGET /missing HTTP/1.1\r\nHost: x\r\n\r\n";
+    send_all(fd, two, strlen(two));
+    char resp[2048];
+    read_http(fd, resp, sizeof resp);
+    assert_int_equal(http_status(resp), 200);
+    read_http(fd, resp, sizeof resp);
+    assert_int_equal(http_status(resp), 404);
+    close(fd);
+}
+
+static void test_net_handshake_rules(void** state) {
+    fixture* f = *state;
+    char req[1024], resp[2048];
+    // Valid: 101 with the RFC's accept value and our subprotocol echoed.
+    int fd = connect_to(f->port);
+    snprintf(req, sizeof req, upgrade_fmt, "Sec-WebSocket-Protocol: chat, ragdolld.v1\r\n");
+    send_all(fd, req, strlen(req));
+    read_http(fd, resp, sizeof resp);
+    assert_int_equal(http_status(resp), 101);
+    assert_non_null(strstr(resp, "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"));
+    assert_non_null(strstr(resp, "Sec-WebSocket-Protocol: ragdolld.v1\r\n"));
+    expect_text(fd, "welcome");
+    close(fd);
+    // No subprotocol offered: accepted, none echoed.
+    fd = connect_to(f->port);
+    snprintf(req, sizeof req, upgrade_fmt, "");
+    send_all(fd, req, strlen(req));
+    read_http(fd, resp, sizeof resp);
+    assert_int_equal(http_status(resp), 101);
+    assert_null(strstr(resp, "Sec-WebSocket-Protocol"));
+    close(fd);
+    // Only foreign subprotocols: refused.
+    snprintf(req, sizeof req, upgrade_fmt, "Sec-WebSocket-Protocol: chat\r\n");
+    assert_int_equal(request(f->port, req, resp, sizeof resp), 400);
+    // Wrong version: 426 naming the one we speak.
+    assert_int_equal(request(f->port,
+                             "GET /ws HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                             "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                             "Sec-WebSocket-Version: 8\r\n\r\n",
+                             resp, sizeof resp),
+                     426);
+    assert_non_null(strstr(resp, "Sec-WebSocket-Version: 13"));
+    // A key that is not 16 bytes of base64.
+    assert_int_equal(request(f->port,
+                             "GET /ws HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                             "Sec-WebSocket-Key: c2hvcnQ=\r\nSec-WebSocket-Version: 13\r\n\r\n",
+                             resp, sizeof resp),
+                     400);
+}
+
+static void test_net_ws_round_trip_and_fragments(void** state) {
+    fixture* f = *state;
+    int fd = ws_open(f);
+    expect_text(fd, "welcome");
+    ws_send_text(fd, "hello");
+    expect_text(fd, "text:hello");
+    ws_send_frame(fd, 0x2, true, "abc", 3, true);
+    expect_text(fd, "bin:abc");
+    // A message in three fragments with a ping in the middle.
+    ws_send_frame(fd, 0x1, false, "fr", 2, true);
+    ws_send_frame(fd, 0x9, true, "p", 1, true);
+    ws_send_frame(fd, 0x0, false, "ag", 2, true);
+    ws_send_frame(fd, 0x0, true, "ment", 4, true);
+    char* body;
+    size_t len;
+    assert_int_equal(ws_read_frame(fd, &body, &len), 0xA); // pong first
+    assert_string_equal(body, "p");
+    free(body);
+    expect_text(fd, "text:fragment");
+    // The server closes on request with the code it chose.
+    ws_send_text(fd, "bye");
+    assert_int_equal(ws_expect_close(fd), 4000);
+    close(fd);
+}
+
+static void test_net_ws_protocol_violations_close_with_the_right_code(void** state) {
+    fixture* f = *state;
+    // Unmasked client frame: 1002.
+    int fd = ws_open(f);
+    ws_send_frame(fd, 0x1, true, "hi", 2, false);
+    assert_int_equal(ws_expect_close(fd), 1002);
+    close(fd);
+    // Invalid UTF-8 in a text frame: 1007.
+    fd = ws_open(f);
+    ws_send_frame(fd, 0x1, true, "\xc3\x28", 2, true);
+    assert_int_equal(ws_expect_close(fd), 1007);
+    close(fd);
+    // A message over the limit (1 KiB here) is refused from its header: 1009.
+    fd = ws_open(f);
+    static char big[4096];
+    memset(big, 'a', sizeof big);
+    ws_send_frame(fd, 0x1, true, big, sizeof big, true);
+    assert_int_equal(ws_expect_close(fd), 1009);
+    close(fd);
+    // A frame that declares 4 GiB: closed as soon as its payload starts
+    // (wslay checks the length before it allocates anything).
+    fd = ws_open(f);
+    const uint8_t huge[] = {0x82, 0xff, 0, 0, 0, 1, 0, 0, 0, 0, 1, 2, 3, 4, 'a', 'b', 'c'};
+    send_all(fd, huge, sizeof huge);
+    assert_int_equal(ws_expect_close(fd), 1009);
+    close(fd);
+    // A one-byte close body: 1002 (RFC 6455 §5.5.1).
+    fd = ws_open(f);
+    ws_send_frame(fd, 0x8, true, "x", 1, true);
+    assert_int_equal(ws_expect_close(fd), 1002);
+    close(fd);
+    // A normal close is answered with the same code.
+    fd = ws_open(f);
+    const char normal[2] = {0x03, (char)0xe8};
+    ws_send_frame(fd, 0x8, true, normal, 2, true);
+    assert_int_equal(ws_expect_close(fd), 1000);
+    close(fd);
+    // A ping longer than 125 bytes, or a fragmented ping: wslay's frame layer
+    // refuses the header and answers with a close frame without a status.
+    fd = ws_open(f);
+    ws_send_frame(fd, 0x9, true, big, 200, true);
+    assert_int_equal(ws_expect_close(fd), 0);
+    close(fd);
+    fd = ws_open(f);
+    ws_send_frame(fd, 0x9, false, "p", 1, true);
+    assert_int_equal(ws_expect_close(fd), 0);
+    close(fd);
+    // A reserved opcode: 1002.
+    fd = ws_open(f);
+    ws_send_frame(fd, 0x3, true, "x", 1, true);
+    assert_int_equal(ws_expect_close(fd), 1002);
+    close(fd);
+}
+
+static void test_net_latest_wins_while_control_messages_are_kept(void** state) {
+    fixture* f = *state;
+    int fd = ws_open_with(f, 4096);
+    expect_text(fd, "welcome");
+    // 3000 payloads of 4 KiB (12 MB, more than loopback buffers hold) under
+    // one key, to a client that is not reading: most must be dropped, and the
+    // newest must arrive.
+    ws_send_text(fd, "flood 3000");
+    ws_send_text(fd, "after");
+    usleep(300 * 1000);
+    int received = 0, last = -1;
+    bool saw_after = false;
+    while (!saw_after) {
+        char* body;
+        size_t len;
+        int op = ws_read_frame(fd, &body, &len);
+        assert_int_equal(op, 0x1);
+        int n;
+        if (sscanf(body, "payload %d;", &n) == 1) {
+            assert_true(n > last); // in order, newer only
+            last = n;
+            received++;
+        } else {
+            assert_string_equal(body, "text:after");
+            saw_after = true;
+        }
+        free(body);
+    }
+    // Nothing more of the flood may follow the reply... except the newest
+    // payload, if it was still waiting when "after" was answered.
+    if (last != 2999) {
+        char* body;
+        size_t len;
+        assert_int_equal(ws_read_frame(fd, &body, &len), 0x1);
+        assert_int_equal(sscanf(body, "payload %d;", &last), 1);
+        free(body);
+        received++;
+    }
+    print_message("latest wins: %d of 3000 payloads delivered, the last was %d\n", received, last);
+    assert_int_equal(last, 2999);
+    assert_true(received < 3000);
+    close(fd);
+}
+
+static void test_net_client_that_never_reads_is_closed_at_the_hard_limit(void** state) {
+    fixture* f = *state;
+    int fd = ws_open_with(f, 4096);
+    // 2000 control messages of 8 KiB (16 MB) can never be dropped; past the
+    // 1 MiB hard limit (plus what the kernel buffers) the server must cut
+    // the client off.
+    ws_send_text(fd, "control 2000");
+    usleep(500 * 1000);
+    size_t total = 0;
+    for (;;) {
+        char buf[65536];
+        ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) {
+            break;
+        }
+        total += (size_t)n;
+    }
+    print_message("hard limit: the client read %zu bytes before the server closed\n", total);
+    assert_true(total < 2000u * 8192u / 2);
+    close(fd);
+}
+
+static void test_net_stop_closes_sessions_with_going_away(void** state) {
+    fixture* f = *state;
+    int fd = ws_open(f);
+    expect_text(fd, "welcome");
+    uv_async_send(&f->stop);
+    assert_int_equal(ws_expect_close(fd), 1001);
+    close(fd);
+    uv_thread_join(&f->thread);
+    assert_int_equal(f->opened, 1);
+    assert_int_equal(f->closed, 1);
+    // Restart a loop thread so teardown's stop has something to do.
+    uv_async_init(&f->loop, &f->stop, on_stop);
+    net_config cfg = f->cfg;
+    net_callbacks cb = {f, app_http, app_open, app_message, app_close};
+    assert_int_equal(net_server_start(&f->loop, &cfg, &cb, &f->srv), 0);
+    assert_int_equal(uv_thread_create(&f->thread, loop_thread, f), 0);
+}
+
+static void test_net_slow_handshake_is_dropped(void** state) {
+    fixture* f = *state;
+    int fd = connect_to(f->port);
+    send_all(fd, "GET / HTTP/1.1\r\n", 16); // and then nothing (slowloris)
+    char buf[64];
+    // The 1 s deadline closes it; recv returns EOF well before our 5 s timeout.
+    assert_int_equal(recv(fd, buf, sizeof buf, 0), 0);
+    close(fd);
+}
+
+int main(void) {
+    // libuv writes without MSG_NOSIGNAL: a peer that vanished must not kill us.
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_net_accept_key_matches_rfc6455_vector),
+        cmocka_unit_test_setup_teardown(test_net_http_routes_static_files_and_errors, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_net_http_keep_alive_answers_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_net_handshake_rules, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_net_ws_round_trip_and_fragments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_net_ws_protocol_violations_close_with_the_right_code,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_net_latest_wins_while_control_messages_are_kept, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_net_client_that_never_reads_is_closed_at_the_hard_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_net_stop_closes_sessions_with_going_away, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_net_slow_handshake_is_dropped, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("net", tests, NULL, NULL);
+}
