@@ -339,6 +339,17 @@ int net_session_send_latest(net_session* s, uint64_t key, net_blob* blob, bool b
     return 0;
 }
 
+void net_session_cancel_latest(net_session* s, uint64_t key) {
+    for (uint32_t i = 0; i < s->slot_count; ++i) {
+        if (s->slots[i].key == key) {
+            net_blob_unref(s->slots[i].blob);
+            s->slots[i] = s->slots[--s->slot_count];
+            s->dropped++;
+            return;
+        }
+    }
+}
+
 void net_session_close(net_session* s, uint16_t code, const char* reason) {
     if (s->state != NET__WS || s->close_queued) {
         return;

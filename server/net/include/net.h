@@ -134,6 +134,11 @@ int net_session_send_text(net_session* s, const char* data, size_t len);
 /// queue is below send_soft_limit.
 int net_session_send_latest(net_session* s, uint64_t key, net_blob* blob, bool binary);
 
+/// Drops the payload waiting under `key`, if any (counted as dropped). Used
+/// before sending a newer must-deliver message for the same stream, so the
+/// stream's order holds.
+void net_session_cancel_latest(net_session* s, uint64_t key);
+
 /// Starts closing a WebSocket with a close frame (`code`, short UTF-8
 /// `reason` or NULL). Idempotent. on_close follows from the loop.
 void net_session_close(net_session* s, uint16_t code, const char* reason);

@@ -1,0 +1,140 @@
+/*
+ * app_internal.h: the private structures of server/app.
+ *
+ *   app_server ──► worlds[]: app_world ──► sim_world (physics)
+ *        │                    ├─ inbox: commands waiting for the next tick
+ *        │                    └─ subscribers: app_client*
+ *        └──► net_server ──► net_session ◄──► app_client (session data)
+ *                                              └─ subs[]: world, format, rate
+ */
+#pragma once
+
+#include "app.h"
+#include "net.h"
+#include "rdp.h"
+#include "sim.h"
+
+#define APP_MAX_SUBS 8
+
+/// One subscription of a client.
+typedef struct app_sub {
+    uint64_t world;
+    uint32_t format;  ///< rdp_format.
+    uint32_t rate_hz; ///< Effective rate (capped at the world's tick rate).
+    uint32_t acc;     ///< Rate accumulator: a snapshot is due when it reaches tick_hz.
+    bool topo_sent;   ///< Topology of topo_epoch was sent.
+    uint32_t topo_epoch;
+} app_sub;
+
+/// A connected WebSocket client (the session's data).
+typedef struct app_client {
+    net_session* session;
+    app_sub subs[APP_MAX_SUBS];
+    uint32_t sub_count;
+} app_client;
+
+/// A command waiting for its world's next tick.
+typedef struct app_cmd {
+    app_client* client; ///< NULL once the client has gone (the command still applies).
+    rdp_command cmd;
+} app_cmd;
+
+/// A world and everything that hangs off it.
+typedef struct app_world {
+    uint64_t id;
+    char name[RDP_MAX_NAME + 1];
+    sim_world* sim;
+    uint32_t tick_hz;
+    uint64_t period_ns;
+    uint64_t acc_ns;  ///< Real time owed to the simulation.
+    uint64_t last_ns; ///< When the accumulator was last advanced.
+    uint64_t overruns;
+    double step_ms;
+
+    app_cmd* inbox; ///< Ring buffer of inbox_cap commands.
+    uint32_t inbox_head, inbox_count, inbox_cap;
+
+    app_client** subs;
+    uint32_t sub_count, sub_cap;
+
+    // Snapshots encoded this tick, shared by every subscriber due now.
+    uint64_t cache_tick;
+    net_blob* json_lean;
+    net_blob* json_full;
+    net_blob* binary;
+    // Scratch for building rdp_snapshot (sized at creation).
+    rdp_entity_state* ents;
+    uint32_t* sticks;
+    uint32_t sticks_cap;
+} app_world;
+
+struct app_server {
+    uv_loop_t* loop;
+    app_config cfg;
+    char* host;
+    char* web_root;
+    net_server* net;
+    uv_timer_t ticker;
+    uint64_t started_ns;
+    app_world** worlds; ///< cfg.max_worlds slots; NULL = free.
+    uint32_t world_count;
+    uint64_t next_world_id;
+    uint32_t clients;
+    bool shutting_down;
+    void (*done)(void* arg);
+    void* done_arg;
+};
+
+/// Creates a world (registry.c). Returns 0 and *out, or an rdp error code
+/// (RDP_E_TOO_LARGE when the registry is full, RDP_E_INTERNAL on OOM).
+rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, app_world** out);
+
+/// Destroys a world: pending commands get not_found, subscribers get a
+/// world_destroyed event and lose the subscription.
+void app__world_destroy(app_server* app, app_world* w);
+
+/// Finds a world by id, or NULL.
+app_world* app__world_find(const app_server* app, uint64_t id);
+
+/// Advances every world by the real time that passed (fixed steps, capped
+/// catch-up) and returns the nanoseconds until the next tick is due.
+uint64_t app__worlds_advance(app_server* app);
+
+/// Queues a world command (registry.c). Returns RDP_OK or RDP_E_RATE_LIMITED.
+rdp_code app__world_enqueue(app_world* w, app_client* c, const rdp_command* cmd);
+
+/// Adds or updates a subscription; returns the subscription (registry.c).
+app_sub* app__subscribe(app_world* w, app_client* c, uint32_t format, uint32_t rate_hz,
+                        rdp_code* err);
+
+/// Removes a client's subscription to w; false if there was none.
+bool app__unsubscribe(app_world* w, app_client* c);
+
+/// Forgets a client everywhere: subscriptions and queued commands.
+void app__client_gone(app_server* app, app_client* c);
+
+/// Fills world info for lists (welcome, list_worlds). `out` has room for
+/// app->world_count entries.
+uint32_t app__world_infos(const app_server* app, rdp_world_info* out);
+
+/// A float as the wire shows it: rounded to 1e-6 so it prints as meant.
+double app__wire(float f);
+
+/// Reads a world's parameters in wire form.
+rdp_params app__params_of(const app_world* w);
+
+/// Applies one queued command to its world at a tick boundary and returns
+/// the reply text (dispatch.c). *len gets its length. `events` may receive a
+/// broadcast to send to every subscriber (e.g. a params event), else NULL.
+char* app__apply(app_server* app, app_world* w, const rdp_command* cmd, size_t* len, char** event,
+                 size_t* event_len);
+
+/// Handles a command from a client: immediate ones are answered at once,
+/// world ones are queued for the next tick (dispatch.c).
+void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd);
+
+/// Sends a reply or event text to a client; frees the text.
+void app__send(app_client* c, char* text, size_t len);
+
+/// Sends an error reply for cmd.
+void app__send_error(app_client* c, rdp_re re, rdp_code code, const char* message);

@@ -1,0 +1,125 @@
+/*
+ * config.c: command-line options of ragdolld (getopt_long from libc).
+ */
+#include "app.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef RD_WEB_ROOT_DEFAULT
+#define RD_WEB_ROOT_DEFAULT "web"
+#endif
+
+app_config app_config_default(void) {
+    app_config c;
+    memset(&c, 0, sizeof c);
+    c.host = "127.0.0.1";
+    c.port = 8080;
+    c.web_root = RD_WEB_ROOT_DEFAULT;
+    c.demo = true;
+    c.max_worlds = 16;
+    c.max_catchup = 4;
+    c.inbox_capacity = 1024;
+    return c;
+}
+
+static void usage(FILE* f) {
+    fprintf(f,
+            "usage: ragdolld [options]\n"
+            "\n"
+            "An authoritative physics server for ragdolls and cloth. Clients connect over\n"
+            "WebSocket at ws://HOST:PORT/ws; a browser viewer is served at http://HOST:PORT/.\n"
+            "\n"
+            "options:\n"
+            "  --host ADDR       address to bind (default 127.0.0.1; use 0.0.0.0 in a container)\n"
+            "  --port N          TCP port, 0 lets the kernel choose (default 8080)\n"
+            "  --web-root DIR    directory of the viewer's files (default %s)\n"
+            "  --no-demo         start without the built-in demo world\n"
+            "  --max-worlds N    worlds at most (default 16)\n"
+            "  --help            print this help and exit\n"
+            "  --version         print the version and exit\n"
+            "\n"
+            "Once it accepts connections it prints \"listening on HOST:PORT\" on stdout.\n"
+            "SIGINT or SIGTERM closes every client with 1001 (going away) and exits.\n",
+            RD_WEB_ROOT_DEFAULT);
+}
+
+static bool parse_uint(const char* s, long lo, long hi, long* out) {
+    char* end = NULL;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end != '\0' || v < lo || v > hi) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* err) {
+    enum {
+        OPT_HOST = 1,
+        OPT_PORT,
+        OPT_WEB_ROOT,
+        OPT_NO_DEMO,
+        OPT_MAX_WORLDS,
+        OPT_HELP,
+        OPT_VERSION
+    };
+    static const struct option opts[] = {
+        {"host", required_argument, NULL, OPT_HOST},
+        {"port", required_argument, NULL, OPT_PORT},
+        {"web-root", required_argument, NULL, OPT_WEB_ROOT},
+        {"no-demo", no_argument, NULL, OPT_NO_DEMO},
+        {"max-worlds", required_argument, NULL, OPT_MAX_WORLDS},
+        {"help", no_argument, NULL, OPT_HELP},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    optind = 1;
+    opterr = 0;
+    int c;
+    long v;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case OPT_HOST:
+            cfg->host = optarg;
+            break;
+        case OPT_PORT:
+            if (!parse_uint(optarg, 0, 65535, &v)) {
+                fprintf(err, "ragdolld: --port takes a number from 0 to 65535, not \"%s\"\n",
+                        optarg);
+                return -1;
+            }
+            cfg->port = (int)v;
+            break;
+        case OPT_WEB_ROOT:
+            cfg->web_root = optarg;
+            break;
+        case OPT_NO_DEMO:
+            cfg->demo = false;
+            break;
+        case OPT_MAX_WORLDS:
+            if (!parse_uint(optarg, 1, 1024, &v)) {
+                fprintf(err, "ragdolld: --max-worlds takes a number from 1 to 1024\n");
+                return -1;
+            }
+            cfg->max_worlds = (uint32_t)v;
+            break;
+        case OPT_HELP:
+            usage(out);
+            return 1;
+        case OPT_VERSION:
+            fprintf(out, "ragdolld %s\n", APP_VERSION);
+            return 1;
+        default:
+            fprintf(err, "ragdolld: unknown or incomplete option \"%s\" (see --help)\n",
+                    argv[optind - 1]);
+            return -1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(err, "ragdolld: unexpected argument \"%s\" (see --help)\n", argv[optind]);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,65 @@
+/*
+ * app.h: the ragdolld application (target rd_app): configuration, the world
+ * registry and tick scheduler, command dispatch and snapshot fan-out. It
+ * wires server/sim (physics), protocol/ (the wire format) and server/net
+ * (sockets) together; main.c is a thin shell around it.
+ *
+ * Threading: everything runs on the thread of the uv_loop_t it is given.
+ *
+ * All state hangs off one app_server; there are no globals, so tests may run
+ * several servers in one process.
+ */
+#pragma once
+
+#include <uv.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// The server's version string.
+#define APP_VERSION "0.1.0"
+
+/// Settings of a server. Start from app_config_default().
+typedef struct app_config {
+    const char* host;        ///< Address to bind. Default "127.0.0.1".
+    int port;                ///< TCP port; 0 lets the kernel choose. Default 8080.
+    const char* web_root;    ///< Directory of the viewer's files. Default: the build's.
+    bool demo;               ///< Create the built-in demo world. Default true.
+    uint32_t max_worlds;     ///< Worlds at most. Default 16.
+    uint32_t max_catchup;    ///< Ticks one world may run per wake-up. Default 4.
+    uint32_t inbox_capacity; ///< Commands queued per world at most. Default 1024.
+} app_config;
+
+/// The defaults listed on app_config.
+app_config app_config_default(void);
+
+/// Parses the command line into *cfg (which should hold the defaults).
+/// Returns 0 to run, 1 when the program should exit successfully (--help,
+/// --version; text went to out), or -1 on a usage error (message went to err).
+/// The strings in *cfg point into argv.
+int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* err);
+
+/// A running server. Opaque.
+typedef struct app_server app_server;
+
+/// Starts listening on `loop` and, if cfg->demo, creates the demo world.
+/// Returns 0 and *out, or a negative libuv error (e.g. UV_EADDRINUSE) or
+/// UV_ENOMEM. Strings in cfg are copied.
+int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out);
+
+/// The TCP port the server listens on.
+int app_server_port(const app_server* app);
+
+/// Begins a graceful shutdown: stop ticking, close every client with 1001
+/// (going away), free the worlds, and free the server; then done(arg). The
+/// loop ends once the server's handles are closed.
+void app_server_shutdown(app_server* app, void (*done)(void* arg), void* arg);
+
+#ifdef __cplusplus
+}
+#endif

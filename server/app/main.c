@@ -1,0 +1,62 @@
+/*
+ * main.c: the ragdolld program: parse options, start the server on the
+ * default loop, print "listening on HOST:PORT", and on SIGINT/SIGTERM shut
+ * down gracefully.
+ */
+#include "app.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct program {
+    app_server* app;
+    uv_signal_t sigint, sigterm;
+} program;
+
+static void on_shutdown_done(void* arg) {
+    program* p = arg;
+    uv_close((uv_handle_t*)&p->sigint, NULL);
+    uv_close((uv_handle_t*)&p->sigterm, NULL);
+}
+
+static void on_signal(uv_signal_t* h, int signum) {
+    program* p = h->data;
+    fprintf(stderr, "ragdolld: %s, shutting down\n", signum == SIGINT ? "SIGINT" : "SIGTERM");
+    uv_signal_stop(&p->sigint);
+    uv_signal_stop(&p->sigterm);
+    app_server_shutdown(p->app, on_shutdown_done, p);
+}
+
+int main(int argc, char** argv) {
+    app_config cfg = app_config_default();
+    int rc = app_config_parse(argc, argv, &cfg, stdout, stderr);
+    if (rc != 0) {
+        return rc > 0 ? 0 : 2;
+    }
+    // libuv writes without MSG_NOSIGNAL: a client that vanishes mid-write
+    // must not kill the server.
+    signal(SIGPIPE, SIG_IGN);
+
+    uv_loop_t* loop = uv_default_loop();
+    program p = {0};
+    rc = app_server_start(loop, &cfg, &p.app);
+    if (rc != 0) {
+        fprintf(stderr, "ragdolld: cannot listen on %s:%d: %s\n", cfg.host, cfg.port,
+                uv_strerror(rc));
+        uv_run(loop, UV_RUN_DEFAULT);
+        return 1;
+    }
+    uv_signal_init(loop, &p.sigint);
+    uv_signal_init(loop, &p.sigterm);
+    p.sigint.data = p.sigterm.data = &p;
+    uv_signal_start(&p.sigint, on_signal, SIGINT);
+    uv_signal_start(&p.sigterm, on_signal, SIGTERM);
+
+    printf("listening on %s:%d\n", cfg.host, app_server_port(p.app));
+    fflush(stdout);
+    uv_run(loop, UV_RUN_DEFAULT);
+    rc = uv_loop_close(loop);
+    fprintf(stderr, "ragdolld: stopped%s\n", rc == 0 ? "" : " (handles left open)");
+    return rc == 0 ? 0 : 1;
+}

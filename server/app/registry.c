@@ -1,0 +1,445 @@
+/*
+ * registry.c: the worlds of a server and their clock. Each world has a
+ * fixed tick (default 60 Hz) advanced from uv_hrtime() with an accumulator
+ * and a cap on catch-up ticks per wake-up, so a slow step cannot snowball
+ * (no "spiral of death"; dropped time is counted as overruns). At each tick
+ * boundary the world's inbox is applied in arrival order, the world steps,
+ * and subscribers that are due get a snapshot that was encoded once for
+ * everyone on that format (Redis-style shared payload).
+ */
+#include "app_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(sizeof(sim_vec3) == 3 * sizeof(float), "snapshots read sim_vec3 as float[3]");
+
+// ---------------------------------------------------------------------------
+// Lifecycle
+// ---------------------------------------------------------------------------
+
+static void cache_clear(app_world* w) {
+    net_blob_unref(w->json_lean);
+    net_blob_unref(w->json_full);
+    net_blob_unref(w->binary);
+    w->json_lean = w->json_full = w->binary = NULL;
+}
+
+static void world_free(app_world* w) {
+    if (w == NULL) {
+        return;
+    }
+    cache_clear(w);
+    sim_world_destroy(w->sim);
+    free(w->inbox);
+    free(w->subs);
+    free(w->ents);
+    free(w->sticks);
+    free(w);
+}
+
+rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, app_world** out) {
+    uint32_t slot = app->cfg.max_worlds;
+    for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
+        if (app->worlds[i] == NULL) {
+            slot = i;
+            break;
+        }
+    }
+    if (slot == app->cfg.max_worlds) {
+        return RDP_E_TOO_LARGE;
+    }
+    app_world* w = calloc(1, sizeof *w);
+    if (w == NULL) {
+        return RDP_E_INTERNAL;
+    }
+    sim_world_def def = sim_world_def_default();
+    def.dt = 1.0f / (float)tick_hz;
+    w->inbox_cap = app->cfg.inbox_capacity;
+    w->inbox = calloc(w->inbox_cap, sizeof *w->inbox);
+    w->ents = calloc(def.max_entities, sizeof *w->ents);
+    if (w->inbox == NULL || w->ents == NULL || sim_world_create(&def, &w->sim) != SIM_OK) {
+        world_free(w);
+        return RDP_E_INTERNAL;
+    }
+    w->id = ++app->next_world_id; // never reused: a stale id names no world
+    snprintf(w->name, sizeof w->name, "%s", name);
+    w->tick_hz = tick_hz;
+    w->period_ns = 1000000000ull / tick_hz;
+    w->last_ns = uv_hrtime();
+    app->worlds[slot] = w;
+    app->world_count++;
+    *out = w;
+    return RDP_OK;
+}
+
+app_world* app__world_find(const app_server* app, uint64_t id) {
+    for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
+        if (app->worlds[i] != NULL && app->worlds[i]->id == id) {
+            return app->worlds[i];
+        }
+    }
+    return NULL;
+}
+
+static bool client_drop_sub(app_client* c, uint64_t world) {
+    for (uint32_t i = 0; i < c->sub_count; ++i) {
+        if (c->subs[i].world == world) {
+            c->subs[i] = c->subs[--c->sub_count];
+            return true;
+        }
+    }
+    return false;
+}
+
+void app__world_destroy(app_server* app, app_world* w) {
+    char msg[96];
+    snprintf(msg, sizeof msg, "world %llu was destroyed", (unsigned long long)w->id);
+    for (uint32_t k = 0; k < w->inbox_count; ++k) {
+        app_cmd* e = &w->inbox[(w->inbox_head + k) % w->inbox_cap];
+        if (e->client != NULL) {
+            app__send_error(e->client, rdp_re_of(&e->cmd), RDP_E_NOT_FOUND, msg);
+        }
+    }
+    size_t len;
+    char* ev = rdp_event_world_destroyed(w->id, sim_world_tick(w->sim), &len);
+    for (uint32_t i = 0; i < w->sub_count; ++i) {
+        client_drop_sub(w->subs[i], w->id);
+        if (ev != NULL) {
+            net_session_send_text(w->subs[i]->session, ev, len);
+        }
+    }
+    rdp_free(ev);
+    for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
+        if (app->worlds[i] == w) {
+            app->worlds[i] = NULL;
+        }
+    }
+    app->world_count--;
+    world_free(w);
+}
+
+uint32_t app__world_infos(const app_server* app, rdp_world_info* out) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
+        const app_world* w = app->worlds[i];
+        if (w != NULL) {
+            out[n].world = w->id;
+            out[n].name = w->name;
+            out[n].tick = sim_world_tick(w->sim);
+            out[n].tick_hz = w->tick_hz;
+            out[n].entities = sim_world_entity_count(w->sim);
+            n++;
+        }
+    }
+    return n;
+}
+
+double app__wire(float f) {
+    // Floats widen to doubles like 0.990000009536743; six decimals is what
+    // the float meant (and ample for parameters and static geometry).
+    return round((double)f * 1e6) / 1e6;
+}
+
+rdp_params app__params_of(const app_world* w) {
+    sim_params p = sim_world_params(w->sim);
+    rdp_params r = {{app__wire(p.gravity.x), app__wire(p.gravity.y), app__wire(p.gravity.z)},
+                    app__wire(p.damping),
+                    (uint32_t)p.iterations,
+                    (uint32_t)p.substeps,
+                    app__wire(p.bounciness),
+                    app__wire(p.friction)};
+    return r;
+}
+
+// ---------------------------------------------------------------------------
+// Inbox and subscriptions
+// ---------------------------------------------------------------------------
+
+rdp_code app__world_enqueue(app_world* w, app_client* c, const rdp_command* cmd) {
+    if (w->inbox_count == w->inbox_cap) {
+        return RDP_E_RATE_LIMITED;
+    }
+    app_cmd* e = &w->inbox[(w->inbox_head + w->inbox_count) % w->inbox_cap];
+    e->client = c;
+    e->cmd = *cmd;
+    w->inbox_count++;
+    return RDP_OK;
+}
+
+app_sub* app__subscribe(app_world* w, app_client* c, uint32_t format, uint32_t rate_hz,
+                        rdp_code* err) {
+    app_sub* sub = NULL;
+    for (uint32_t i = 0; i < c->sub_count; ++i) {
+        if (c->subs[i].world == w->id) {
+            sub = &c->subs[i];
+        }
+    }
+    if (sub == NULL) {
+        if (c->sub_count == APP_MAX_SUBS) {
+            *err = RDP_E_TOO_LARGE;
+            return NULL;
+        }
+        if (w->sub_count == w->sub_cap) {
+            uint32_t cap = w->sub_cap == 0 ? 8 : 2 * w->sub_cap;
+            app_client** grown = realloc(w->subs, cap * sizeof *grown);
+            if (grown == NULL) {
+                *err = RDP_E_INTERNAL;
+                return NULL;
+            }
+            w->subs = grown;
+            w->sub_cap = cap;
+        }
+        w->subs[w->sub_count++] = c;
+        sub = &c->subs[c->sub_count++];
+        memset(sub, 0, sizeof *sub);
+        sub->world = w->id;
+    }
+    sub->format = format;
+    sub->rate_hz = rate_hz < w->tick_hz ? rate_hz : w->tick_hz;
+    sub->acc = w->tick_hz;  // the first snapshot is due at the next tick
+    sub->topo_sent = false; // (re)subscribing resends topology
+    return sub;
+}
+
+bool app__unsubscribe(app_world* w, app_client* c) {
+    for (uint32_t i = 0; i < w->sub_count; ++i) {
+        if (w->subs[i] == c) {
+            w->subs[i] = w->subs[--w->sub_count];
+            client_drop_sub(c, w->id);
+            return true;
+        }
+    }
+    return false;
+}
+
+void app__client_gone(app_server* app, app_client* c) {
+    for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
+        app_world* w = app->worlds[i];
+        if (w == NULL) {
+            continue;
+        }
+        app__unsubscribe(w, c);
+        // Its queued commands still apply in order; only the replies go nowhere.
+        for (uint32_t k = 0; k < w->inbox_count; ++k) {
+            app_cmd* e = &w->inbox[(w->inbox_head + k) % w->inbox_cap];
+            if (e->client == c) {
+                e->client = NULL;
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Snapshots
+// ---------------------------------------------------------------------------
+
+static rdp_kind kind_of(sim_entity_kind k) {
+    switch (k) {
+    case SIM_ENTITY_ROPE:
+        return RDP_KIND_ROPE;
+    case SIM_ENTITY_CLOTH:
+        return RDP_KIND_CLOTH;
+    case SIM_ENTITY_RAGDOLL:
+        return RDP_KIND_RAGDOLL;
+    }
+    return RDP_KIND_ROPE;
+}
+
+// Describes the world's current state for the codec. With topology, stick
+// lists are copied into the world's scratch buffer (grown between ticks).
+static bool build_snapshot(app_world* w, bool topology, rdp_snapshot* s) {
+    const sim_world* sw = w->sim;
+    uint32_t n = sim_world_entity_count(sw);
+    uint32_t sticks_needed = 0;
+    for (uint32_t i = 0; i < n && topology; ++i) {
+        sim_entity_view v;
+        sim_entity_get_view(sw, sim_world_entity_at(sw, i), &v);
+        sticks_needed += v.stick_count;
+    }
+    if (2 * sticks_needed > w->sticks_cap) {
+        uint32_t* grown = realloc(w->sticks, 2 * (size_t)sticks_needed * sizeof *grown);
+        if (grown == NULL) {
+            return false;
+        }
+        w->sticks = grown;
+        w->sticks_cap = 2 * sticks_needed;
+    }
+    uint32_t used = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+        sim_entity_id id = sim_world_entity_at(sw, i);
+        sim_entity_view v;
+        sim_entity_get_view(sw, id, &v);
+        rdp_entity_state* e = &w->ents[i];
+        memset(e, 0, sizeof *e);
+        e->entity = sim_entity_id_store(id);
+        e->kind = kind_of(v.kind);
+        e->particle_count = v.particle_count;
+        e->xyz = (const float*)v.pos;
+        e->names = v.names;
+        e->radius = v.radius;
+        e->inv_mass = v.inv_mass;
+        e->cols = v.cols;
+        e->rows = v.rows;
+        if (topology) {
+            int k = sim_entity_copy_sticks(sw, id, w->sticks + used, sticks_needed - used / 2);
+            e->stick_count = k > 0 ? (uint32_t)k : 0;
+            e->sticks = w->sticks + used;
+            used += 2 * e->stick_count;
+        }
+    }
+    sim_params p = sim_world_params(sw);
+    memset(s, 0, sizeof *s);
+    s->world = w->id;
+    s->tick = sim_world_tick(sw);
+    s->entity_count = n;
+    s->entities = w->ents;
+    s->metrics.constraint_error = sim_world_constraint_error(sw);
+    s->metrics.solver_passes = (uint32_t)(p.iterations * p.substeps);
+    s->metrics.particles = sim_world_particle_count(sw);
+    s->metrics.step_ms = w->step_ms;
+    s->metrics.overruns = w->overruns;
+    return true;
+}
+
+static net_blob* blob_from_text(char* text, size_t len) {
+    net_blob* b = text != NULL ? net_blob_create(text, len) : NULL;
+    rdp_free(text);
+    return b;
+}
+
+// The snapshot blob for a format, encoded at most once per tick.
+static net_blob* snapshot_blob(app_world* w, uint32_t format, bool topology) {
+    net_blob** slot = format == RDP_FORMAT_BINARY ? &w->binary
+                      : topology                  ? &w->json_full
+                                                  : &w->json_lean;
+    if (*slot != NULL) {
+        return *slot;
+    }
+    rdp_snapshot s;
+    if (!build_snapshot(w, topology && format == RDP_FORMAT_JSON, &s)) {
+        return NULL;
+    }
+    if (format == RDP_FORMAT_BINARY) {
+        size_t n = rdp_snapshot_binary_size(&s);
+        net_blob* b = net_blob_create(NULL, n);
+        if (b != NULL) {
+            rdp_snapshot_binary(&s, b->data, n);
+        }
+        *slot = b;
+    } else {
+        size_t len = 0;
+        char* text = rdp_snapshot_json(&s, topology, &len);
+        *slot = blob_from_text(text, len);
+    }
+    return *slot;
+}
+
+static void send_snapshots(app_world* w) {
+    cache_clear(w);
+    uint32_t epoch = sim_world_topology_epoch(w->sim);
+    for (uint32_t i = 0; i < w->sub_count; ++i) {
+        app_client* c = w->subs[i];
+        app_sub* sub = NULL;
+        for (uint32_t k = 0; k < c->sub_count; ++k) {
+            if (c->subs[k].world == w->id) {
+                sub = &c->subs[k];
+            }
+        }
+        if (sub == NULL) {
+            continue;
+        }
+        // Spread rate_hz snapshots evenly over tick_hz ticks.
+        sub->acc += sub->rate_hz;
+        if (sub->acc < w->tick_hz) {
+            continue;
+        }
+        sub->acc -= w->tick_hz;
+        bool topology =
+            sub->format == RDP_FORMAT_JSON && (!sub->topo_sent || sub->topo_epoch != epoch);
+        net_blob* b = snapshot_blob(w, sub->format, topology);
+        if (b == NULL) {
+            continue;
+        }
+        if (topology) {
+            // Topology must arrive: send it as a message that is never
+            // dropped, after cancelling any older snapshot still waiting so
+            // ticks keep increasing.
+            net_session_cancel_latest(c->session, w->id);
+            if (net_session_send_text(c->session, (const char*)b->data, b->len) == 0) {
+                sub->topo_sent = true;
+                sub->topo_epoch = epoch;
+            }
+        } else {
+            // Positions only: latest wins for a client that falls behind.
+            net_session_send_latest(c->session, w->id, b, sub->format == RDP_FORMAT_BINARY);
+        }
+    }
+    cache_clear(w);
+}
+
+// ---------------------------------------------------------------------------
+// Ticking
+// ---------------------------------------------------------------------------
+
+static void world_tick(app_server* app, app_world* w) {
+    // Commands apply at the tick boundary, in arrival order.
+    while (w->inbox_count > 0) {
+        app_cmd e = w->inbox[w->inbox_head];
+        w->inbox_head = (w->inbox_head + 1) % w->inbox_cap;
+        w->inbox_count--;
+        size_t len = 0, ev_len = 0;
+        char* ev = NULL;
+        char* reply = app__apply(app, w, &e.cmd, &len, &ev, &ev_len);
+        if (e.client != NULL) {
+            app__send(e.client, reply, len);
+        } else {
+            rdp_free(reply);
+        }
+        if (ev != NULL) {
+            for (uint32_t i = 0; i < w->sub_count; ++i) {
+                net_session_send_text(w->subs[i]->session, ev, ev_len);
+            }
+            rdp_free(ev);
+        }
+    }
+    uint64_t t0 = uv_hrtime();
+    sim_world_step(w->sim);
+    w->step_ms = (double)(uv_hrtime() - t0) / 1e6;
+    send_snapshots(w);
+}
+
+uint64_t app__worlds_advance(app_server* app) {
+    uint64_t now = uv_hrtime();
+    uint64_t next_due = UINT64_MAX;
+    for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
+        app_world* w = app->worlds[i];
+        if (w == NULL) {
+            continue;
+        }
+        w->acc_ns += now - w->last_ns;
+        w->last_ns = now;
+        uint32_t steps = 0;
+        while (w->acc_ns >= w->period_ns && steps < app->cfg.max_catchup) {
+            world_tick(app, w);
+            w->acc_ns -= w->period_ns;
+            steps++;
+            if (app->worlds[i] != w) {
+                break; // destroyed by one of its commands
+            }
+        }
+        if (app->worlds[i] != w) {
+            continue;
+        }
+        if (w->acc_ns >= w->period_ns) {
+            // Behind by more than the cap: drop the backlog rather than
+            // chase it, and count what was dropped.
+            w->overruns += w->acc_ns / w->period_ns;
+            w->acc_ns %= w->period_ns;
+        }
+        uint64_t due = w->period_ns - w->acc_ns;
+        next_due = due < next_due ? due : next_due;
+    }
+    return next_due;
+}

@@ -1,0 +1,205 @@
+/*
+ * server.c: the application's side of the network: sessions become
+ * clients, text messages become commands, /healthz reports liveness; and the
+ * ticker that drives every world's clock. Startup and graceful shutdown.
+ */
+#include "app_internal.h"
+#include "scenes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// ---------------------------------------------------------------------------
+// Network callbacks
+// ---------------------------------------------------------------------------
+
+static bool on_http(void* ctx, const char* path, net_http_response* resp) {
+    app_server* app = ctx;
+    if (strcmp(path, "/healthz") != 0) {
+        return false;
+    }
+    char body[160];
+    double uptime = (double)(uv_hrtime() - app->started_ns) / 1e9;
+    int n = snprintf(body, sizeof body,
+                     "{\"status\":\"ok\",\"uptime_s\":%.3f,\"worlds\":%u,\"sessions\":%u}", uptime,
+                     app->world_count, app->clients);
+    resp->status = 200;
+    resp->content_type = "application/json";
+    resp->body = malloc((size_t)n + 1);
+    if (resp->body == NULL) {
+        return false;
+    }
+    memcpy(resp->body, body, (size_t)n + 1);
+    resp->body_len = (size_t)n;
+    return true;
+}
+
+static void on_open(void* ctx, net_session* s) {
+    app_server* app = ctx;
+    app_client* c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        net_session_close(s, 1011, "out of memory");
+        return;
+    }
+    c->session = s;
+    net_session_set_data(s, c);
+    app->clients++;
+    rdp_world_info* infos = calloc(app->world_count + 1, sizeof *infos);
+    if (infos != NULL) {
+        uint32_t n = app__world_infos(app, infos);
+        size_t len = 0;
+        char* text = rdp_event_welcome(APP_VERSION, infos, n, &len);
+        app__send(c, text, len);
+        free(infos);
+    }
+}
+
+static void on_message(void* ctx, net_session* s, const uint8_t* data, size_t len, bool binary) {
+    app_server* app = ctx;
+    app_client* c = net_session_data(s);
+    if (c == NULL || app->shutting_down) {
+        return;
+    }
+    rdp_re none = {false, 0};
+    if (binary) {
+        app__send_error(c, none, RDP_E_BAD_REQUEST, "commands are JSON text frames");
+        return;
+    }
+    rdp_command cmd;
+    rdp_error err;
+    if (rdp_command_decode((const char*)data, len, &cmd, &err) != RDP_OK) {
+        app__send_error(c, rdp_re_of(&cmd), err.code, err.message);
+        return;
+    }
+    app__dispatch(app, c, &cmd);
+}
+
+static void on_close(void* ctx, net_session* s) {
+    app_server* app = ctx;
+    app_client* c = net_session_data(s);
+    if (c == NULL) {
+        return;
+    }
+    app__client_gone(app, c);
+    app->clients--;
+    free(c);
+}
+
+// ---------------------------------------------------------------------------
+// The ticker
+// ---------------------------------------------------------------------------
+
+static void on_tick(uv_timer_t* t) {
+    app_server* app = t->data;
+    if (app->shutting_down) {
+        return;
+    }
+    uint64_t due_ns = app__worlds_advance(app);
+    // libuv timers count whole milliseconds; round up so we never wake early
+    // for nothing. The accumulator absorbs the lateness (at most 1 ms).
+    uint64_t ms = due_ns == UINT64_MAX ? 100 : (due_ns + 999999) / 1000000;
+    uv_timer_start(&app->ticker, on_tick, ms, 0);
+}
+
+// ---------------------------------------------------------------------------
+// Lifecycle
+// ---------------------------------------------------------------------------
+
+static char* dup_str(const char* s) {
+    size_t n = strlen(s) + 1;
+    char* d = malloc(n);
+    if (d != NULL) {
+        memcpy(d, s, n);
+    }
+    return d;
+}
+
+static void app_free(app_server* app) {
+    if (app->worlds != NULL) {
+        for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
+            if (app->worlds[i] != NULL) {
+                app__world_destroy(app, app->worlds[i]);
+            }
+        }
+    }
+    free(app->worlds);
+    free(app->host);
+    free(app->web_root);
+    free(app);
+}
+
+int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
+    app_server* app = calloc(1, sizeof *app);
+    if (app == NULL) {
+        return UV_ENOMEM;
+    }
+    app->loop = loop;
+    app->cfg = *cfg;
+    app->host = dup_str(cfg->host);
+    app->web_root = cfg->web_root != NULL ? dup_str(cfg->web_root) : NULL;
+    app->cfg.host = app->host;
+    app->cfg.web_root = app->web_root;
+    app->worlds = calloc(cfg->max_worlds, sizeof *app->worlds);
+    app->started_ns = uv_hrtime();
+    if (app->host == NULL || app->worlds == NULL || cfg->max_worlds == 0 ||
+        cfg->inbox_capacity == 0 || cfg->max_catchup == 0) {
+        app_free(app);
+        return UV_ENOMEM;
+    }
+    if (cfg->demo) {
+        app_world* w = NULL;
+        if (app__world_create(app, "demo", 60, &w) != RDP_OK || sim_scene_demo(w->sim) != SIM_OK) {
+            app_free(app);
+            return UV_ENOMEM;
+        }
+    }
+    net_config ncfg = net_config_default();
+    ncfg.host = app->cfg.host;
+    ncfg.port = app->cfg.port;
+    ncfg.web_root = app->cfg.web_root;
+    ncfg.subprotocol = RDP_SUBPROTOCOL;
+    ncfg.max_message_bytes = RDP_MAX_MESSAGE_BYTES;
+    net_callbacks cb = {app, on_http, on_open, on_message, on_close};
+    int rc = net_server_start(loop, &ncfg, &cb, &app->net);
+    if (rc != 0) {
+        app_free(app);
+        return rc;
+    }
+    uv_timer_init(loop, &app->ticker);
+    app->ticker.data = app;
+    uv_timer_start(&app->ticker, on_tick, 1, 0);
+    *out = app;
+    return 0;
+}
+
+int app_server_port(const app_server* app) {
+    return net_server_port(app->net);
+}
+
+static void on_ticker_closed(uv_handle_t* h) {
+    app_server* app = h->data;
+    void (*done)(void*) = app->done;
+    void* arg = app->done_arg;
+    app_free(app);
+    if (done != NULL) {
+        done(arg);
+    }
+}
+
+static void on_net_stopped(void* arg) {
+    app_server* app = arg;
+    uv_close((uv_handle_t*)&app->ticker, on_ticker_closed);
+}
+
+void app_server_shutdown(app_server* app, void (*done)(void* arg), void* arg) {
+    if (app->shutting_down) {
+        return;
+    }
+    app->shutting_down = true;
+    app->done = done;
+    app->done_arg = arg;
+    uv_timer_stop(&app->ticker);
+    // Clients first (1001, going away); the worlds are freed after the last
+    // session's on_close, so no queued command outlives its world.
+    net_server_stop(app->net, 1001, on_net_stopped, app);
+}
