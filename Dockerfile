@@ -1,0 +1,36 @@
+# ragdolld in a container: build on Debian 12, run on debian:bookworm-slim.
+#
+#   docker build -t ragdolld .
+#   docker run --rm -p 8080:8080 ragdolld        # then open http://localhost:8080/
+#
+# The server binds 0.0.0.0 inside the container (its loopback is not
+# reachable from outside). GET /healthz answers 200 while it runs.
+
+FROM debian:bookworm AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      build-essential cmake pkg-config nodejs npm ca-certificates \
+      libuv1-dev libwslay-dev libcjson-dev libhttp-parser-dev nettle-dev libcmocka-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+# three.js for the viewer (Node 18 from Debian is enough: no bundler).
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund --loglevel=error
+COPY . .
+RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
+      -DRD_WEB_ROOT_DEFAULT=/usr/local/share/ragdolld/web -DRD_BUILD_BENCH=OFF \
+ && cmake --build build -j"$(nproc)" \
+ && ctest --test-dir build -L unit --output-on-failure \
+ && cmake --install build --prefix /usr/local
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      libuv1 libwslay1 libcjson1 libhttp-parser2.9 libnettle8 \
+ && rm -rf /var/lib/apt/lists/*
+COPY --from=build /usr/local/bin/ragdolld /usr/local/bin/ragdolld
+COPY --from=build /usr/local/share/ragdolld /usr/local/share/ragdolld
+USER nobody
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/ragdolld", "--host", "0.0.0.0"]
+CMD ["--port", "8080"]

@@ -1,0 +1,271 @@
+// Integration tests: a real ragdolld process on 127.0.0.1 with a port the
+// kernel picks, driven over real sockets by the `ws` package.
+//
+// Rates are checked with wide margins over two seconds or more: CI machines
+// are small and the suite also runs the server under AddressSanitizer.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client, startServer, sleep } from '../lib/ragdolld.mjs';
+
+let server;
+before(async () => { server = await startServer(); });
+after(async () => { assert.equal(await server.stop(), 0, 'ragdolld exits cleanly on SIGTERM'); });
+
+const demoWorld = (c) => c.welcome.worlds.find((w) => w.name === 'demo').world;
+
+// Creates a fresh world so a test's physics is not disturbed by others.
+async function freshWorld(c, name, params) {
+  const r = await c.send({ op: 'create_world', name });
+  assert.equal(r.ok, true);
+  if (params) {
+    const p = await c.send({ op: 'set_params', world: r.world, ...params });
+    assert.equal(p.ok, true, JSON.stringify(p));
+  }
+  return r.world;
+}
+
+const centroid = (ps) => ps.reduce((a, p) => [a[0] + p[0] / ps.length, a[1] + p[1] / ps.length, a[2] + p[2] / ps.length], [0, 0, 0]);
+
+test('the welcome names the protocol and the demo world', async () => {
+  const c = await Client.connect(server.url);
+  assert.equal(c.welcome.protocol, 1);
+  assert.equal(c.welcome.server, 'ragdolld');
+  const demo = c.welcome.worlds.find((w) => w.name === 'demo');
+  assert.ok(demo, 'demo world listed');
+  assert.equal(demo.tick_hz, 60);
+  assert.equal(demo.entities, 4); // two ragdolls, a rope, a cloth
+  await c.close();
+});
+
+test('subscribe yields >= 25 snapshots per second with strictly increasing ticks', async () => {
+  const c = await Client.connect(server.url);
+  const r = await c.send({ op: 'subscribe', world: demoWorld(c) });
+  assert.equal(r.ok, true);
+  assert.equal(r.rate_hz, 30);
+  assert.equal(r.statics.ground, true);
+  assert.equal(r.statics.boxes.length, 2);
+  const first = await c.next((m) => m.ev === 'snapshot');
+  // Topology comes with the first snapshot only.
+  assert.ok(first.entities.every((e) => Array.isArray(e.sticks) && Array.isArray(e.radii)));
+  await sleep(2000);
+  const snaps = c.snapshots();
+  assert.ok(snaps.length >= 50, `${snaps.length} snapshots in 2 s`);
+  let prev = first.tick;
+  for (const s of snaps) {
+    assert.ok(s.tick > prev, `tick ${s.tick} after ${prev}`);
+    prev = s.tick;
+    assert.equal(s.entities[0].sticks, undefined, 'no topology after the first snapshot');
+  }
+  // 30 Hz from a 60 Hz world: every second tick.
+  assert.ok(snaps.slice(1).every((s, i) => s.tick - snaps[i].tick === 2));
+  await c.close();
+});
+
+test('spawn_ragdoll returns an entity that appears in the following snapshots and falls', async () => {
+  const c = await Client.connect(server.url);
+  const world = demoWorld(c);
+  await c.send({ op: 'subscribe', world, rate_hz: 60 });
+  const r = await c.send({ op: 'spawn_ragdoll', world, position: [0, 6, 3] });
+  assert.equal(r.ok, true, JSON.stringify(r));
+  assert.ok(Number.isSafeInteger(r.entity));
+  assert.ok(Number.isSafeInteger(r.tick));
+  // The reply's tick is the first snapshot that has it; topology comes again.
+  const s = await c.next((m) => m.ev === 'snapshot' && m.tick >= r.tick);
+  const e = s.entities.find((x) => x.entity === r.entity);
+  assert.ok(e, 'entity in the snapshot of the reply tick');
+  assert.equal(e.kind, 'ragdoll');
+  assert.equal(e.particles.length, 16);
+  assert.equal(e.names[3], 'pelvis');
+  assert.ok(Math.abs(e.particles[3][1] - 6) < 0.05, `pelvis starts at 6 m: ${e.particles[3][1]}`);
+  await sleep(500);
+  const later = c.snapshots().filter((m) => m.tick > s.tick + 20);
+  const pelvis = later.at(-1).entities.find((x) => x.entity === r.entity).particles[3][1];
+  // 0.5 s of free fall: about g t²/2 = 1.2 m (less a little for damping).
+  assert.ok(pelvis < 5.2, `pelvis at ${pelvis} m after falling`);
+  const d = await c.send({ op: 'despawn', world, entity: r.entity });
+  assert.equal(d.ok, true);
+  const gone = await c.send({ op: 'despawn', world, entity: r.entity });
+  assert.equal(gone.error.code, 'not_found', 'a despawned id names nothing');
+  await c.close();
+});
+
+test('apply_impulse changes velocity by impulse / mass in its direction', async () => {
+  const c = await Client.connect(server.url);
+  // No gravity, no damping, no ground contact: momentum is conserved.
+  const world = await freshWorld(c, 'impulse', { gravity: [0, 0, 0], damping: 1 });
+  const r = await c.send({ op: 'spawn_ragdoll', world, position: [0, 5, 0], mass: 2 });
+  assert.equal(r.ok, true);
+  await c.send({ op: 'subscribe', world, rate_hz: 60 });
+  await c.next((m) => m.ev === 'snapshot' && m.tick >= r.tick);
+  // 3 N·s along +X on each of the 16 particles of 2 kg: the centre of mass
+  // moves at 3 / 2 = 1.5 m/s (internal constraints cannot change it).
+  const replies = await Promise.all(Array.from({ length: 16 }, (_, i) =>
+    c.send({ op: 'apply_impulse', world, entity: r.entity, particle: i, impulse: [3, 0, 0] })));
+  assert.ok(replies.every((x) => x.ok));
+  // A burst may straddle a tick boundary; measure after the last one applied.
+  const t0 = Math.max(...replies.map((x) => x.tick));
+  const a = await c.next((m) => m.ev === 'snapshot' && m.tick >= t0 + 5);
+  const b = await c.next((m) => m.ev === 'snapshot' && m.tick >= a.tick + 30);
+  const ca = centroid(a.entities.find((e) => e.entity === r.entity).particles);
+  const cb = centroid(b.entities.find((e) => e.entity === r.entity).particles);
+  const dt = (b.tick - a.tick) / 60;
+  const v = [(cb[0] - ca[0]) / dt, (cb[1] - ca[1]) / dt, (cb[2] - ca[2]) / dt];
+  assert.ok(Math.abs(v[0] - 1.5) < 0.05, `vx = ${v[0]}`);
+  assert.ok(Math.abs(v[1]) < 0.05 && Math.abs(v[2]) < 0.05, `v = ${v}`);
+  await c.send({ op: 'destroy_world', world });
+  await c.close();
+});
+
+test('bad input gets the right error code and nothing else changes for anyone', async () => {
+  const watcher = await Client.connect(server.url);
+  const world = demoWorld(watcher);
+  await watcher.send({ op: 'subscribe', world });
+  await watcher.next((m) => m.ev === 'snapshot');
+  const bad = await Client.connect(server.url);
+  const before = (await bad.send({ op: 'list_worlds' })).worlds.find((w) => w.world === world);
+  const startTick = (await watcher.next((m) => m.ev === 'snapshot')).tick;
+  const t0 = Date.now();
+
+  // Raw text: JSON.stringify would turn 1e999 into null.
+  const cases = [
+    ['{"op":"spawn_ragdoll", "world": 1,', 'bad_json'],
+    ['[1, 2, 3]', 'bad_request'],
+    ['{"op":"explode","id":5}', 'unknown_op'],
+    [`{"op":"apply_impulse","id":6,"world":${world},"entity":1,"particle":0,"impulse":[1e999,0,0]}`, 'not_finite'],
+    [`{"op":"apply_impulse","id":7,"world":${world},"entity":123456,"particle":0,"impulse":[1,0,0]}`, 'not_found'],
+    [`{"op":"drag","id":8,"world":${world},"entity":1,"particle":0,"target":[0,5000,0]}`, 'out_of_range'],
+    [`{"op":"spawn_cloth","id":9,"world":${world},"origin":[0,3,0],"cols":1000,"rows":1000,"spacing":0.1}`, 'too_large'],
+    ['{"op":"subscribe","id":10,"world":99999}', 'not_found'],
+    [`{"op":"set_params","id":11,"world":${world},"iterations":"many"}`, 'bad_request'],
+    [`{"op":"set_params","id":12,"world":${world},"damping":-0.5}`, 'out_of_range'],
+  ];
+  for (let round = 0; round < 20; ++round) {
+    for (const [text, code] of cases) {
+      const r = await bad.sendRaw(text);
+      assert.equal(r.error?.code, code, `${text} -> ${JSON.stringify(r)}`);
+      const m = /"id":(\d+)/.exec(text);
+      assert.equal(r.re, m ? Number(m[1]) : null, 'the reply echoes the id');
+    }
+  }
+  // A binary frame is not a command.
+  bad.ws.send(Buffer.from([1, 2, 3]));
+  assert.equal((await bad.next((m) => 're' in m)).error.code, 'bad_request');
+  // A stale entity id of the demo world (its generation is wrong).
+  const rope = (await watcher.next((m) => m.ev === 'snapshot')).entities.find((e) => e.kind === 'rope');
+  const stale = rope.entity + 2 ** 32;
+  const r = await bad.send({ op: 'apply_impulse', world, entity: stale, particle: 0, impulse: [1, 0, 0] });
+  assert.equal(r.error.code, 'not_found');
+  const p = await bad.send({ op: 'apply_impulse', world, entity: rope.entity, particle: 999, impulse: [1, 0, 0] });
+  assert.equal(p.error.code, 'not_found');
+  assert.match(p.error.message, /particle 999/);
+
+  // The world is as it was: same entities, same parameters.
+  const afterInfo = (await bad.send({ op: 'list_worlds' })).worlds.find((w) => w.world === world);
+  assert.equal(afterInfo.entities, before.entities);
+  const sub = await bad.send({ op: 'subscribe', world });
+  assert.equal(sub.params.damping, 0.99);
+  assert.equal(sub.params.iterations, 8);
+
+  // A message over 64 KiB closes only that client, with 1009.
+  bad.ws.send('x'.repeat(70 * 1024));
+  const closed = await bad.closed;
+  assert.equal(closed.code, 1009);
+
+  // Meanwhile the watcher kept its schedule: >= 25 snapshots/s throughout.
+  await sleep(Math.max(0, 2000 - (Date.now() - t0)));
+  const snaps = watcher.snapshots().filter((s) => s.tick > startTick);
+  const secs = (Date.now() - t0) / 1000;
+  assert.ok(snaps.length >= 25 * secs * 0.9, `${snaps.length} snapshots in ${secs.toFixed(2)} s`);
+  for (let i = 1; i < snaps.length; ++i) assert.ok(snaps[i].tick > snaps[i - 1].tick);
+  await watcher.close();
+});
+
+test('every command gets exactly one reply; a command without id gets re: null', async () => {
+  const c = await Client.connect(server.url);
+  c.ws.send(JSON.stringify({ op: 'list_worlds' }));
+  const r = await c.next((m) => 're' in m);
+  assert.equal(r.re, null);
+  assert.equal(r.ok, true);
+  const ids = await Promise.all(Array.from({ length: 50 }, (_, i) => c.send({ op: 'list_worlds' }).then((x) => x.re)));
+  assert.deepEqual(ids, Array.from({ length: 50 }, (_, i) => i + 1));
+  await sleep(200);
+  assert.equal(c.messages.filter((m) => 're' in m).length, 0, 'no extra replies');
+  await c.close();
+});
+
+test('set_params is broadcast to every viewer of the world', async () => {
+  const a = await Client.connect(server.url);
+  const b = await Client.connect(server.url);
+  const world = await freshWorld(a, 'params');
+  await a.send({ op: 'subscribe', world });
+  await b.send({ op: 'subscribe', world });
+  const r = await a.send({ op: 'set_params', world, gravity: [0, -3.5, 0], iterations: 12 });
+  assert.deepEqual(r.params.gravity, [0, -3.5, 0]);
+  assert.equal(r.params.iterations, 12);
+  assert.equal(r.params.damping, 0.99, 'unchanged fields keep their values');
+  const ev = await b.next((m) => m.ev === 'params');
+  assert.equal(ev.world, world);
+  assert.deepEqual(ev.params, r.params);
+  const s = await b.next((m) => m.ev === 'snapshot' && m.tick >= r.tick);
+  assert.equal(s.metrics.solver_passes, 12);
+  // All or nothing: one bad field rejects the whole command.
+  const bad = await a.send({ op: 'set_params', world, damping: 0.5, bounciness: 2 });
+  assert.equal(bad.error.code, 'out_of_range');
+  assert.equal((await a.send({ op: 'subscribe', world })).params.damping, 0.99);
+  await a.send({ op: 'destroy_world', world });
+  const gone = await b.next((m) => m.ev === 'world_destroyed');
+  assert.equal(gone.world, world);
+  assert.equal((await b.send({ op: 'spawn_ragdoll', world, position: [0, 1, 0] })).error.code, 'not_found');
+  await a.close();
+  await b.close();
+});
+
+test('describe returns the topology; drag and release move a particle', async () => {
+  const c = await Client.connect(server.url);
+  const world = await freshWorld(c, 'drag');
+  const r = await c.send({ op: 'spawn_ragdoll', world, position: [0, 1, 0] });
+  const d = await c.send({ op: 'describe', world, entity: r.entity });
+  assert.equal(d.kind, 'ragdoll');
+  assert.equal(d.particle_count, 16);
+  assert.equal(d.names.length, 16);
+  const hand = d.names.indexOf('hand_l');
+  assert.ok(hand > 0);
+  assert.ok(d.sticks.length >= 15);
+  await c.send({ op: 'subscribe', world, rate_hz: 60 });
+  const g = await c.send({ op: 'drag', world, entity: r.entity, particle: hand, target: [1, 3, 0.5] });
+  assert.equal(g.ok, true);
+  await sleep(1500);
+  const s = c.snapshots().at(-1);
+  const p = s.entities[0].particles[hand];
+  const dist = Math.hypot(p[0] - 1, p[1] - 3, p[2] - 0.5);
+  assert.ok(dist < 0.05, `hand ${p} is ${dist} m from the target`);
+  assert.equal((await c.send({ op: 'release', world, entity: r.entity, particle: hand })).ok, true);
+  await sleep(1000);
+  const after = c.snapshots().at(-1).entities[0].particles[hand];
+  assert.ok(after[1] < 1, `released hand fell to ${after[1]}`);
+  await c.send({ op: 'destroy_world', world });
+  await c.close();
+});
+
+test('HTTP: /healthz, the viewer, 404', async () => {
+  const h = await fetch(`${server.http}/healthz`);
+  assert.equal(h.status, 200);
+  const body = await h.json();
+  assert.equal(body.status, 'ok');
+  assert.ok(body.worlds >= 1);
+  assert.ok(body.uptime_s > 0);
+  const page = await fetch(`${server.http}/`);
+  assert.equal(page.status, 200);
+  assert.match(page.headers.get('content-type'), /text\/html/);
+  assert.equal((await fetch(`${server.http}/no/such/file`)).status, 404);
+  assert.equal((await fetch(`${server.http}/healthz`, { method: 'POST' })).status, 405);
+});
+
+test('SIGTERM closes clients with 1001 and exits 0', async () => {
+  const s = await startServer(['--no-demo']);
+  const c = await Client.connect(s.url);
+  assert.deepEqual(c.welcome.worlds, []);
+  const code = await s.stop();
+  assert.equal((await c.closed).code, 1001);
+  assert.equal(code, 0);
+});
