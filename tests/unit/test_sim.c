@@ -31,6 +31,22 @@ static sim_world* make_world(const sim_world_def* def) {
     return w;
 }
 
+// Two free particles of `mass` kg joined by one stick of `length` m along +X
+// from `at`, with collision radius `radius`: the smallest body to test
+// integration, weighting and contacts on.
+static sim_entity_id free_pair(sim_world* w, sim_vec3 at, float length, float radius, float mass) {
+    sim_rope_def r = sim_rope_def_default();
+    r.anchor = at;
+    r.segments = 1;
+    r.segment_length = length;
+    r.pin_first = false;
+    r.radius = radius;
+    r.mass = mass;
+    sim_entity_id id;
+    assert_int_equal(sim_world_spawn_rope(w, &r, &id), SIM_OK);
+    return id;
+}
+
 // ---------------------------------------------------------------------------
 // Seed 000 §7: the Verlet rope
 // ---------------------------------------------------------------------------
@@ -141,13 +157,7 @@ static void test_sim_correction_is_weighted_by_inverse_mass(void** state) {
     def.ground = false;
     sim_world* w = make_world(&def);
 
-    sim_rope_def r = sim_rope_def_default();
-    r.anchor = v3(0.0f, 1.0f, 0.0f);
-    r.segments = 1;
-    r.segment_length = 1.0f;
-    r.pin_first = false;
-    sim_entity_id id;
-    assert_int_equal(sim_world_spawn_rope(w, &r, &id), SIM_OK);
+    sim_entity_id id = free_pair(w, v3(0.0f, 1.0f, 0.0f), 1.0f, 0.02f, 1.0f);
 
     // Particle 0 weighs 1 kg, particle 1 weighs 3 kg; stretch the stick by
     // 0.4 m. One projection must move them by w_i/(w_0 + w_1) of the error:
@@ -394,14 +404,7 @@ static void test_sim_bounce_keeps_set_fraction_of_normal_speed(void** state) {
     sim_world* w = make_world(&def);
     // Two free particles joined by a horizontal stick: they fall and land
     // together, so the stick carries no load and each behaves like a ball.
-    sim_rope_def r = sim_rope_def_default();
-    r.anchor = v3(0.0f, 2.0f, 0.0f);
-    r.segments = 1;
-    r.segment_length = 0.5f;
-    r.pin_first = false;
-    r.radius = 0.0f;
-    sim_entity_id id;
-    assert_int_equal(sim_world_spawn_rope(w, &r, &id), SIM_OK);
+    sim_entity_id id = free_pair(w, v3(0.0f, 2.0f, 0.0f), 0.5f, 0.0f, 1.0f);
 
     float v_in = 0.0f, v_out = 0.0f, apex = 0.0f;
     bool bounced = false;
@@ -452,14 +455,7 @@ static void test_sim_friction_removes_set_fraction_of_tangential_speed(void** st
     def.params.friction = 0.25f;
     def.params.gravity = v3(0.0f, -9.81f, 0.0f);
     sim_world* w = make_world(&def);
-    sim_rope_def r = sim_rope_def_default();
-    r.anchor = v3(0.0f, 0.0f, 0.0f);
-    r.segments = 1;
-    r.segment_length = 0.5f;
-    r.pin_first = false;
-    r.radius = 0.0f;
-    sim_entity_id id;
-    assert_int_equal(sim_world_spawn_rope(w, &r, &id), SIM_OK);
+    sim_entity_id id = free_pair(w, v3(0.0f, 0.0f, 0.0f), 0.5f, 0.0f, 1.0f);
     // Resting on the ground, give both particles 2 m/s along +X.
     assert_int_equal(sim_entity_apply_impulse(w, id, 0, v3(2.0f, 0.0f, 0.0f)), SIM_OK);
     assert_int_equal(sim_entity_apply_impulse(w, id, 1, v3(2.0f, 0.0f, 0.0f)), SIM_OK);
@@ -483,13 +479,7 @@ static void test_sim_impulse_changes_velocity_by_impulse_over_mass(void** state)
     def.params.damping = 1.0f;
     def.params.substeps = 3;
     sim_world* w = make_world(&def);
-    sim_rope_def r = sim_rope_def_default();
-    r.anchor = v3(0.0f, 2.0f, 0.0f);
-    r.segments = 1;
-    r.pin_first = false;
-    r.mass = 2.0f;
-    sim_entity_id id;
-    assert_int_equal(sim_world_spawn_rope(w, &r, &id), SIM_OK);
+    sim_entity_id id = free_pair(w, v3(0.0f, 2.0f, 0.0f), 0.1f, 0.02f, 2.0f);
     // 1 N·s on each end of a 2 × 2 kg stick along Y: Δv = 1/2 = 0.5 m/s.
     assert_int_equal(sim_entity_apply_impulse(w, id, 0, v3(0.0f, 1.0f, 0.0f)), SIM_OK);
     assert_int_equal(sim_entity_apply_impulse(w, id, 1, v3(0.0f, 1.0f, 0.0f)), SIM_OK);

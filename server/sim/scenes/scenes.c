@@ -75,20 +75,19 @@ int sim_scene_demo(sim_world* w) {
     sim_entity_id id;
 
     // Two ragdolls, each over the inner edge of a platform so they tumble off.
-    sim_ragdoll_def r = sim_ragdoll_def_default();
-    r.position.x = -0.9f;
-    r.position.y = 3.2f;
-    r.position.z = 0.0f;
-    r.facing = 0.4f;
-    if ((rc = sim_world_spawn_ragdoll(w, &r, &id)) != SIM_OK) {
-        return rc;
-    }
-    r.position.x = 0.95f;
-    r.position.y = 3.8f;
-    r.position.z = 0.2f;
-    r.facing = -0.7f;
-    if ((rc = sim_world_spawn_ragdoll(w, &r, &id)) != SIM_OK) {
-        return rc;
+    static const float ragdolls[2][4] = {
+        {-0.9f, 3.2f, 0.0f, 0.4f}, // x, y, z of the pelvis; facing
+        {0.95f, 3.8f, 0.2f, -0.7f},
+    };
+    for (int i = 0; i < 2; ++i) {
+        sim_ragdoll_def r = sim_ragdoll_def_default();
+        r.position.x = ragdolls[i][0];
+        r.position.y = ragdolls[i][1];
+        r.position.z = ragdolls[i][2];
+        r.facing = ragdolls[i][3];
+        if ((rc = sim_world_spawn_ragdoll(w, &r, &id)) != SIM_OK) {
+            return rc;
+        }
     }
 
     // A rope laid out horizontally from its anchor: it swings down.
