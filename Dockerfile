@@ -7,6 +7,7 @@
 # reachable from outside). GET /healthz answers 200 while it runs.
 
 FROM debian:bookworm AS build
+ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config nodejs npm ca-certificates \
@@ -24,13 +25,16 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
  && cmake --install build --prefix /usr/local
 
 FROM debian:bookworm-slim
+ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       libuv1 libwslay1 libcjson1 libhttp-parser2.9 libnettle8 \
+ && apt-get clean \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /usr/local/bin/ragdolld /usr/local/bin/ragdolld
 COPY --from=build /usr/local/share/ragdolld /usr/local/share/ragdolld
-USER nobody
+# nobody:nogroup, numeric so Kubernetes' runAsNonRoot can verify it.
+USER 65534:65534
 EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/ragdolld", "--host", "0.0.0.0"]
 CMD ["--port", "8080"]
