@@ -86,8 +86,10 @@ static void project_cone(sim_vec3* pos, const float* inv_mass, const sim__joint*
 }
 
 static void project_hinge(sim_vec3* pos, const float* inv_mass, const sim__joint* j,
-                          const torso_frame* t) {
-    if (inv_mass[j->c] == 0.0f) {
+                          const torso_frame* t, bool distal_only) {
+    const float wb = distal_only ? 0.0f : inv_mass[j->b], wc = inv_mass[j->c];
+    const float wsum = wb + wc;
+    if (wsum == 0.0f) {
         return;
     }
     sim_vec3 u = v3_normalize(v3_sub(pos[j->b], pos[j->a]));
@@ -124,14 +126,16 @@ static void project_hinge(sim_vec3* pos, const float* inv_mass, const sim__joint
     // Only the lower end moves: moving the joint b would turn the upper limb,
     // and with it the hinge axis, so the projection would miss its plane.
     sim_vec3 delta = v3_scale(v3_sub(v3_scale(dir, dlen), d), strength);
-    pos[j->c] = v3_add(pos[j->c], delta);
+    pos[j->c] = v3_add(pos[j->c], v3_scale(delta, wc / wsum));
+    pos[j->b] = v3_sub(pos[j->b], v3_scale(delta, wb / wsum));
 }
 
-void sim__project_joint(sim_vec3* pos, const float* inv_mass, const sim__joint* j) {
+void sim__project_joint(sim_vec3* pos, const float* inv_mass, const sim__joint* j,
+                        bool distal_only) {
     torso_frame t = frame_of(pos, j);
     if (j->kind == SIM__JOINT_CONE) {
         project_cone(pos, inv_mass, j, &t);
     } else {
-        project_hinge(pos, inv_mass, j, &t);
+        project_hinge(pos, inv_mass, j, &t, distal_only);
     }
 }

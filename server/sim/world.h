@@ -154,10 +154,13 @@ void sim__project_dist(sim_vec3* pos, const float* inv_mass, sim__dist* c, float
 /// CONE: the upper limb is rotated, length kept, onto the cone's boundary in
 /// the plane of rest_dir and the limb; a and b share the change by inverse
 /// mass. HINGE: the lower limb is rotated, length kept, into the hinge plane
-/// and its flexion clamped to the nearer end of [0, limit], by moving c only
-/// (moving b would turn the upper limb and so the axis being projected on).
-/// Near the swing's singularity the hinge fades out.
-void sim__project_joint(sim_vec3* pos, const float* inv_mass, const sim__joint* j);
+/// and its flexion clamped to the nearer end of [0, limit]; b and c share the
+/// change by inverse mass (momentum is conserved), or with `distal_only` c
+/// takes all of it (the axis then stays put, so one step lands exactly in
+/// the plane: the clean-up pass after collisions uses this). Near the
+/// swing's singularity the hinge fades out.
+void sim__project_joint(sim_vec3* pos, const float* inv_mass, const sim__joint* j,
+                        bool distal_only);
 
 /// The swing that takes unit vector `from` to unit vector `to` by the
 /// shortest arc, applied to v (Rodrigues' formula with the unnormalised axis

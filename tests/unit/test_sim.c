@@ -390,6 +390,49 @@ static void test_sim_ragdoll_drop_keeps_joint_limits(void** state) {
     }
 }
 
+static void test_sim_ragdoll_comes_to_rest(void** state) {
+    (void)state;
+    // The demo world: two ragdolls tumble off the platforms and lie on the
+    // ground or a platform edge. Once they settle they must stay put (no
+    // creeping: joint corrections must not inject momentum) and not sink
+    // into the ground (contacts must hold against the joint limits).
+    sim_world_def def = sim_world_def_default();
+    sim_world* w = make_world(&def);
+    assert_int_equal(sim_scene_demo(w), SIM_OK);
+    for (int t = 0; t < 600; ++t) { // 10 s to settle
+        sim_world_step(w);
+    }
+    for (uint32_t k = 0; k < 2; ++k) {
+        sim_entity_id id = sim_world_entity_at(w, k);
+        sim_entity_view v;
+        assert_int_equal(sim_entity_get_view(w, id, &v), SIM_OK);
+        assert_int_equal(v.kind, SIM_ENTITY_RAGDOLL);
+    }
+    sim_vec3 before[2][SIM_RP_COUNT];
+    for (uint32_t k = 0; k < 2; ++k) {
+        sim_entity_view v;
+        sim_entity_get_view(w, sim_world_entity_at(w, k), &v);
+        memcpy(before[k], v.pos, sizeof before[k]);
+    }
+    for (int t = 0; t < 120; ++t) { // 2 s more
+        sim_world_step(w);
+    }
+    float worst_move = 0.0f, worst_sink = 0.0f;
+    for (uint32_t k = 0; k < 2; ++k) {
+        sim_entity_view v;
+        sim_entity_get_view(w, sim_world_entity_at(w, k), &v);
+        for (int i = 0; i < SIM_RP_COUNT; ++i) {
+            worst_move = fmaxf(worst_move, v3_len(v3_sub(v.pos[i], before[k][i])));
+            worst_sink = fmaxf(worst_sink, v.radius[i] - v.pos[i].y);
+        }
+    }
+    print_message("ragdolls at rest: worst particle moved %.2f mm in 2 s, worst sink %.2f mm\n",
+                  (double)(worst_move * 1e3f), (double)(worst_sink * 1e3f));
+    assert_true(worst_move < 0.01f); // under 5 mm/s
+    assert_true(worst_sink < 0.002f);
+    sim_world_destroy(w);
+}
+
 // ---------------------------------------------------------------------------
 // Collision response
 // ---------------------------------------------------------------------------
@@ -674,6 +717,7 @@ int main(void) {
         cmocka_unit_test(test_sim_pinned_particles_never_move),
         cmocka_unit_test(test_sim_cloth_hangs_within_two_percent),
         cmocka_unit_test(test_sim_ragdoll_drop_keeps_joint_limits),
+        cmocka_unit_test(test_sim_ragdoll_comes_to_rest),
         cmocka_unit_test(test_sim_bounce_keeps_set_fraction_of_normal_speed),
         cmocka_unit_test(test_sim_friction_removes_set_fraction_of_tangential_speed),
         cmocka_unit_test(test_sim_impulse_changes_velocity_by_impulse_over_mass),
