@@ -14,7 +14,8 @@
 #include "rdp.h"
 #include "sim.h"
 
-#define APP_MAX_SUBS 8
+#define APP_MAX_SUBS  8
+#define APP_MAX_DRAGS 64
 
 /// One subscription of a client.
 typedef struct app_sub {
@@ -26,11 +27,19 @@ typedef struct app_sub {
     uint32_t topo_epoch;
 } app_sub;
 
+/// A particle a client is dragging; released for it if it disconnects.
+typedef struct app_drag {
+    uint64_t world, entity;
+    uint32_t particle;
+} app_drag;
+
 /// A connected WebSocket client (the session's data).
 typedef struct app_client {
     net_session* session;
     app_sub subs[APP_MAX_SUBS];
     uint32_t sub_count;
+    app_drag drags[APP_MAX_DRAGS];
+    uint32_t drag_count;
 } app_client;
 
 /// A command waiting for its world's next tick.
@@ -110,7 +119,9 @@ app_sub* app__subscribe(app_world* w, app_client* c, uint32_t format, uint32_t r
 /// Removes a client's subscription to w; false if there was none.
 bool app__unsubscribe(app_world* w, app_client* c);
 
-/// Forgets a client everywhere: subscriptions and queued commands.
+/// Forgets a client everywhere: subscriptions and queued commands; the
+/// particles it was dragging are released at the next tick (a queued
+/// release, so the world's command order stays the log of what happened).
 void app__client_gone(app_server* app, app_client* c);
 
 /// Fills world info for lists (welcome, list_worlds). `out` has room for

@@ -298,6 +298,30 @@ static void subscribe(app_world* w, app_client* c, const rdp_command* cmd) {
     free(boxes);
 }
 
+// Remembers what a client drags (so a disconnect can release it) and
+// forgets what it releases. Past APP_MAX_DRAGS the oldest is forgotten,
+// which can only happen to a client holding more drags than a world allows.
+static void track_drag(app_client* c, const rdp_command* cmd) {
+    for (uint32_t k = 0; k < c->drag_count; ++k) {
+        app_drag* d = &c->drags[k];
+        if (d->world == cmd->world && d->entity == cmd->entity && d->particle == cmd->particle) {
+            if (cmd->op == RDP_OP_RELEASE) {
+                *d = c->drags[--c->drag_count];
+            }
+            return;
+        }
+    }
+    if (cmd->op != RDP_OP_DRAG) {
+        return;
+    }
+    if (c->drag_count == APP_MAX_DRAGS) {
+        memmove(&c->drags[0], &c->drags[1], (APP_MAX_DRAGS - 1) * sizeof c->drags[0]);
+        c->drag_count--;
+    }
+    app_drag d = {cmd->world, cmd->entity, cmd->particle};
+    c->drags[c->drag_count++] = d;
+}
+
 void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
     if (cmd->op == RDP_OP_LIST_WORLDS) {
         list_worlds(app, c, cmd);
@@ -353,5 +377,9 @@ void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
     if (app__world_enqueue(w, c, cmd) != RDP_OK) {
         app__send_error(c, rdp_re_of(cmd), RDP_E_RATE_LIMITED,
                         "the world's command queue is full; retry later");
+        return;
+    }
+    if (cmd->op == RDP_OP_DRAG || cmd->op == RDP_OP_RELEASE) {
+        track_drag(c, cmd);
     }
 }

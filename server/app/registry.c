@@ -198,7 +198,8 @@ app_sub* app__subscribe(app_world* w, app_client* c, uint32_t format, uint32_t r
     }
     sub->format = format;
     sub->rate_hz = rate_hz < w->tick_hz ? rate_hz : w->tick_hz;
-    sub->acc = w->tick_hz;  // the first snapshot is due at the next tick
+    // The first snapshot is due at the next tick, the rest evenly spaced.
+    sub->acc = w->tick_hz - sub->rate_hz;
     sub->topo_sent = false; // (re)subscribing resends topology
     return sub;
 }
@@ -215,6 +216,20 @@ bool app__unsubscribe(app_world* w, app_client* c) {
 }
 
 void app__client_gone(app_server* app, app_client* c) {
+    // Its drags would otherwise hold their particles forever.
+    for (uint32_t k = 0; k < c->drag_count; ++k) {
+        app_world* w = app__world_find(app, c->drags[k].world);
+        if (w != NULL) {
+            rdp_command rel;
+            memset(&rel, 0, sizeof rel);
+            rel.op = RDP_OP_RELEASE;
+            rel.world = c->drags[k].world;
+            rel.entity = c->drags[k].entity;
+            rel.particle = c->drags[k].particle;
+            app__world_enqueue(w, NULL, &rel);
+        }
+    }
+    c->drag_count = 0;
     for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
         app_world* w = app->worlds[i];
         if (w == NULL) {

@@ -56,8 +56,10 @@ test('subscribe yields >= 25 snapshots per second with strictly increasing ticks
     prev = s.tick;
     assert.equal(s.entities[0].sticks, undefined, 'no topology after the first snapshot');
   }
-  // 30 Hz from a 60 Hz world: every second tick.
-  assert.ok(snaps.slice(1).every((s, i) => s.tick - snaps[i].tick === 2));
+  // 30 Hz from a 60 Hz world: every second tick, from the very first one.
+  const all = [first, ...snaps];
+  assert.ok(all.slice(1).every((s, i) => s.tick - all[i].tick === 2),
+    `ticks ${all.slice(0, 6).map((x) => x.tick)}`);
   await c.close();
 });
 
@@ -245,6 +247,25 @@ test('describe returns the topology; drag and release move a particle', async ()
   assert.ok(after[1] < 1, `released hand fell to ${after[1]}`);
   await c.send({ op: 'destroy_world', world });
   await c.close();
+});
+
+test('a client that disconnects lets go of what it was dragging', async () => {
+  const owner = await Client.connect(server.url);
+  const world = await freshWorld(owner, 'abandoned-drag');
+  const r = await owner.send({ op: 'spawn_ragdoll', world, position: [0, 1, 0] });
+  const head = 0;
+  assert.equal((await owner.send({ op: 'drag', world, entity: r.entity, particle: head, target: [0, 4, 0] })).ok, true);
+  const watcher = await Client.connect(server.url);
+  await watcher.send({ op: 'subscribe', world, rate_hz: 60 });
+  await sleep(1000);
+  const held = watcher.snapshots().at(-1).entities[0].particles[head];
+  assert.ok(held[1] > 3.5, `held up at ${held[1]}`);
+  await owner.close();
+  await sleep(1500);
+  const fell = watcher.snapshots().at(-1).entities[0].particles[head];
+  assert.ok(fell[1] < 1.5, `released after the disconnect: head at ${fell[1]}`);
+  await watcher.send({ op: 'destroy_world', world });
+  await watcher.close();
 });
 
 test('HTTP: /healthz, the viewer, 404', async () => {
