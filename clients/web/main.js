@@ -1,0 +1,254 @@
+// The viewer's wiring: connection -> subscription -> snapshots -> scene and
+// HUD; sliders, the drop button and dragging -> commands.
+import { Connection } from './net.js';
+import { WorldView } from './scene.js';
+import { installDrag } from './drag.js';
+import { ParamPanel, Hud, RateMeter, logMessage } from './ui.js';
+
+const SNAPSHOT_HZ = 30;
+const HUD_MS = 200;
+
+const $ = (id) => document.getElementById(id);
+const hud = new Hud($('hud-values'), $('conn'));
+const log = (text, kind = 'error') => logMessage($('log'), text, kind);
+const dropButton = $('drop');
+
+const state = {
+  worlds: [],            // from the welcome: [{ world, name, tick_hz, ... }]
+  world: null,           // the subscribed world, once the reply is in
+  tickHz: 60,
+  snapshots: 0,          // JSON snapshots received, all sessions
+  last: null,            // the newest snapshot
+  entities: new Map(),   // entity id -> { kind, particles } of the newest snapshot
+  head: null,            // { entity, tick, x, y, z } of the first ragdoll's head
+  headSpeed: null,       // m/s
+  describing: new Set(), // entity ids whose topology was asked for
+  orphan: null,          // a particle held when the connection dropped
+};
+const snapRate = new RateMeter();
+const byteRate = new RateMeter();
+
+// ?world=N picks the world; otherwise the first one the server lists.
+const wanted = (() => {
+  const w = new URLSearchParams(location.search).get('world');
+  return w !== null && /^\d+$/.test(w) ? Number(w) : null;
+})();
+
+let view = null;
+try {
+  view = new WorldView($('view'));
+} catch (err) {
+  log(`cannot start WebGL: ${err.message}`);
+}
+
+// Read-only hooks for the browser test (tests/e2e).
+window.__ragdolld = Object.freeze({
+  get webgl2() { return view?.webgl2 === true; },
+  get snapshots() { return state.snapshots; },
+  get world() { return state.world; },
+  get entities() { return state.entities; },
+  screenOf: (entity, particle) => view?.screenOf(entity, particle) ?? null,
+});
+
+/** Sends a command; an error reply or a failure is logged, the reply returned (or null). */
+async function command(cmd) {
+  try {
+    const reply = await conn.send(cmd);
+    if (reply.error) log(`${cmd.op}: ${reply.error.code}: ${reply.error.message}`);
+    return reply;
+  } catch (err) {
+    log(`${cmd.op}: ${err.message}`);
+    return null;
+  }
+}
+
+const panel = new ParamPanel($('sliders'), (fields) => {
+  if (state.world !== null) command({ op: 'set_params', world: state.world, ...fields });
+});
+
+const drag = view && installDrag(view, command, () => state.world);
+
+dropButton.disabled = true;
+dropButton.addEventListener('click', () => {
+  if (state.world === null) return;
+  command({
+    op: 'spawn_ragdoll',
+    world: state.world,
+    position: [Math.random() * 3 - 1.5, 4, 0],
+    facing: (Math.random() * 2 - 1) * Math.PI,
+  });
+});
+
+// Connect last: its status callback touches the panel, button and drag above.
+const conn = new Connection(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`, {
+  welcome: onWelcome,
+  message: onMessage,
+  status(s, text) {
+    hud.status(s, text);
+    if (s !== 'open') leaveWorld();
+  },
+  bytes(n) { byteRate.add(performance.now(), n); },
+});
+
+function onWelcome(msg) {
+  state.worlds = msg.worlds ?? [];
+  const first = state.worlds[0]?.world ?? null;
+  const target = wanted ?? first;
+  if (target === null) {
+    log('the server has no worlds', 'info');
+    return;
+  }
+  subscribe(target, wanted !== null && first !== null && first !== wanted ? first : null);
+}
+
+async function subscribe(world, fallback = null) {
+  const reply = await command({ op: 'subscribe', world, format: 'json', rate_hz: SNAPSHOT_HZ });
+  if (!reply || reply.error) {
+    if (reply && fallback !== null) subscribe(fallback);
+    return;
+  }
+  enterWorld(reply);
+}
+
+function enterWorld(reply) {
+  view?.clear();
+  state.world = reply.world;
+  state.tickHz = reply.tick_hz;
+  state.entities.clear();
+  state.head = null;
+  state.headSpeed = null;
+  state.describing.clear();
+  if (view) {
+    view.setStatics(reply.statics);
+    view.interval = 1000 / reply.rate_hz;
+  }
+  panel.setParams(reply.params);
+  panel.setEnabled(true);
+  dropButton.disabled = false;
+  if (state.orphan?.world === reply.world) {
+    // Quietly: the entity may be gone by now, which is fine.
+    conn.send({ op: 'release', ...state.orphan }).catch(() => {});
+  }
+  state.orphan = null;
+  const name = state.worlds.find((w) => w.world === reply.world)?.name;
+  hud.set({ world: name ? `${reply.world} · ${name}` : String(reply.world) });
+}
+
+// The connection or the world is gone: stop sending to it. The last picture
+// stays on screen (the badge says why) until a new subscription replaces it.
+function leaveWorld() {
+  state.world = null;
+  // The server keeps a drag until someone releases it, even after its
+  // client is gone; remember the particle to let go of it once back.
+  state.orphan = drag?.reset() ?? state.orphan;
+  panel.setEnabled(false);
+  dropButton.disabled = true;
+}
+
+function onMessage(msg) {
+  switch (msg.ev) {
+    case 'snapshot':
+      if (msg.world === state.world) onSnapshot(msg);
+      return;
+    case 'params':
+      if (msg.world === state.world) panel.setParams(msg.params);
+      return;
+    case 'world_destroyed':
+      if (msg.world !== state.world) return;
+      log(`world ${msg.world} was destroyed`, 'info');
+      leaveWorld();
+      view?.clear();
+      command({ op: 'list_worlds' }).then((r) => {
+        const next = r?.worlds?.[0]?.world;
+        if (next !== undefined && state.world === null) subscribe(next);
+      });
+      return;
+    default:
+      // A reply we were not waiting for (e.g. "re": null for an unreadable frame).
+      if (msg.error) log(`${msg.error.code}: ${msg.error.message}`);
+  }
+}
+
+function onSnapshot(snap) {
+  const now = performance.now();
+  state.snapshots++;
+  state.last = snap;
+  snapRate.add(now);
+
+  state.entities.clear();
+  for (const e of snap.entities) state.entities.set(e.entity, { kind: e.kind, particles: e.particles });
+
+  if (view) {
+    for (const id of view.applySnapshot(snap, now)) describe(id);
+  }
+  trackHead(snap);
+}
+
+// An entity without topology and without a body (should not happen with
+// JSON snapshots, which resend topology after any spawn): ask for it.
+async function describe(id) {
+  if (state.describing.has(id)) return;
+  state.describing.add(id);
+  const world = state.world;
+  const reply = await command({ op: 'describe', world, entity: id });
+  state.describing.delete(id);
+  const current = state.entities.get(id);
+  if (!reply?.ok || world !== state.world || !current || view.bodies.has(id)) return;
+  if (current.particles.length !== reply.particle_count) return; // try again next snapshot
+  view.setBody({ ...reply, particles: current.particles });
+}
+
+// Head speed of the first ragdoll: |Δ head| over the time between the two
+// snapshots' ticks (not arrival times, which jitter).
+function trackHead(snap) {
+  const rag = snap.entities.find((e) => e.kind === 'ragdoll');
+  if (!rag) {
+    state.head = null;
+    state.headSpeed = null;
+    return;
+  }
+  const names = view?.bodies.get(rag.entity)?.names;
+  const i = Math.max(0, names ? names.indexOf('head') : 0);
+  const [x, y, z] = rag.particles[i];
+  const h = state.head;
+  if (h && h.entity === rag.entity && snap.tick > h.tick) {
+    const dt = (snap.tick - h.tick) / state.tickHz;
+    state.headSpeed = Math.hypot(x - h.x, y - h.y, z - h.z) / dt;
+  } else if (!h || h.entity !== rag.entity) {
+    state.headSpeed = null;
+  }
+  state.head = { entity: rag.entity, tick: snap.tick, x, y, z };
+}
+
+// The HUD refreshes at a steady pace so the rates fall to zero when the
+// snapshots stop, and numbers stay readable.
+setInterval(() => {
+  const now = performance.now();
+  const s = state.last;
+  const m = s?.metrics ?? {};
+  const particles = m.particles ?? s?.entities.reduce((n, e) => n + e.particles.length, 0);
+  hud.set({
+    tick: s ? String(s.tick) : '–',
+    head: state.headSpeed === null ? '–' : `${state.headSpeed.toFixed(2)} m/s`,
+    error: m.constraint_error === undefined ? '–' : `${m.constraint_error.toFixed(4)} m`,
+    passes: m.solver_passes === undefined ? '–' : String(m.solver_passes),
+    sps: snapRate.rate(now).count.toFixed(0),
+    bps: formatBytes(byteRate.rate(now).size),
+    entities: s ? String(m.entities ?? s.entities.length) : '–',
+    particles: particles === undefined ? '–' : String(particles),
+  });
+}, HUD_MS);
+
+function formatBytes(perSecond) {
+  if (perSecond >= 1e6) return `${(perSecond / 1e6).toFixed(2)} MB/s`;
+  if (perSecond >= 1e3) return `${(perSecond / 1e3).toFixed(1)} kB/s`;
+  return `${perSecond.toFixed(0)} B/s`;
+}
+
+if (view) {
+  const frame = () => {
+    view.render();
+    requestAnimationFrame(frame);
+  };
+  requestAnimationFrame(frame);
+}

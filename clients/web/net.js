@@ -1,0 +1,116 @@
+// The WebSocket link to ragdolld (protocol/PROTOCOL.md): commands with ids
+// whose replies resolve promises, events and snapshots handed to a callback,
+// and reconnection with exponential backoff when the socket closes.
+
+const SUBPROTOCOL = 'ragdolld.v1';
+const REPLY_TIMEOUT_MS = 10000;
+const BACKOFF_MIN_MS = 500;
+const BACKOFF_MAX_MS = 8000;
+
+export class Connection {
+  /**
+   * handlers: {
+   *   welcome(msg)          – a (re)connected session's welcome event,
+   *   message(msg, bytes)   – every other event or snapshot (and stray replies),
+   *   status(state, text)   – state is 'connecting' | 'open' | 'closed',
+   *   bytes(n)              – size of every frame received (for the HUD),
+   * }
+   */
+  constructor(url, handlers) {
+    this.url = url;
+    this.h = handlers;
+    this.ws = null;
+    this.nextId = 1;
+    this.pending = new Map(); // id -> { resolve, reject, timer }
+    this.attempt = 0;
+    this.retryTimer = 0;
+    this.connect();
+  }
+
+  get isOpen() {
+    return this.ws !== null && this.ws.readyState === WebSocket.OPEN;
+  }
+
+  connect() {
+    this.h.status('connecting', this.attempt === 0 ? 'connecting' : 'reconnecting');
+    const ws = new WebSocket(this.url, SUBPROTOCOL);
+    this.ws = ws;
+    let welcomed = false;
+    ws.onmessage = (e) => {
+      // Snapshots are JSON text here (we subscribe with format "json"); a
+      // binary frame would be a bug on either side, count it and skip it.
+      if (typeof e.data !== 'string') {
+        this.h.bytes(e.data.size ?? e.data.byteLength ?? 0);
+        return;
+      }
+      this.h.bytes(utf8Length(e.data));
+      let msg;
+      try {
+        msg = JSON.parse(e.data);
+      } catch {
+        return;
+      }
+      if (!welcomed && msg.ev === 'welcome') {
+        welcomed = true;
+        this.attempt = 0; // a server that answers resets the backoff
+        this.h.status('open', 'connected');
+        this.h.welcome(msg);
+        return;
+      }
+      if ('re' in msg && this.pending.has(msg.re)) {
+        const p = this.pending.get(msg.re);
+        this.pending.delete(msg.re);
+        clearTimeout(p.timer);
+        p.resolve(msg);
+        return;
+      }
+      this.h.message(msg);
+    };
+    ws.onclose = () => {
+      if (this.ws !== ws) return;
+      this.ws = null;
+      for (const p of this.pending.values()) {
+        clearTimeout(p.timer);
+        p.reject(new Error('connection closed'));
+      }
+      this.pending.clear();
+      this.scheduleReconnect();
+    };
+    // An error is always followed by a close; the close handler does the work.
+    ws.onerror = () => {};
+  }
+
+  scheduleReconnect() {
+    const base = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.attempt);
+    // Jitter so that many viewers of a restarted server do not reconnect in step.
+    const delay = Math.round(base * (0.75 + 0.5 * Math.random()));
+    this.attempt++;
+    this.h.status('closed', `offline, retry in ${(delay / 1000).toFixed(1)} s`);
+    this.retryTimer = setTimeout(() => this.connect(), delay);
+  }
+
+  /**
+   * Sends a command and resolves with its reply (success or error object,
+   * the caller decides). Rejects when not connected or on timeout.
+   */
+  send(cmd) {
+    if (!this.isOpen) return Promise.reject(new Error('not connected'));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new Error(`no reply to ${cmd.op}`));
+      }, REPLY_TIMEOUT_MS);
+      this.pending.set(id, { resolve, reject, timer });
+      this.ws.send(JSON.stringify({ ...cmd, id }));
+    });
+  }
+}
+
+// Bytes on the wire of a text frame. The server's JSON is ASCII in practice,
+// so the string length is exact and cheap; fall back to encoding otherwise.
+const NON_ASCII = /[^\x00-\x7f]/;
+const encoder = new TextEncoder();
+function utf8Length(s) {
+  return NON_ASCII.test(s) ? encoder.encode(s).length : s.length;
+}

@@ -1,0 +1,173 @@
+// The DOM side: parameter sliders, the HUD, the message log, and a sliding
+// window rate meter for the HUD's per-second figures.
+
+// One slider per world parameter. `get` reads it from a params object, `set`
+// makes the set_params fields for a new value (gravity keeps its X and Z).
+const SLIDERS = [
+  { key: 'gravity', label: 'Gravity Y', unit: 'm/s²', min: -30, max: 0, step: 0.1, digits: 2,
+    get: (p) => p.gravity[1], set: (v, p) => ({ gravity: [p.gravity[0], v, p.gravity[2]] }) },
+  { key: 'damping', label: 'Damping', min: 0.9, max: 1, step: 0.001, digits: 3 },
+  { key: 'iterations', label: 'Iterations', min: 1, max: 40, step: 1, digits: 0 },
+  { key: 'substeps', label: 'Substeps', min: 1, max: 8, step: 1, digits: 0 },
+  { key: 'bounciness', label: 'Bounciness', min: 0, max: 0.9, step: 0.01, digits: 2 },
+  { key: 'friction', label: 'Friction', min: 0, max: 1, step: 0.01, digits: 2 },
+];
+const SEND_EVERY_MS = 100; // a slider being dragged sends at most 10 set_params a second
+
+export class ParamPanel {
+  /** onChange(fields) is called with the set_params fields of one slider. */
+  constructor(container, onChange) {
+    this.params = null;
+    this.rows = SLIDERS.map((s) => this.makeRow(container, s, onChange));
+    this.setEnabled(false);
+  }
+
+  makeRow(container, spec, onChange) {
+    const row = document.createElement('div');
+    row.className = 'slider';
+    const id = `param-${spec.key}`;
+    row.innerHTML = `<label for="${id}"><span></span><output></output></label><input type="range" id="${id}">`;
+    row.querySelector('span').textContent = spec.label;
+    const input = row.querySelector('input');
+    const output = row.querySelector('output');
+    Object.assign(input, { min: spec.min, max: spec.max, step: spec.step });
+    container.append(row);
+
+    const r = { spec, input, output, held: false, timer: 0, lastSent: 0 };
+    const get = spec.get ?? ((p) => p[spec.key]);
+    const set = spec.set ?? ((v) => ({ [spec.key]: v }));
+    r.get = get;
+    const send = () => {
+      r.timer = 0;
+      r.lastSent = performance.now();
+      if (this.params) onChange(set(Number(input.value), this.params));
+    };
+    input.addEventListener('input', () => {
+      this.show(r, Number(input.value));
+      const wait = r.lastSent + SEND_EVERY_MS - performance.now();
+      if (wait <= 0) send();
+      else if (!r.timer) r.timer = setTimeout(send, wait);
+    });
+    // While a slider is held, a params event (maybe an echo of one of our
+    // own intermediate values) must not yank it from under the pointer.
+    input.addEventListener('pointerdown', () => { r.held = true; });
+    input.addEventListener('pointerup', () => { r.held = false; });
+    input.addEventListener('change', () => { r.held = false; });
+    return r;
+  }
+
+  show(r, value) {
+    const unit = r.spec.unit ? ` ${r.spec.unit}` : '';
+    r.output.textContent = value.toFixed(r.spec.digits) + unit;
+  }
+
+  /** Adopts the world's parameters (subscribe reply, params event). */
+  setParams(params) {
+    this.params = params;
+    for (const r of this.rows) {
+      const v = r.get(params);
+      this.show(r, v); // the true value, even where the slider range clips it
+      if (!r.held && !r.timer) r.input.value = String(v);
+    }
+  }
+
+  setEnabled(on) {
+    for (const r of this.rows) r.input.disabled = !on;
+  }
+}
+
+// HUD rows: key, label.
+const HUD_ROWS = [
+  ['world', 'world'],
+  ['tick', 'tick'],
+  ['head', 'head speed'],
+  ['error', 'constraint error'],
+  ['passes', 'solver passes/tick'],
+  ['sps', 'snapshots/s'],
+  ['bps', 'received'],
+  ['entities', 'entities'],
+  ['particles', 'particles'],
+];
+
+export class Hud {
+  constructor(dl, badge) {
+    this.badge = badge;
+    this.cells = {};
+    for (const [key, label] of HUD_ROWS) {
+      const dt = document.createElement('dt');
+      const dd = document.createElement('dd');
+      dt.textContent = label;
+      dd.textContent = '–';
+      dl.append(dt, dd);
+      this.cells[key] = dd;
+    }
+  }
+
+  /** Sets some of the HUD's values (already formatted strings). */
+  set(values) {
+    for (const [key, text] of Object.entries(values)) {
+      const cell = this.cells[key];
+      if (cell && cell.textContent !== text) cell.textContent = text;
+    }
+  }
+
+  status(state, text) {
+    this.badge.dataset.state = state;
+    this.badge.textContent = text;
+  }
+}
+
+const LOG_MAX = 5;
+const LOG_MS = 5000;
+
+/** Shows a short message at the bottom left for a few seconds. */
+export function logMessage(list, text, kind = 'error') {
+  // The same message again (a burst of failing drags) refreshes instead of stacking.
+  const last = list.lastElementChild;
+  if (last && last.dataset.text === text && !last.classList.contains('fading')) {
+    last.dataset.count = String(Number(last.dataset.count) + 1);
+    last.textContent = `${text} (×${last.dataset.count})`;
+    clearTimeout(Number(last.dataset.timer));
+    last.dataset.timer = String(scheduleRemoval(last));
+    return;
+  }
+  const li = document.createElement('li');
+  li.className = kind;
+  li.textContent = text;
+  li.dataset.text = text;
+  li.dataset.count = '1';
+  li.dataset.timer = String(scheduleRemoval(li));
+  list.append(li);
+  while (list.children.length > LOG_MAX) list.firstElementChild.remove();
+}
+
+function scheduleRemoval(li) {
+  return setTimeout(() => {
+    li.classList.add('fading');
+    setTimeout(() => li.remove(), 400);
+  }, LOG_MS);
+}
+
+/** Events per second and their summed sizes over the last second. */
+export class RateMeter {
+  constructor(windowMs = 1000) {
+    this.windowMs = windowMs;
+    this.events = []; // [time, size]
+  }
+
+  add(now, size = 0) {
+    this.events.push([now, size]);
+  }
+
+  /** { count, size } per second over the window ending at now. */
+  rate(now) {
+    const from = now - this.windowMs;
+    let drop = 0;
+    while (drop < this.events.length && this.events[drop][0] < from) drop++;
+    if (drop) this.events.splice(0, drop);
+    let size = 0;
+    for (const [, s] of this.events) size += s;
+    const k = 1000 / this.windowMs;
+    return { count: this.events.length * k, size: size * k };
+  }
+}
