@@ -90,11 +90,12 @@ int sim_scene_demo(sim_world* w) {
         }
     }
 
-    // A rope laid out horizontally from its anchor: it swings down.
+    // A rope laid out horizontally from its anchor, right of the sheet: it
+    // swings down.
     sim_rope_def rope = sim_rope_def_default();
-    rope.anchor.x = -0.5f;
+    rope.anchor.x = 1.3f;
     rope.anchor.y = 3.6f;
-    rope.anchor.z = -1.2f;
+    rope.anchor.z = -1.4f;
     rope.segments = 20;
     rope.segment_length = 0.08f;
     if ((rc = sim_world_spawn_rope(w, &rope, &id)) != SIM_OK) {
