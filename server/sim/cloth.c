@@ -46,10 +46,10 @@ int sim_world_spawn_cloth(sim_world* w, const sim_cloth_def* def, sim_entity_id*
         !sim_is_finite(def->bend_compliance)) {
         return SIM_E_NOT_FINITE;
     }
-    if (def->cols < 2 || def->rows < 2 || def->spacing <= 0.0f || def->spacing > SIM_MAX_LENGTH ||
-        def->mass <= 0.0f || def->mass > SIM_MAX_MASS || def->radius < 0.0f || def->radius > 1.0f ||
-        def->stretch_compliance < 0.0f || def->shear_compliance < 0.0f ||
-        def->bend_compliance < 0.0f) {
+    if (def->cols < 2 || def->rows < 2 || def->spacing < SIM_MIN_LENGTH ||
+        def->spacing > SIM_MAX_LENGTH || def->mass < SIM_MIN_MASS || def->mass > SIM_MAX_MASS ||
+        def->radius < 0.0f || def->radius > 1.0f || def->stretch_compliance < 0.0f ||
+        def->shear_compliance < 0.0f || def->bend_compliance < 0.0f) {
         return SIM_E_OUT_OF_RANGE;
     }
     if (def->cols > SIM__MAX_CLOTH_SIDE || def->rows > SIM__MAX_CLOTH_SIDE) {

@@ -6,7 +6,8 @@
  * iteration and only moves positions (so constraints and contacts settle
  * together, Jakobsen 2001 §3); sim__collide_respond() runs once after the
  * iterations and sets the velocity a contact leaves behind, restitution along
- * the normal and friction along the surface, by moving x_prev.
+ * the normal and friction (static, then kinetic) along the surface, by
+ * moving x_prev.
  */
 #include "vec.h"
 #include "world.h"
@@ -58,13 +59,15 @@ void sim__collide_project(sim_world* w) {
         }
         const float r = w->radius[i];
         if (ground && w->pos[i].y < r) {
+            w->push[i] += r - w->pos[i].y;
             w->pos[i].y = r;
             w->contact[i] = 1;
             w->contact_n[i] = v3(0.0f, 1.0f, 0.0f);
         }
         for (uint32_t b = 0; b < w->box_count; ++b) {
-            sim_vec3 n;
+            sim_vec3 n, before = w->pos[i];
             if (box_push_out(&w->boxes[b], &w->pos[i], w->prev[i], r, &n)) {
+                w->push[i] += v3_dot(v3_sub(w->pos[i], before), n);
                 w->contact[i] = 1;
                 w->contact_n[i] = n;
             }
@@ -93,10 +96,26 @@ void sim__collide_respond(sim_world* w, float h) {
         float vn_new;
         if (approach < -rest_threshold) {
             vn_new = -e * approach;
+        } else if (approach <= 0.0f) {
+            // Resting (or approaching too slowly to bounce). Being pushed out
+            // of penetration is a position fix, not a velocity: remove what
+            // the push added, or anything pressed into a collider (a foot held
+            // there by a joint limit) pops out with energy from nowhere. What
+            // the constraints added (a body being lifted) stays.
+            vn_new = vn - w->push[i];
+            vn_new = vn_new > 0.0f ? vn_new : 0.0f;
         } else {
-            vn_new = vn > 0.0f ? vn : 0.0f;
+            vn_new = vn; // it was already moving away
         }
-        sim_vec3 v_new = v3_add(v3_scale(n, vn_new), v3_scale(vt, keep_t));
+        // Static friction (Müller et al. 2014, "Unified Particle Physics",
+        // eq. 24): a contact whose sliding this substep is below
+        // friction × the push-out (a stand-in for the normal force) sticks;
+        // otherwise the kinetic rule removes its fraction of the sliding.
+        // Without it a body leaning on a slope or an edge never stops.
+        float slide = v3_len(vt);
+        sim_vec3 vt_new =
+            slide < w->params.friction * w->push[i] ? v3(0.0f, 0.0f, 0.0f) : v3_scale(vt, keep_t);
+        sim_vec3 v_new = v3_add(v3_scale(n, vn_new), vt_new);
         w->prev[i] = v3_sub(w->pos[i], v_new);
     }
 }

@@ -86,8 +86,8 @@ static void project_cone(sim_vec3* pos, const float* inv_mass, const sim__joint*
 }
 
 static void project_hinge(sim_vec3* pos, const float* inv_mass, const sim__joint* j,
-                          const torso_frame* t, bool distal_only) {
-    const float wb = distal_only ? 0.0f : inv_mass[j->b], wc = inv_mass[j->c];
+                          const torso_frame* t) {
+    const float wb = inv_mass[j->b], wc = inv_mass[j->c];
     const float wsum = wb + wc;
     if (wsum == 0.0f) {
         return;
@@ -123,19 +123,16 @@ static void project_hinge(sim_vec3* pos, const float* inv_mass, const sim__joint
         return;
     }
     sim_vec3 dir = v3_add(v3_scale(u, cosf(theta)), v3_scale(fwd, j->sign * sinf(theta)));
-    // Only the lower end moves: moving the joint b would turn the upper limb,
-    // and with it the hinge axis, so the projection would miss its plane.
     sim_vec3 delta = v3_scale(v3_sub(v3_scale(dir, dlen), d), strength);
     pos[j->c] = v3_add(pos[j->c], v3_scale(delta, wc / wsum));
     pos[j->b] = v3_sub(pos[j->b], v3_scale(delta, wb / wsum));
 }
 
-void sim__project_joint(sim_vec3* pos, const float* inv_mass, const sim__joint* j,
-                        bool distal_only) {
+void sim__project_joint(sim_vec3* pos, const float* inv_mass, const sim__joint* j) {
     torso_frame t = frame_of(pos, j);
     if (j->kind == SIM__JOINT_CONE) {
         project_cone(pos, inv_mass, j, &t);
     } else {
-        project_hinge(pos, inv_mass, j, &t, distal_only);
+        project_hinge(pos, inv_mass, j, &t);
     }
 }

@@ -5,8 +5,10 @@
  * limits made of inequality constraints (Jakobsen 2001 §4):
  *
  *   - hips and shoulders: cone limits around a rest direction in the torso
- *     frame (hips 80° around down-and-forward; shoulders 130° around
- *     down-forward-outward, which excludes only "behind, above and across");
+ *     frame (hips 80° around down-and-forward; shoulders 110° around
+ *     down-forward-outward, which excludes "behind, above and across"; wider
+ *     shoulders bring the elbow hinge near its swing singularity, where its
+ *     axis turns ~3x faster than the arm and the solve cannot settle);
  *   - elbows and knees: a particle hinge (constraints.c) keeps the lower
  *     limb in its hinge plane, flexing 0°..150° one way only, so it never
  *     bends backwards or sideways; a minimum shoulder–hand / hip–foot
@@ -130,7 +132,7 @@ static const limb_spec ragdoll_limbs[] = {
      SIM_RP_SHOULDER_L,
      {0.35f, -0.6f, 0.7f},
      1.0f,
-     130.0f},
+     110.0f},
     {SIM_RP_SHOULDER_R,
      SIM_RP_ELBOW_R,
      SIM_RP_HAND_R,
@@ -138,7 +140,7 @@ static const limb_spec ragdoll_limbs[] = {
      SIM_RP_SHOULDER_L,
      {-0.35f, -0.6f, 0.7f},
      1.0f,
-     130.0f},
+     110.0f},
 };
 
 #define N_STICKS (sizeof ragdoll_sticks / sizeof ragdoll_sticks[0])
@@ -163,7 +165,7 @@ int sim_world_spawn_ragdoll(sim_world* w, const sim_ragdoll_def* def, sim_entity
         !sim_is_finite(def->mass)) {
         return SIM_E_NOT_FINITE;
     }
-    if (def->mass <= 0.0f || def->mass > SIM_MAX_MASS || fabsf(def->facing) > 1000.0f) {
+    if (def->mass < SIM_MIN_MASS || def->mass > SIM_MAX_MASS || fabsf(def->facing) > 1000.0f) {
         return SIM_E_OUT_OF_RANGE;
     }
     sim_vec3 p[SIM_RP_COUNT];

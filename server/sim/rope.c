@@ -35,9 +35,9 @@ int sim_world_spawn_rope(sim_world* w, const sim_rope_def* def, sim_entity_id* o
     }
     sim_vec3 dir = v3_normalize(def->direction);
     if (def->segments < 1 || def->segments > SIM__MAX_ROPE_SEGMENTS ||
-        def->segment_length <= 0.0f || def->segment_length > SIM_MAX_LENGTH || def->mass <= 0.0f ||
-        def->mass > SIM_MAX_MASS || def->radius < 0.0f || def->radius > 1.0f ||
-        def->compliance < 0.0f || v3_dot(dir, dir) < 0.5f) {
+        def->segment_length < SIM_MIN_LENGTH || def->segment_length > SIM_MAX_LENGTH ||
+        def->mass < SIM_MIN_MASS || def->mass > SIM_MAX_MASS || def->radius < 0.0f ||
+        def->radius > 1.0f || def->compliance < 0.0f || v3_dot(dir, dir) < 0.5f) {
         return SIM_E_OUT_OF_RANGE;
     }
     sim_vec3 tip = v3_add(def->anchor, v3_scale(dir, def->segment_length * (float)def->segments));

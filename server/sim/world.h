@@ -14,7 +14,9 @@
 
 #include "sim.h"
 
-#define SIM__DEF_COOKIE 0x5244444fu /* "RDDO" */
+#define SIM__DEF_COOKIE        0x5244444fu /* "RDDO" */
+#define SIM__MAX_EVENTS        256
+#define SIM__JOINTS_PER_ENTITY 8 /* joint-limit capacity: max_entities × this */
 
 /// Kinds of distance constraint.
 typedef enum sim__dist_kind {
@@ -106,6 +108,7 @@ struct sim_world {
     float* inv_mass;
     float* radius;
     sim_vec3* contact_n; ///< Contact normal found this substep.
+    float* push;         ///< Distance pushed out along contact_n this substep, m.
     uint8_t* contact;    ///< 1 when in contact this substep.
 
     uint32_t d_count;
@@ -125,10 +128,14 @@ struct sim_world {
     uint32_t box_count;
     sim__drag* drags;
     uint32_t drag_count;
+
+    sim_event* events; ///< Ring of SIM__MAX_EVENTS pending events.
+    uint32_t event_head, event_count;
 };
 
 /// Reserves storage for a new entity at the end of the arrays and fills its
-/// slot. On error nothing changes. Counts are checked against capacities.
+/// slot. On error nothing changes. Counts are checked against capacities and
+/// the solver work budget.
 int sim__entity_begin(sim_world* w, sim_entity_kind kind, uint32_t particles, uint32_t dists,
                       uint32_t joints, sim_entity_id* out_id, sim__entity** out);
 
@@ -155,12 +162,9 @@ void sim__project_dist(sim_vec3* pos, const float* inv_mass, sim__dist* c, float
 /// the plane of rest_dir and the limb; a and b share the change by inverse
 /// mass. HINGE: the lower limb is rotated, length kept, into the hinge plane
 /// and its flexion clamped to the nearer end of [0, limit]; b and c share the
-/// change by inverse mass (momentum is conserved), or with `distal_only` c
-/// takes all of it (the axis then stays put, so one step lands exactly in
-/// the plane: the clean-up pass after collisions uses this). Near the
-/// swing's singularity the hinge fades out.
-void sim__project_joint(sim_vec3* pos, const float* inv_mass, const sim__joint* j,
-                        bool distal_only);
+/// change by inverse mass, so momentum is conserved. Near the swing's
+/// singularity the hinge fades out.
+void sim__project_joint(sim_vec3* pos, const float* inv_mass, const sim__joint* j);
 
 /// The swing that takes unit vector `from` to unit vector `to` by the
 /// shortest arc, applied to v (Rodrigues' formula with the unnormalised axis

@@ -83,7 +83,9 @@ const char* sim_err_name(int err);
 #define SIM_MAX_SUBSTEPS   32      ///< Upper bound for sim_params.substeps.
 #define SIM_MAX_GRAVITY    1000.0f ///< Bound on each gravity component, m/s².
 #define SIM_MAX_IMPULSE    1.0e4f  ///< Bound on each impulse component, N·s.
+#define SIM_MIN_MASS       1.0e-3f ///< Lower bound for a particle mass, kg.
 #define SIM_MAX_MASS       1.0e4f  ///< Upper bound for a particle mass, kg.
+#define SIM_MIN_LENGTH     1.0e-3f ///< Lower bound for a segment length or cloth spacing, m.
 #define SIM_MAX_LENGTH     10.0f   ///< Upper bound for a segment length or cloth spacing, m.
 
 /// True when f is neither NaN nor infinite.
@@ -179,8 +181,14 @@ typedef struct sim_world_def {
     uint32_t max_entities;    ///< Default 256.
     uint32_t max_boxes;       ///< Static boxes, default 64.
     uint32_t max_drags;       ///< Simultaneous drags, default 64.
-    sim_allocator allocator;  ///< Default: sim_allocator_default().
-    uint32_t cookie;          ///< Set by sim_world_def_default(); do not touch.
+    /// Solver work allowed per tick, in projections: (distance constraints +
+    /// joint limits + particles) × iterations × substeps. A spawn or
+    /// parameter change that would exceed it fails with SIM_E_CAPACITY, so
+    /// one world cannot take the whole machine. Default 10^6 (about 10 ms
+    /// of one core here); 0 means no limit.
+    uint64_t max_solver_work;
+    sim_allocator allocator; ///< Default: sim_allocator_default().
+    uint32_t cookie;         ///< Set by sim_world_def_default(); do not touch.
 } sim_world_def;
 
 /// A def with the defaults: 60 Hz, 1 substep, 8 iterations, gravity
@@ -200,8 +208,10 @@ void sim_world_destroy(sim_world* w);
 /// integrate (position Verlet with damping), relax all constraints
 /// `iterations` times (XPBD, Macklin et al. 2016, eq. 18; Gauss-Seidel in
 /// array order, Jakobsen 2001 section 3), project particles out of colliders,
-/// then apply restitution and friction to particles in contact. Never
-/// allocates.
+/// then apply restitution and friction to particles in contact. Then any
+/// entity whose state went non-finite or left the world far behind (10 × its
+/// half extent) is removed and reported (SIM_EVENT_UNSTABLE): one bad body
+/// never poisons the world. Never allocates.
 void sim_world_step(sim_world* w);
 
 /// Number of ticks stepped since creation.
@@ -215,7 +225,9 @@ sim_params sim_world_params(const sim_world* w);
 
 /// Replaces the parameters. Validates first (see sim_params_validate()); on
 /// error nothing changes. A change of substeps rescales every particle's
-/// previous position so that its implied velocity (m/s) is kept.
+/// previous position so that its implied velocity (m/s) is kept. Errors:
+/// SIM_E_NOT_FINITE, SIM_E_OUT_OF_RANGE, SIM_E_CAPACITY (over the solver
+/// work budget).
 int sim_world_set_params(sim_world* w, const sim_params* p);
 
 /// Half-size of the world cube, m (sim_world_def.half_extent).
@@ -257,8 +269,8 @@ typedef struct sim_rope_def {
     sim_vec3 anchor;      ///< First particle, m.
     sim_vec3 direction;   ///< Unit vector the rope is laid along. Default +X.
     uint32_t segments;    ///< 1..1000.
-    float segment_length; ///< m, (0, SIM_MAX_LENGTH].
-    float mass;           ///< kg per particle, (0, SIM_MAX_MASS]. Default 1.
+    float segment_length; ///< m, [SIM_MIN_LENGTH, SIM_MAX_LENGTH].
+    float mass;           ///< kg per particle, [SIM_MIN_MASS, SIM_MAX_MASS]. Default 1.
     float radius;         ///< Collision radius per particle, m. Default 0.02.
     float compliance;     ///< XPBD compliance of each segment, m/N, >= 0. Default 0 (rigid).
     bool pin_first;       ///< Pin particle 0 (inverse mass 0). Default true.
@@ -276,7 +288,7 @@ typedef struct sim_cloth_def {
     sim_vec3 origin;          ///< Particle (0, 0), the top-left corner, m.
     uint32_t cols;            ///< 2..256.
     uint32_t rows;            ///< 2..256.
-    float spacing;            ///< Grid spacing, m, (0, SIM_MAX_LENGTH].
+    float spacing;            ///< Grid spacing, m, [SIM_MIN_LENGTH, SIM_MAX_LENGTH].
     bool pin_top;             ///< Pin row 0. Default true.
     float mass;               ///< kg per particle. Default 1.
     float radius;             ///< Collision radius per particle, m. Default 0.01.
@@ -322,7 +334,7 @@ typedef enum sim_ragdoll_particle {
 typedef struct sim_ragdoll_def {
     sim_vec3 position; ///< Pelvis position, m. The feet hang 0.9 m below it.
     float facing;      ///< Yaw about +Y, radians; 0 faces +Z.
-    float mass;        ///< kg per particle, (0, SIM_MAX_MASS]. Default 1.
+    float mass;        ///< kg per particle, [SIM_MIN_MASS, SIM_MAX_MASS]. Default 1.
     uint32_t cookie;   ///< Set by sim_ragdoll_def_default().
 } sim_ragdoll_def;
 
@@ -333,7 +345,8 @@ sim_ragdoll_def sim_ragdoll_def_default(void);
 /// Errors: SIM_E_INVALID_ARG (NULL or a def not from its _default()),
 /// SIM_E_NOT_FINITE, SIM_E_OUT_OF_RANGE (a field outside its range or a
 /// particle outside the world), SIM_E_CAPACITY (no room for its particles,
-/// constraints or entity slot). On success *out names the new entity.
+/// constraints or entity slot, or over the solver work budget). On success
+/// *out names the new entity.
 int sim_world_spawn_rope(sim_world* w, const sim_rope_def* def, sim_entity_id* out);
 /// See sim_world_spawn_rope().
 int sim_world_spawn_cloth(sim_world* w, const sim_cloth_def* def, sim_entity_id* out);
@@ -429,6 +442,32 @@ uint64_t sim_world_hash(const sim_world* w);
 
 /// True when every particle's position and previous position are finite.
 bool sim_world_is_finite(const sim_world* w);
+
+/// Solver work per tick of the world as it is (see max_solver_work).
+uint64_t sim_world_solver_work(const sim_world* w);
+
+// ---------------------------------------------------------------------------
+// Events
+// ---------------------------------------------------------------------------
+
+/// Kinds of event.
+typedef enum sim_event_kind {
+    /// An entity went non-finite or flew far out of the world; it was
+    /// removed (its id is now stale).
+    SIM_EVENT_UNSTABLE = 1,
+} sim_event_kind;
+
+/// Something that happened in a world.
+typedef struct sim_event {
+    sim_event_kind kind;
+    sim_entity_id entity;
+    uint64_t tick; ///< The tick it happened at.
+} sim_event;
+
+/// Moves up to `cap` pending events, oldest first, into out and returns how
+/// many. Events accumulate from steps until drained; at most 256 are kept
+/// (the oldest are dropped beyond that).
+uint32_t sim_world_drain_events(sim_world* w, sim_event* out, uint32_t cap);
 
 #ifdef __cplusplus
 }

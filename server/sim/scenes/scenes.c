@@ -61,8 +61,10 @@ int sim_scene_square_cloth(sim_world* w, uint32_t n, float spacing, float top, s
 }
 
 int sim_scene_demo_platforms(sim_world* w) {
-    sim_box a = {{-1.6f, 1.0f, 0.0f}, {0.8f, 0.1f, 0.6f}};
-    sim_box b = {{1.6f, 0.5f, 0.0f}, {0.8f, 0.1f, 0.6f}};
+    // Solid blocks standing on the ground (1.1 m and 0.6 m tall): nothing can
+    // get wedged underneath, as it could below a floating slab.
+    sim_box a = {{-1.6f, 0.55f, 0.0f}, {0.8f, 0.55f, 0.6f}};
+    sim_box b = {{1.6f, 0.3f, 0.0f}, {0.8f, 0.3f, 0.6f}};
     int rc = sim_world_add_box(w, a);
     return rc != SIM_OK ? rc : sim_world_add_box(w, b);
 }
@@ -74,10 +76,10 @@ int sim_scene_demo(sim_world* w) {
     }
     sim_entity_id id;
 
-    // Two ragdolls, each over the inner edge of a platform so they tumble off.
+    // Two ragdolls dropped onto the platforms, near their inner ends.
     static const float ragdolls[2][4] = {
-        {-0.9f, 3.2f, 0.0f, 0.4f}, // x, y, z of the pelvis; facing
-        {0.95f, 3.8f, 0.2f, -0.7f},
+        {-1.5f, 3.2f, 0.0f, 0.4f}, // x, y, z of the pelvis; facing
+        {1.45f, 3.8f, 0.2f, -0.7f},
     };
     for (int i = 0; i < 2; ++i) {
         sim_ragdoll_def r = sim_ragdoll_def_default();
