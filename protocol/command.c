@@ -65,7 +65,7 @@ static const uint32_t pin_values[] = {1, 0};
 #define POSITION_FIELD(key, member)                                                                \
     { key, F_VEC3, true, 0, RDP_MAX_COORD, false, 0, 0, OFF(member), NULL, NULL, 0, 0 }
 #define MASS_FIELD(member)                                                                         \
-    { "mass", F_NUM, false, 0, 1e4, true, 0, 1.0, OFF(member), NULL, NULL, 0, 0 }
+    { "mass", F_NUM, false, 1e-3, 1e4, false, 0, 1.0, OFF(member), NULL, NULL, 0, 0 }
 
 static const field_spec create_world_fields[] = {
     {"name", F_STRING, true, 1, RDP_MAX_NAME, false, 0, 0, OFF(u.create_world.name), NULL, NULL, 0,
@@ -84,8 +84,8 @@ static const field_spec spawn_rope_fields[] = {
     POSITION_FIELD("anchor", u.spawn_rope.anchor),
     {"segments", F_UINT, true, 1, 1000, false, 1000, 0, OFF(u.spawn_rope.segments), NULL, NULL, 0,
      0},
-    {"segment_length", F_NUM, true, 0, 10, true, 0, 0, OFF(u.spawn_rope.segment_length), NULL, NULL,
-     0, 0},
+    {"segment_length", F_NUM, true, 1e-3, 10, false, 0, 0, OFF(u.spawn_rope.segment_length), NULL,
+     NULL, 0, 0},
     MASS_FIELD(u.spawn_rope.mass),
 };
 static const field_spec spawn_cloth_fields[] = {
@@ -93,7 +93,7 @@ static const field_spec spawn_cloth_fields[] = {
     POSITION_FIELD("origin", u.spawn_cloth.origin),
     {"cols", F_UINT, true, 2, 256, false, 256, 0, OFF(u.spawn_cloth.cols), NULL, NULL, 0, 0},
     {"rows", F_UINT, true, 2, 256, false, 256, 0, OFF(u.spawn_cloth.rows), NULL, NULL, 0, 0},
-    {"spacing", F_NUM, true, 0, 10, true, 0, 0, OFF(u.spawn_cloth.spacing), NULL, NULL, 0, 0},
+    {"spacing", F_NUM, true, 1e-3, 10, false, 0, 0, OFF(u.spawn_cloth.spacing), NULL, NULL, 0, 0},
     {"pin", F_ENUM, false, 0, 0, false, 0, 0, OFF(u.spawn_cloth.pin_top), pin_names, pin_values, 1,
      0},
     MASS_FIELD(u.spawn_cloth.mass),
@@ -432,6 +432,27 @@ static rdp_code decode_fields(const op_spec* spec, const cJSON* root, rdp_comman
     return RDP_OK;
 }
 
+// True when a string in the JSON text holds an escaped NUL (\u0000). cJSON
+// decodes it into its NUL-terminated strings, which would silently cut an op
+// or a name short (and hide what follows from the control-character check).
+static bool has_nul_escape(const char* text, size_t len) {
+    bool in_string = false;
+    for (size_t i = 0; i < len; ++i) {
+        char c = text[i];
+        if (!in_string) {
+            in_string = c == '"';
+        } else if (c == '"') {
+            in_string = false;
+        } else if (c == '\\' && i + 1 < len) {
+            if (text[i + 1] == 'u' && i + 5 < len && memcmp(text + i + 2, "0000", 4) == 0) {
+                return true;
+            }
+            i++; // skip the escaped character
+        }
+    }
+    return false;
+}
+
 // Reads "id" first so that every later error reply can carry it.
 static rdp_code decode_id(const cJSON* root, rdp_command* out, rdp_error* err) {
     const cJSON* id = cJSON_GetObjectItemCaseSensitive(root, "id");
@@ -472,6 +493,10 @@ rdp_code rdp_command_decode(const char* text, size_t len, rdp_command* out, rdp_
         goto done;
     }
     if ((rc = decode_id(root, out, err)) != RDP_OK) {
+        goto done;
+    }
+    if (has_nul_escape(text, len)) {
+        rc = fail(err, RDP_E_BAD_REQUEST, "strings must not contain NUL (\\u0000)");
         goto done;
     }
     const cJSON* op = cJSON_GetObjectItemCaseSensitive(root, "op");

@@ -238,6 +238,14 @@ char* rdp_event_params(uint64_t world, uint64_t tick, const rdp_params* p, size_
     return finish(root, len);
 }
 
+char* rdp_event_entity_removed(uint64_t world, uint64_t tick, uint64_t entity, const char* reason,
+                               size_t* len) {
+    cJSON* root = world_event("entity_removed", world, tick);
+    add_uint(root, "entity", entity);
+    cJSON_AddStringToObject(root, "reason", reason);
+    return finish(root, len);
+}
+
 char* rdp_event_world_destroyed(uint64_t world, uint64_t tick, size_t* len) {
     return finish(world_event("world_destroyed", world, tick), len);
 }
@@ -258,6 +266,7 @@ char* rdp_snapshot_json(const rdp_snapshot* s, bool topology, size_t* len) {
     }
     cJSON* m = cJSON_AddObjectToObject(root, "metrics");
     cJSON_AddNumberToObject(m, "constraint_error", round(s->metrics.constraint_error * 1e6) / 1e6);
+    cJSON_AddNumberToObject(m, "sticks", s->metrics.sticks);
     cJSON_AddNumberToObject(m, "solver_passes", s->metrics.solver_passes);
     cJSON_AddNumberToObject(m, "particles", s->metrics.particles);
     cJSON_AddNumberToObject(m, "entities", s->entity_count);

@@ -255,6 +255,10 @@ char* rdp_event_welcome(const char* version, const rdp_world_info* worlds, uint3
 /// Encodes {"ev": "params", "world", "tick", "params"}.
 char* rdp_event_params(uint64_t world, uint64_t tick, const rdp_params* p, size_t* len);
 
+/// Encodes {"ev": "entity_removed", "world", "tick", "entity", "reason"}.
+char* rdp_event_entity_removed(uint64_t world, uint64_t tick, uint64_t entity, const char* reason,
+                               size_t* len);
+
 /// Encodes {"ev": "world_destroyed", "world", "tick"}.
 char* rdp_event_world_destroyed(uint64_t world, uint64_t tick, size_t* len);
 
@@ -290,6 +294,7 @@ typedef struct rdp_entity_state {
 /// Per-world figures carried by JSON snapshots (PROTOCOL.md §5.1).
 typedef struct rdp_metrics {
     double constraint_error; ///< m.
+    uint32_t sticks;         ///< Sticks the error sums over.
     uint32_t solver_passes;
     uint32_t particles;
     double step_ms;

@@ -59,6 +59,7 @@ typedef struct app_world {
     uint64_t last_ns; ///< When the accumulator was last advanced.
     uint64_t overruns;
     double step_ms;
+    uint64_t max_solver_work; ///< The world's budget (app_config.max_solver_work).
 
     app_cmd* inbox; ///< Ring buffer of inbox_cap commands.
     uint32_t inbox_head, inbox_count, inbox_cap;

@@ -21,6 +21,7 @@ app_config app_config_default(void) {
     c.max_worlds = 16;
     c.max_catchup = 4;
     c.inbox_capacity = 1024;
+    c.max_solver_work = 1000000;
     return c;
 }
 
@@ -37,6 +38,10 @@ static void usage(FILE* f) {
             "  --web-root DIR    directory of the viewer's files (default %s)\n"
             "  --no-demo         start without the built-in demo world\n"
             "  --max-worlds N    worlds at most (default 16)\n"
+            "  --max-solver-work N\n"
+            "                    constraint projections a world may need per tick (default\n"
+            "                    1000000, about 10 ms of one core); larger spawns and\n"
+            "                    parameter changes are refused with too_large\n"
             "  --help            print this help and exit\n"
             "  --version         print the version and exit\n"
             "\n"
@@ -62,6 +67,7 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         OPT_WEB_ROOT,
         OPT_NO_DEMO,
         OPT_MAX_WORLDS,
+        OPT_MAX_SOLVER_WORK,
         OPT_HELP,
         OPT_VERSION
     };
@@ -71,6 +77,7 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         {"web-root", required_argument, NULL, OPT_WEB_ROOT},
         {"no-demo", no_argument, NULL, OPT_NO_DEMO},
         {"max-worlds", required_argument, NULL, OPT_MAX_WORLDS},
+        {"max-solver-work", required_argument, NULL, OPT_MAX_SOLVER_WORK},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -104,6 +111,13 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
                 return -1;
             }
             cfg->max_worlds = (uint32_t)v;
+            break;
+        case OPT_MAX_SOLVER_WORK:
+            if (!parse_uint(optarg, 1000, 1000000000L, &v)) {
+                fprintf(err, "ragdolld: --max-solver-work takes a number from 1000 to 10^9\n");
+                return -1;
+            }
+            cfg->max_solver_work = (uint64_t)v;
             break;
         case OPT_HELP:
             usage(out);

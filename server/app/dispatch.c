@@ -67,11 +67,16 @@ static void describe_failure(const app_world* w, const rdp_command* cmd, int rc,
         break;
     }
     case SIM_E_CAPACITY:
-        snprintf(msg, cap, "world %llu has no room for this (%s)", world, sim_strerror(rc));
+        snprintf(msg, cap,
+                 "world %llu has no room for this: it holds at most 32768 particles, 262144 "
+                 "constraints, 256 entities, 64 drags, and %llu solver projections per tick "
+                 "(it now needs %llu)",
+                 world, (unsigned long long)w->max_solver_work,
+                 (unsigned long long)sim_world_solver_work(w->sim));
         break;
     case SIM_E_OUT_OF_RANGE:
-        snprintf(msg, cap, "%s: a position must lie within %.0f m of the origin", sim_strerror(rc),
-                 (double)sim_world_half_extent(w->sim));
+        snprintf(msg, cap, "%s: every particle must lie within %.0f m of the origin",
+                 sim_strerror(rc), (double)sim_world_half_extent(w->sim));
         break;
     default:
         snprintf(msg, cap, "%s", sim_strerror(rc));

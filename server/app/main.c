@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 typedef struct program {
     app_server* app;
@@ -53,6 +54,14 @@ int main(int argc, char** argv) {
     uv_signal_start(&p.sigint, on_signal, SIGINT);
     uv_signal_start(&p.sigterm, on_signal, SIGTERM);
 
+    // A missing viewer is not fatal (clients still work), but say so: a
+    // browser would only get 404.
+    char index[4096];
+    snprintf(index, sizeof index, "%s/index.html", cfg.web_root);
+    if (access(index, R_OK) != 0) {
+        fprintf(stderr, "ragdolld: warning: no viewer at %s (see --web-root); GET / will be 404\n",
+                index);
+    }
     printf("listening on %s:%d\n", cfg.host, app_server_port(p.app));
     fflush(stdout);
     uv_run(loop, UV_RUN_DEFAULT);

@@ -56,6 +56,8 @@ rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, 
     }
     sim_world_def def = sim_world_def_default();
     def.dt = 1.0f / (float)tick_hz;
+    def.max_solver_work = app->cfg.max_solver_work;
+    w->max_solver_work = app->cfg.max_solver_work;
     w->inbox_cap = app->cfg.inbox_capacity;
     w->inbox = calloc(w->inbox_cap, sizeof *w->inbox);
     w->ents = calloc(def.max_entities, sizeof *w->ents);
@@ -281,11 +283,12 @@ static bool build_snapshot(app_world* w, bool topology, rdp_snapshot* s) {
         w->sticks = grown;
         w->sticks_cap = 2 * sticks_needed;
     }
-    uint32_t used = 0;
+    uint32_t used = 0, stick_total = 0;
     for (uint32_t i = 0; i < n; ++i) {
         sim_entity_id id = sim_world_entity_at(sw, i);
         sim_entity_view v;
         sim_entity_get_view(sw, id, &v);
+        stick_total += v.stick_count;
         rdp_entity_state* e = &w->ents[i];
         memset(e, 0, sizeof *e);
         e->entity = sim_entity_id_store(id);
@@ -311,6 +314,7 @@ static bool build_snapshot(app_world* w, bool topology, rdp_snapshot* s) {
     s->entity_count = n;
     s->entities = w->ents;
     s->metrics.constraint_error = sim_world_constraint_error(sw);
+    s->metrics.sticks = stick_total;
     s->metrics.solver_passes = (uint32_t)(p.iterations * p.substeps);
     s->metrics.particles = sim_world_particle_count(sw);
     s->metrics.step_ms = w->step_ms;
@@ -398,6 +402,24 @@ static void send_snapshots(app_world* w) {
 // Ticking
 // ---------------------------------------------------------------------------
 
+// Tells subscribers what the world did on its own (e.g. removed an entity
+// that went unstable), before the snapshot that no longer shows it.
+static void report_events(app_world* w) {
+    sim_event ev[16];
+    uint32_t n;
+    while ((n = sim_world_drain_events(w->sim, ev, 16)) > 0) {
+        for (uint32_t k = 0; k < n; ++k) {
+            size_t len = 0;
+            char* text = rdp_event_entity_removed(
+                w->id, ev[k].tick, sim_entity_id_store(ev[k].entity), "unstable", &len);
+            for (uint32_t i = 0; text != NULL && i < w->sub_count; ++i) {
+                net_session_send_text(w->subs[i]->session, text, len);
+            }
+            rdp_free(text);
+        }
+    }
+}
+
 static void world_tick(app_server* app, app_world* w) {
     // Commands apply at the tick boundary, in arrival order.
     while (w->inbox_count > 0) {
@@ -422,6 +444,7 @@ static void world_tick(app_server* app, app_world* w) {
     uint64_t t0 = uv_hrtime();
     sim_world_step(w->sim);
     w->step_ms = (double)(uv_hrtime() - t0) / 1e6;
+    report_events(w);
     send_snapshots(w);
 }
 

@@ -45,6 +45,7 @@ test('subscribe yields >= 25 snapshots per second with strictly increasing ticks
   assert.equal(r.statics.ground, true);
   assert.equal(r.statics.boxes.length, 2);
   const first = await c.next((m) => m.ev === 'snapshot');
+  assert.ok(first.metrics.sticks > 1000, 'metrics name the sticks the error sums over');
   // Topology comes with the first snapshot only.
   assert.ok(first.entities.every((e) => Array.isArray(e.sticks) && Array.isArray(e.radii)));
   await sleep(2000);
@@ -140,6 +141,11 @@ test('bad input gets the right error code and nothing else changes for anyone', 
     ['{"op":"subscribe","id":10,"world":99999}', 'not_found'],
     [`{"op":"set_params","id":11,"world":${world},"iterations":"many"}`, 'bad_request'],
     [`{"op":"set_params","id":12,"world":${world},"damping":-0.5}`, 'out_of_range'],
+    // Values the solver could not survive, and work that would starve others.
+    [`{"op":"spawn_rope","id":13,"world":${world},"anchor":[0,3,0],"segments":5,"segment_length":0.1,"mass":1e-40}`, 'out_of_range'],
+    [`{"op":"set_params","id":14,"world":${world},"iterations":100,"substeps":32}`, 'too_large'],
+    [`{"op":"spawn_cloth","id":15,"world":${world},"origin":[0,3,0],"cols":256,"rows":128,"spacing":0.01}`, 'too_large'],
+    ['{"op":"create_world","id":16,"name":"a\\u0000\\u001b[31m"}', 'bad_request'],
   ];
   for (let round = 0; round < 20; ++round) {
     for (const [text, code] of cases) {
@@ -167,6 +173,8 @@ test('bad input gets the right error code and nothing else changes for anyone', 
   const sub = await bad.send({ op: 'subscribe', world });
   assert.equal(sub.params.damping, 0.99);
   assert.equal(sub.params.iterations, 8);
+  assert.equal(sub.params.substeps, 1);
+  assert.equal(afterInfo.entities, before.entities, 'no half-made cloth');
 
   // A message over 64 KiB closes only that client, with 1009.
   bad.ws.send('x'.repeat(70 * 1024));

@@ -165,6 +165,18 @@ static void test_rdp_rejects_bad_input_with_the_right_code(void** state) {
     expect_code("{\"op\":\"create_world\",\"name\":\"x\",\"tick_hz\":1000}", RDP_E_OUT_OF_RANGE);
     expect_code("{\"op\":\"subscribe\",\"world\":1,\"format\":\"xml\"}", RDP_E_BAD_REQUEST);
     expect_code("{\"op\":\"list_worlds\",\"id\":\"seven\"}", RDP_E_BAD_REQUEST);
+    // An escaped NUL would cut the string short in C: refused, wherever it is.
+    expect_code("{\"op\":\"list_worlds\\u0000x\"}", RDP_E_BAD_REQUEST);
+    expect_code("{\"op\":\"create_world\",\"name\":\"a\\u0000\\u001b[31m\"}", RDP_E_BAD_REQUEST);
+    // ... but an escaped backslash followed by the text u0000 is fine.
+    expect_code("{\"op\":\"create_world\",\"name\":\"a\\\\u0000\"}", RDP_OK);
+    // Masses and lengths small enough to overflow the solver are refused.
+    expect_code("{\"op\":\"spawn_rope\",\"world\":1,\"anchor\":[0,1,0],\"segments\":3,"
+                "\"segment_length\":0.1,\"mass\":1e-40}",
+                RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":4,"
+                "\"rows\":4,\"spacing\":1e-300}",
+                RDP_E_OUT_OF_RANGE);
     expect_code("{\"op\":\"list_worlds\",\"id\":1.5}", RDP_E_BAD_REQUEST);
 }
 

@@ -33,6 +33,9 @@ typedef struct app_config {
     uint32_t max_worlds;     ///< Worlds at most. Default 16.
     uint32_t max_catchup;    ///< Ticks one world may run per wake-up. Default 4.
     uint32_t inbox_capacity; ///< Commands queued per world at most. Default 1024.
+    /// Solver projections per tick a world may need (sim_world_def
+    /// max_solver_work). Default 10^6.
+    uint64_t max_solver_work;
 } app_config;
 
 /// The defaults listed on app_config.
