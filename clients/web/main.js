@@ -153,6 +153,9 @@ function onMessage(msg) {
     case 'params':
       if (msg.world === state.world) panel.setParams(msg.params);
       return;
+    case 'entity_removed':
+      if (msg.world === state.world) log(`entity ${msg.entity} was removed (${msg.reason})`, 'info');
+      return;
     case 'world_destroyed':
       if (msg.world !== state.world) return;
       log(`world ${msg.world} was destroyed`, 'info');
@@ -227,10 +230,19 @@ setInterval(() => {
   const s = state.last;
   const m = s?.metrics ?? {};
   const particles = m.particles ?? s?.entities.reduce((n, e) => n + e.particles.length, 0);
+  // A number the server could not compute arrives as null: show a dash
+  // rather than stop updating the HUD.
+  const num = (v) => typeof v === 'number' && Number.isFinite(v);
+  // The sum over all sticks grows with the world; the mean per stick is the
+  // figure to compare.
+  const error = !num(m.constraint_error) ? '–'
+    : num(m.sticks) && m.sticks > 0
+      ? `${m.constraint_error.toFixed(3)} m (${(1000 * m.constraint_error / m.sticks).toFixed(2)} mm/stick)`
+      : `${m.constraint_error.toFixed(4)} m`;
   hud.set({
     tick: s ? String(s.tick) : '–',
-    head: state.headSpeed === null ? '–' : `${state.headSpeed.toFixed(2)} m/s`,
-    error: m.constraint_error === undefined ? '–' : `${m.constraint_error.toFixed(4)} m`,
+    head: !num(state.headSpeed) ? '–' : `${state.headSpeed.toFixed(2)} m/s`,
+    error,
     passes: m.solver_passes === undefined ? '–' : String(m.solver_passes),
     sps: snapRate.rate(now).count.toFixed(0),
     bps: formatBytes(byteRate.rate(now).size),

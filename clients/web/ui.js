@@ -4,7 +4,7 @@
 // One slider per world parameter. `get` reads it from a params object, `set`
 // makes the set_params fields for a new value (gravity keeps its X and Z).
 const SLIDERS = [
-  { key: 'gravity', label: 'Gravity Y', unit: 'm/s²', min: -30, max: 0, step: 0.1, digits: 2,
+  { key: 'gravity', label: 'Gravity Y', unit: 'm/s²', min: -30, max: 0, step: 0.01, digits: 2,
     get: (p) => p.gravity[1], set: (v, p) => ({ gravity: [p.gravity[0], v, p.gravity[2]] }) },
   { key: 'damping', label: 'Damping', min: 0.9, max: 1, step: 0.001, digits: 3 },
   { key: 'iterations', label: 'Iterations', min: 1, max: 40, step: 1, digits: 0 },
