@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DRD_BUILD_TESTS=OFF -DRD_BUILD_BENCH=OFF >/dev/null
+# Tests need more packages (scripts/setup.sh --test); the server does not.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DRD_BUILD_TESTS=OFF >/dev/null
 cmake --build build -j"$(nproc)"
 echo "ragdolld: open http://localhost:${RAGDOLLD_PORT:-8080}/ in a browser (Ctrl-C stops it)"
 exec build/server/app/ragdolld --port "${RAGDOLLD_PORT:-8080}" "$@"
