@@ -63,8 +63,8 @@ int sim_world_spawn_cloth(sim_world* w, const sim_cloth_def* def, sim_entity_id*
 
     const uint32_t C = def->cols, R = def->rows;
     sim__entity* e;
-    int rc =
-        sim__entity_begin(w, SIM_ENTITY_CLOTH, C * R, cloth_constraint_count(C, R), 0, out, &e);
+    int rc = sim__entity_begin(w, SIM_ENTITY_CLOTH, C * R, cloth_constraint_count(C, R), 0, 0, 0,
+                               out, &e);
     if (rc != SIM_OK) {
         return rc;
     }

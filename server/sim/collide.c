@@ -72,6 +72,11 @@ void sim__collide_project(sim_world* w) {
                 w->contact_n[i] = n;
             }
         }
+        sim_vec3 n;
+        if (sim__particle_vs_bodies(w, &w->pos[i], r, &n, &w->push[i])) {
+            w->contact[i] = 1;
+            w->contact_n[i] = n;
+        }
     }
 }
 

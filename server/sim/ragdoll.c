@@ -180,7 +180,7 @@ int sim_world_spawn_ragdoll(sim_world* w, const sim_ragdoll_def* def, sim_entity
     uint32_t n_dist = (uint32_t)(N_STICKS + N_MINS + N_LIMBS);
     sim__entity* e;
     int rc = sim__entity_begin(w, SIM_ENTITY_RAGDOLL, SIM_RP_COUNT, n_dist, (uint32_t)(2 * N_LIMBS),
-                               out, &e);
+                               0, 0, out, &e);
     if (rc != SIM_OK) {
         return rc;
     }

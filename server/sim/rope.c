@@ -47,7 +47,7 @@ int sim_world_spawn_rope(sim_world* w, const sim_rope_def* def, sim_entity_id* o
 
     uint32_t n = def->segments + 1;
     sim__entity* e;
-    int rc = sim__entity_begin(w, SIM_ENTITY_ROPE, n, def->segments, 0, out, &e);
+    int rc = sim__entity_begin(w, SIM_ENTITY_ROPE, n, def->segments, 0, 0, 0, out, &e);
     if (rc != SIM_OK) {
         return rc;
     }

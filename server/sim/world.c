@@ -17,7 +17,21 @@
 // Passes of the joint-limit clean-up after each substep's last collision
 // projection (see project_joint_limits()).
 #define SIM__JOINT_CLEANUP_PASSES 4
-#define SIM__GEN_MASK             0x1FFFFFu /* 21 bits: the wire id stays below 2^53 */
+// Position passes over the rigid joints and contacts per substep. XPBD
+// needs one with many substeps; with the 4 substeps we run, a second pass is
+// what lets a ragdoll lie still (one pass: bones jitter at 1-8 rad/s).
+// Joint and contact passes per rigid substep. Three keep hinges within 2°
+// of their limits and joints within a centimetre through 5 m falls onto
+// stairs (test_character); two do not.
+#define SIM__RIGID_PASSES 3
+// Rigid bodies take at least SIM__RIGID_MIN_SUBSTEPS per tick (the XPBD
+// rigid solver needs them whatever the particles use), more when a body
+// moves fast: enough that none travels more than SIM__RIGID_MAX_TRAVEL
+// (m) in one, up to SIM__RIGID_MAX_SUBSTEPS.
+#define SIM__RIGID_MIN_SUBSTEPS 4
+#define SIM__RIGID_MAX_SUBSTEPS 16
+#define SIM__RIGID_MAX_TRAVEL   0.0125f
+#define SIM__GEN_MASK           0x1FFFFFu /* 21 bits: the wire id stays below 2^53 */
 
 // Compliance of the drag constraint, m/N. A 1 kg particle lags its target by
 // about 1 mm per 10 N of load, stiff enough to throw a ragdoll by one hand.
@@ -102,6 +116,10 @@ const char* sim_entity_kind_name(sim_entity_kind kind) {
         return "cloth";
     case SIM_ENTITY_RAGDOLL:
         return "ragdoll";
+    case SIM_ENTITY_CHARACTER:
+        return "character";
+    case SIM_ENTITY_BALL:
+        return "ball";
     }
     return "unknown";
 }
@@ -154,6 +172,9 @@ sim_world_def sim_world_def_default(void) {
     d.max_boxes = 64;
     d.max_drags = 64;
     d.max_solver_work = 1000000;
+    d.max_bodies = 2048;
+    d.max_joints = 2048;
+    d.library = NULL;
     d.allocator = sim_allocator_default();
     d.cookie = SIM__DEF_COOKIE;
     return d;
@@ -194,6 +215,17 @@ static void world_free(sim_world* w, void* p, size_t count, size_t elem) {
     XX(dist, (d).max_constraints, sizeof(sim__dist))                                               \
     XX(joint, (d).max_entities* SIM__JOINTS_PER_ENTITY, sizeof(sim__joint))                        \
     XX(events, SIM__MAX_EVENTS, sizeof(sim_event))                                                 \
+    XX(body, (d).max_bodies, sizeof(sim__body))                                                    \
+    XX(binfo, (d).max_bodies, sizeof(sim__body_info))                                              \
+    XX(bjoint, (d).max_joints, sizeof(sim__bjoint))                                                \
+    XX(chars, (d).max_entities, sizeof(sim__char))                                                 \
+    XX(grid_head, SIM__GRID_BUCKETS, sizeof(int32_t))                                              \
+    XX(grid, (size_t)(d).max_bodies* SIM__CELLS_PER_BODY, sizeof(sim__grid_entry))                 \
+    XX(aabb_lo, (d).max_bodies, sizeof(sim_vec3))                                                  \
+    XX(aabb_hi, (d).max_bodies, sizeof(sim_vec3))                                                  \
+    XX(pairs, (size_t)(d).max_bodies* SIM__PAIRS_PER_BODY, sizeof(sim__pair))                      \
+    XX(contacts, (size_t)(d).max_bodies*(SIM__CONTACTS_PER_BODY + SIM__PAIRS_PER_BODY),            \
+       sizeof(sim__contact))                                                                       \
     XX(entities, (d).max_entities, sizeof(sim__entity))                                            \
     XX(free_slots, (d).max_entities, sizeof(uint32_t))                                             \
     XX(order, (d).max_entities, sizeof(uint32_t))                                                  \
@@ -214,7 +246,8 @@ int sim_world_create(const sim_world_def* def, sim_world** out) {
     }
     if (def->dt <= 0.0f || def->dt > 1.0f || def->half_extent <= 0.0f || def->max_particles == 0 ||
         def->max_particles > (1u << 24) || def->max_entities == 0 ||
-        def->max_entities > (1u << 20) || def->max_constraints > (1u << 26)) {
+        def->max_entities > (1u << 20) || def->max_constraints > (1u << 26) ||
+        def->max_bodies > (1u << 20) || def->max_joints > (1u << 20)) {
         return SIM_E_OUT_OF_RANGE;
     }
 
@@ -238,6 +271,10 @@ int sim_world_create(const sim_world_def* def, sim_world** out) {
         sim_world_destroy(w);
         return SIM_E_NOMEM;
     }
+    w->grid_cap = w->def.max_bodies * SIM__CELLS_PER_BODY;
+    w->pair_cap = w->def.max_bodies * SIM__PAIRS_PER_BODY;
+    w->contact_cap = w->def.max_bodies * (SIM__CONTACTS_PER_BODY + SIM__PAIRS_PER_BODY);
+    memset(w->grid_head, 0xff, SIM__GRID_BUCKETS * sizeof *w->grid_head);
     *out = w;
     return SIM_OK;
 }
@@ -266,9 +303,15 @@ sim_params sim_world_params(const sim_world* w) {
 }
 
 // Solver work per tick for given totals and parameters (max_solver_work).
-static uint64_t solver_work(uint32_t dists, uint32_t joints, uint32_t particles,
-                            const sim_params* p) {
-    return ((uint64_t)dists + joints + particles) * (uint64_t)p->iterations * (uint64_t)p->substeps;
+// A rigid body or joint costs about eight particle projections per rigid
+// substep (measured with ragdoll-bench); there are at least
+// SIM__RIGID_MIN_SUBSTEPS of those per tick.
+static uint64_t solver_work(uint32_t dists, uint32_t joints, uint32_t particles, uint32_t bodies,
+                            uint32_t bjoints, const sim_params* p) {
+    uint64_t split = (SIM__RIGID_MIN_SUBSTEPS + (uint64_t)p->substeps - 1) / (uint64_t)p->substeps;
+    return ((uint64_t)dists + joints + particles) * (uint64_t)p->iterations *
+               (uint64_t)p->substeps +
+           8u * ((uint64_t)bodies + bjoints) * (uint64_t)p->substeps * split;
 }
 
 static bool within_budget(const sim_world* w, uint64_t work) {
@@ -276,7 +319,7 @@ static bool within_budget(const sim_world* w, uint64_t work) {
 }
 
 uint64_t sim_world_solver_work(const sim_world* w) {
-    return solver_work(w->d_count, w->j_count, w->p_count, &w->params);
+    return solver_work(w->d_count, w->j_count, w->p_count, w->b_count, w->bj_count, &w->params);
 }
 
 int sim_world_set_params(sim_world* w, const sim_params* p) {
@@ -284,7 +327,8 @@ int sim_world_set_params(sim_world* w, const sim_params* p) {
     if (rc != SIM_OK) {
         return rc;
     }
-    if (!within_budget(w, solver_work(w->d_count, w->j_count, w->p_count, p))) {
+    if (!within_budget(
+            w, solver_work(w->d_count, w->j_count, w->p_count, w->b_count, w->bj_count, p))) {
         return SIM_E_CAPACITY;
     }
     if (p->substeps != w->params.substeps) {
@@ -359,15 +403,18 @@ bool sim_entity_is_valid(const sim_world* w, sim_entity_id id) {
 }
 
 int sim__entity_begin(sim_world* w, sim_entity_kind kind, uint32_t particles, uint32_t dists,
-                      uint32_t joints, sim_entity_id* out_id, sim__entity** out) {
+                      uint32_t joints, uint32_t bodies, uint32_t bjoints, sim_entity_id* out_id,
+                      sim__entity** out) {
     const sim_world_def* d = &w->def;
     // Compare with subtraction so huge counts cannot wrap around.
     if (particles > d->max_particles - w->p_count || dists > d->max_constraints - w->d_count ||
-        joints > d->max_entities * SIM__JOINTS_PER_ENTITY - w->j_count) {
+        joints > d->max_entities * SIM__JOINTS_PER_ENTITY - w->j_count ||
+        bodies > d->max_bodies - w->b_count || bjoints > d->max_joints - w->bj_count) {
         return SIM_E_CAPACITY;
     }
-    if (!within_budget(w, solver_work(w->d_count + dists, w->j_count + joints,
-                                      w->p_count + particles, &w->params))) {
+    if (!within_budget(w,
+                       solver_work(w->d_count + dists, w->j_count + joints, w->p_count + particles,
+                                   w->b_count + bodies, w->bj_count + bjoints, &w->params))) {
         return SIM_E_CAPACITY;
     }
     uint32_t slot;
@@ -391,9 +438,15 @@ int sim__entity_begin(sim_world* w, sim_entity_kind kind, uint32_t particles, ui
     e->d_count = dists;
     e->j_first = w->j_count;
     e->j_count = joints;
+    e->b_first = w->b_count;
+    e->b_count = bodies;
+    e->bj_first = w->bj_count;
+    e->bj_count = bjoints;
     w->p_count += particles;
     w->d_count += dists;
     w->j_count += joints;
+    w->b_count += bodies;
+    w->bj_count += bjoints;
     w->order[w->order_count++] = slot;
     w->topo_epoch++;
 
@@ -456,22 +509,37 @@ int sim_world_despawn(sim_world* w, sim_entity_id id) {
     SIM__ERASE(w->contact, e->p_first, e->p_count, w->p_count);
     SIM__ERASE(w->dist, e->d_first, e->d_count, w->d_count);
     SIM__ERASE(w->joint, e->j_first, e->j_count, w->j_count);
+    SIM__ERASE(w->body, e->b_first, e->b_count, w->b_count);
+    SIM__ERASE(w->binfo, e->b_first, e->b_count, w->b_count);
+    SIM__ERASE(w->bjoint, e->bj_first, e->bj_count, w->bj_count);
     w->p_count -= e->p_count;
     w->d_count -= e->d_count;
     w->j_count -= e->j_count;
+    w->b_count -= e->b_count;
+    w->bj_count -= e->bj_count;
+    // The broadphase refers to bodies by index: it is stale until the next
+    // tick rebuilds it, so drop it now.
+    w->pair_count = 0;
+    w->grid_count = 0;
+    memset(w->grid_head, 0xff, SIM__GRID_BUCKETS * sizeof *w->grid_head);
 
-    // Entities stored after this one slide down by its sizes.
+    // Entities stored after this one (the order is the storage order) slide
+    // down by its sizes in every array.
     uint32_t slot = id.index1 - 1;
     uint32_t at = 0;
+    bool after = false;
     for (uint32_t i = 0; i < w->order_count; ++i) {
         sim__entity* o = &w->entities[w->order[i]];
         if (w->order[i] == slot) {
+            after = true;
             continue;
         }
-        if (o->p_first > e->p_first) {
+        if (after) {
             o->p_first -= e->p_count;
             o->d_first -= e->d_count;
             o->j_first -= e->j_count;
+            o->b_first -= e->b_count;
+            o->bj_first -= e->bj_count;
         }
         w->order[at++] = w->order[i];
     }
@@ -600,7 +668,7 @@ static void project_drags(sim_world* w, float inv_h2) {
 // Events
 // ---------------------------------------------------------------------------
 
-static void push_event(sim_world* w, sim_event_kind kind, sim_entity_id id) {
+void sim__push_event(sim_world* w, sim_event_kind kind, sim_entity_id id, sim_char_state state) {
     if (w->event_count == SIM__MAX_EVENTS) {
         // Nobody drained: the oldest goes.
         w->event_head = (w->event_head + 1) % SIM__MAX_EVENTS;
@@ -609,6 +677,7 @@ static void push_event(sim_world* w, sim_event_kind kind, sim_entity_id id) {
     sim_event* e = &w->events[(w->event_head + w->event_count) % SIM__MAX_EVENTS];
     e->kind = kind;
     e->entity = id;
+    e->state = state;
     e->tick = w->tick;
     w->event_count++;
 }
@@ -634,6 +703,14 @@ static bool entity_is_sane(const sim_world* w, const sim__entity* e) {
             return false;
         }
     }
+    for (uint32_t i = e->b_first; i < e->b_first + e->b_count; ++i) {
+        const sim__body* b = &w->body[i];
+        if (!(fabsf(b->x.x) <= far && fabsf(b->x.y) <= far && fabsf(b->x.z) <= far) ||
+            !sim_is_finite(b->q.x) || !sim_is_finite(b->q.y) || !sim_is_finite(b->q.z) ||
+            !sim_is_finite(b->q.w) || !sim_vec3_is_finite(b->v) || !sim_vec3_is_finite(b->w)) {
+            return false;
+        }
+    }
     return true;
 }
 
@@ -649,7 +726,7 @@ static void quarantine(sim_world* w) {
         }
         sim_entity_id id = {slot + 1, e->generation};
         sim_world_despawn(w, id); // the next entity slides into position k
-        push_event(w, SIM_EVENT_UNSTABLE, id);
+        sim__push_event(w, SIM_EVENT_UNSTABLE, id, SIM_CHAR_ANIMATED);
     }
 }
 
@@ -714,13 +791,126 @@ static void project_entities(sim_world* w, float inv_h2) {
     }
 }
 
+// Rigid bodies, one substep (Müller et al. 2020, algorithm 2): integrate,
+// solve joints then contacts once, derive velocities, velocity pass.
+static void integrate_bodies(sim_world* w, float h) {
+    const sim_vec3 g_h = v3_scale(w->params.gravity, h);
+    for (uint32_t i = 0; i < w->b_count; ++i) {
+        sim__body* b = &w->body[i];
+        b->x_prev = b->x;
+        b->q_prev = b->q;
+        // Kinematic bodies carry the velocity their animation gave them;
+        // only dynamic ones feel gravity.
+        if (b->inv_mass > 0.0f) {
+            b->v = v3_add(b->v, g_h);
+        }
+        b->v_pre = b->v;
+        b->w_pre = b->w;
+        b->x = v3_add(b->x, v3_scale(b->v, h));
+        b->q = q_integrate(b->q, b->w, h);
+    }
+}
+
+// Joints for one pass of a substep. The drives are compliant constraints
+// whose λ is not carried between passes, so they run in the first pass
+// only: a second pass would double their stiffness.
+static void solve_joints(sim_world* w, float h, bool drives) {
+    for (uint32_t k = 0; k < w->order_count; ++k) {
+        const sim__entity* e = &w->entities[w->order[k]];
+        sim__body* bodies = w->body + e->b_first;
+        const sim__bjoint* joints = w->bjoint + e->bj_first;
+        for (uint32_t j = 0; j < e->bj_count; ++j) {
+            sim__body* p = &bodies[joints[j].parent];
+            sim__body* c = &bodies[joints[j].child];
+            if (p->inv_mass > 0.0f || c->inv_mass > 0.0f) {
+                sim__joint_solve(p, c, &joints[j], h, drives);
+            }
+        }
+    }
+}
+
+static void update_velocities(sim_world* w, float h) {
+    for (uint32_t i = 0; i < w->b_count; ++i) {
+        sim__body* b = &w->body[i];
+        if (b->inv_mass == 0.0f) {
+            continue;
+        }
+        b->v = v3_scale(v3_sub(b->x, b->x_prev), 1.0f / h);
+        // ω from the orientation change (eq. 23), the short way round.
+        sim_quat dq = q_mul(b->q, q_conj(b->q_prev));
+        sim_vec3 wv = v3_scale(v3(dq.x, dq.y, dq.z), 2.0f / h);
+        b->w = dq.w >= 0.0f ? wv : v3_scale(wv, -1.0f);
+    }
+}
+
+static void damp_joints(sim_world* w, float h) {
+    for (uint32_t k = 0; k < w->order_count; ++k) {
+        const sim__entity* e = &w->entities[w->order[k]];
+        sim__body* bodies = w->body + e->b_first;
+        const sim__bjoint* joints = w->bjoint + e->bj_first;
+        for (uint32_t j = 0; j < e->bj_count; ++j) {
+            sim__joint_damp(&bodies[joints[j].parent], &bodies[joints[j].child], &joints[j], h);
+        }
+    }
+}
+
+// How many rigid substeps each of the world's substeps is split into this
+// tick: at least enough for SIM__RIGID_MIN_SUBSTEPS per tick, and enough
+// that no dynamic body's surface travels more than SIM__RIGID_MAX_TRAVEL
+// in one (a hit at speed is caught before it sinks deep, and the joints of
+// what it hits keep up), within SIM__RIGID_MAX_SUBSTEPS per tick and the
+// world's solver budget. Bodies are cheap next to their joints' error, so
+// only fast ticks pay.
+static int rigid_split(const sim_world* w, int substeps) {
+    float fastest = 0.0f;
+    for (uint32_t i = 0; i < w->b_count; ++i) {
+        const sim__body* b = &w->body[i];
+        if (b->inv_mass > 0.0f) {
+            const sim__body_info* bi = &w->binfo[i];
+            fastest = fmaxf(fastest, v3_len(b->v) + v3_len(b->w) * (bi->half_len + bi->radius));
+        }
+    }
+    const int lo = (SIM__RIGID_MIN_SUBSTEPS + substeps - 1) / substeps;
+    const int hi = (SIM__RIGID_MAX_SUBSTEPS + substeps - 1) / substeps;
+    float need = ceilf(fastest * w->dt / (SIM__RIGID_MAX_TRAVEL * (float)substeps));
+    int split = need >= (float)hi ? hi : (need <= (float)lo ? lo : (int)need);
+    if (split > lo && w->def.max_solver_work != 0) {
+        // The budget counts `lo` splits; more must fit in what is left.
+        uint64_t base = sim_world_solver_work(w);
+        uint64_t one = 8u * ((uint64_t)w->b_count + w->bj_count) * (uint64_t)substeps;
+        while (split > lo && base + one * (uint64_t)(split - lo) > w->def.max_solver_work) {
+            split--;
+        }
+    }
+    return split;
+}
+
+// One substep of the rigid bodies (Müller et al. 2020, Algorithm 2): predict,
+// project joints and contacts, derive velocities, solve velocities.
+static void step_bodies(sim_world* w, float h) {
+    integrate_bodies(w, h);
+    for (int pass = 0; pass < SIM__RIGID_PASSES; ++pass) {
+        solve_joints(w, h, pass == 0);
+        sim__contacts_solve(w, h);
+    }
+    update_velocities(w, h);
+    sim__contacts_velocities(w, h);
+    damp_joints(w, h);
+}
+
 void sim_world_step(sim_world* w) {
     const int substeps = w->params.substeps;
     const float h = w->dt / (float)substeps;
     const float inv_h2 = 1.0f / (h * h);
     const sim_vec3 g_h2 = v3_scale(w->params.gravity, h * h);
 
+    sim__characters_pre_tick(w, w->dt);
+    sim__contacts_begin_tick(w, w->dt);
+    const int split = w->b_count > 0 ? rigid_split(w, substeps) : 0;
     for (int s = 0; s < substeps; ++s) {
+        for (int k = 0; k < split; ++k) {
+            step_bodies(w, h / (float)split);
+        }
         integrate(w, g_h2);
         // λ restarts every substep (Macklin et al. 2019, section 4).
         for (uint32_t j = 0; j < w->d_count; ++j) {
@@ -739,6 +929,7 @@ void sim_world_step(sim_world* w) {
         project_joint_limits(w);
         sim__collide_respond(w, h);
     }
+    sim__characters_post_tick(w);
     w->tick++;
     quarantine(w);
 }
@@ -850,12 +1041,27 @@ uint64_t sim_world_hash(const sim_world* w) {
     uint64_t h = 0xcbf29ce484222325ull;
     h = fnv1a(h, w->pos, w->p_count * sizeof(sim_vec3));
     h = fnv1a(h, w->prev, w->p_count * sizeof(sim_vec3));
+    for (uint32_t i = 0; i < w->b_count; ++i) {
+        const sim__body* b = &w->body[i];
+        h = fnv1a(h, &b->x, sizeof b->x);
+        h = fnv1a(h, &b->q, sizeof b->q);
+        h = fnv1a(h, &b->v, sizeof b->v);
+        h = fnv1a(h, &b->w, sizeof b->w);
+    }
     return h;
 }
 
 bool sim_world_is_finite(const sim_world* w) {
     for (uint32_t i = 0; i < w->p_count; ++i) {
         if (!sim_vec3_is_finite(w->pos[i]) || !sim_vec3_is_finite(w->prev[i])) {
+            return false;
+        }
+    }
+    for (uint32_t i = 0; i < w->b_count; ++i) {
+        const sim__body* b = &w->body[i];
+        if (!sim_vec3_is_finite(b->x) || !sim_vec3_is_finite(b->v) || !sim_vec3_is_finite(b->w) ||
+            !sim_is_finite(b->q.x) || !sim_is_finite(b->q.y) || !sim_is_finite(b->q.z) ||
+            !sim_is_finite(b->q.w)) {
             return false;
         }
     }

@@ -12,11 +12,65 @@
  */
 #pragma once
 
+#include "rigid.h"
 #include "sim.h"
 
 #define SIM__DEF_COOKIE        0x5244444fu /* "RDDO" */
 #define SIM__MAX_EVENTS        256
-#define SIM__JOINTS_PER_ENTITY 8 /* joint-limit capacity: max_entities × this */
+#define SIM__JOINTS_PER_ENTITY 8    /* joint-limit capacity: max_entities × this */
+#define SIM__GRID_BUCKETS      4096 /* hash grid buckets (a power of two) */
+#define SIM__CELLS_PER_BODY    27   /* grid entries reserved per body */
+#define SIM__PAIRS_PER_BODY    16   /* candidate pairs reserved per body */
+#define SIM__CONTACTS_PER_BODY 8    /* static contacts reserved per body */
+
+/// One body in one cell of the broadphase grid.
+typedef struct sim__grid_entry {
+    int32_t next; ///< Next entry in the bucket, -1 at the end.
+    uint32_t body;
+    int32_t cx, cy, cz;
+} sim__grid_entry;
+
+/// A candidate pair of bodies (global indices, a < b).
+typedef struct sim__pair {
+    uint32_t a, b;
+} sim__pair;
+
+/// A contact solved this substep, kept for the velocity pass.
+typedef struct sim__contact {
+    uint32_t a, b; ///< b is SIM__NO_BODY for the static world.
+    sim_vec3 n;    ///< From b to a.
+    sim_vec3 ra;   ///< Contact point on a, in a's body frame.
+    sim_vec3 rb;   ///< On b in b's body frame, or the world point when static.
+    float lambda;  ///< Normal positional impulse of this substep.
+    float vn_pre;  ///< Relative normal velocity before the solve.
+} sim__contact;
+
+/// A drive's gains and their ramp.
+typedef struct sim__gains {
+    float kp, kd;           ///< In effect now.
+    float kp_from, kd_from; ///< At the start of the ramp.
+    float kp_to, kd_to;     ///< At its end.
+    float ramp, t;          ///< Ramp length and time into it, s.
+} sim__gains;
+
+/// A character's state (hot enough to live in one array by entity slot).
+typedef struct sim__char {
+    const sim__skel* sk;
+    sim_char_state state;
+    const sim__clip* clip;
+    float t;          ///< Time into the clip, s.
+    sim_vec3 origin;  ///< The character frame's origin (root motion moves it).
+    float yaw;        ///< The character frame's heading, rad.
+    uint32_t partial; ///< PARTIAL: bit i set when bone i is dynamic.
+    float blend_t, blend_time;
+    sim_vec3 snap_x[SIM_MAX_BONES]; ///< Get-up: the pose the blend starts from.
+    sim_quat snap_q[SIM_MAX_BONES];
+    sim_vec3 target_x[SIM_MAX_BONES]; ///< This tick's animated pose.
+    sim_quat target_q[SIM_MAX_BONES];
+    sim__gains gains[SIM_MAX_BONES]; ///< Drive of the joint to bone i's parent.
+    uint32_t still_ticks;
+    bool settled;
+} sim__char;
 
 /// Kinds of distance constraint.
 typedef enum sim__dist_kind {
@@ -84,12 +138,14 @@ typedef struct sim__entity {
     uint32_t generation; ///< Current generation of this slot.
     bool live;
     sim_entity_kind kind;
-    uint32_t p_first, p_count; ///< Particle range.
-    uint32_t d_first, d_count; ///< Distance constraint range.
-    uint32_t j_first, j_count; ///< Joint limit range.
-    uint32_t stick_count;      ///< Equality constraints in the distance range.
-    uint32_t cols, rows;       ///< Cloth grid, else 0.
-    const char* const* names;  ///< Static particle names, or NULL.
+    uint32_t p_first, p_count;   ///< Particle range.
+    uint32_t d_first, d_count;   ///< Distance constraint range.
+    uint32_t j_first, j_count;   ///< Joint limit range.
+    uint32_t b_first, b_count;   ///< Rigid body range.
+    uint32_t bj_first, bj_count; ///< Rigid joint range.
+    uint32_t stick_count;        ///< Equality constraints in the distance range.
+    uint32_t cols, rows;         ///< Cloth grid, else 0.
+    const char* const* names;    ///< Static particle names, or NULL.
 } sim__entity;
 
 struct sim_world {
@@ -131,13 +187,48 @@ struct sim_world {
 
     sim_event* events; ///< Ring of SIM__MAX_EVENTS pending events.
     uint32_t event_head, event_count;
+
+    // Rigid bodies and their joints, grouped by entity like the particles.
+    uint32_t b_count;
+    sim__body* body;
+    sim__body_info* binfo;
+    uint32_t bj_count;
+    sim__bjoint* bjoint;
+    sim__char* chars; ///< By entity slot (characters only).
+
+    // Broadphase and contacts.
+    int32_t* grid_head; ///< SIM__GRID_BUCKETS bucket heads, -1 when empty.
+    sim__grid_entry* grid;
+    uint32_t grid_count, grid_cap;
+    sim_vec3* aabb_lo; ///< Per body: the tick's swept bounds.
+    sim_vec3* aabb_hi;
+    sim__pair* pairs;
+    uint32_t pair_count, pair_cap;
+    sim__contact* contacts;
+    uint32_t contact_count, contact_cap;
 };
 
 /// Reserves storage for a new entity at the end of the arrays and fills its
 /// slot. On error nothing changes. Counts are checked against capacities and
 /// the solver work budget.
 int sim__entity_begin(sim_world* w, sim_entity_kind kind, uint32_t particles, uint32_t dists,
-                      uint32_t joints, sim_entity_id* out_id, sim__entity** out);
+                      uint32_t joints, uint32_t bodies, uint32_t bjoints, sim_entity_id* out_id,
+                      sim__entity** out);
+
+/// Queues an event (the oldest is dropped when the queue is full).
+void sim__push_event(sim_world* w, sim_event_kind kind, sim_entity_id id, sim_char_state state);
+
+/// Characters before a tick: advance clips, compute the animated pose, give
+/// kinematic bones the velocities that reach it, update drives (character.c).
+void sim__characters_pre_tick(sim_world* w, float dt);
+
+/// Characters after a tick: kinematic bones exactly on their pose; settling.
+void sim__characters_post_tick(sim_world* w);
+
+/// Pushes a particle (centre *p, radius r) out of every body capsule it
+/// overlaps (contact.c; the bodies do not feel it). Adds the distance pushed
+/// to *push and returns true with the last normal in *n.
+bool sim__particle_vs_bodies(sim_world* w, sim_vec3* p, float r, sim_vec3* n, float* push);
 
 /// Looks up a live entity; NULL when stale or unknown.
 sim__entity* sim__entity_get(const sim_world* w, sim_entity_id id);

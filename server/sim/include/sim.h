@@ -57,7 +57,8 @@ typedef struct sim_quat {
     XX(STALE_ID, -5, "no such entity (unknown or despawned id)")                                   \
     XX(BAD_INDEX, -6, "particle index out of range")                                               \
     XX(NOMEM, -7, "out of memory")                                                                 \
-    XX(BAD_STATE, -8, "the entity is not in a state that allows this")
+    XX(BAD_STATE, -8, "the entity is not in a state that allows this")                             \
+    XX(UNKNOWN_NAME, -9, "no skeleton, clip or bone of that name")
 
 /// Error codes returned by sim functions (0 is success).
 typedef enum sim_error {
@@ -135,12 +136,15 @@ sim_entity_id sim_entity_id_load(uint64_t v);
 
 /// What an entity is.
 typedef enum sim_entity_kind {
-    SIM_ENTITY_ROPE = 1,    ///< A chain of particles.
-    SIM_ENTITY_CLOTH = 2,   ///< A cols × rows particle grid.
-    SIM_ENTITY_RAGDOLL = 3, ///< A 16-particle humanoid (sim_ragdoll_particle).
+    SIM_ENTITY_ROPE = 1,      ///< A chain of particles.
+    SIM_ENTITY_CLOTH = 2,     ///< A cols × rows particle grid.
+    SIM_ENTITY_RAGDOLL = 3,   ///< A 16-particle humanoid (sim_ragdoll_particle).
+    SIM_ENTITY_CHARACTER = 4, ///< A skeleton of rigid bones (sim_character_def).
+    SIM_ENTITY_BALL = 5,      ///< A dynamic rigid sphere (sim_ball_def).
 } sim_entity_kind;
 
-/// Lower-case name of a kind ("rope", "cloth", "ragdoll"); "unknown" otherwise.
+/// Lower-case name of a kind ("rope", "cloth", "ragdoll", "character", "ball");
+/// "unknown" otherwise.
 const char* sim_entity_kind_name(sim_entity_kind kind);
 
 // ---------------------------------------------------------------------------
@@ -149,6 +153,10 @@ const char* sim_entity_kind_name(sim_entity_kind kind);
 
 /// Opaque world. Create with sim_world_create(), free with sim_world_destroy().
 typedef struct sim_world sim_world;
+
+/// Opaque library of skeletons and animation clips (see below), shared
+/// read-only by any number of worlds.
+typedef struct sim_library sim_library;
 
 /// Parameters that may change while a world runs (sim_world_set_params()).
 typedef struct sim_params {
@@ -159,7 +167,9 @@ typedef struct sim_params {
     int substeps;   ///< Substeps per tick, 1..SIM_MAX_SUBSTEPS.
     /// Fraction of the normal speed kept when a particle hits a collider, [0, 1].
     float bounciness;
-    /// Fraction of the tangential speed removed per substep in contact, [0, 1].
+    /// Particles: fraction of the tangential speed removed per substep in
+    /// contact (plus static friction). Rigid bodies: the Coulomb friction
+    /// coefficient. [0, 1].
     float friction;
 } sim_params;
 
@@ -187,6 +197,11 @@ typedef struct sim_world_def {
     /// one world cannot take the whole machine. Default 10^6 (about 10 ms
     /// of one core here); 0 means no limit.
     uint64_t max_solver_work;
+    uint32_t max_bodies; ///< Rigid bodies (bones, balls), default 4096.
+    uint32_t max_joints; ///< Rigid joints, default 4096.
+    /// Skeletons and clips for characters; NULL allows no characters. Not
+    /// owned: it must outlive the world and not change while the world lives.
+    const sim_library* library;
     sim_allocator allocator; ///< Default: sim_allocator_default().
     uint32_t cookie;         ///< Set by sim_world_def_default(); do not touch.
 } sim_world_def;
@@ -436,8 +451,9 @@ uint32_t sim_world_constraint_count(const sim_world* w);
 float sim_world_constraint_error(const sim_world* w);
 
 /// FNV-1a hash of the bit patterns of every particle's position and previous
-/// position, in storage order (Box2D b2HashWorldState). Equal states give
-/// equal hashes; used by determinism tests.
+/// position and every rigid body's position, orientation and velocities, in
+/// storage order (Box2D b2HashWorldState). Equal states give equal hashes;
+/// used by determinism tests.
 uint64_t sim_world_hash(const sim_world* w);
 
 /// True when every particle's position and previous position are finite.
@@ -445,6 +461,252 @@ bool sim_world_is_finite(const sim_world* w);
 
 /// Solver work per tick of the world as it is (see max_solver_work).
 uint64_t sim_world_solver_work(const sim_world* w);
+
+// ---------------------------------------------------------------------------
+// Skeletons and clips
+// ---------------------------------------------------------------------------
+
+#define SIM_MAX_BONES 32 ///< Bones per skeleton at most.
+#define SIM_NAME_MAX  32 ///< Bytes in a skeleton, clip or bone name, with the NUL.
+
+/// How a bone is joined to its parent.
+typedef enum sim_joint_kind {
+    SIM_JOINT_BALL = 0,  ///< Swing-twist: an elliptic swing cone and a twist range.
+    SIM_JOINT_HINGE = 1, ///< One axis with a [min, max] range.
+    SIM_JOINT_FIXED = 2, ///< No relative motion.
+} sim_joint_kind;
+
+/// One bone of a skeleton, in model space in the bind pose: standing,
+/// facing +Z, feet on y = 0, +X to the character's left.
+typedef struct sim_bone_def {
+    char name[SIM_NAME_MAX];
+    int parent;          ///< Index of the parent bone; -1 for the root (bone 0 only).
+    sim_vec3 head, tail; ///< The capsule's segment, m. The joint to the parent is at head.
+    float radius;        ///< Capsule radius, m, (0, 1].
+    float mass;          ///< kg, (0, 1000].
+    sim_joint_kind joint;
+    /// Hinge: the hinge axis; flexion is positive by the right-hand rule.
+    /// Ball: the axis of swing1 (made perpendicular to the bone). Unused
+    /// for the root and fixed joints.
+    sim_vec3 axis;
+    float swing1, swing2; ///< Ball: swing half-angles about `axis` and about bone × axis, rad.
+    float twist_min, twist_max; ///< Ball: twist about the bone; hinge: its range. rad.
+} sim_bone_def;
+
+/// A skeleton: bones in an order where every parent precedes its children.
+typedef struct sim_skeleton_def {
+    char name[SIM_NAME_MAX];
+    uint32_t bone_count; ///< 1..SIM_MAX_BONES.
+    sim_bone_def bones[SIM_MAX_BONES];
+    /// The bone whose up direction (+Y in the bind pose) tells face-up from
+    /// face-down for get-up (seed 000 §5: the chest).
+    uint32_t up_bone;
+} sim_skeleton_def;
+
+/// An animation clip for one skeleton: keyframed rotations of every bone
+/// relative to its bind pose (in the bone's own frame), plus root motion:
+/// the root bone's position and rotation in the character's frame (whose
+/// origin is on the ground under the character, facing +Z). Sampled with
+/// lerp and slerp between keys. A looping clip's root motion accumulates:
+/// each loop moves the character by root_pos[last] - root_pos[0] in x and z.
+/// All arrays are read during sim_library_add_clip() and not kept.
+typedef struct sim_clip_def {
+    char name[SIM_NAME_MAX];
+    bool loop;
+    uint32_t key_count;       ///< 1..1024.
+    uint32_t bone_count;      ///< Must equal the skeleton's.
+    const float* times;       ///< key_count times, s, from 0, strictly increasing.
+    const sim_vec3* root_pos; ///< key_count root positions, m.
+    const sim_quat* root_rot; ///< key_count root rotations relative to the bind pose.
+    const sim_quat* rot;      ///< key_count × bone_count rotations, key-major.
+} sim_clip_def;
+
+/// Creates an empty library. Errors: SIM_E_NOMEM.
+int sim_library_create(sim_library** out);
+
+/// Frees a library. NULL is allowed. No world may still use it.
+void sim_library_destroy(sim_library* lib);
+
+/// Adds a skeleton (copied). Validates names, tree order, finite positive
+/// sizes and masses, non-degenerate bones and hinge axes, and limits
+/// (swing in [0, π), twist_min <= twist_max within [-π, π]). Errors:
+/// SIM_E_INVALID_ARG (duplicate or empty name, bad tree), SIM_E_NOT_FINITE,
+/// SIM_E_OUT_OF_RANGE, SIM_E_CAPACITY, SIM_E_NOMEM.
+int sim_library_add_skeleton(sim_library* lib, const sim_skeleton_def* def);
+
+/// Adds a clip (copied) to the named skeleton. Errors: SIM_E_UNKNOWN_NAME
+/// (no such skeleton), SIM_E_INVALID_ARG (duplicate name, bone count or key
+/// times wrong), SIM_E_NOT_FINITE, SIM_E_CAPACITY, SIM_E_NOMEM.
+int sim_library_add_clip(sim_library* lib, const char* skeleton, const sim_clip_def* def);
+
+/// The skeleton of that name, or NULL.
+const sim_skeleton_def* sim_library_skeleton(const sim_library* lib, const char* name);
+
+/// Duration of a skeleton's clip in seconds, or a negative SIM_E_UNKNOWN_NAME.
+float sim_library_clip_duration(const sim_library* lib, const char* skeleton, const char* clip);
+
+// ---------------------------------------------------------------------------
+// Characters
+// ---------------------------------------------------------------------------
+
+/// A character's state (seed 000 §4-5, seed 004).
+typedef enum sim_char_state {
+    SIM_CHAR_ANIMATED = 0,   ///< Kinematic bones follow a clip (by velocity, so they push).
+    SIM_CHAR_RAGDOLL = 1,    ///< Every bone is a dynamic rigid body.
+    SIM_CHAR_GETTING_UP = 2, ///< Blending from a pose snapshot into a get-up clip.
+    SIM_CHAR_PARTIAL = 3,    ///< Some bones dynamic, the rest animated.
+} sim_char_state;
+
+/// "animated", "ragdoll", "getting_up" or "partial".
+const char* sim_char_state_name(sim_char_state s);
+
+/// A character to spawn.
+typedef struct sim_character_def {
+    sim_vec3 position;    ///< The character's origin (on the ground between the feet), m.
+    float facing;         ///< Yaw about +Y, rad; 0 faces +Z.
+    const char* skeleton; ///< Skeleton name. Default "humanoid".
+    const char* clip;     ///< Clip to play. Default "idle".
+    uint32_t cookie;      ///< Set by sim_character_def_default().
+} sim_character_def;
+
+/// Defaults: at the origin facing +Z, "humanoid" playing "idle".
+sim_character_def sim_character_def_default(void);
+
+/// Spawns a character in the ANIMATED state at the clip's first pose.
+/// Errors: SIM_E_INVALID_ARG, SIM_E_NOT_FINITE, SIM_E_OUT_OF_RANGE,
+/// SIM_E_UNKNOWN_NAME (skeleton or clip), SIM_E_CAPACITY.
+int sim_world_spawn_character(sim_world* w, const sim_character_def* def, sim_entity_id* out);
+
+/// Kills a character: it becomes a RAGDOLL. Every bone keeps the velocity
+/// the animation gave it, so there is no pop; then `impulse` (N·s) is
+/// applied at `hit_point` (m) to the bone whose centre is nearest to it
+/// (seed 000 §4), whose index goes to *bone. Killing a ragdoll again just
+/// applies the impulse. Errors: SIM_E_STALE_ID (also for non-characters),
+/// SIM_E_NOT_FINITE, SIM_E_OUT_OF_RANGE (impulse beyond ±SIM_MAX_IMPULSE or
+/// point outside the world).
+int sim_character_kill(sim_world* w, sim_entity_id id, sim_vec3 hit_point, sim_vec3 impulse,
+                       uint32_t* bone);
+
+/// Starts getting up (seed 000 §5): snapshots every bone's pose, picks the
+/// get-up clip from the up bone's +Y axis (pointing down: "getup_front",
+/// else "getup_back"), aligns the character's origin and facing with the
+/// body on the ground, and blends from the snapshot to the clip over
+/// blend_time seconds (positions lerp, rotations slerp); after the clip it
+/// plays "idle". *clip gets the clip's name (static storage of the library).
+/// Errors: SIM_E_STALE_ID, SIM_E_BAD_STATE (not a ragdoll),
+/// SIM_E_OUT_OF_RANGE (blend_time outside [0, 5] s), SIM_E_UNKNOWN_NAME
+/// (the skeleton has no such clip).
+int sim_character_start_getup(sim_world* w, sim_entity_id id, float blend_time, const char** clip);
+
+/// Gives the dynamic bones of a ragdoll or partial ragdoll muscle tone: a
+/// PD drive per joint toward the animated pose, τ = kp(θ_target - θ) - kd·θ̇
+/// (seed 004), solved as an XPBD angular constraint of compliance 1/kp with
+/// implicit damping kd, so it is stable at any gain (Macklin et al. 2016;
+/// FIELD-NOTES "PD drive as XPBD"); the torque is capped at
+/// SIM_MAX_DRIVE_TORQUE. The gains reach (kp, kd) linearly over ramp_time
+/// seconds. `bones` lists the bones whose joints (to their parents) get the
+/// gains, or NULL with count 0 for all. kp = kd = 0 is limp. Errors:
+/// SIM_E_STALE_ID, SIM_E_NOT_FINITE, SIM_E_OUT_OF_RANGE (kp, kd outside
+/// [0, 10^5], ramp_time outside [0, 60]), SIM_E_BAD_INDEX (a bone index).
+int sim_character_set_drive(sim_world* w, sim_entity_id id, float kp, float kd,
+                            const uint32_t* bones, uint32_t count, float ramp_time);
+
+/// Largest drive torque, N·m.
+#define SIM_MAX_DRIVE_TORQUE 2000.0f
+
+/// The PD control law of seed 004, τ = kp(θ_target − θ) − kd·θ̇, in whatever
+/// consistent units the caller uses (N·m with rad and rad/s; the seed's
+/// worked example uses degrees: kp = 8, 45° − 20° gives 200). The drive in
+/// the solver is its implicit (XPBD) form; this is the reference formula.
+float sim_pd_torque(float kp, float kd, float theta_target, float theta, float theta_dot);
+
+/// Makes the listed bones and all their descendants physical while the rest
+/// keep following the clip (seed 004: a shot arm flails while the legs keep
+/// walking): state PARTIAL. An empty list returns to ANIMATED. Errors:
+/// SIM_E_STALE_ID, SIM_E_BAD_STATE (a ragdoll or getting up),
+/// SIM_E_BAD_INDEX.
+int sim_character_set_partial(sim_world* w, sim_entity_id id, const uint32_t* bones,
+                              uint32_t count);
+
+/// Plays a clip from its start, continuing from where the current one left
+/// the character (root motion carries over). A ragdoll keeps it as its
+/// drive target. Errors: SIM_E_STALE_ID, SIM_E_UNKNOWN_NAME, SIM_E_BAD_STATE
+/// (getting up).
+int sim_character_play(sim_world* w, sim_entity_id id, const char* clip);
+
+/// Applies an impulse (N·s) at `point` (m) to one bone of a character; it
+/// moves only if that bone is dynamic (ragdoll or partial). Errors:
+/// SIM_E_STALE_ID, SIM_E_BAD_INDEX, SIM_E_NOT_FINITE, SIM_E_OUT_OF_RANGE.
+int sim_character_apply_impulse(sim_world* w, sim_entity_id id, uint32_t bone, sim_vec3 point,
+                                sim_vec3 impulse);
+
+/// Index of the named bone of a character, or SIM_E_STALE_ID /
+/// SIM_E_UNKNOWN_NAME.
+int sim_character_bone_index(const sim_world* w, sim_entity_id id, const char* name);
+
+/// A bone's pose: the capsule centre (m) and orientation (local +X runs
+/// along the capsule from head to tail in the bind pose).
+typedef struct sim_bone_pose {
+    sim_vec3 p;
+    sim_quat q;
+} sim_bone_pose;
+
+/// Read-only facts about a character.
+typedef struct sim_character_view {
+    sim_entity_id id;
+    sim_char_state state;
+    const sim_skeleton_def* skeleton;
+    const char* clip; ///< The clip playing (or blended into), static storage.
+    float clip_time;  ///< Seconds into the clip.
+    sim_vec3 origin;  ///< The animation's origin (ground under the root), m.
+    float facing;     ///< The animation's yaw about +Y, rad.
+    uint32_t bone_count;
+} sim_character_view;
+
+/// Fills *out. Errors: SIM_E_STALE_ID (also for non-characters).
+int sim_character_get_view(const sim_world* w, sim_entity_id id, sim_character_view* out);
+
+/// Copies up to `cap` bone poses (skeleton order) and their linear and
+/// angular velocities (m/s, rad/s; either may be NULL). Returns the number
+/// copied or a negative SIM_E_STALE_ID.
+int sim_character_get_pose(const sim_world* w, sim_entity_id id, sim_bone_pose* poses, sim_vec3* v,
+                           sim_vec3* omega, uint32_t cap);
+
+/// The joint of a character's bone to its parent, as simulated: the local
+/// anchor and joint frame in the parent's and in the bone's body frame.
+typedef struct sim_joint_view {
+    sim_joint_kind kind;
+    sim_vec3 anchor_parent, anchor_child; ///< m, in each body's frame.
+    sim_quat frame_parent, frame_child; ///< Joint frame in each body's frame (x: twist/hinge axis).
+    float swing1, swing2, twist_min, twist_max; ///< rad.
+} sim_joint_view;
+
+/// Fills *out for bone `bone` (> 0: the root has no joint). Errors:
+/// SIM_E_STALE_ID, SIM_E_BAD_INDEX.
+int sim_character_joint_view(const sim_world* w, sim_entity_id id, uint32_t bone,
+                             sim_joint_view* out);
+
+// ---------------------------------------------------------------------------
+// Balls
+// ---------------------------------------------------------------------------
+
+/// A dynamic rigid sphere, e.g. a projectile.
+typedef struct sim_ball_def {
+    sim_vec3 position; ///< m.
+    sim_vec3 velocity; ///< m/s, each component within ±1000.
+    float radius;      ///< m, (0, 5]. Default 0.2.
+    float mass;        ///< kg, (0, 10^4]. Default 5.
+    uint32_t cookie;   ///< Set by sim_ball_def_default().
+} sim_ball_def;
+
+/// Ball defaults: at (0, 1, 0) at rest, 0.2 m, 5 kg.
+sim_ball_def sim_ball_def_default(void);
+
+/// Spawns a ball. Errors as sim_world_spawn_rope().
+int sim_world_spawn_ball(sim_world* w, const sim_ball_def* def, sim_entity_id* out);
+
+/// The pose and velocity of a ball. Errors: SIM_E_STALE_ID.
+int sim_ball_get(const sim_world* w, sim_entity_id id, sim_bone_pose* pose, sim_vec3* v);
 
 // ---------------------------------------------------------------------------
 // Events
@@ -455,13 +717,16 @@ typedef enum sim_event_kind {
     /// An entity went non-finite or flew far out of the world; it was
     /// removed (its id is now stale).
     SIM_EVENT_UNSTABLE = 1,
+    SIM_EVENT_CHARACTER_STATE = 2, ///< A character changed state (to `state`).
+    SIM_EVENT_SETTLED = 3,         ///< A ragdoll came to rest.
 } sim_event_kind;
 
 /// Something that happened in a world.
 typedef struct sim_event {
     sim_event_kind kind;
     sim_entity_id entity;
-    uint64_t tick; ///< The tick it happened at.
+    sim_char_state state; ///< For SIM_EVENT_CHARACTER_STATE.
+    uint64_t tick;        ///< The tick it happened at.
 } sim_event;
 
 /// Moves up to `cap` pending events, oldest first, into out and returns how

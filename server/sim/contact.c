@@ -1,0 +1,471 @@
+/*
+ * contact.c: collisions of rigid bodies (capsules and spheres) with the
+ * ground, the static boxes, each other, and (one way) with particles.
+ *
+ * Broadphase once per tick: every body's bounding box, swept by its velocity
+ * over the tick, goes into a uniform hash grid; a pair is reported once, by
+ * the cell holding the minimum corner of the two boxes' overlap. Bones of
+ * one character skip the pairs their skeleton marks (parent and child, or
+ * overlapping in the bind pose); two kinematic bodies never collide.
+ *
+ * Narrowphase every substep on the current poses, then XPBD contacts
+ * (Müller et al. 2020, §3.5): a positional correction along the normal,
+ * static friction as a positional correction of the tangential slip while
+ * it stays under μ·λn, and a velocity pass with restitution (threshold
+ * 2|g|h) and dynamic Coulomb friction. μ is the world's friction parameter.
+ *
+ * Particles are pushed out of bone capsules in the particle collision pass
+ * (the bodies do not feel them: a one-way push, enough for cloth on bodies).
+ */
+#include "rigid.h"
+#include "world.h"
+
+#include <string.h>
+
+#define GRID_CELL       1.0f  // m
+#define GRID_MARGIN     0.02f // m added to every box
+#define PARTICLE_MARGIN 0.15f // m: the largest particle radius we expect
+// Penetration a contact already had at the start of a substep is removed at
+// most this fast, m/s (Box2D v3's contact push-out speed): a body spawned
+// or pushed deep into another separates instead of being shot out, and a
+// joint that presses a bone into the ground cannot pump energy through it.
+#define PUSH_OUT_SPEED 3.0f
+// Rolling resistance coefficient (dimensionless): the resisting torque is at
+// most this × the radius × the normal force. Soft tissue on a floor: 0.1.
+#define SIM__ROLLING 0.1f
+
+static uint32_t cell_hash(int32_t x, int32_t y, int32_t z) {
+    uint32_t h = (uint32_t)x * 73856093u ^ (uint32_t)y * 19349663u ^ (uint32_t)z * 83492791u;
+    return h & (SIM__GRID_BUCKETS - 1u);
+}
+
+static int32_t cell_of(float v) {
+    return (int32_t)floorf(v / GRID_CELL);
+}
+
+static void body_bounds(const sim__body* b, const sim__body_info* bi, float dt, sim_vec3* lo,
+                        sim_vec3* hi) {
+    sim_vec3 p0, p1;
+    sim__body_segment(b, bi, &p0, &p1);
+    float r = bi->radius + GRID_MARGIN;
+    *lo = v3(fminf(p0.x, p1.x) - r, fminf(p0.y, p1.y) - r, fminf(p0.z, p1.z) - r);
+    *hi = v3(fmaxf(p0.x, p1.x) + r, fmaxf(p0.y, p1.y) + r, fmaxf(p0.z, p1.z) + r);
+    // Sweep over the tick so fast bodies meet what lies in their path.
+    sim_vec3 d = v3_scale(b->v, dt);
+    lo->x += fminf(d.x, 0.0f);
+    lo->y += fminf(d.y, 0.0f);
+    lo->z += fminf(d.z, 0.0f);
+    hi->x += fmaxf(d.x, 0.0f);
+    hi->y += fmaxf(d.y, 0.0f);
+    hi->z += fmaxf(d.z, 0.0f);
+}
+
+static bool overlap(sim_vec3 alo, sim_vec3 ahi, sim_vec3 blo, sim_vec3 bhi) {
+    return alo.x <= bhi.x && blo.x <= ahi.x && alo.y <= bhi.y && blo.y <= ahi.y && alo.z <= bhi.z &&
+           blo.z <= ahi.z;
+}
+
+static bool may_collide(const sim_world* w, uint32_t a, uint32_t b) {
+    const sim__body_info *ia = &w->binfo[a], *ib = &w->binfo[b];
+    if (w->body[a].inv_mass == 0.0f && w->body[b].inv_mass == 0.0f) {
+        return false; // two kinematic bodies cannot push each other
+    }
+    if (ia->slot == ib->slot && (ia->no_collide & (1u << ib->bone))) {
+        return false;
+    }
+    return true;
+}
+
+void sim__contacts_begin_tick(sim_world* w, float dt) {
+    memset(w->grid_head, 0xff, SIM__GRID_BUCKETS * sizeof *w->grid_head);
+    w->grid_count = 0;
+    w->pair_count = 0;
+    for (uint32_t i = 0; i < w->b_count; ++i) {
+        body_bounds(&w->body[i], &w->binfo[i], dt, &w->aabb_lo[i], &w->aabb_hi[i]);
+        // Particles are looked up by their own cell, so bodies reach a little
+        // further in the grid than they do in pair tests.
+        sim_vec3 lo = v3_sub(w->aabb_lo[i], v3(PARTICLE_MARGIN, PARTICLE_MARGIN, PARTICLE_MARGIN));
+        sim_vec3 hi = v3_add(w->aabb_hi[i], v3(PARTICLE_MARGIN, PARTICLE_MARGIN, PARTICLE_MARGIN));
+        for (int32_t x = cell_of(lo.x); x <= cell_of(hi.x); ++x) {
+            for (int32_t y = cell_of(lo.y); y <= cell_of(hi.y); ++y) {
+                for (int32_t z = cell_of(lo.z); z <= cell_of(hi.z); ++z) {
+                    if (w->grid_count == w->grid_cap) {
+                        continue; // out of room: this body misses some contacts this tick
+                    }
+                    uint32_t h = cell_hash(x, y, z);
+                    sim__grid_entry* e = &w->grid[w->grid_count];
+                    e->body = i;
+                    e->cx = x;
+                    e->cy = y;
+                    e->cz = z;
+                    e->next = w->grid_head[h];
+                    w->grid_head[h] = (int32_t)w->grid_count++;
+                }
+            }
+        }
+    }
+    // Pairs: for each entry, the later bodies in the same cell; reported only
+    // in the cell of the overlap's minimum corner, so exactly once.
+    for (uint32_t k = 0; k < w->grid_count; ++k) {
+        const sim__grid_entry* e = &w->grid[k];
+        uint32_t a = e->body;
+        for (int32_t n = e->next; n >= 0; n = w->grid[n].next) {
+            const sim__grid_entry* f = &w->grid[n];
+            uint32_t b = f->body;
+            if (b == a || f->cx != e->cx || f->cy != e->cy || f->cz != e->cz) {
+                continue;
+            }
+            if (!overlap(w->aabb_lo[a], w->aabb_hi[a], w->aabb_lo[b], w->aabb_hi[b])) {
+                continue;
+            }
+            sim_vec3 m =
+                v3(fmaxf(w->aabb_lo[a].x, w->aabb_lo[b].x), fmaxf(w->aabb_lo[a].y, w->aabb_lo[b].y),
+                   fmaxf(w->aabb_lo[a].z, w->aabb_lo[b].z));
+            if (cell_of(m.x) != e->cx || cell_of(m.y) != e->cy || cell_of(m.z) != e->cz) {
+                continue;
+            }
+            if (!may_collide(w, a, b) || w->pair_count == w->pair_cap) {
+                continue;
+            }
+            w->pairs[w->pair_count].a = a < b ? a : b;
+            w->pairs[w->pair_count].b = a < b ? b : a;
+            w->pair_count++;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Narrowphase helpers
+// ---------------------------------------------------------------------------
+
+static sim_vec3 closest_on_segment(sim_vec3 a, sim_vec3 b, sim_vec3 p, float* t_out) {
+    sim_vec3 ab = v3_sub(b, a);
+    float d = v3_dot(ab, ab);
+    float t = d > 1e-12f ? v3_dot(v3_sub(p, a), ab) / d : 0.0f;
+    t = fminf(fmaxf(t, 0.0f), 1.0f);
+    if (t_out != NULL) {
+        *t_out = t;
+    }
+    return v3_add(a, v3_scale(ab, t));
+}
+
+// Closest points between segments p0-p1 and q0-q1 (Ericson §5.1.9).
+static void closest_segments(sim_vec3 p0, sim_vec3 p1, sim_vec3 q0, sim_vec3 q1, sim_vec3* cp,
+                             sim_vec3* cq) {
+    sim_vec3 d1 = v3_sub(p1, p0), d2 = v3_sub(q1, q0), r = v3_sub(p0, q0);
+    float a = v3_dot(d1, d1), e = v3_dot(d2, d2), f = v3_dot(d2, r);
+    float s = 0.0f, t = 0.0f;
+    if (a > 1e-12f || e > 1e-12f) {
+        if (a <= 1e-12f) {
+            t = fminf(fmaxf(f / e, 0.0f), 1.0f);
+        } else {
+            float c = v3_dot(d1, r);
+            if (e <= 1e-12f) {
+                s = fminf(fmaxf(-c / a, 0.0f), 1.0f);
+            } else {
+                float b = v3_dot(d1, d2), denom = a * e - b * b;
+                s = denom > 1e-12f ? fminf(fmaxf((b * f - c * e) / denom, 0.0f), 1.0f) : 0.0f;
+                t = (b * s + f) / e;
+                if (t < 0.0f) {
+                    t = 0.0f;
+                    s = fminf(fmaxf(-c / a, 0.0f), 1.0f);
+                } else if (t > 1.0f) {
+                    t = 1.0f;
+                    s = fminf(fmaxf((b - c) / a, 0.0f), 1.0f);
+                }
+            }
+        }
+    }
+    *cp = v3_add(p0, v3_scale(d1, s));
+    *cq = v3_add(q0, v3_scale(d2, t));
+}
+
+// Contact of a sphere (centre p, radius r) with a static box: normal out of
+// the box, depth, and the contact point on the box surface.
+static bool sphere_box(sim_vec3 p, float r, const sim_box* bx, sim_vec3* n, float* depth,
+                       sim_vec3* on_box) {
+    sim_vec3 lo = v3_sub(bx->center, bx->half_extents), hi = v3_add(bx->center, bx->half_extents);
+    sim_vec3 q = v3(fminf(fmaxf(p.x, lo.x), hi.x), fminf(fmaxf(p.y, lo.y), hi.y),
+                    fminf(fmaxf(p.z, lo.z), hi.z));
+    sim_vec3 d = v3_sub(p, q);
+    float dist = v3_len(d);
+    if (dist > 1e-6f) {
+        if (dist >= r) {
+            return false;
+        }
+        *n = v3_scale(d, 1.0f / dist);
+        *depth = r - dist;
+        *on_box = q;
+        return true;
+    }
+    // The centre is inside: leave by the nearest face.
+    float faces[6] = {p.x - lo.x, hi.x - p.x, p.y - lo.y, hi.y - p.y, p.z - lo.z, hi.z - p.z};
+    int best = 0;
+    for (int f = 1; f < 6; ++f) {
+        if (faces[f] < faces[best]) {
+            best = f;
+        }
+    }
+    float nv[3] = {0.0f, 0.0f, 0.0f};
+    nv[best >> 1] = (best & 1) ? 1.0f : -1.0f;
+    *n = v3(nv[0], nv[1], nv[2]);
+    *depth = faces[best] + r;
+    *on_box = v3_sub(p, v3_scale(*n, faces[best]));
+    return true;
+}
+
+// ---------------------------------------------------------------------------
+// Contact solve
+// ---------------------------------------------------------------------------
+
+// The world position at the start of the substep of a point now at world
+// offset r from body b's centre.
+static sim_vec3 point_prev(const sim__body* b, sim_vec3 r) {
+    return v3_add(b->x_prev, q_rotate(b->q_prev, q_rotate_inv(b->q, r)));
+}
+
+static sim_vec3 point_velocity(const sim__body* b, sim_vec3 r, bool pre) {
+    return pre ? v3_add(b->v_pre, v3_cross(b->w_pre, r)) : v3_add(b->v, v3_cross(b->w, r));
+}
+
+// Resolves one contact: a (dynamic) against b (a body, or NULL for static),
+// normal n pointing from b to a, points pa on a and pb on b (world), depth.
+static void solve_contact(sim_world* w, uint32_t ia, uint32_t ib, sim_vec3 n, sim_vec3 pa,
+                          sim_vec3 pb, float depth, float h) {
+    sim__body* a = &w->body[ia];
+    sim__body* b = ib == SIM__NO_BODY ? NULL : &w->body[ib];
+    sim_vec3 ra = v3_sub(pa, a->x);
+    sim_vec3 rb = b != NULL ? v3_sub(pb, b->x) : v3(0.0f, 0.0f, 0.0f);
+    // Pre-solve normal velocity, for restitution in the velocity pass.
+    sim_vec3 vrel = point_velocity(a, ra, true);
+    if (b != NULL) {
+        vrel = v3_sub(vrel, point_velocity(b, rb, true));
+    }
+    float vn_pre = v3_dot(vrel, n);
+
+    // Depth the same two points had at the start of the substep: what moved
+    // in during the substep goes out at once, older penetration at most at
+    // PUSH_OUT_SPEED.
+    sim_vec3 pb_prev = b != NULL ? point_prev(b, rb) : pb;
+    float depth_start = v3_dot(v3_sub(pb_prev, point_prev(a, ra)), n);
+    float keep = fmaxf(0.0f, depth_start - PUSH_OUT_SPEED * h);
+    float corr = depth - keep;
+    if (corr <= 0.0f) {
+        return;
+    }
+    float still = 0.0f;
+    float ln = sim__apply_positional(a, b, ra, rb, v3_scale(n, corr), 0.0f, h, still);
+    if (ln <= 0.0f) {
+        return;
+    }
+    // Static friction: undo the tangential slip of the contact points over
+    // this substep while that takes less than μ·λn.
+    ra = v3_sub(pa, a->x);
+    sim_vec3 dp = v3_sub(v3_add(a->x, ra), point_prev(a, ra));
+    if (b != NULL) {
+        rb = v3_sub(pb, b->x);
+        dp = v3_sub(dp, v3_sub(v3_add(b->x, rb), point_prev(b, rb)));
+    }
+    sim_vec3 dpt = v3_sub(dp, v3_scale(n, v3_dot(dp, n)));
+    float slip = v3_len(dpt);
+    if (slip > 1e-9f) {
+        sim_vec3 t = v3_scale(dpt, 1.0f / slip);
+        float wt = sim__inv_mass_at(a, ra, t, false) + sim__inv_mass_at(b, rb, t, false);
+        if (wt > 0.0f && slip / wt < w->params.friction * ln) {
+            sim__apply_positional(a, b, ra, rb, v3_scale(dpt, -1.0f), 0.0f, h, 0.0f);
+        }
+    }
+    if (w->contact_count < w->contact_cap) {
+        sim__contact* c = &w->contacts[w->contact_count++];
+        c->a = ia;
+        c->b = ib;
+        c->n = n;
+        c->ra = q_rotate_inv(a->q, v3_sub(pa, a->x));
+        c->rb = b != NULL ? q_rotate_inv(b->q, v3_sub(pb, b->x)) : pb;
+        c->lambda = ln;
+        c->vn_pre = vn_pre;
+    }
+}
+
+// Contacts of a dynamic body's capsule (or sphere) with the ground and boxes.
+static void solve_static(sim_world* w, uint32_t i, float h) {
+    const sim__body_info* bi = &w->binfo[i];
+    sim_vec3 p0, p1;
+    sim__body_segment(&w->body[i], bi, &p0, &p1);
+    int ends = bi->half_len > 0.0f ? 2 : 1;
+    const float r = bi->radius;
+    if (w->def.ground) {
+        for (int k = 0; k < ends; ++k) {
+            sim__body_segment(&w->body[i], bi, &p0, &p1);
+            sim_vec3 p = k == 0 ? p0 : p1;
+            if (p.y < r) {
+                sim_vec3 n = v3(0.0f, 1.0f, 0.0f);
+                solve_contact(w, i, SIM__NO_BODY, n, v3(p.x, p.y - r, p.z), v3(p.x, 0.0f, p.z),
+                              r - p.y, h);
+            }
+        }
+    }
+    for (uint32_t k = 0; k < w->box_count; ++k) {
+        const sim_box* bx = &w->boxes[k];
+        sim_vec3 lo = v3_sub(bx->center, bx->half_extents),
+                 hi = v3_add(bx->center, bx->half_extents);
+        sim_vec3 blo = w->aabb_lo[i], bhi = w->aabb_hi[i];
+        if (!overlap(lo, hi, blo, bhi)) {
+            continue;
+        }
+        // Both ends, and the point of the segment nearest the box (a
+        // capsule lying across an edge touches it between its ends).
+        for (int c = 0; c < ends + 1; ++c) {
+            sim__body_segment(&w->body[i], bi, &p0, &p1);
+            sim_vec3 p;
+            if (c < 2 && c < ends) {
+                p = c == 0 ? p0 : p1;
+            } else {
+                if (ends == 1) {
+                    break;
+                }
+                float t = 0.5f;
+                p = v3_add(p0, v3_scale(v3_sub(p1, p0), t));
+                for (int it = 0; it < 4; ++it) {
+                    sim_vec3 q = v3(fminf(fmaxf(p.x, lo.x), hi.x), fminf(fmaxf(p.y, lo.y), hi.y),
+                                    fminf(fmaxf(p.z, lo.z), hi.z));
+                    p = closest_on_segment(p0, p1, q, &t);
+                }
+                if (t <= 0.0f || t >= 1.0f) {
+                    break; // an end: done above
+                }
+            }
+            sim_vec3 n, on_box;
+            float depth;
+            if (sphere_box(p, r, bx, &n, &depth, &on_box)) {
+                solve_contact(w, i, SIM__NO_BODY, n, v3_sub(p, v3_scale(n, r)), on_box, depth, h);
+            }
+        }
+    }
+}
+
+static void solve_pair(sim_world* w, uint32_t ia, uint32_t ib, float h) {
+    // Let the dynamic one be `a` (a kinematic a would not move).
+    if (w->body[ia].inv_mass == 0.0f) {
+        uint32_t t = ia;
+        ia = ib;
+        ib = t;
+    }
+    const sim__body_info *fa = &w->binfo[ia], *fb = &w->binfo[ib];
+    sim_vec3 a0, a1, b0, b1, ca, cb;
+    sim__body_segment(&w->body[ia], fa, &a0, &a1);
+    sim__body_segment(&w->body[ib], fb, &b0, &b1);
+    closest_segments(a0, a1, b0, b1, &ca, &cb);
+    sim_vec3 d = v3_sub(ca, cb);
+    float dist = v3_len(d), rr = fa->radius + fb->radius;
+    if (dist >= rr) {
+        return;
+    }
+    sim_vec3 n = dist > 1e-6f ? v3_scale(d, 1.0f / dist) : v3(0.0f, 1.0f, 0.0f);
+    solve_contact(w, ia, ib, n, v3_sub(ca, v3_scale(n, fa->radius)),
+                  v3_add(cb, v3_scale(n, fb->radius)), rr - dist, h);
+}
+
+void sim__contacts_solve(sim_world* w, float h) {
+    w->contact_count = 0;
+    for (uint32_t i = 0; i < w->b_count; ++i) {
+        if (w->body[i].inv_mass > 0.0f) {
+            solve_static(w, i, h);
+        }
+    }
+    for (uint32_t k = 0; k < w->pair_count; ++k) {
+        solve_pair(w, w->pairs[k].a, w->pairs[k].b, h);
+    }
+}
+
+// Applies the impulse p (N·s) at world offsets ra, rb: +p to a, -p to b.
+static void impulse_pair(sim__body* a, sim__body* b, sim_vec3 ra, sim_vec3 rb, sim_vec3 p) {
+    sim__apply_impulse_at(a, ra, p);
+    if (b != NULL && b->inv_mass > 0.0f) {
+        sim__apply_impulse_at(b, rb, v3_scale(p, -1.0f));
+    }
+}
+
+void sim__contacts_velocities(sim_world* w, float h) {
+    const float mu = w->params.friction, e = w->params.bounciness;
+    const float rest = 2.0f * v3_len(w->params.gravity) * h;
+    for (uint32_t k = 0; k < w->contact_count; ++k) {
+        const sim__contact* c = &w->contacts[k];
+        sim__body* a = &w->body[c->a];
+        sim__body* b = c->b == SIM__NO_BODY ? NULL : &w->body[c->b];
+        sim_vec3 ra = q_rotate(a->q, c->ra);
+        sim_vec3 rb = b != NULL ? q_rotate(b->q, c->rb) : v3(0.0f, 0.0f, 0.0f);
+        sim_vec3 vrel = point_velocity(a, ra, false);
+        if (b != NULL) {
+            vrel = v3_sub(vrel, point_velocity(b, rb, false));
+        }
+        float vn = v3_dot(vrel, c->n);
+        sim_vec3 vt = v3_sub(vrel, v3_scale(c->n, vn));
+        const float jn = c->lambda / h; // Normal impulse of the substep, N·s.
+
+        // Restitution (eq. 34): the normal speed leaves at e × the speed it
+        // arrived with; slow contacts (under 2|g|h) do not bounce.
+        float want = c->vn_pre < -rest ? -e * c->vn_pre : 0.0f;
+        if (c->vn_pre < 0.0f && vn < want) {
+            float wn = sim__inv_mass_at(a, ra, c->n, false) + sim__inv_mass_at(b, rb, c->n, false);
+            if (wn > 0.0f) {
+                impulse_pair(a, b, ra, rb, v3_scale(c->n, (want - vn) / wn));
+            }
+        }
+        // Dynamic Coulomb friction (eq. 30-31): a tangential impulse that
+        // stops the slip, at most μ times the normal impulse.
+        float vtl = v3_len(vt);
+        if (vtl > 1e-9f) {
+            sim_vec3 t = v3_scale(vt, 1.0f / vtl);
+            float wt = sim__inv_mass_at(a, ra, t, false) + sim__inv_mass_at(b, rb, t, false);
+            if (wt > 0.0f) {
+                impulse_pair(a, b, ra, rb, v3_scale(t, -fminf(vtl / wt, mu * jn)));
+            }
+        }
+        // Rolling resistance: soft bodies touch over a patch, not a point,
+        // so a capsule does not roll forever on the floor. A torque of at
+        // most SIM__ROLLING × radius × the normal impulse opposes the
+        // relative angular velocity across the normal.
+        sim_vec3 wrel = b != NULL ? v3_sub(a->w, b->w) : a->w;
+        sim_vec3 wr = v3_sub(wrel, v3_scale(c->n, v3_dot(wrel, c->n)));
+        float wrl = v3_len(wr);
+        if (wrl > 1e-9f) {
+            sim_vec3 dir = v3_scale(wr, 1.0f / wrl);
+            sim_vec3 zero = v3(0.0f, 0.0f, 0.0f);
+            float ww = sim__inv_mass_at(a, zero, dir, true) + sim__inv_mass_at(b, zero, dir, true);
+            float cap = SIM__ROLLING * w->binfo[c->a].radius * jn;
+            if (ww > 0.0f) {
+                sim__apply_angular_impulse(a, b, v3_scale(dir, -fminf(wrl / ww, cap)));
+            }
+        }
+    }
+}
+
+bool sim__particle_vs_bodies(sim_world* w, sim_vec3* p, float r, sim_vec3* n_out, float* push) {
+    if (w->b_count == 0) {
+        return false;
+    }
+    int32_t cx = cell_of(p->x), cy = cell_of(p->y), cz = cell_of(p->z);
+    bool hit = false;
+    for (int32_t k = w->grid_head[cell_hash(cx, cy, cz)]; k >= 0; k = w->grid[k].next) {
+        const sim__grid_entry* e = &w->grid[k];
+        if (e->cx != cx || e->cy != cy || e->cz != cz) {
+            continue;
+        }
+        const sim__body_info* bi = &w->binfo[e->body];
+        sim_vec3 s0, s1;
+        sim__body_segment(&w->body[e->body], bi, &s0, &s1);
+        sim_vec3 q = closest_on_segment(s0, s1, *p, NULL);
+        sim_vec3 d = v3_sub(*p, q);
+        float dist = v3_len(d), rr = bi->radius + r;
+        if (dist >= rr) {
+            continue;
+        }
+        sim_vec3 n = dist > 1e-6f ? v3_scale(d, 1.0f / dist) : v3(0.0f, 1.0f, 0.0f);
+        *p = v3_add(q, v3_scale(n, rr));
+        *push += rr - dist;
+        *n_out = n;
+        hit = true;
+    }
+    return hit;
+}

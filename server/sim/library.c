@@ -1,0 +1,431 @@
+/*
+ * library.c: skeletons and animation clips, shared read-only by worlds.
+ *
+ * Adding a skeleton validates it and derives, from its bind pose, every
+ * bone's body frame (capsule centre, local +X along the bone), its mass
+ * properties (a solid capsule), the joint frames in both bodies (so that a
+ * character spawned in its bind pose violates no limit) and which bone pairs
+ * never collide (parent and child, and bones whose capsules already overlap
+ * in the bind pose). Clips are stored with their rotations converted to
+ * each bone's local frame. Sampling and forward kinematics live here too.
+ *
+ * The library does no I/O: the application parses asset files into
+ * sim_skeleton_def / sim_clip_def.
+ */
+#include "rigid.h"
+#include "world.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PI_F 3.14159265f
+// A thin bone's inertia about its own axis is tiny (a foot's is a tenth of
+// the other two), so every small joint correction spins it; ragdoll rigs
+// inflate it (PhysX's inertia scaling for ragdolls). At half the cross
+// moment a ragdoll comes fully to rest (measured: feet spun at 8 rad/s at
+// rest with the true value, under 0.2 rad/s with this).
+#define AXIAL_INERTIA_MIN 0.5f
+
+int sim_library_create(sim_library** out) {
+    if (out == NULL) {
+        return SIM_E_INVALID_ARG;
+    }
+    sim_library* lib = calloc(1, sizeof *lib);
+    if (lib == NULL) {
+        return SIM_E_NOMEM;
+    }
+    *out = lib;
+    return SIM_OK;
+}
+
+static void clip_free(sim__clip* c) {
+    if (c != NULL) {
+        free(c->times);
+        free(c->root_pos);
+        free(c->root_rot);
+        free(c->rot);
+        free(c);
+    }
+}
+
+void sim_library_destroy(sim_library* lib) {
+    if (lib == NULL) {
+        return;
+    }
+    for (uint32_t i = 0; i < lib->skel_count; ++i) {
+        for (uint32_t k = 0; k < lib->skels[i]->clip_count; ++k) {
+            clip_free(lib->skels[i]->clips[k]);
+        }
+        free(lib->skels[i]);
+    }
+    free(lib);
+}
+
+const sim__skel* sim__library_skel(const sim_library* lib, const char* name) {
+    if (lib == NULL || name == NULL) {
+        return NULL;
+    }
+    for (uint32_t i = 0; i < lib->skel_count; ++i) {
+        if (strncmp(lib->skels[i]->def.name, name, SIM_NAME_MAX) == 0) {
+            return lib->skels[i];
+        }
+    }
+    return NULL;
+}
+
+const sim_skeleton_def* sim_library_skeleton(const sim_library* lib, const char* name) {
+    const sim__skel* sk = sim__library_skel(lib, name);
+    return sk != NULL ? &sk->def : NULL;
+}
+
+const sim__clip* sim__skel_clip(const sim__skel* sk, const char* name) {
+    for (uint32_t i = 0; sk != NULL && name != NULL && i < sk->clip_count; ++i) {
+        if (strncmp(sk->clips[i]->name, name, SIM_NAME_MAX) == 0) {
+            return sk->clips[i];
+        }
+    }
+    return NULL;
+}
+
+float sim_library_clip_duration(const sim_library* lib, const char* skeleton, const char* clip) {
+    const sim__clip* c = sim__skel_clip(sim__library_skel(lib, skeleton), clip);
+    return c != NULL ? c->duration : (float)SIM_E_UNKNOWN_NAME;
+}
+
+// ---------------------------------------------------------------------------
+// Geometry helpers
+// ---------------------------------------------------------------------------
+
+// The rotation whose columns are the orthonormal basis (x, y, z).
+static sim_quat q_from_basis(sim_vec3 x, sim_vec3 y, sim_vec3 z) {
+    // Shepperd's method: pick the largest diagonal term for stability.
+    float m00 = x.x, m11 = y.y, m22 = z.z;
+    float tr = m00 + m11 + m22;
+    sim_quat q;
+    if (tr > 0.0f) {
+        float s = sqrtf(tr + 1.0f) * 2.0f;
+        q = q4((y.z - z.y) / s, (z.x - x.z) / s, (x.y - y.x) / s, 0.25f * s);
+    } else if (m00 > m11 && m00 > m22) {
+        float s = sqrtf(1.0f + m00 - m11 - m22) * 2.0f;
+        q = q4(0.25f * s, (y.x + x.y) / s, (z.x + x.z) / s, (y.z - z.y) / s);
+    } else if (m11 > m22) {
+        float s = sqrtf(1.0f + m11 - m00 - m22) * 2.0f;
+        q = q4((y.x + x.y) / s, 0.25f * s, (z.y + y.z) / s, (z.x - x.z) / s);
+    } else {
+        float s = sqrtf(1.0f + m22 - m00 - m11) * 2.0f;
+        q = q4((z.x + x.z) / s, (z.y + y.z) / s, 0.25f * s, (x.y - y.x) / s);
+    }
+    return q_normalize(q);
+}
+
+// A joint frame with +X along `x` and +Y as close to `y_hint` as possible.
+static sim_quat frame_from(sim_vec3 x, sim_vec3 y_hint) {
+    x = v3_normalize(x);
+    sim_vec3 y = v3_sub(y_hint, v3_scale(x, v3_dot(y_hint, x)));
+    if (v3_len(y) < 1e-4f) {
+        // Any perpendicular will do.
+        y = fabsf(x.y) < 0.9f ? v3_cross(v3(0.0f, 1.0f, 0.0f), x)
+                              : v3_cross(v3(1.0f, 0.0f, 0.0f), x);
+    }
+    y = v3_normalize(y);
+    return q_from_basis(x, y, v3_cross(x, y));
+}
+
+// Closest distance between segments p0-p1 and q0-q1 (Ericson, Real-Time
+// Collision Detection, §5.1.9).
+static float segment_distance(sim_vec3 p0, sim_vec3 p1, sim_vec3 q0, sim_vec3 q1) {
+    sim_vec3 d1 = v3_sub(p1, p0), d2 = v3_sub(q1, q0), r = v3_sub(p0, q0);
+    float a = v3_dot(d1, d1), e = v3_dot(d2, d2), f = v3_dot(d2, r);
+    float s = 0.0f, t = 0.0f;
+    if (a <= 1e-12f && e <= 1e-12f) {
+        return v3_len(r);
+    }
+    if (a <= 1e-12f) {
+        t = fminf(fmaxf(f / e, 0.0f), 1.0f);
+    } else {
+        float c = v3_dot(d1, r);
+        if (e <= 1e-12f) {
+            s = fminf(fmaxf(-c / a, 0.0f), 1.0f);
+        } else {
+            float b = v3_dot(d1, d2), denom = a * e - b * b;
+            s = denom > 1e-12f ? fminf(fmaxf((b * f - c * e) / denom, 0.0f), 1.0f) : 0.0f;
+            t = (b * s + f) / e;
+            if (t < 0.0f) {
+                t = 0.0f;
+                s = fminf(fmaxf(-c / a, 0.0f), 1.0f);
+            } else if (t > 1.0f) {
+                t = 1.0f;
+                s = fminf(fmaxf((b - c) / a, 0.0f), 1.0f);
+            }
+        }
+    }
+    return v3_len(v3_sub(v3_add(p0, v3_scale(d1, s)), v3_add(q0, v3_scale(d2, t))));
+}
+
+// Principal moments of a solid capsule of mass m, radius r and segment
+// half-length h along local +X: a cylinder of length 2h and two hemispheres,
+// with the parallel-axis term for the hemispheres' centroids 3r/8 out.
+static sim_vec3 capsule_inertia(float m, float r, float h) {
+    float cyl_v = PI_F * r * r * 2.0f * h;
+    float sph_v = (4.0f / 3.0f) * PI_F * r * r * r;
+    float mc = m * cyl_v / (cyl_v + sph_v), ms = m - mc;
+    float H = 2.0f * h;
+    float ix = mc * r * r / 2.0f + ms * 2.0f * r * r / 5.0f;
+    float iy = mc * (r * r / 4.0f + H * H / 12.0f) +
+               ms * (2.0f * r * r / 5.0f + H * H / 4.0f + 3.0f * H * r / 8.0f);
+    return v3(fmaxf(ix, AXIAL_INERTIA_MIN * iy), iy, iy);
+}
+
+// ---------------------------------------------------------------------------
+// Skeletons
+// ---------------------------------------------------------------------------
+
+static bool finite3(sim_vec3 v) {
+    return sim_vec3_is_finite(v);
+}
+
+// A name is 1..SIM_NAME_MAX-1 bytes, NUL-terminated within its array.
+static bool valid_name(const char* s) {
+    const char* end = memchr(s, '\0', SIM_NAME_MAX);
+    return end != NULL && end != s;
+}
+
+static int validate_skeleton(const sim_library* lib, const sim_skeleton_def* d) {
+    if (!valid_name(d->name) || sim__library_skel(lib, d->name) != NULL) {
+        return SIM_E_INVALID_ARG;
+    }
+    if (d->bone_count < 1 || d->bone_count > SIM_MAX_BONES || d->up_bone >= d->bone_count) {
+        return SIM_E_OUT_OF_RANGE;
+    }
+    for (uint32_t i = 0; i < d->bone_count; ++i) {
+        const sim_bone_def* b = &d->bones[i];
+        if (!valid_name(b->name)) {
+            return SIM_E_INVALID_ARG;
+        }
+        for (uint32_t k = 0; k < i; ++k) {
+            if (strncmp(d->bones[k].name, b->name, SIM_NAME_MAX) == 0) {
+                return SIM_E_INVALID_ARG;
+            }
+        }
+        // Parents come first, so one forward pass can pose the skeleton.
+        if ((i == 0) != (b->parent < 0) || (i > 0 && b->parent >= (int)i)) {
+            return SIM_E_INVALID_ARG;
+        }
+        if (!finite3(b->head) || !finite3(b->tail) || !finite3(b->axis) ||
+            !sim_is_finite(b->radius) || !sim_is_finite(b->mass) || !sim_is_finite(b->swing1) ||
+            !sim_is_finite(b->swing2) || !sim_is_finite(b->twist_min) ||
+            !sim_is_finite(b->twist_max)) {
+            return SIM_E_NOT_FINITE;
+        }
+        sim_vec3 dir = v3_sub(b->tail, b->head);
+        if (v3_len(dir) < 0.01f || b->radius <= 0.0f || b->radius > 1.0f || b->mass <= 0.0f ||
+            b->mass > 1000.0f) {
+            return SIM_E_OUT_OF_RANGE;
+        }
+        if (i == 0) {
+            continue;
+        }
+        if (b->joint != SIM_JOINT_BALL && b->joint != SIM_JOINT_HINGE &&
+            b->joint != SIM_JOINT_FIXED) {
+            return SIM_E_INVALID_ARG;
+        }
+        if (b->joint != SIM_JOINT_FIXED) {
+            // The axis must stand off the bone, or no frame can be built.
+            sim_vec3 c = v3_cross(v3_normalize(dir), v3_normalize(b->axis));
+            if (v3_len(b->axis) < 1e-6f || v3_len(c) < 0.1f) {
+                return SIM_E_OUT_OF_RANGE;
+            }
+        }
+        if (b->swing1 < 0.0f || b->swing1 >= PI_F || b->swing2 < 0.0f || b->swing2 >= PI_F ||
+            b->twist_min > b->twist_max || b->twist_min < -PI_F || b->twist_max > PI_F) {
+            return SIM_E_OUT_OF_RANGE;
+        }
+    }
+    return SIM_OK;
+}
+
+int sim_library_add_skeleton(sim_library* lib, const sim_skeleton_def* def) {
+    if (lib == NULL || def == NULL) {
+        return SIM_E_INVALID_ARG;
+    }
+    int rc = validate_skeleton(lib, def);
+    if (rc != SIM_OK) {
+        return rc;
+    }
+    if (lib->skel_count == SIM__MAX_SKELETONS) {
+        return SIM_E_CAPACITY;
+    }
+    sim__skel* sk = calloc(1, sizeof *sk);
+    if (sk == NULL) {
+        return SIM_E_NOMEM;
+    }
+    sk->def = *def;
+    const uint32_t n = def->bone_count;
+    for (uint32_t i = 0; i < n; ++i) {
+        const sim_bone_def* b = &def->bones[i];
+        sim_vec3 dir = v3_sub(b->tail, b->head);
+        sk->bind_x[i] = v3_scale(v3_add(b->head, b->tail), 0.5f);
+        sk->bind_q[i] = q_from_to(v3(1.0f, 0.0f, 0.0f), v3_normalize(dir));
+        sk->half_len[i] = 0.5f * v3_len(dir);
+        sk->mass[i] = b->mass;
+        sk->inertia[i] = capsule_inertia(b->mass, b->radius, sk->half_len[i]);
+    }
+    // Ragdoll hygiene (Jolt): a parent's inertia no lower than its
+    // children's, so light limbs cannot whip a heavy body around.
+    for (uint32_t i = n; i-- > 1;) {
+        uint32_t p = (uint32_t)def->bones[i].parent;
+        sim_vec3 c = sk->inertia[i];
+        float most = fmaxf(c.x, fmaxf(c.y, c.z));
+        sim_vec3* ip = &sk->inertia[p];
+        ip->x = fmaxf(ip->x, most);
+        ip->y = fmaxf(ip->y, most);
+        ip->z = fmaxf(ip->z, most);
+    }
+    for (uint32_t i = 1; i < n; ++i) {
+        const sim_bone_def* b = &def->bones[i];
+        uint32_t p = (uint32_t)b->parent;
+        sim_vec3 dir = v3_normalize(v3_sub(b->tail, b->head));
+        sim_quat J;
+        if (b->joint == SIM_JOINT_HINGE) {
+            J = frame_from(b->axis, dir); // twist axis = the hinge axis
+        } else {
+            J = frame_from(dir, b->axis); // twist along the bone, swing1 about axis
+        }
+        sim_quat ip = q_conj(sk->bind_q[p]), ic = q_conj(sk->bind_q[i]);
+        sk->frame_p[i] = q_normalize(q_mul(ip, J));
+        sk->frame_c[i] = q_normalize(q_mul(ic, J));
+        sk->anchor_p[i] = q_rotate(ip, v3_sub(b->head, sk->bind_x[p]));
+        sk->anchor_c[i] = q_rotate(ic, v3_sub(b->head, sk->bind_x[i]));
+        sk->local_q[i] = q_normalize(q_mul(ip, sk->bind_q[i]));
+    }
+    sk->local_q[0] = q_identity();
+    // Bones that are parent and child, or that overlap in the bind pose,
+    // never collide: they would fight their own joint from the first tick.
+    for (uint32_t i = 0; i < n; ++i) {
+        for (uint32_t j = i + 1; j < n; ++j) {
+            const sim_bone_def* a = &def->bones[i];
+            const sim_bone_def* b = &def->bones[j];
+            bool family = b->parent == (int)i || a->parent == (int)j;
+            float d = segment_distance(a->head, a->tail, b->head, b->tail);
+            if (family || d < a->radius + b->radius + 0.01f) {
+                sk->no_collide[i] |= 1u << j;
+                sk->no_collide[j] |= 1u << i;
+            }
+        }
+    }
+    for (uint32_t i = n; i-- > 1;) {
+        uint32_t p = (uint32_t)def->bones[i].parent;
+        sk->children[p] |= sk->children[i] | (1u << i);
+    }
+    lib->skels[lib->skel_count++] = sk;
+    return SIM_OK;
+}
+
+// ---------------------------------------------------------------------------
+// Clips
+// ---------------------------------------------------------------------------
+
+int sim_library_add_clip(sim_library* lib, const char* skeleton, const sim_clip_def* def) {
+    if (lib == NULL || def == NULL || skeleton == NULL) {
+        return SIM_E_INVALID_ARG;
+    }
+    sim__skel* sk = NULL;
+    for (uint32_t i = 0; i < lib->skel_count; ++i) {
+        if (strncmp(lib->skels[i]->def.name, skeleton, SIM_NAME_MAX) == 0) {
+            sk = lib->skels[i];
+        }
+    }
+    if (sk == NULL) {
+        return SIM_E_UNKNOWN_NAME;
+    }
+    const uint32_t n = sk->def.bone_count, k = def->key_count;
+    if (!valid_name(def->name) || sim__skel_clip(sk, def->name) != NULL || def->bone_count != n ||
+        k < 1 || k > 1024 || def->times == NULL || def->root_pos == NULL || def->root_rot == NULL ||
+        def->rot == NULL) {
+        return SIM_E_INVALID_ARG;
+    }
+    for (uint32_t i = 0; i < k; ++i) {
+        if (!sim_is_finite(def->times[i]) || !finite3(def->root_pos[i])) {
+            return SIM_E_NOT_FINITE;
+        }
+        if ((i == 0 && def->times[0] != 0.0f) || (i > 0 && def->times[i] <= def->times[i - 1])) {
+            return SIM_E_INVALID_ARG;
+        }
+        for (uint32_t b = 0; b <= n; ++b) {
+            sim_quat q = b < n ? def->rot[i * n + b] : def->root_rot[i];
+            if (!sim_is_finite(q.x) || !sim_is_finite(q.y) || !sim_is_finite(q.z) ||
+                !sim_is_finite(q.w) || q_dot(q, q) < 0.5f) {
+                return SIM_E_NOT_FINITE;
+            }
+        }
+    }
+    if (sk->clip_count == SIM__MAX_CLIPS) {
+        return SIM_E_CAPACITY;
+    }
+    sim__clip* c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        return SIM_E_NOMEM;
+    }
+    c->times = malloc(k * sizeof *c->times);
+    c->root_pos = malloc(k * sizeof *c->root_pos);
+    c->root_rot = malloc(k * sizeof *c->root_rot);
+    c->rot = malloc((size_t)k * n * sizeof *c->rot);
+    if (c->times == NULL || c->root_pos == NULL || c->root_rot == NULL || c->rot == NULL) {
+        clip_free(c);
+        return SIM_E_NOMEM;
+    }
+    memcpy(c->name, def->name, SIM_NAME_MAX);
+    c->name[SIM_NAME_MAX - 1] = '\0';
+    c->loop = def->loop;
+    c->key_count = k;
+    c->duration = def->times[k - 1];
+    for (uint32_t i = 0; i < k; ++i) {
+        c->times[i] = def->times[i];
+        c->root_pos[i] = def->root_pos[i];
+        c->root_rot[i] = q_normalize(def->root_rot[i]);
+        for (uint32_t b = 0; b < n; ++b) {
+            // Authored as a model-space rotation of the bone about its bind
+            // pose; FK applies it in the bone's own frame: a = B⁻¹ R B.
+            sim_quat R = q_normalize(def->rot[i * n + b]);
+            c->rot[i * n + b] = q_normalize(q_mul(q_mul(q_conj(sk->bind_q[b]), R), sk->bind_q[b]));
+        }
+    }
+    sk->clips[sk->clip_count++] = c;
+    return SIM_OK;
+}
+
+void sim__clip_sample(const sim__skel* sk, const sim__clip* clip, float t, sim_vec3* root_pos,
+                      sim_quat* root_rot, sim_quat* local) {
+    const uint32_t n = sk->def.bone_count, k = clip->key_count;
+    if (clip->loop && clip->duration > 0.0f) {
+        t = fmodf(t, clip->duration);
+        t = t < 0.0f ? t + clip->duration : t;
+    }
+    t = fminf(fmaxf(t, 0.0f), clip->duration);
+    uint32_t a = 0;
+    while (a + 1 < k && clip->times[a + 1] <= t) {
+        a++;
+    }
+    uint32_t b = a + 1 < k ? a + 1 : a;
+    float span = clip->times[b] - clip->times[a];
+    float u = span > 0.0f ? (t - clip->times[a]) / span : 0.0f;
+    sim_vec3 pa = clip->root_pos[a], pb = clip->root_pos[b];
+    *root_pos = v3_add(pa, v3_scale(v3_sub(pb, pa), u));
+    *root_rot = q_slerp(clip->root_rot[a], clip->root_rot[b], u);
+    for (uint32_t i = 0; i < n; ++i) {
+        local[i] = q_slerp(clip->rot[a * n + i], clip->rot[b * n + i], u);
+    }
+}
+
+void sim__skel_pose(const sim__skel* sk, sim_vec3 origin, float yaw, sim_vec3 root_pos,
+                    sim_quat root_rot, const sim_quat* local, sim_vec3* x, sim_quat* q) {
+    sim_quat yq = q_from_axis_angle(v3(0.0f, 1.0f, 0.0f), yaw);
+    q[0] = q_normalize(q_mul(q_mul(yq, root_rot), sk->bind_q[0]));
+    x[0] = v3_add(origin, q_rotate(yq, root_pos));
+    for (uint32_t i = 1; i < sk->def.bone_count; ++i) {
+        uint32_t p = (uint32_t)sk->def.bones[i].parent;
+        q[i] = q_normalize(q_mul(q_mul(q[p], sk->local_q[i]), local[i]));
+        sim_vec3 joint = v3_add(x[p], q_rotate(q[p], sk->anchor_p[i]));
+        x[i] = v3_sub(joint, q_rotate(q[i], sk->anchor_c[i]));
+    }
+}

@@ -1,0 +1,186 @@
+/*
+ * rigid.h: private structures and functions of the rigid-body part of the
+ * simulator: the skeleton library (library.c), bodies and joints solved as
+ * XPBD rigid bodies (rigid.c, Müller et al. 2020, "Detailed Rigid Body
+ * Simulation with Extended Position Based Dynamics"), contacts (contact.c)
+ * and characters (character.c).
+ *
+ * Body frames: a bone's body frame sits at its capsule centre with local +X
+ * along the capsule (head → tail in the bind pose). A ball's frame is its
+ * centre. Joint frames: local +X is the twist axis (the bone for a ball
+ * joint, the hinge axis for a hinge), +Y the swing1 axis.
+ */
+#pragma once
+
+#include "quat.h"
+#include "sim.h"
+
+#define SIM__MAX_SKELETONS 16
+#define SIM__MAX_CLIPS     64
+#define SIM__NO_BODY       UINT32_MAX
+
+// ---------------------------------------------------------------------------
+// Library
+// ---------------------------------------------------------------------------
+
+/// A clip as stored: rotations converted to each bone's local frame.
+typedef struct sim__clip {
+    char name[SIM_NAME_MAX];
+    bool loop;
+    uint32_t key_count;
+    float duration;
+    float* times;
+    sim_vec3* root_pos;
+    sim_quat* root_rot; ///< Model-space rotation of the root relative to its bind pose.
+    sim_quat* rot;      ///< key_count × bone_count local rotations (bone frame).
+} sim__clip;
+
+/// A skeleton with everything derived from its bind pose.
+typedef struct sim__skel {
+    sim_skeleton_def def;
+    sim_vec3 bind_x[SIM_MAX_BONES]; ///< Body centre in model space.
+    sim_quat bind_q[SIM_MAX_BONES]; ///< Body orientation in model space.
+    float half_len[SIM_MAX_BONES];  ///< Half the capsule's segment, m.
+    float mass[SIM_MAX_BONES];
+    sim_vec3 inertia[SIM_MAX_BONES]; ///< Principal moments in the body frame, kg·m².
+    // Joint of bone i to its parent (i > 0).
+    sim_vec3 anchor_p[SIM_MAX_BONES];   ///< Joint point in the parent's body frame.
+    sim_vec3 anchor_c[SIM_MAX_BONES];   ///< Joint point in the bone's body frame.
+    sim_quat frame_p[SIM_MAX_BONES];    ///< Joint frame in the parent's body frame.
+    sim_quat frame_c[SIM_MAX_BONES];    ///< Joint frame in the bone's body frame.
+    sim_quat local_q[SIM_MAX_BONES];    ///< Bind orientation relative to the parent.
+    uint32_t no_collide[SIM_MAX_BONES]; ///< Bit j: bones i and j never collide.
+    uint32_t children[SIM_MAX_BONES];   ///< Bit j: j is a descendant of i.
+    sim__clip* clips[SIM__MAX_CLIPS];
+    uint32_t clip_count;
+} sim__skel;
+
+struct sim_library {
+    sim__skel* skels[SIM__MAX_SKELETONS];
+    uint32_t skel_count;
+};
+
+/// The skeleton of that name, or NULL.
+const sim__skel* sim__library_skel(const sim_library* lib, const char* name);
+
+/// The skeleton's clip of that name, or NULL.
+const sim__clip* sim__skel_clip(const sim__skel* sk, const char* name);
+
+/// Samples a clip at time t (s; wrapped for looping clips, clamped
+/// otherwise): root position and rotation in the character frame, and each
+/// bone's local rotation.
+void sim__clip_sample(const sim__skel* sk, const sim__clip* clip, float t, sim_vec3* root_pos,
+                      sim_quat* root_rot, sim_quat* local);
+
+/// Forward kinematics: body poses in the world from a sampled clip and the
+/// character's origin and yaw.
+void sim__skel_pose(const sim__skel* sk, sim_vec3 origin, float yaw, sim_vec3 root_pos,
+                    sim_quat root_rot, const sim_quat* local, sim_vec3* x, sim_quat* q);
+
+// ---------------------------------------------------------------------------
+// Bodies and joints
+// ---------------------------------------------------------------------------
+
+/// A rigid body's state (hot data).
+typedef struct sim__body {
+    sim_vec3 x;           ///< Centre, m.
+    sim_quat q;           ///< Orientation.
+    sim_vec3 v;           ///< Linear velocity, m/s.
+    sim_vec3 w;           ///< Angular velocity (world), rad/s.
+    sim_vec3 x_prev;      ///< Position at the start of the substep.
+    sim_quat q_prev;      ///< Orientation at the start of the substep.
+    sim_vec3 v_pre;       ///< Velocity before the substep's solve (restitution).
+    sim_vec3 w_pre;       ///< Angular velocity before the substep's solve.
+    float inv_mass;       ///< 1/kg; 0 for a kinematic body.
+    sim_vec3 inv_inertia; ///< Principal inverse moments in the body frame; 0 if kinematic.
+} sim__body;
+
+/// A rigid body's fixed facts (cold data).
+typedef struct sim__body_info {
+    float radius;   ///< Capsule or sphere radius, m.
+    float half_len; ///< Half the capsule's segment along local +X, m (0: a sphere).
+    float mass;     ///< kg, kept to restore inv_mass when a bone turns dynamic.
+    sim_vec3 inertia;
+    uint32_t slot;       ///< Owning entity's slot.
+    uint32_t bone;       ///< Bone index within its character (0 for a ball).
+    uint32_t no_collide; ///< Bit j: never collides with bone j of the same character.
+} sim__body_info;
+
+/// A joint between a bone and its parent, indices local to the entity.
+typedef struct sim__bjoint {
+    uint32_t parent, child;
+    sim_vec3 anchor_p, anchor_c;
+    sim_quat frame_p, frame_c;
+    uint32_t kind; ///< sim_joint_kind.
+    float swing1, swing2, twist_min, twist_max;
+    float kp, kd;    ///< Drive gains in effect, N·m/rad and N·m·s/rad.
+    sim_quat target; ///< Drive target: relative rotation of the joint frames.
+} sim__bjoint;
+
+/// The joint's relative rotation: (q_p·frame_p)⁻¹ (q_c·frame_c).
+sim_quat sim__joint_relative(const sim__body* p, const sim__body* c, const sim__bjoint* j);
+
+/// Clamps a relative rotation to a joint's swing-twist limits (Jolt's
+/// decomposition: twist about +X in [twist_min, twist_max], swing inside the
+/// ellipse of half-angle-sines sin(swing1/2), sin(swing2/2)). Returns true
+/// when it had to clamp.
+bool sim__joint_clamp(const sim__bjoint* j, sim_quat rel, sim_quat* clamped);
+
+/// Solves one joint's position-level constraints for one substep of length
+/// h: the attachment (the two anchors coincide), the swing-twist limits and,
+/// with kp > 0, the PD drive as a compliant angular constraint (compliance
+/// 1/kp, torque capped at SIM_MAX_DRIVE_TORQUE) when `drive` is set.
+/// Müller et al. 2020 §3.3-3.4.
+void sim__joint_solve(sim__body* p, sim__body* c, const sim__bjoint* j, float h, bool drive);
+
+/// Velocity-level drive damping of one joint: τ = -kd·ω_rel, implicit so it
+/// is stable at any gain.
+void sim__joint_damp(sim__body* p, sim__body* c, const sim__bjoint* j, float h);
+
+/// Applies a positional correction `corr` (m) between a point r1 (world
+/// offset from the centre) of body b1 and a point r2 of body b2: b1's point
+/// moves along +corr, b2's along -corr, shared by generalised inverse
+/// masses (Müller et al. 2020, eq. 2-7). b2 may be NULL (static). Returns
+/// the impulse magnitude (N·s·s, the λ increment). The fraction `still` of
+/// the correction moves the bodies' start-of-substep poses too, so it
+/// creates no velocity (a push-out of old penetration, not a collision).
+float sim__apply_positional(sim__body* b1, sim__body* b2, sim_vec3 r1, sim_vec3 r2, sim_vec3 corr,
+                            float compliance, float h, float still);
+
+/// Applies an angular correction: b1 turns by +rot (rad, world rotation
+/// vector), b2 by -rot, shared by generalised inverse inertias (eq. 11-13).
+/// `max_lambda` > 0 caps the impulse. Returns the impulse magnitude.
+float sim__apply_angular(sim__body* b1, sim__body* b2, sim_vec3 rot, float compliance, float h,
+                         float max_lambda);
+
+/// Generalised inverse mass of body b for a unit direction n at world offset
+/// r (r = 0 for the angular one with `angular` set): 1/m + (r×n)ᵀI⁻¹(r×n),
+/// or nᵀI⁻¹n.
+float sim__inv_mass_at(const sim__body* b, sim_vec3 r, sim_vec3 n, bool angular);
+
+/// Applies an angular impulse L (N·m·s, world) to a and -L to b (either may
+/// be NULL or kinematic, and then does not move).
+void sim__apply_angular_impulse(sim__body* a, sim__body* b, sim_vec3 L);
+
+/// Applies an impulse p (N·s) at world offset r to b's velocities.
+void sim__apply_impulse_at(sim__body* b, sim_vec3 r, sim_vec3 p);
+
+/// Capsule segment end points of a body in the world.
+void sim__body_segment(const sim__body* b, const sim__body_info* bi, sim_vec3* p0, sim_vec3* p1);
+
+// ---------------------------------------------------------------------------
+// Contacts
+// ---------------------------------------------------------------------------
+
+/// Finds candidate body pairs for this tick (a uniform hash grid over
+/// bounding boxes swept by each body's velocity over dt).
+void sim__contacts_begin_tick(sim_world* w, float dt);
+
+/// Solves contacts for one substep: bodies against the ground and boxes,
+/// body pairs, and pushes particles out of bodies (one way). Positions only,
+/// with static friction; records what the velocity pass needs.
+void sim__contacts_solve(sim_world* w, float h);
+
+/// Velocity pass of the substep's contacts: restitution and dynamic
+/// (Coulomb) friction (Müller et al. 2020, §3.5-3.6).
+void sim__contacts_velocities(sim_world* w, float h);
