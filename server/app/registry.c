@@ -260,6 +260,9 @@ static rdp_kind kind_of(sim_entity_kind k) {
         return RDP_KIND_CLOTH;
     case SIM_ENTITY_RAGDOLL:
         return RDP_KIND_RAGDOLL;
+    case SIM_ENTITY_CHARACTER:
+    case SIM_ENTITY_BALL:
+        break;
     }
     return RDP_KIND_ROPE;
 }

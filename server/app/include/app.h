@@ -11,6 +11,9 @@
  */
 #pragma once
 
+#include "assets.h"
+#include "sim.h"
+
 #include <uv.h>
 
 #include <stdbool.h>
