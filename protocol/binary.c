@@ -59,7 +59,9 @@ static uint64_t get_u64(const uint8_t* p) {
 size_t rdp_snapshot_binary_size(const rdp_snapshot* s) {
     size_t n = RDP_BIN_HEADER_BYTES;
     for (uint32_t k = 0; k < s->entity_count; ++k) {
-        n += RDP_BIN_ENTITY_BYTES + 12u * (size_t)s->entities[k].particle_count;
+        const rdp_entity_state* e = &s->entities[k];
+        n += RDP_BIN_ENTITY_BYTES + (rdp_kind_is_rigid(e->kind) ? 28u * (size_t)e->body_count
+                                                                : 12u * (size_t)e->particle_count);
     }
     return n;
 }
@@ -82,10 +84,18 @@ size_t rdp_snapshot_binary(const rdp_snapshot* s, uint8_t* buf, size_t cap) {
         const rdp_entity_state* e = &s->entities[k];
         p = put_u64(p, e->entity);
         p[0] = (uint8_t)e->kind;
-        p[1] = p[2] = p[3] = 0;
-        p = put_u32(p + 4, e->particle_count);
-        for (uint32_t i = 0; i < 3 * e->particle_count; ++i) {
-            p = put_f32(p, e->xyz[i]);
+        p[1] = rdp_state_code(e->state);
+        p[2] = p[3] = 0;
+        if (rdp_kind_is_rigid(e->kind)) {
+            p = put_u32(p + 4, e->body_count);
+            for (uint32_t i = 0; i < 7 * e->body_count; ++i) {
+                p = put_f32(p, e->pose[i]);
+            }
+        } else {
+            p = put_u32(p + 4, e->particle_count);
+            for (uint32_t i = 0; i < 3 * e->particle_count; ++i) {
+                p = put_f32(p, e->xyz[i]);
+            }
         }
     }
     return (size_t)(p - buf);
@@ -121,8 +131,9 @@ int rdp_bin_next(rdp_bin_reader* rd, rdp_bin_entity* out) {
     const uint8_t* p = rd->buf + rd->off;
     out->entity = get_u64(p);
     out->kind = (rdp_kind)p[8];
+    out->state = p[9];
     out->particle_count = get_u32(p + 12);
-    size_t body = 12u * (size_t)out->particle_count;
+    size_t body = (rdp_kind_is_rigid(out->kind) ? 28u : 12u) * (size_t)out->particle_count;
     if (rd->len - rd->off - RDP_BIN_ENTITY_BYTES < body) {
         return -1;
     }
@@ -137,4 +148,21 @@ void rdp_bin_entity_position(const rdp_bin_entity* e, uint32_t i, float out[3]) 
         uint32_t bits = get_u32(e->xyz + 12u * i + 4u * (uint32_t)k);
         memcpy(&out[k], &bits, sizeof bits);
     }
+}
+
+void rdp_bin_entity_pose(const rdp_bin_entity* e, uint32_t i, float out[7]) {
+    for (int k = 0; k < 7; ++k) {
+        uint32_t bits = get_u32(e->xyz + 28u * i + 4u * (uint32_t)k);
+        memcpy(&out[k], &bits, sizeof bits);
+    }
+}
+
+uint8_t rdp_state_code(const char* state) {
+    static const char* const names[] = {"animated", "ragdoll", "getting_up", "partial"};
+    for (uint8_t i = 0; state != NULL && i < 4; ++i) {
+        if (strcmp(state, names[i]) == 0) {
+            return i;
+        }
+    }
+    return 0;
 }

@@ -23,6 +23,7 @@ typedef enum field_type {
     F_VEC3,   ///< [x, y, z], each |c| <= hi → rdp_vec3.
     F_STRING, ///< 1..hi bytes of UTF-8, no control characters → char[].
     F_ENUM,   ///< One of `choices` → uint32_t (the matching `values` entry).
+    F_NAMES,  ///< Array of 0..hi strings of 1..RDP_MAX_BONE_NAME bytes → rdp_names.
 } field_type;
 
 typedef struct field_spec {
@@ -37,7 +38,7 @@ typedef struct field_spec {
     const char* const* choices; ///< F_ENUM: NULL-terminated names.
     const uint32_t* values;     ///< F_ENUM: the value stored for each name.
     uint32_t def_value;         ///< F_ENUM: default when optional and absent.
-    unsigned param_bit;         ///< set_params: bit set in u.set_params.given.
+    unsigned param_bit; ///< Bit set when given: in u.set_params.given (set_params), else given.
 } field_spec;
 
 typedef struct op_spec {
@@ -106,10 +107,17 @@ static const field_spec spawn_ragdoll_fields[] = {
     MASS_FIELD(u.spawn_ragdoll.mass),
 };
 static const field_spec entity_fields[] = {WORLD_FIELD, ENTITY_FIELD};
+// A particle entity needs "particle", a character "bone" (and optionally the
+// "point" on it); the dispatcher checks which (it knows the entity's kind).
 static const field_spec impulse_fields[] = {
     WORLD_FIELD,
     ENTITY_FIELD,
-    PARTICLE_FIELD,
+    {"particle", F_UINT, false, 0, 4294967295.0, false, 0, 0, OFF(particle), NULL, NULL, 0,
+     RDP_GIVEN_PARTICLE},
+    {"bone", F_STRING, false, 1, RDP_MAX_BONE_NAME, false, 0, 0, OFF(bone), NULL, NULL, 0,
+     RDP_GIVEN_BONE},
+    {"point", F_VEC3, false, 0, RDP_MAX_COORD, false, 0, 0, OFF(u.apply_impulse.point), NULL, NULL,
+     0, RDP_GIVEN_POINT},
     {"impulse", F_VEC3, true, 0, 1e4, false, 0, 0, OFF(u.apply_impulse.impulse), NULL, NULL, 0, 0},
 };
 static const field_spec drag_fields[] = {
@@ -119,6 +127,55 @@ static const field_spec drag_fields[] = {
     POSITION_FIELD("target", u.drag.target),
 };
 static const field_spec release_fields[] = {WORLD_FIELD, ENTITY_FIELD, PARTICLE_FIELD};
+#define NAME_FIELD(key, required, member)                                                          \
+    { key, F_STRING, required, 1, RDP_MAX_BONE_NAME, false, 0, 0, OFF(member), NULL, NULL, 0, 0 }
+static const field_spec spawn_character_fields[] = {
+    WORLD_FIELD,
+    POSITION_FIELD("position", u.spawn_character.position),
+    {"facing", F_NUM, false, -1000, 1000, false, 0, 0, OFF(u.spawn_character.facing), NULL, NULL, 0,
+     0},
+    NAME_FIELD("skeleton", false, u.spawn_character.skeleton),
+    NAME_FIELD("clip", false, u.spawn_character.clip),
+};
+static const field_spec spawn_ball_fields[] = {
+    WORLD_FIELD,
+    POSITION_FIELD("position", u.spawn_ball.position),
+    {"velocity", F_VEC3, false, 0, 1000, false, 0, 0, OFF(u.spawn_ball.velocity), NULL, NULL, 0, 0},
+    {"radius", F_NUM, false, 1e-3, 5, false, 0, 0.2, OFF(u.spawn_ball.radius), NULL, NULL, 0, 0},
+    {"mass", F_NUM, false, 1e-3, 1e4, false, 0, 5, OFF(u.spawn_ball.mass), NULL, NULL, 0, 0},
+};
+static const field_spec kill_fields[] = {
+    WORLD_FIELD,
+    ENTITY_FIELD,
+    POSITION_FIELD("hit_point", u.kill.hit_point),
+    {"impulse", F_VEC3, true, 0, 1e4, false, 0, 0, OFF(u.kill.impulse), NULL, NULL, 0, 0},
+};
+static const field_spec start_getup_fields[] = {
+    WORLD_FIELD,
+    ENTITY_FIELD,
+    {"blend_time", F_NUM, false, 0, 5, false, 0, 0.4, OFF(u.start_getup.blend_time), NULL, NULL, 0,
+     0},
+};
+static const field_spec set_drive_fields[] = {
+    WORLD_FIELD,
+    ENTITY_FIELD,
+    {"kp", F_NUM, true, 0, 1e5, false, 0, 0, OFF(u.set_drive.kp), NULL, NULL, 0, 0},
+    {"kd", F_NUM, true, 0, 1e5, false, 0, 0, OFF(u.set_drive.kd), NULL, NULL, 0, 0},
+    {"bones", F_NAMES, false, 0, RDP_MAX_BONES, false, 0, 0, OFF(bones), NULL, NULL, 0,
+     RDP_GIVEN_BONES},
+    {"ramp_time", F_NUM, false, 0, 60, false, 0, 0, OFF(u.set_drive.ramp_time), NULL, NULL, 0, 0},
+};
+static const field_spec set_partial_fields[] = {
+    WORLD_FIELD,
+    ENTITY_FIELD,
+    {"bones", F_NAMES, true, 0, RDP_MAX_BONES, false, 0, 0, OFF(bones), NULL, NULL, 0,
+     RDP_GIVEN_BONES},
+};
+static const field_spec play_fields[] = {
+    WORLD_FIELD,
+    ENTITY_FIELD,
+    NAME_FIELD("clip", true, u.play.clip),
+};
 static const field_spec set_params_fields[] = {
     WORLD_FIELD,
     {"gravity", F_VEC3, false, 0, 1000, false, 0, 0, OFF(u.set_params.gravity), NULL, NULL, 0,
@@ -150,6 +207,14 @@ static const op_spec ops[] = {
     {"drag", RDP_OP_DRAG, drag_fields, COUNT(drag_fields)},
     {"release", RDP_OP_RELEASE, release_fields, COUNT(release_fields)},
     {"set_params", RDP_OP_SET_PARAMS, set_params_fields, COUNT(set_params_fields)},
+    {"spawn_character", RDP_OP_SPAWN_CHARACTER, spawn_character_fields,
+     COUNT(spawn_character_fields)},
+    {"spawn_ball", RDP_OP_SPAWN_BALL, spawn_ball_fields, COUNT(spawn_ball_fields)},
+    {"kill", RDP_OP_KILL, kill_fields, COUNT(kill_fields)},
+    {"start_getup", RDP_OP_START_GETUP, start_getup_fields, COUNT(start_getup_fields)},
+    {"set_drive", RDP_OP_SET_DRIVE, set_drive_fields, COUNT(set_drive_fields)},
+    {"set_partial", RDP_OP_SET_PARTIAL, set_partial_fields, COUNT(set_partial_fields)},
+    {"play", RDP_OP_PLAY, play_fields, COUNT(play_fields)},
 };
 
 const char* rdp_op_name(rdp_op op) {
@@ -264,6 +329,19 @@ static rdp_code check_shape(const field_spec* f, const cJSON* v, rdp_error* err)
             return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be a string", f->key);
         }
         return RDP_OK;
+    case F_NAMES: {
+        if (!cJSON_IsArray(v)) {
+            return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be an array of strings", f->key);
+        }
+        const cJSON* c;
+        cJSON_ArrayForEach(c, v) {
+            if (!cJSON_IsString(c)) {
+                return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be an array of strings",
+                            f->key);
+            }
+        }
+        return RDP_OK;
+    }
     }
     return fail(err, RDP_E_INTERNAL, "bad field table");
 }
@@ -368,6 +446,29 @@ static rdp_code check_store(const field_spec* f, const cJSON* v, rdp_command* ou
             }
         }
         return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" has an unknown value", f->key);
+    case F_NAMES: {
+        rdp_names* names = (rdp_names*)(void*)dst;
+        int n = cJSON_GetArraySize(v);
+        if (n > (int)f->hi) {
+            return fail(err, RDP_E_OUT_OF_RANGE, "field \"%s\" lists %d names, at most %.0f",
+                        f->key, n, f->hi);
+        }
+        names->count = 0;
+        const cJSON* c;
+        cJSON_ArrayForEach(c, v) {
+            size_t len = strlen(c->valuestring);
+            if (len < 1 || len > RDP_MAX_BONE_NAME) {
+                return fail(err, RDP_E_OUT_OF_RANGE, "field \"%s\": names are 1 to %d bytes long",
+                            f->key, RDP_MAX_BONE_NAME);
+            }
+            if (!clean_utf8((const unsigned char*)c->valuestring, len)) {
+                return fail(err, RDP_E_BAD_REQUEST,
+                            "field \"%s\": names must be UTF-8 without control characters", f->key);
+            }
+            memcpy(names->name[names->count++], c->valuestring, len + 1);
+        }
+        return RDP_OK;
+    }
     }
     return fail(err, RDP_E_INTERNAL, "bad field table");
 }
@@ -420,8 +521,10 @@ static rdp_code decode_fields(const op_spec* spec, const cJSON* root, rdp_comman
         if ((rc = check_store(f, vals[i], out, err)) != RDP_OK) {
             return rc;
         }
-        if (f->param_bit != 0) {
+        if (f->param_bit != 0 && spec->op == RDP_OP_SET_PARAMS) {
             out->u.set_params.given |= f->param_bit;
+        } else if (f->param_bit != 0) {
+            out->given |= f->param_bit;
         }
     }
     if (spec->op == RDP_OP_SET_PARAMS && out->u.set_params.given == 0) {

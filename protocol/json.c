@@ -29,8 +29,16 @@ const char* rdp_kind_name(rdp_kind kind) {
         return "cloth";
     case RDP_KIND_RAGDOLL:
         return "ragdoll";
+    case RDP_KIND_CHARACTER:
+        return "character";
+    case RDP_KIND_BALL:
+        return "ball";
     }
     return "unknown";
+}
+
+bool rdp_kind_is_rigid(rdp_kind kind) {
+    return kind == RDP_KIND_CHARACTER || kind == RDP_KIND_BALL;
 }
 
 // Prints and frees a tree. NULL in, NULL out (allocation failures anywhere
@@ -135,8 +143,95 @@ static double round_mm10(float v) {
     return round((double)v * 1e4) / 1e4;
 }
 
+static cJSON* floats_array(const float* v, int n, double scale) {
+    cJSON* a = cJSON_CreateArray();
+    for (int i = 0; i < n; ++i) {
+        cJSON_AddItemToArray(a, cJSON_CreateNumber(round((double)v[i] * scale) / scale));
+    }
+    return a;
+}
+
+// Adds "p" (0.1 mm) and "q" (1e-5) of body i of a rigid entity.
+static void add_pose(cJSON* o, const rdp_entity_state* e, uint32_t i) {
+    cJSON_AddItemToObject(o, "p", floats_array(e->pose + 7 * i, 3, 1e4));
+    cJSON_AddItemToObject(o, "q", floats_array(e->pose + 7 * i + 3, 4, 1e5));
+}
+
+// Adds the topology of a rigid entity: its skeleton and capsule sizes.
+static void add_rigid_topology(cJSON* o, const rdp_entity_state* e) {
+    if (e->skeleton != NULL) {
+        cJSON_AddStringToObject(o, "skeleton", e->skeleton);
+    }
+    cJSON* caps = cJSON_AddArrayToObject(o, "capsules");
+    for (uint32_t i = 0; i < e->body_count; ++i) {
+        cJSON* c = cJSON_CreateArray();
+        cJSON_AddItemToArray(c, cJSON_CreateNumber(round_mm10(e->body_radius[i])));
+        cJSON_AddItemToArray(c, cJSON_CreateNumber(round_mm10(e->body_half_length[i])));
+        cJSON_AddItemToArray(caps, c);
+    }
+}
+
+// Adds a rigid entity's state: a character's "state" and "bones", or a
+// ball's pose.
+static void add_rigid_state(cJSON* o, const rdp_entity_state* e) {
+    if (e->kind == RDP_KIND_BALL) {
+        add_pose(o, e, 0);
+        return;
+    }
+    cJSON_AddStringToObject(o, "state", e->state != NULL ? e->state : "unknown");
+    cJSON* bones = cJSON_AddArrayToObject(o, "bones");
+    for (uint32_t i = 0; i < e->body_count; ++i) {
+        cJSON* b = cJSON_CreateObject();
+        cJSON_AddStringToObject(b, "name", e->bone_names[i]);
+        add_pose(b, e, i);
+        cJSON_AddItemToArray(bones, b);
+    }
+}
+
+// The skeleton of a character as describe returns it.
+static cJSON* skeleton_array(const rdp_entity_state* e) {
+    cJSON* a = cJSON_CreateArray();
+    for (uint32_t i = 0; i < e->body_count; ++i) {
+        const rdp_bone_desc* b = &e->bones[i];
+        cJSON* o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", b->name);
+        if (b->parent >= 0) {
+            cJSON_AddStringToObject(o, "parent", e->bones[b->parent].name);
+        } else {
+            cJSON_AddNullToObject(o, "parent");
+        }
+        cJSON* cap = cJSON_AddObjectToObject(o, "capsule");
+        cJSON_AddNumberToObject(cap, "radius", round_mm10(b->radius));
+        cJSON_AddNumberToObject(cap, "half_length", round_mm10(b->half_length));
+        cJSON_AddNumberToObject(o, "mass", round((double)b->mass * 1e4) / 1e4);
+        if (b->joint != NULL) {
+            cJSON* j = cJSON_AddObjectToObject(o, "joint");
+            cJSON_AddStringToObject(j, "type", b->joint);
+            cJSON_AddItemToObject(j, "anchor_parent", floats_array(b->anchor_parent, 3, 1e5));
+            cJSON_AddItemToObject(j, "anchor_child", floats_array(b->anchor_child, 3, 1e5));
+            cJSON_AddItemToObject(j, "frame_parent", floats_array(b->frame_parent, 4, 1e6));
+            cJSON_AddItemToObject(j, "frame_child", floats_array(b->frame_child, 4, 1e6));
+            if (strcmp(b->joint, "ball") == 0) {
+                float swing[2] = {b->swing1, b->swing2};
+                cJSON_AddItemToObject(j, "swing", floats_array(swing, 2, 1e6));
+            }
+            if (strcmp(b->joint, "fixed") != 0) {
+                float range[2] = {b->twist_min, b->twist_max};
+                cJSON_AddItemToObject(j, strcmp(b->joint, "hinge") == 0 ? "range" : "twist",
+                                      floats_array(range, 2, 1e6));
+            }
+        }
+        cJSON_AddItemToArray(a, o);
+    }
+    return a;
+}
+
 // Adds the topology members of an entity (PROTOCOL.md §5.1).
 static void add_topology(cJSON* o, const rdp_entity_state* e) {
+    if (rdp_kind_is_rigid(e->kind)) {
+        add_rigid_topology(o, e);
+        return;
+    }
     if (e->names != NULL) {
         cJSON* names = cJSON_AddArrayToObject(o, "names");
         for (uint32_t i = 0; i < e->particle_count; ++i) {
@@ -204,11 +299,26 @@ char* rdp_reply_ok(rdp_re re, const rdp_reply_fields* f, size_t* len) {
     if (f->has_worlds) {
         cJSON_AddItemToObject(root, "worlds", worlds_array(f->worlds, f->worlds_count));
     }
+    if (f->bone != NULL) {
+        cJSON_AddStringToObject(root, "bone", f->bone);
+    }
+    if (f->clip != NULL) {
+        cJSON_AddStringToObject(root, "clip", f->clip);
+    }
     if (f->describe != NULL) {
         const rdp_entity_state* e = f->describe;
         cJSON_AddStringToObject(root, "kind", rdp_kind_name(e->kind));
-        cJSON_AddNumberToObject(root, "particle_count", e->particle_count);
-        add_topology(root, e);
+        if (e->kind == RDP_KIND_CHARACTER) {
+            cJSON_AddStringToObject(root, "skeleton", e->skeleton);
+            cJSON_AddStringToObject(root, "state", e->state);
+            cJSON_AddStringToObject(root, "clip", e->clip);
+            cJSON_AddItemToObject(root, "bones", skeleton_array(e));
+        } else if (e->kind == RDP_KIND_BALL) {
+            cJSON_AddNumberToObject(root, "radius", round_mm10(e->body_radius[0]));
+        } else {
+            cJSON_AddNumberToObject(root, "particle_count", e->particle_count);
+            add_topology(root, e);
+        }
     }
     return finish(root, len);
 }
@@ -250,6 +360,20 @@ char* rdp_event_world_destroyed(uint64_t world, uint64_t tick, size_t* len) {
     return finish(world_event("world_destroyed", world, tick), len);
 }
 
+char* rdp_event_character_state(uint64_t world, uint64_t tick, uint64_t entity, const char* state,
+                                size_t* len) {
+    cJSON* root = world_event("character_state", world, tick);
+    add_uint(root, "entity", entity);
+    cJSON_AddStringToObject(root, "state", state);
+    return finish(root, len);
+}
+
+char* rdp_event_settled(uint64_t world, uint64_t tick, uint64_t entity, size_t* len) {
+    cJSON* root = world_event("settled", world, tick);
+    add_uint(root, "entity", entity);
+    return finish(root, len);
+}
+
 char* rdp_snapshot_json(const rdp_snapshot* s, bool topology, size_t* len) {
     cJSON* root = world_event("snapshot", s->world, s->tick);
     cJSON* ents = cJSON_AddArrayToObject(root, "entities");
@@ -258,7 +382,11 @@ char* rdp_snapshot_json(const rdp_snapshot* s, bool topology, size_t* len) {
         cJSON* o = cJSON_CreateObject();
         add_uint(o, "entity", e->entity);
         cJSON_AddStringToObject(o, "kind", rdp_kind_name(e->kind));
-        cJSON_AddItemToObject(o, "particles", particles_array(e));
+        if (rdp_kind_is_rigid(e->kind)) {
+            add_rigid_state(o, e);
+        } else {
+            cJSON_AddItemToObject(o, "particles", particles_array(e));
+        }
         if (topology) {
             add_topology(o, e);
         }

@@ -37,6 +37,10 @@ extern "C" {
 #define RDP_MAX_COORD 1000.0
 /// Largest integer a JSON number carries exactly (2^53 - 1).
 #define RDP_MAX_SAFE_INTEGER 9007199254740991.0
+/// Longest skeleton, clip or bone name, bytes.
+#define RDP_MAX_BONE_NAME 31
+/// Most names in a `bones` list (set_drive, set_partial).
+#define RDP_MAX_BONES 32
 
 // ---------------------------------------------------------------------------
 // Error codes
@@ -94,6 +98,13 @@ typedef enum rdp_op {
     RDP_OP_DRAG,
     RDP_OP_RELEASE,
     RDP_OP_SET_PARAMS,
+    RDP_OP_SPAWN_CHARACTER,
+    RDP_OP_SPAWN_BALL,
+    RDP_OP_KILL,
+    RDP_OP_START_GETUP,
+    RDP_OP_SET_DRIVE,
+    RDP_OP_SET_PARTIAL,
+    RDP_OP_PLAY,
 } rdp_op;
 
 /// The wire name of an op ("spawn_rope", ...), or NULL for an unknown value.
@@ -120,16 +131,33 @@ enum rdp_param_bits {
     RDP_PARAM_FRICTION = 1 << 5,
 };
 
+/// Which optional fields of other ops were given (rdp_command.given).
+enum rdp_given_bits {
+    RDP_GIVEN_PARTICLE = 1 << 0, ///< apply_impulse: "particle".
+    RDP_GIVEN_BONE = 1 << 1,     ///< apply_impulse: "bone".
+    RDP_GIVEN_POINT = 1 << 2,    ///< apply_impulse: "point".
+    RDP_GIVEN_BONES = 1 << 3,    ///< set_drive: "bones".
+};
+
+/// A list of names (bones), each 1..RDP_MAX_BONE_NAME bytes of clean UTF-8.
+typedef struct rdp_names {
+    uint32_t count; ///< 0..RDP_MAX_BONES.
+    char name[RDP_MAX_BONES][RDP_MAX_BONE_NAME + 1];
+} rdp_names;
+
 /// A decoded, validated command. Every field the op uses is present, finite
 /// and within the static ranges of PROTOCOL.md §3, with defaults filled in;
 /// only checks that need the world (ids, capacities) remain for the caller.
 typedef struct rdp_command {
     rdp_op op;
-    bool has_id;       ///< Whether the command carried an "id".
-    int64_t id;        ///< The id, |id| <= 2^53 - 1.
-    uint64_t world;    ///< For ops that name a world.
-    uint64_t entity;   ///< For ops that name an entity.
-    uint32_t particle; ///< For ops that name a particle.
+    bool has_id;                      ///< Whether the command carried an "id".
+    int64_t id;                       ///< The id, |id| <= 2^53 - 1.
+    uint64_t world;                   ///< For ops that name a world.
+    uint64_t entity;                  ///< For ops that name an entity.
+    uint32_t particle;                ///< For ops that name a particle.
+    unsigned given;                   ///< Bitwise OR of rdp_given_bits.
+    char bone[RDP_MAX_BONE_NAME + 1]; ///< apply_impulse on a character: the bone.
+    rdp_names bones;                  ///< set_drive, set_partial.
     union {
         struct {
             char name[RDP_MAX_NAME + 1]; ///< NUL-terminated, 1..64 bytes, valid UTF-8.
@@ -159,7 +187,30 @@ typedef struct rdp_command {
         } spawn_ragdoll;
         struct {
             rdp_vec3 impulse;
+            rdp_vec3 point; ///< Where on the bone (characters); default its centre.
         } apply_impulse;
+        struct {
+            rdp_vec3 position;
+            double facing; ///< Yaw about +Y, rad.
+            char skeleton[RDP_MAX_BONE_NAME + 1];
+            char clip[RDP_MAX_BONE_NAME + 1];
+        } spawn_character;
+        struct {
+            rdp_vec3 position, velocity;
+            double radius, mass;
+        } spawn_ball;
+        struct {
+            rdp_vec3 hit_point, impulse;
+        } kill;
+        struct {
+            double blend_time; ///< s.
+        } start_getup;
+        struct {
+            double kp, kd, ramp_time;
+        } set_drive;
+        struct {
+            char clip[RDP_MAX_BONE_NAME + 1];
+        } play;
         struct {
             rdp_vec3 target;
         } drag;
@@ -242,6 +293,8 @@ typedef struct rdp_reply_fields {
     const char* format;                      ///< "format"
     uint32_t rate_hz;                        ///< "rate_hz" when format is set
     const struct rdp_entity_state* describe; ///< Topology of one entity (describe)
+    const char* bone;                        ///< "bone" (kill)
+    const char* clip;                        ///< "clip" (start_getup)
 } rdp_reply_fields;
 
 /// Encodes a success reply {"re", "ok": true, ...fields}. Returns a string to
@@ -262,6 +315,13 @@ char* rdp_event_entity_removed(uint64_t world, uint64_t tick, uint64_t entity, c
 /// Encodes {"ev": "world_destroyed", "world", "tick"}.
 char* rdp_event_world_destroyed(uint64_t world, uint64_t tick, size_t* len);
 
+/// Encodes {"ev": "character_state", "world", "tick", "entity", "state"}.
+char* rdp_event_character_state(uint64_t world, uint64_t tick, uint64_t entity, const char* state,
+                                size_t* len);
+
+/// Encodes {"ev": "settled", "world", "tick", "entity"}.
+char* rdp_event_settled(uint64_t world, uint64_t tick, uint64_t entity, size_t* len);
+
 // ---------------------------------------------------------------------------
 // Snapshots
 // ---------------------------------------------------------------------------
@@ -271,9 +331,31 @@ typedef enum rdp_kind {
     RDP_KIND_ROPE = 1,
     RDP_KIND_CLOTH = 2,
     RDP_KIND_RAGDOLL = 3,
+    RDP_KIND_CHARACTER = 4,
+    RDP_KIND_BALL = 5,
 } rdp_kind;
 
-/// The wire name of a kind ("rope", "cloth", "ragdoll") or "unknown".
+/// Whether entities of this kind are rigid bodies (posed bones) rather than
+/// particles.
+bool rdp_kind_is_rigid(rdp_kind kind);
+
+/// One bone of a character's skeleton as `describe` returns it (PROTOCOL.md
+/// §3). Joint fields are unused for the root.
+typedef struct rdp_bone_desc {
+    const char* name;
+    int parent;        ///< Index of the parent bone, -1 for the root.
+    float radius;      ///< Capsule radius, m.
+    float half_length; ///< Half the capsule's segment, along the bone's local +X, m.
+    float mass;        ///< kg.
+    const char* joint; ///< "ball", "hinge" or "fixed"; NULL for the root.
+    float anchor_parent[3], anchor_child[3]; ///< Joint point in each bone's frame, m.
+    float frame_parent[4], frame_child[4];   ///< Joint frame in each bone's frame (x, y, z, w).
+    float swing1, swing2;                    ///< Swing half-angles, rad (ball).
+    float twist_min, twist_max;              ///< Twist (ball) or hinge range, rad.
+} rdp_bone_desc;
+
+/// The wire name of a kind ("rope", "cloth", "ragdoll", "character",
+/// "ball") or "unknown".
 const char* rdp_kind_name(rdp_kind kind);
 
 /// One entity's state, pointing at the caller's arrays (not copied).
@@ -289,6 +371,16 @@ typedef struct rdp_entity_state {
     const float* radius;      ///< particle_count radii, m.
     const float* inv_mass;    ///< particle_count inverse masses; 0 = pinned.
     uint32_t cols, rows;      ///< Cloth grid, else 0.
+    // Rigid kinds (character, ball): posed bodies instead of particles.
+    uint32_t body_count;           ///< Bones of a character; 1 for a ball.
+    const float* pose;             ///< 7 × body_count: x, y, z (m), qx, qy, qz, qw.
+    const char* state;             ///< Character: "animated", "ragdoll", ...
+    const char* const* bone_names; ///< Character: body_count bone names.
+    const float* body_radius;      ///< Topology: body_count capsule radii, m.
+    const float* body_half_length; ///< Topology: body_count half segment lengths, m.
+    const char* skeleton;          ///< Topology: the skeleton's name.
+    const char* clip;              ///< describe: the clip playing.
+    const rdp_bone_desc* bones;    ///< describe: body_count bones.
 } rdp_entity_state;
 
 /// Per-world figures carried by JSON snapshots (PROTOCOL.md §5.1).
@@ -349,12 +441,14 @@ typedef struct rdp_bin_reader {
 } rdp_bin_reader;
 
 /// One entity of a binary snapshot. Positions are read with
-/// rdp_bin_entity_position() (the buffer may be unaligned).
+/// rdp_bin_entity_position() and poses with rdp_bin_entity_pose() (the
+/// buffer may be unaligned).
 typedef struct rdp_bin_entity {
     uint64_t entity;
     rdp_kind kind;
-    uint32_t particle_count;
-    const uint8_t* xyz; ///< 12 × particle_count bytes of little-endian f32.
+    uint8_t state;           ///< Characters: 0 animated, 1 ragdoll, 2 getting_up, 3 partial.
+    uint32_t particle_count; ///< Particles, or bodies for rigid kinds.
+    const uint8_t* xyz;      ///< 12 (particles) or 28 (bodies) × count bytes of little-endian f32.
 } rdp_bin_entity;
 
 /// Parses the header of a binary snapshot of `len` bytes and readies *rd.
@@ -366,8 +460,14 @@ rdp_code rdp_bin_parse(const uint8_t* buf, size_t len, rdp_bin_header* hdr, rdp_
 /// the buffer is truncated or malformed.
 int rdp_bin_next(rdp_bin_reader* rd, rdp_bin_entity* out);
 
-/// Reads particle i's position (m) from a parsed entity.
+/// Reads particle i's position (m) from a parsed particle entity.
 void rdp_bin_entity_position(const rdp_bin_entity* e, uint32_t i, float out[3]);
+
+/// Reads body i's pose from a parsed rigid entity: x, y, z (m), qx, qy, qz, qw.
+void rdp_bin_entity_pose(const rdp_bin_entity* e, uint32_t i, float out[7]);
+
+/// The binary code of a character state name (0..3), 0 for an unknown one.
+uint8_t rdp_state_code(const char* state);
 
 #ifdef __cplusplus
 }

@@ -76,6 +76,14 @@ typedef struct app_world {
     rdp_entity_state* ents;
     uint32_t* sticks;
     uint32_t sticks_cap;
+    // Scratch for rigid bodies (bones, balls), max_bodies of each.
+    float* poses;                           ///< 7 floats per body.
+    float* body_radius;                     ///< m.
+    float* body_half_length;                ///< m.
+    const char** bone_names;                ///< Into the library's skeletons.
+    rdp_bone_desc bone_desc[SIM_MAX_BONES]; ///< describe of one character.
+    uint32_t body_cap;
+    char name_error[96]; ///< What a command named that does not exist.
 } app_world;
 
 struct app_server {
@@ -134,6 +142,15 @@ double app__wire(float f);
 
 /// Reads a world's parameters in wire form.
 rdp_params app__params_of(const app_world* w);
+
+/// The wire kind of a simulator entity kind.
+rdp_kind app__kind_of(sim_entity_kind k);
+
+/// Fills the rigid-body members of *e (a character's bones or a ball) with
+/// copies in the world's body scratch starting at body index `first`.
+/// Returns the bodies used, 0 if the scratch is full.
+uint32_t app__rigid_state(app_world* w, sim_entity_id id, sim_entity_kind kind, uint32_t first,
+                          rdp_entity_state* e);
 
 /// Applies one queued command to its world at a tick boundary and returns
 /// the reply text (dispatch.c). *len gets its length. `events` may receive a

@@ -10,6 +10,9 @@
 #ifndef RD_WEB_ROOT_DEFAULT
 #define RD_WEB_ROOT_DEFAULT "web"
 #endif
+#ifndef RD_ASSETS_DEFAULT
+#define RD_ASSETS_DEFAULT "assets"
+#endif
 
 app_config app_config_default(void) {
     app_config c;
@@ -17,6 +20,7 @@ app_config app_config_default(void) {
     c.host = "127.0.0.1";
     c.port = 8080;
     c.web_root = RD_WEB_ROOT_DEFAULT;
+    c.assets_dir = RD_ASSETS_DEFAULT;
     c.demo = true;
     c.max_worlds = 16;
     c.max_catchup = 4;
@@ -36,6 +40,7 @@ static void usage(FILE* f) {
             "  --host ADDR       address to bind (default 127.0.0.1; use 0.0.0.0 in a container)\n"
             "  --port N          TCP port, 0 lets the kernel choose (default 8080)\n"
             "  --web-root DIR    directory of the viewer's files (default %s)\n"
+            "  --assets DIR      directory of skeleton and clip files (default %s)\n"
             "  --no-demo         start without the built-in demo world\n"
             "  --max-worlds N    worlds at most (default 16)\n"
             "  --max-solver-work N\n"
@@ -47,7 +52,7 @@ static void usage(FILE* f) {
             "\n"
             "Once it accepts connections it prints \"listening on HOST:PORT\" on stdout.\n"
             "SIGINT or SIGTERM closes every client with 1001 (going away) and exits.\n",
-            RD_WEB_ROOT_DEFAULT);
+            RD_WEB_ROOT_DEFAULT, RD_ASSETS_DEFAULT);
 }
 
 static bool parse_uint(const char* s, long lo, long hi, long* out) {
@@ -65,6 +70,7 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         OPT_HOST = 1,
         OPT_PORT,
         OPT_WEB_ROOT,
+        OPT_ASSETS,
         OPT_NO_DEMO,
         OPT_MAX_WORLDS,
         OPT_MAX_SOLVER_WORK,
@@ -75,6 +81,7 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         {"host", required_argument, NULL, OPT_HOST},
         {"port", required_argument, NULL, OPT_PORT},
         {"web-root", required_argument, NULL, OPT_WEB_ROOT},
+        {"assets", required_argument, NULL, OPT_ASSETS},
         {"no-demo", no_argument, NULL, OPT_NO_DEMO},
         {"max-worlds", required_argument, NULL, OPT_MAX_WORLDS},
         {"max-solver-work", required_argument, NULL, OPT_MAX_SOLVER_WORK},
@@ -101,6 +108,9 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
             break;
         case OPT_WEB_ROOT:
             cfg->web_root = optarg;
+            break;
+        case OPT_ASSETS:
+            cfg->assets_dir = optarg;
             break;
         case OPT_NO_DEMO:
             cfg->demo = false;

@@ -45,6 +45,8 @@ static rdp_code code_of(int sim_err) {
         return RDP_E_BAD_REQUEST;
     case SIM_E_BAD_STATE:
         return RDP_E_BAD_STATE;
+    case SIM_E_UNKNOWN_NAME:
+        return RDP_E_NOT_FOUND;
     default:
         return RDP_E_INTERNAL;
     }
@@ -55,9 +57,22 @@ static void describe_failure(const app_world* w, const rdp_command* cmd, int rc,
                              size_t cap) {
     unsigned long long world = (unsigned long long)w->id;
     unsigned long long entity = (unsigned long long)cmd->entity;
+    if (w->name_error[0] != '\0') { // The command said what was wrong.
+        snprintf(msg, cap, "%s", w->name_error);
+        return;
+    }
     switch (rc) {
     case SIM_E_STALE_ID:
-        snprintf(msg, cap, "no entity %llu in world %llu", entity, world);
+        snprintf(msg, cap, "no entity %llu in world %llu%s", entity, world,
+                 sim_entity_is_valid(w->sim, sim_entity_id_load(cmd->entity))
+                     ? " that this command applies to"
+                     : "");
+        break;
+    case SIM_E_BAD_STATE:
+        snprintf(msg, cap, "%s",
+                 cmd->op == RDP_OP_START_GETUP
+                     ? "only a ragdoll can get up"
+                     : "a ragdoll or a character getting up cannot do this");
         break;
     case SIM_E_BAD_INDEX: {
         sim_entity_view v;
@@ -89,10 +104,57 @@ static sim_vec3 vec_of(rdp_vec3 v) {
     return r;
 }
 
+// Fills w->bone_desc for describe of a character (its bones are in the
+// body scratch from index 0).
+static void describe_bones(app_world* w, sim_entity_id id, rdp_entity_state* e) {
+    static const char* const joint_names[] = {"ball", "hinge", "fixed"};
+    sim_character_view cv;
+    sim_character_get_view(w->sim, id, &cv);
+    for (uint32_t i = 0; i < e->body_count; ++i) {
+        const sim_bone_def* b = &cv.skeleton->bones[i];
+        rdp_bone_desc* d = &w->bone_desc[i];
+        memset(d, 0, sizeof *d);
+        d->name = b->name;
+        d->parent = b->parent;
+        d->radius = b->radius;
+        d->half_length = e->body_half_length[i];
+        d->mass = b->mass;
+        sim_joint_view j;
+        if (i > 0 && sim_character_joint_view(w->sim, id, i, &j) == SIM_OK) {
+            d->joint = joint_names[j.kind];
+            const float ap[3] = {j.anchor_parent.x, j.anchor_parent.y, j.anchor_parent.z};
+            const float ac[3] = {j.anchor_child.x, j.anchor_child.y, j.anchor_child.z};
+            const float fp[4] = {j.frame_parent.x, j.frame_parent.y, j.frame_parent.z,
+                                 j.frame_parent.w};
+            const float fc[4] = {j.frame_child.x, j.frame_child.y, j.frame_child.z,
+                                 j.frame_child.w};
+            memcpy(d->anchor_parent, ap, sizeof ap);
+            memcpy(d->anchor_child, ac, sizeof ac);
+            memcpy(d->frame_parent, fp, sizeof fp);
+            memcpy(d->frame_child, fc, sizeof fc);
+            d->swing1 = j.swing1;
+            d->swing2 = j.swing2;
+            d->twist_min = j.twist_min;
+            d->twist_max = j.twist_max;
+        }
+    }
+    e->bones = w->bone_desc;
+}
+
 // Fills *e with one entity's state and topology for describe.
 static void entity_state(app_world* w, sim_entity_id id, rdp_entity_state* e) {
     sim_entity_view v;
     sim_entity_get_view(w->sim, id, &v);
+    if (v.kind == SIM_ENTITY_CHARACTER || v.kind == SIM_ENTITY_BALL) {
+        memset(e, 0, sizeof *e);
+        e->entity = sim_entity_id_store(id);
+        e->kind = app__kind_of(v.kind);
+        app__rigid_state(w, id, v.kind, 0, e);
+        if (v.kind == SIM_ENTITY_CHARACTER) {
+            describe_bones(w, id, e);
+        }
+        return;
+    }
     if (2 * v.stick_count > w->sticks_cap) {
         uint32_t* grown = realloc(w->sticks, 2 * (size_t)v.stick_count * sizeof *grown);
         if (grown != NULL) {
@@ -103,9 +165,7 @@ static void entity_state(app_world* w, sim_entity_id id, rdp_entity_state* e) {
     int k = sim_entity_copy_sticks(w->sim, id, w->sticks, w->sticks_cap / 2);
     memset(e, 0, sizeof *e);
     e->entity = sim_entity_id_store(id);
-    e->kind = v.kind == SIM_ENTITY_CLOTH     ? RDP_KIND_CLOTH
-              : v.kind == SIM_ENTITY_RAGDOLL ? RDP_KIND_RAGDOLL
-                                             : RDP_KIND_ROPE;
+    e->kind = app__kind_of(v.kind);
     e->particle_count = v.particle_count;
     e->xyz = (const float*)v.pos;
     e->stick_count = k > 0 ? (uint32_t)k : 0;
@@ -115,6 +175,60 @@ static void entity_state(app_world* w, sim_entity_id id, rdp_entity_state* e) {
     e->inv_mass = v.inv_mass;
     e->cols = v.cols;
     e->rows = v.rows;
+}
+
+// Bone names to indices; SIM_E_UNKNOWN_NAME (with w->name_error set) for a
+// name the character's skeleton lacks.
+static int bone_indices(app_world* w, sim_entity_id id, const rdp_names* names, uint32_t* out) {
+    for (uint32_t k = 0; k < names->count; ++k) {
+        int i = sim_character_bone_index(w->sim, id, names->name[k]);
+        if (i < 0) {
+            if (i == SIM_E_UNKNOWN_NAME) {
+                snprintf(w->name_error, sizeof w->name_error, "no bone \"%s\"", names->name[k]);
+            }
+            return i;
+        }
+        out[k] = (uint32_t)i;
+    }
+    return SIM_OK;
+}
+
+// apply_impulse: a particle of a particle entity, or a bone of a character
+// at `point` (default the bone's centre), or a ball at its centre.
+static int apply_impulse(app_world* w, const rdp_command* cmd, sim_entity_id id) {
+    sim_entity_view v;
+    if (sim_entity_get_view(w->sim, id, &v) != SIM_OK) {
+        return SIM_E_STALE_ID;
+    }
+    sim_vec3 impulse = vec_of(cmd->u.apply_impulse.impulse);
+    if (v.kind == SIM_ENTITY_CHARACTER) {
+        if (!(cmd->given & RDP_GIVEN_BONE)) {
+            snprintf(w->name_error, sizeof w->name_error,
+                     "apply_impulse on a character needs \"bone\"");
+            return SIM_E_INVALID_ARG;
+        }
+        uint32_t bone;
+        rdp_names one = {1, {{0}}};
+        memcpy(one.name[0], cmd->bone, sizeof cmd->bone);
+        int rc = bone_indices(w, id, &one, &bone);
+        if (rc != SIM_OK) {
+            return rc;
+        }
+        sim_bone_pose poses[SIM_MAX_BONES];
+        sim_character_get_pose(w->sim, id, poses, NULL, NULL, SIM_MAX_BONES);
+        sim_vec3 at =
+            (cmd->given & RDP_GIVEN_POINT) ? vec_of(cmd->u.apply_impulse.point) : poses[bone].p;
+        return sim_character_apply_impulse(w->sim, id, bone, at, impulse);
+    }
+    if (v.kind == SIM_ENTITY_BALL) {
+        return sim_ball_apply_impulse(w->sim, id, impulse);
+    }
+    if (!(cmd->given & RDP_GIVEN_PARTICLE)) {
+        snprintf(w->name_error, sizeof w->name_error, "apply_impulse on a %s needs \"particle\"",
+                 sim_entity_kind_name(v.kind));
+        return SIM_E_INVALID_ARG;
+    }
+    return sim_entity_apply_impulse(w->sim, id, cmd->particle, impulse);
 }
 
 static int apply_set_params(app_world* w, const rdp_command* cmd) {
@@ -153,6 +267,7 @@ char* app__apply(app_server* app, app_world* w, const rdp_command* cmd, size_t* 
     rdp_params params;
     rdp_entity_state described;
     int rc = SIM_OK;
+    w->name_error[0] = '\0';
 
     switch (cmd->op) {
     case RDP_OP_SPAWN_ROPE: {
@@ -202,8 +317,71 @@ char* app__apply(app_server* app, app_world* w, const rdp_command* cmd, size_t* 
         }
         break;
     case RDP_OP_APPLY_IMPULSE:
-        rc = sim_entity_apply_impulse(w->sim, entity, cmd->particle,
-                                      vec_of(cmd->u.apply_impulse.impulse));
+        rc = apply_impulse(w, cmd, entity);
+        break;
+    case RDP_OP_SPAWN_CHARACTER: {
+        sim_character_def d = sim_character_def_default();
+        d.position = vec_of(cmd->u.spawn_character.position);
+        d.facing = (float)cmd->u.spawn_character.facing;
+        if (cmd->u.spawn_character.skeleton[0] != '\0') {
+            d.skeleton = cmd->u.spawn_character.skeleton;
+        }
+        if (cmd->u.spawn_character.clip[0] != '\0') {
+            d.clip = cmd->u.spawn_character.clip;
+        }
+        rc = sim_world_spawn_character(w->sim, &d, &spawned);
+        if (rc == SIM_E_UNKNOWN_NAME) {
+            snprintf(w->name_error, sizeof w->name_error, "no skeleton \"%s\" with a clip \"%s\"",
+                     d.skeleton, d.clip);
+        }
+        break;
+    }
+    case RDP_OP_SPAWN_BALL: {
+        sim_ball_def d = sim_ball_def_default();
+        d.position = vec_of(cmd->u.spawn_ball.position);
+        d.velocity = vec_of(cmd->u.spawn_ball.velocity);
+        d.radius = (float)cmd->u.spawn_ball.radius;
+        d.mass = (float)cmd->u.spawn_ball.mass;
+        rc = sim_world_spawn_ball(w->sim, &d, &spawned);
+        break;
+    }
+    case RDP_OP_KILL: {
+        uint32_t bone = 0;
+        rc = sim_character_kill(w->sim, entity, vec_of(cmd->u.kill.hit_point),
+                                vec_of(cmd->u.kill.impulse), &bone);
+        sim_character_view cv;
+        if (rc == SIM_OK && sim_character_get_view(w->sim, entity, &cv) == SIM_OK) {
+            f.bone = cv.skeleton->bones[bone].name;
+        }
+        break;
+    }
+    case RDP_OP_START_GETUP:
+        rc = sim_character_start_getup(w->sim, entity, (float)cmd->u.start_getup.blend_time,
+                                       &f.clip);
+        if (rc == SIM_E_UNKNOWN_NAME) {
+            snprintf(w->name_error, sizeof w->name_error,
+                     "this skeleton has no getup_front or getup_back clip");
+        }
+        break;
+    case RDP_OP_SET_DRIVE:
+    case RDP_OP_SET_PARTIAL: {
+        uint32_t bones[RDP_MAX_BONES];
+        rc = bone_indices(w, entity, &cmd->bones, bones);
+        if (rc == SIM_OK && cmd->op == RDP_OP_SET_DRIVE) {
+            rc = sim_character_set_drive(w->sim, entity, (float)cmd->u.set_drive.kp,
+                                         (float)cmd->u.set_drive.kd, bones, cmd->bones.count,
+                                         (float)cmd->u.set_drive.ramp_time);
+        } else if (rc == SIM_OK) {
+            rc = sim_character_set_partial(w->sim, entity, bones, cmd->bones.count);
+        }
+        break;
+    }
+    case RDP_OP_PLAY:
+        rc = sim_character_play(w->sim, entity, cmd->u.play.clip);
+        if (rc == SIM_E_UNKNOWN_NAME) {
+            snprintf(w->name_error, sizeof w->name_error, "no clip \"%s\" for this skeleton",
+                     cmd->u.play.clip);
+        }
         break;
     case RDP_OP_DRAG:
         rc = sim_entity_drag(w->sim, entity, cmd->particle, vec_of(cmd->u.drag.target));

@@ -39,6 +39,18 @@ int main(int argc, char** argv) {
     // must not kill the server.
     signal(SIGPIPE, SIG_IGN);
 
+    // Skeletons and clips: without them no character can be spawned, so a
+    // broken or missing file is fatal and names itself.
+    sim_library* lib = NULL;
+    char err[512];
+    if (sim_library_create(&lib) != SIM_OK ||
+        app_assets_load(cfg.assets_dir, lib, err, sizeof err) != 0) {
+        fprintf(stderr, "ragdolld: assets: %s (see --assets)\n", lib != NULL ? err : "no memory");
+        sim_library_destroy(lib);
+        return 1;
+    }
+    cfg.library = lib;
+
     uv_loop_t* loop = uv_default_loop();
     program p = {0};
     rc = app_server_start(loop, &cfg, &p.app);
@@ -46,6 +58,7 @@ int main(int argc, char** argv) {
         fprintf(stderr, "ragdolld: cannot listen on %s:%d: %s\n", cfg.host, cfg.port,
                 uv_strerror(rc));
         uv_run(loop, UV_RUN_DEFAULT);
+        sim_library_destroy(lib);
         return 1;
     }
     uv_signal_init(loop, &p.sigint);
@@ -66,6 +79,7 @@ int main(int argc, char** argv) {
     fflush(stdout);
     uv_run(loop, UV_RUN_DEFAULT);
     rc = uv_loop_close(loop);
+    sim_library_destroy(lib);
     fprintf(stderr, "ragdolld: stopped%s\n", rc == 0 ? "" : " (handles left open)");
     return rc == 0 ? 0 : 1;
 }

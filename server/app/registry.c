@@ -36,6 +36,10 @@ static void world_free(app_world* w) {
     free(w->subs);
     free(w->ents);
     free(w->sticks);
+    free(w->poses);
+    free(w->body_radius);
+    free(w->body_half_length);
+    free(w->bone_names);
     free(w);
 }
 
@@ -61,7 +65,15 @@ rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, 
     w->inbox_cap = app->cfg.inbox_capacity;
     w->inbox = calloc(w->inbox_cap, sizeof *w->inbox);
     w->ents = calloc(def.max_entities, sizeof *w->ents);
-    if (w->inbox == NULL || w->ents == NULL || sim_world_create(&def, &w->sim) != SIM_OK) {
+    def.library = app->cfg.library;
+    w->body_cap = def.max_bodies;
+    w->poses = calloc(7 * (size_t)w->body_cap, sizeof *w->poses);
+    w->body_radius = calloc(w->body_cap, sizeof *w->body_radius);
+    w->body_half_length = calloc(w->body_cap, sizeof *w->body_half_length);
+    w->bone_names = calloc(w->body_cap, sizeof *w->bone_names);
+    if (w->inbox == NULL || w->ents == NULL || w->poses == NULL || w->body_radius == NULL ||
+        w->body_half_length == NULL || w->bone_names == NULL ||
+        sim_world_create(&def, &w->sim) != SIM_OK) {
         world_free(w);
         return RDP_E_INTERNAL;
     }
@@ -261,10 +273,59 @@ static rdp_kind kind_of(sim_entity_kind k) {
     case SIM_ENTITY_RAGDOLL:
         return RDP_KIND_RAGDOLL;
     case SIM_ENTITY_CHARACTER:
+        return RDP_KIND_CHARACTER;
     case SIM_ENTITY_BALL:
-        break;
+        return RDP_KIND_BALL;
     }
     return RDP_KIND_ROPE;
+}
+
+rdp_kind app__kind_of(sim_entity_kind k) {
+    return kind_of(k);
+}
+
+uint32_t app__rigid_state(app_world* w, sim_entity_id id, sim_entity_kind kind, uint32_t first,
+                          rdp_entity_state* e) {
+    float* pose = w->poses + 7 * (size_t)first;
+    if (kind == SIM_ENTITY_BALL) {
+        sim_bone_pose p;
+        if (first + 1 > w->body_cap ||
+            sim_ball_get(w->sim, id, &p, NULL, &w->body_radius[first]) != SIM_OK) {
+            return 0;
+        }
+        const float v[7] = {p.p.x, p.p.y, p.p.z, p.q.x, p.q.y, p.q.z, p.q.w};
+        memcpy(pose, v, sizeof v);
+        w->body_half_length[first] = 0.0f;
+        e->body_count = 1;
+    } else {
+        sim_character_view cv;
+        if (sim_character_get_view(w->sim, id, &cv) != SIM_OK ||
+            first + cv.bone_count > w->body_cap) {
+            return 0;
+        }
+        sim_bone_pose poses[SIM_MAX_BONES];
+        int n = sim_character_get_pose(w->sim, id, poses, NULL, NULL, SIM_MAX_BONES);
+        for (int i = 0; i < n; ++i) {
+            const sim_bone_def* b = &cv.skeleton->bones[i];
+            const float v[7] = {poses[i].p.x, poses[i].p.y, poses[i].p.z, poses[i].q.x,
+                                poses[i].q.y, poses[i].q.z, poses[i].q.w};
+            memcpy(pose + 7 * i, v, sizeof v);
+            w->bone_names[first + (uint32_t)i] = b->name;
+            w->body_radius[first + (uint32_t)i] = b->radius;
+            float dx = b->tail.x - b->head.x, dy = b->tail.y - b->head.y,
+                  dz = b->tail.z - b->head.z;
+            w->body_half_length[first + (uint32_t)i] = 0.5f * sqrtf(dx * dx + dy * dy + dz * dz);
+        }
+        e->body_count = (uint32_t)n;
+        e->state = sim_char_state_name(cv.state);
+        e->bone_names = w->bone_names + first;
+        e->skeleton = cv.skeleton->name;
+        e->clip = cv.clip;
+    }
+    e->pose = pose;
+    e->body_radius = w->body_radius + first;
+    e->body_half_length = w->body_half_length + first;
+    return e->body_count;
 }
 
 // Describes the world's current state for the codec. With topology, stick
@@ -286,7 +347,7 @@ static bool build_snapshot(app_world* w, bool topology, rdp_snapshot* s) {
         w->sticks = grown;
         w->sticks_cap = 2 * sticks_needed;
     }
-    uint32_t used = 0, stick_total = 0;
+    uint32_t used = 0, stick_total = 0, bodies = 0;
     for (uint32_t i = 0; i < n; ++i) {
         sim_entity_id id = sim_world_entity_at(sw, i);
         sim_entity_view v;
@@ -296,6 +357,10 @@ static bool build_snapshot(app_world* w, bool topology, rdp_snapshot* s) {
         memset(e, 0, sizeof *e);
         e->entity = sim_entity_id_store(id);
         e->kind = kind_of(v.kind);
+        if (rdp_kind_is_rigid(e->kind)) {
+            bodies += app__rigid_state(w, id, v.kind, bodies, e);
+            continue;
+        }
         e->particle_count = v.particle_count;
         e->xyz = (const float*)v.pos;
         e->names = v.names;
@@ -405,16 +470,29 @@ static void send_snapshots(app_world* w) {
 // Ticking
 // ---------------------------------------------------------------------------
 
-// Tells subscribers what the world did on its own (e.g. removed an entity
-// that went unstable), before the snapshot that no longer shows it.
+// Tells subscribers what happened in the world (an entity removed as
+// unstable, a character changing state or coming to rest), before the
+// snapshot that shows it.
 static void report_events(app_world* w) {
     sim_event ev[16];
     uint32_t n;
     while ((n = sim_world_drain_events(w->sim, ev, 16)) > 0) {
         for (uint32_t k = 0; k < n; ++k) {
             size_t len = 0;
-            char* text = rdp_event_entity_removed(
-                w->id, ev[k].tick, sim_entity_id_store(ev[k].entity), "unstable", &len);
+            uint64_t entity = sim_entity_id_store(ev[k].entity);
+            char* text = NULL;
+            switch (ev[k].kind) {
+            case SIM_EVENT_UNSTABLE:
+                text = rdp_event_entity_removed(w->id, ev[k].tick, entity, "unstable", &len);
+                break;
+            case SIM_EVENT_CHARACTER_STATE:
+                text = rdp_event_character_state(w->id, ev[k].tick, entity,
+                                                 sim_char_state_name(ev[k].state), &len);
+                break;
+            case SIM_EVENT_SETTLED:
+                text = rdp_event_settled(w->id, ev[k].tick, entity, &len);
+                break;
+            }
             for (uint32_t i = 0; text != NULL && i < w->sub_count; ++i) {
                 net_session_send_text(w->subs[i]->session, text, len);
             }

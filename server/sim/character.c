@@ -82,7 +82,9 @@ static void set_state(sim_world* w, sim_entity_id id, sim__char* ch, sim_char_st
     ch->state = s;
     ch->still_ticks = 0;
     ch->settled = false;
-    sim__push_event(w, SIM_EVENT_CHARACTER_STATE, id, s);
+    // Commands land between ticks and in-step changes before the tick
+    // count moves: either way the next tick is the first to show it.
+    sim__push_event(w, SIM_EVENT_CHARACTER_STATE, id, s, w->tick + 1);
 }
 
 // Makes a bone dynamic (true) or kinematic (false).
@@ -270,7 +272,8 @@ int sim_world_spawn_ball(sim_world* w, const sim_ball_def* def, sim_entity_id* o
     return SIM_OK;
 }
 
-int sim_ball_get(const sim_world* w, sim_entity_id id, sim_bone_pose* pose, sim_vec3* v) {
+int sim_ball_get(const sim_world* w, sim_entity_id id, sim_bone_pose* pose, sim_vec3* v,
+                 float* radius) {
     const sim__entity* e = sim__entity_get(w, id);
     if (e == NULL || e->kind != SIM_ENTITY_BALL) {
         return SIM_E_STALE_ID;
@@ -282,6 +285,9 @@ int sim_ball_get(const sim_world* w, sim_entity_id id, sim_bone_pose* pose, sim_
     }
     if (v != NULL) {
         *v = b->v;
+    }
+    if (radius != NULL) {
+        *radius = w->binfo[e->b_first].radius;
     }
     return SIM_OK;
 }
@@ -299,6 +305,19 @@ static int check_impulse(const sim_world* w, sim_vec3 point, sim_vec3 impulse) {
         return SIM_E_OUT_OF_RANGE;
     }
     return SIM_OK;
+}
+
+int sim_ball_apply_impulse(sim_world* w, sim_entity_id id, sim_vec3 impulse) {
+    const sim__entity* e = sim__entity_get(w, id);
+    if (e == NULL || e->kind != SIM_ENTITY_BALL) {
+        return SIM_E_STALE_ID;
+    }
+    sim__body* b = &w->body[e->b_first];
+    int rc = check_impulse(w, b->x, impulse);
+    if (rc == SIM_OK) {
+        sim__apply_impulse_at(b, v3(0.0f, 0.0f, 0.0f), impulse);
+    }
+    return rc;
 }
 
 int sim_character_kill(sim_world* w, sim_entity_id id, sim_vec3 hit_point, sim_vec3 impulse,
@@ -593,7 +612,7 @@ void sim__characters_post_tick(sim_world* w) {
             if (++ch->still_ticks >= SETTLE_TICKS && !ch->settled) {
                 ch->settled = true;
                 sim_entity_id id = {slot + 1, e->generation};
-                sim__push_event(w, SIM_EVENT_SETTLED, id, ch->state);
+                sim__push_event(w, SIM_EVENT_SETTLED, id, ch->state, w->tick + 1);
             }
         } else {
             ch->still_ticks = 0;

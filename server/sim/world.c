@@ -668,7 +668,8 @@ static void project_drags(sim_world* w, float inv_h2) {
 // Events
 // ---------------------------------------------------------------------------
 
-void sim__push_event(sim_world* w, sim_event_kind kind, sim_entity_id id, sim_char_state state) {
+void sim__push_event(sim_world* w, sim_event_kind kind, sim_entity_id id, sim_char_state state,
+                     uint64_t tick) {
     if (w->event_count == SIM__MAX_EVENTS) {
         // Nobody drained: the oldest goes.
         w->event_head = (w->event_head + 1) % SIM__MAX_EVENTS;
@@ -678,7 +679,7 @@ void sim__push_event(sim_world* w, sim_event_kind kind, sim_entity_id id, sim_ch
     e->kind = kind;
     e->entity = id;
     e->state = state;
-    e->tick = w->tick;
+    e->tick = tick;
     w->event_count++;
 }
 
@@ -726,7 +727,7 @@ static void quarantine(sim_world* w) {
         }
         sim_entity_id id = {slot + 1, e->generation};
         sim_world_despawn(w, id); // the next entity slides into position k
-        sim__push_event(w, SIM_EVENT_UNSTABLE, id, SIM_CHAR_ANIMATED);
+        sim__push_event(w, SIM_EVENT_UNSTABLE, id, SIM_CHAR_ANIMATED, w->tick);
     }
 }
 

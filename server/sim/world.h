@@ -216,7 +216,8 @@ int sim__entity_begin(sim_world* w, sim_entity_kind kind, uint32_t particles, ui
                       sim__entity** out);
 
 /// Queues an event (the oldest is dropped when the queue is full).
-void sim__push_event(sim_world* w, sim_event_kind kind, sim_entity_id id, sim_char_state state);
+void sim__push_event(sim_world* w, sim_event_kind kind, sim_entity_id id, sim_char_state state,
+                     uint64_t tick);
 
 /// Characters before a tick: advance clips, compute the animated pose, give
 /// kinematic bones the velocities that reach it, update drives (character.c).

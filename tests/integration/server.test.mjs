@@ -33,7 +33,7 @@ test('the welcome names the protocol and the demo world', async () => {
   const demo = c.welcome.worlds.find((w) => w.name === 'demo');
   assert.ok(demo, 'demo world listed');
   assert.equal(demo.tick_hz, 60);
-  assert.equal(demo.entities, 4); // two ragdolls, a rope, a cloth
+  assert.equal(demo.entities, 7); // two ragdolls, a rope, a cloth, two humanoids, a dog
   await c.close();
 });
 
@@ -47,7 +47,12 @@ test('subscribe yields >= 25 snapshots per second with strictly increasing ticks
   const first = await c.next((m) => m.ev === 'snapshot');
   assert.ok(first.metrics.sticks > 1000, 'metrics name the sticks the error sums over');
   // Topology comes with the first snapshot only.
-  assert.ok(first.entities.every((e) => Array.isArray(e.sticks) && Array.isArray(e.radii)));
+  const particles = first.entities.filter((e) => e.particles);
+  assert.equal(particles.length, 4);
+  assert.ok(particles.every((e) => Array.isArray(e.sticks) && Array.isArray(e.radii)));
+  const characters = first.entities.filter((e) => e.kind === 'character');
+  assert.equal(characters.length, 3);
+  assert.ok(characters.every((e) => e.capsules.length === e.bones.length && e.skeleton));
   await sleep(2000);
   const snaps = c.snapshots();
   assert.ok(snaps.length >= 50, `${snaps.length} snapshots in 2 s`);
@@ -274,6 +279,130 @@ test('a client that disconnects lets go of what it was dragging', async () => {
   assert.ok(fell[1] < 1.5, `released after the disconnect: head at ${fell[1]}`);
   await watcher.send({ op: 'destroy_world', world });
   await watcher.close();
+});
+
+const bone = (e, name) => e.bones.find((b) => b.name === name);
+const characterIn = (snap, entity) => snap.entities.find((e) => e.entity === entity);
+const latest = (c, world) => c.snapshots(world).at(-1);
+
+test('a scripted client spawns a character, kills it, sees it fall and get up again', async () => {
+  const c = await Client.connect(server.url);
+  const world = await freshWorld(c, 'characters');
+  assert.equal((await c.send({ op: 'subscribe', world })).ok, true);
+  const s = await c.send({ op: 'spawn_character', world, position: [0, 0, 0], facing: 0.5 });
+  assert.equal(s.ok, true, JSON.stringify(s));
+  const entity = s.entity;
+  const first = await c.next((m) => m.ev === 'snapshot' && m.tick >= s.tick);
+  let ch = characterIn(first, entity);
+  assert.equal(ch.kind, 'character');
+  assert.equal(ch.state, 'animated');
+  assert.equal(ch.bones.length, 16);
+  const head = bone(ch, 'head');
+  assert.ok(head.p[1] > 1.45 && head.p[1] < 1.7, `head at ${head.p}`);
+  assert.equal(head.q.length, 4);
+  assert.ok(Math.abs(Math.hypot(...head.q) - 1) < 1e-4, 'unit quaternion');
+
+  // describe gives the skeleton: the knee is a 0-150 degree hinge.
+  const d = await c.send({ op: 'describe', world, entity });
+  assert.equal(d.skeleton, 'humanoid');
+  assert.equal(d.bones[0].parent, null);
+  const knee = d.bones.find((b) => b.name === 'lower_leg_l');
+  assert.equal(knee.parent, 'upper_leg_l');
+  assert.equal(knee.joint.type, 'hinge');
+  assert.ok(Math.abs(knee.joint.range[1] - (150 * Math.PI) / 180) < 1e-5);
+  assert.equal(d.bones.reduce((m, b) => m + b.mass, 0), 77);
+
+  // Kill it with a shove at the head: the reply names the bone.
+  const k = await c.send({ op: 'kill', world, entity, hit_point: head.p, impulse: [0, 0, -40] });
+  assert.equal(k.ok, true, JSON.stringify(k));
+  assert.equal(k.bone, 'head');
+  const ev = await c.next((m) => m.ev === 'character_state' && m.entity === entity);
+  assert.equal(ev.state, 'ragdoll');
+  assert.equal(ev.tick, k.tick);
+  const settled = await c.next((m) => m.ev === 'settled' && m.entity === entity, 15000);
+  ch = characterIn(latest(c, world), entity);
+  assert.equal(ch.state, 'ragdoll');
+  assert.ok(bone(ch, 'head').p[1] < 0.5, `the head lies at ${bone(ch, 'head').p}`);
+  assert.ok(settled.tick > k.tick);
+
+  // Get up: getting_up, then animated, then standing again.
+  const g = await c.send({ op: 'start_getup', world, entity });
+  assert.equal(g.ok, true, JSON.stringify(g));
+  assert.ok(['getup_front', 'getup_back'].includes(g.clip), g.clip);
+  assert.equal((await c.next((m) => m.ev === 'character_state' && m.entity === entity)).state, 'getting_up');
+  assert.equal((await c.next((m) => m.ev === 'character_state' && m.entity === entity, 3000)).state, 'animated');
+  await sleep(3500); // the get-up clip runs 2.4-2.6 s
+  ch = characterIn(latest(c, world), entity);
+  assert.equal(ch.state, 'animated');
+  assert.ok(bone(ch, 'head').p[1] > 1.4, `standing: head at ${bone(ch, 'head').p}`);
+  await c.close();
+});
+
+test('characters: active and partial ragdolls, balls, impulses on bones, and bad input', async () => {
+  const c = await Client.connect(server.url);
+  const world = await freshWorld(c, 'active');
+  await c.send({ op: 'subscribe', world, rate_hz: 60 });
+  const a = (await c.send({ op: 'spawn_character', world, position: [0, 0, 0], clip: 'walk' })).entity;
+  const p = await c.send({ op: 'set_partial', world, entity: a, bones: ['upper_arm_r'] });
+  assert.equal(p.ok, true, JSON.stringify(p));
+  assert.equal((await c.next((m) => m.ev === 'character_state' && m.entity === a)).state, 'partial');
+  const hit = await c.send({ op: 'apply_impulse', world, entity: a, bone: 'hand_r', impulse: [0, 20, 0] });
+  assert.equal(hit.ok, true, JSON.stringify(hit));
+  const drive = await c.send({ op: 'set_drive', world, entity: a, kp: 500, kd: 20, bones: ['lower_arm_r'], ramp_time: 0.5 });
+  assert.equal(drive.ok, true, JSON.stringify(drive));
+  assert.equal((await c.send({ op: 'set_partial', world, entity: a, bones: [] })).ok, true);
+  assert.equal((await c.send({ op: 'play', world, entity: a, clip: 'stagger' })).ok, true);
+  const b = await c.send({ op: 'spawn_ball', world, position: [0, 1.2, -3], velocity: [0, 0, 10], radius: 0.2, mass: 5 });
+  assert.equal(b.ok, true, JSON.stringify(b));
+  const snap = await c.next((m) => m.ev === 'snapshot' && m.tick > b.tick);
+  const ball = snap.entities.find((e) => e.entity === b.entity);
+  assert.equal(ball.kind, 'ball');
+  assert.equal(ball.p.length, 3);
+
+  // Bad input: a clear error, and the world goes on for everyone.
+  const before = latest(c, world).tick;
+  const cases = [
+    [{ op: 'kill', world, entity: b.entity, hit_point: [0, 1, 0], impulse: [0, 0, 0] }, 'not_found'],
+    [{ op: 'start_getup', world, entity: a }, 'bad_state'],
+    [{ op: 'set_partial', world, entity: a, bones: ['tail'] }, 'not_found'],
+    [{ op: 'set_drive', world, entity: a, kp: -1, kd: 0 }, 'out_of_range'],
+    [{ op: 'set_drive', world, entity: a, kp: 1, kd: 0, bones: 'head' }, 'bad_request'],
+    [{ op: 'spawn_character', world, position: [0, 0, 0], skeleton: 'octopus' }, 'not_found'],
+    [{ op: 'spawn_character', world, position: [0, 0, 0], clip: 'moonwalk' }, 'not_found'],
+    [{ op: 'kill', world, entity: a, hit_point: [0, 1, 0], impulse: [1e9, 0, 0] }, 'out_of_range'],
+    [{ op: 'apply_impulse', world, entity: a, impulse: [1, 0, 0] }, 'bad_request'],
+    [{ op: 'play', world, entity: a, clip: 'x'.repeat(40) }, 'out_of_range'],
+    [{ op: 'set_partial', world, entity: a, bones: Array(33).fill('head') }, 'out_of_range'],
+  ];
+  for (const [cmd, code] of cases) {
+    const r = await c.send(cmd);
+    assert.equal(r.error?.code, code, `${JSON.stringify(cmd).slice(0, 80)} -> ${JSON.stringify(r)}`);
+  }
+  await sleep(500);
+  assert.ok(latest(c, world).tick > before + 15, 'the world kept ticking');
+  assert.equal(characterIn(latest(c, world), a).state, 'animated');
+  await c.close();
+});
+
+test('binary snapshots carry characters as 28-byte bone poses', async () => {
+  const c = await Client.connect(server.url);
+  const world = await freshWorld(c, 'binary characters');
+  const e = (await c.send({ op: 'spawn_character', world, position: [1, 0, 2] })).entity;
+  await c.send({ op: 'subscribe', world, format: 'binary' });
+  const m = await c.next((x) => x.binary);
+  const buf = m.binary;
+  assert.equal(buf.toString('latin1', 0, 4), 'RDS1');
+  assert.equal(buf.readUInt32LE(32), 1); // one entity
+  const off = 40;
+  assert.equal(buf.readBigUInt64LE(off), BigInt(e));
+  assert.equal(buf[off + 8], 4); // character
+  assert.equal(buf[off + 9], 0); // animated
+  const n = buf.readUInt32LE(off + 12);
+  assert.equal(n, 16);
+  assert.equal(buf.length, 40 + 16 + 28 * n);
+  const pelvisY = buf.readFloatLE(off + 16 + 4);
+  assert.ok(Math.abs(pelvisY - 0.96) < 0.02, `pelvis y ${pelvisY}`);
+  await c.close();
 });
 
 test('HTTP: /healthz, the viewer, 404', async () => {

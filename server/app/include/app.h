@@ -29,9 +29,15 @@ extern "C" {
 
 /// Settings of a server. Start from app_config_default().
 typedef struct app_config {
-    const char* host;        ///< Address to bind. Default "127.0.0.1".
-    int port;                ///< TCP port; 0 lets the kernel choose. Default 8080.
-    const char* web_root;    ///< Directory of the viewer's files. Default: the build's.
+    const char* host;     ///< Address to bind. Default "127.0.0.1".
+    int port;             ///< TCP port; 0 lets the kernel choose. Default 8080.
+    const char* web_root; ///< Directory of the viewer's files. Default: the build's.
+    /// Directory of skeleton and clip files (assets/README.md), which main()
+    /// loads into `library`. Default: the source tree's assets/.
+    const char* assets_dir;
+    /// Skeletons and clips every world may use; NULL allows no characters.
+    /// Not owned: it must outlive the server.
+    const sim_library* library;
     bool demo;               ///< Create the built-in demo world. Default true.
     uint32_t max_worlds;     ///< Worlds at most. Default 16.
     uint32_t max_catchup;    ///< Ticks one world may run per wake-up. Default 4.

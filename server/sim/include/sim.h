@@ -705,8 +705,14 @@ sim_ball_def sim_ball_def_default(void);
 /// Spawns a ball. Errors as sim_world_spawn_rope().
 int sim_world_spawn_ball(sim_world* w, const sim_ball_def* def, sim_entity_id* out);
 
-/// The pose and velocity of a ball. Errors: SIM_E_STALE_ID.
-int sim_ball_get(const sim_world* w, sim_entity_id id, sim_bone_pose* pose, sim_vec3* v);
+/// Applies an impulse (N·s) at a ball's centre. Errors: SIM_E_STALE_ID,
+/// SIM_E_NOT_FINITE, SIM_E_OUT_OF_RANGE (beyond ±SIM_MAX_IMPULSE).
+int sim_ball_apply_impulse(sim_world* w, sim_entity_id id, sim_vec3 impulse);
+
+/// The pose, velocity (m/s) and radius (m) of a ball; any output may be
+/// NULL. Errors: SIM_E_STALE_ID.
+int sim_ball_get(const sim_world* w, sim_entity_id id, sim_bone_pose* pose, sim_vec3* v,
+                 float* radius);
 
 // ---------------------------------------------------------------------------
 // Events
@@ -726,7 +732,7 @@ typedef struct sim_event {
     sim_event_kind kind;
     sim_entity_id entity;
     sim_char_state state; ///< For SIM_EVENT_CHARACTER_STATE.
-    uint64_t tick;        ///< The tick it happened at.
+    uint64_t tick;        ///< The first tick whose state shows it.
 } sim_event;
 
 /// Moves up to `cap` pending events, oldest first, into out and returns how

@@ -113,5 +113,28 @@ int sim_scene_demo(sim_world* w) {
     c.rows = 16;
     c.spacing = 0.085f;
     c.bend_compliance = 1.0e-3f;
-    return sim_world_spawn_cloth(w, &c, &id);
+    if ((rc = sim_world_spawn_cloth(w, &c, &id)) != SIM_OK) {
+        return rc;
+    }
+
+    // In front, two animated humanoids and a dog, if the world has their
+    // skeletons: click one to kill it.
+    static const struct {
+        const char* skeleton;
+        float x, z, facing;
+    } characters[] = {{"humanoid", -1.1f, 2.2f, 0.3f},
+                      {"humanoid", 0.7f, 2.4f, -0.2f},
+                      {"dog", 2.4f, 1.9f, -1.2f}};
+    for (size_t i = 0; i < sizeof characters / sizeof characters[0]; ++i) {
+        sim_character_def d = sim_character_def_default();
+        d.skeleton = characters[i].skeleton;
+        d.position.x = characters[i].x;
+        d.position.z = characters[i].z;
+        d.facing = characters[i].facing;
+        rc = sim_world_spawn_character(w, &d, &id);
+        if (rc != SIM_OK && rc != SIM_E_UNKNOWN_NAME) {
+            return rc;
+        }
+    }
+    return SIM_OK;
 }

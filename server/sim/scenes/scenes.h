@@ -28,5 +28,7 @@ int sim_scene_square_cloth(sim_world* w, uint32_t n, float spacing, float top, s
 int sim_scene_demo_platforms(sim_world* w);
 
 /// The built-in demo world: the platforms, two particle ragdolls dropped
-/// onto their edges, a rope and a cloth sheet pinned along its top edge.
+/// onto their edges, a rope, a cloth sheet pinned along its top edge and,
+/// when the world's library has the skeletons, two humanoid characters and
+/// a dog standing in front (idle).
 int sim_scene_demo(sim_world* w);
