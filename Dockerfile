@@ -19,7 +19,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund --loglevel=error
 COPY . .
 RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
-      -DRD_WEB_ROOT_DEFAULT=/usr/local/share/ragdolld/web -DRD_BUILD_BENCH=OFF \
+      -DRD_WEB_ROOT_DEFAULT=/usr/local/share/ragdolld/web \
+      -DRD_ASSETS_DEFAULT=/usr/local/share/ragdolld/assets -DRD_BUILD_BENCH=OFF \
  && cmake --build build -j"$(nproc)" \
  && ctest --test-dir build -L unit --output-on-failure \
  && cmake --install build --prefix /usr/local

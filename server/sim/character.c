@@ -92,6 +92,7 @@ static void set_dynamic(sim__body* b, const sim__body_info* bi, bool dynamic) {
     b->inv_mass = dynamic ? 1.0f / bi->mass : 0.0f;
     b->inv_inertia = dynamic ? v3(1.0f / bi->inertia.x, 1.0f / bi->inertia.y, 1.0f / bi->inertia.z)
                              : v3(0.0f, 0.0f, 0.0f);
+    sim__body_update_inertia(b);
 }
 
 static bool bone_dynamic(const sim__char* ch, uint32_t bone) {

@@ -33,6 +33,9 @@
 // Rolling resistance coefficient (dimensionless): the resisting torque is at
 // most this × the radius × the normal force. Soft tissue on a floor: 0.1.
 #define SIM__ROLLING 0.1f
+// Contacts are found once per substep on the predicted poses, including
+// pairs this close (m) that the substep's passes may still push together.
+#define SPECULATIVE 0.005f
 
 static uint32_t cell_hash(int32_t x, int32_t y, int32_t z) {
     uint32_t h = (uint32_t)x * 73856093u ^ (uint32_t)y * 19349663u ^ (uint32_t)z * 83492791u;
@@ -74,6 +77,25 @@ static bool may_collide(const sim_world* w, uint32_t a, uint32_t b) {
         return false;
     }
     return true;
+}
+
+static void closest_segments(sim_vec3 p0, sim_vec3 p1, sim_vec3 q0, sim_vec3 q1, sim_vec3* cp,
+                             sim_vec3* cq);
+
+// Whether two capsules can come within contact distance this tick: their
+// gap now against how far their surfaces can move toward each other in dt
+// (boxes overlapping is a much weaker test for long, thin bones).
+static bool may_touch(const sim_world* w, uint32_t a, uint32_t b, float dt) {
+    const sim__body *ba = &w->body[a], *bb = &w->body[b];
+    const sim__body_info *ia = &w->binfo[a], *ib = &w->binfo[b];
+    sim_vec3 a0, a1, b0, b1, ca, cb;
+    sim__body_segment(ba, ia, &a0, &a1);
+    sim__body_segment(bb, ib, &b0, &b1);
+    closest_segments(a0, a1, b0, b1, &ca, &cb);
+    float reach = (v3_len(v3_sub(ba->v, bb->v)) + v3_len(ba->w) * (ia->half_len + ia->radius) +
+                   v3_len(bb->w) * (ib->half_len + ib->radius)) *
+                  dt;
+    return v3_len(v3_sub(ca, cb)) < ia->radius + ib->radius + reach + GRID_MARGIN;
 }
 
 void sim__contacts_begin_tick(sim_world* w, float dt) {
@@ -124,7 +146,7 @@ void sim__contacts_begin_tick(sim_world* w, float dt) {
             if (cell_of(m.x) != e->cx || cell_of(m.y) != e->cy || cell_of(m.z) != e->cz) {
                 continue;
             }
-            if (!may_collide(w, a, b) || w->pair_count == w->pair_cap) {
+            if (!may_collide(w, a, b) || w->pair_count == w->pair_cap || !may_touch(w, a, b, dt)) {
                 continue;
             }
             w->pairs[w->pair_count].a = a < b ? a : b;
@@ -228,10 +250,15 @@ static sim_vec3 point_velocity(const sim__body* b, sim_vec3 r, bool pre) {
     return pre ? v3_add(b->v_pre, v3_cross(b->w_pre, r)) : v3_add(b->v, v3_cross(b->w, r));
 }
 
-// Resolves one contact: a (dynamic) against b (a body, or NULL for static),
-// normal n pointing from b to a, points pa on a and pb on b (world), depth.
-static void solve_contact(sim_world* w, uint32_t ia, uint32_t ib, sim_vec3 n, sim_vec3 pa,
-                          sim_vec3 pb, float depth, float h) {
+// Records a contact between a (dynamic) and b (a body, or NULL for static)
+// found on the substep's predicted poses: normal n from b to a, points pa
+// on a and pb on b (world), depth (negative: a gap, kept so that a later
+// pass that closes it is caught).
+static void add_contact(sim_world* w, uint32_t ia, uint32_t ib, sim_vec3 n, sim_vec3 pa,
+                        sim_vec3 pb, float h) {
+    if (w->contact_count == w->contact_cap) {
+        return; // out of room: this pair goes unsolved this substep
+    }
     sim__body* a = &w->body[ia];
     sim__body* b = ib == SIM__NO_BODY ? NULL : &w->body[ib];
     sim_vec3 ra = v3_sub(pa, a->x);
@@ -241,54 +268,64 @@ static void solve_contact(sim_world* w, uint32_t ia, uint32_t ib, sim_vec3 n, si
     if (b != NULL) {
         vrel = v3_sub(vrel, point_velocity(b, rb, true));
     }
-    float vn_pre = v3_dot(vrel, n);
-
     // Depth the same two points had at the start of the substep: what moved
     // in during the substep goes out at once, older penetration at most at
     // PUSH_OUT_SPEED.
     sim_vec3 pb_prev = b != NULL ? point_prev(b, rb) : pb;
     float depth_start = v3_dot(v3_sub(pb_prev, point_prev(a, ra)), n);
-    float keep = fmaxf(0.0f, depth_start - PUSH_OUT_SPEED * h);
-    float corr = depth - keep;
+    sim__contact* c = &w->contacts[w->contact_count++];
+    c->a = ia;
+    c->b = ib;
+    c->n = n;
+    c->ra = q_rotate_inv(a->q, ra);
+    c->rb = b != NULL ? q_rotate_inv(b->q, rb) : pb;
+    c->keep = fmaxf(0.0f, depth_start - PUSH_OUT_SPEED * h);
+    c->lambda = 0.0f;
+    c->vn_pre = v3_dot(vrel, n);
+}
+
+// One pass over a contact: a positional correction along the normal, then
+// static friction (Müller et al. 2020, eq. 26-28).
+static void solve_contact(sim_world* w, sim__contact* c, float h) {
+    sim__body* a = &w->body[c->a];
+    sim__body* b = c->b == SIM__NO_BODY ? NULL : &w->body[c->b];
+    sim_vec3 ra = q_rotate(a->q, c->ra);
+    sim_vec3 pa = v3_add(a->x, ra);
+    sim_vec3 rb = v3(0.0f, 0.0f, 0.0f), pb = c->rb;
+    if (b != NULL) {
+        rb = q_rotate(b->q, c->rb);
+        pb = v3_add(b->x, rb);
+    }
+    float corr = v3_dot(v3_sub(pb, pa), c->n) - c->keep;
     if (corr <= 0.0f) {
         return;
     }
-    float still = 0.0f;
-    float ln = sim__apply_positional(a, b, ra, rb, v3_scale(n, corr), 0.0f, h, still);
+    float ln = sim__apply_positional(a, b, ra, rb, v3_scale(c->n, corr), 0.0f, h, 0.0f);
     if (ln <= 0.0f) {
         return;
     }
+    c->lambda += ln;
     // Static friction: undo the tangential slip of the contact points over
     // this substep while that takes less than μ·λn.
-    ra = v3_sub(pa, a->x);
+    ra = q_rotate(a->q, c->ra);
     sim_vec3 dp = v3_sub(v3_add(a->x, ra), point_prev(a, ra));
     if (b != NULL) {
-        rb = v3_sub(pb, b->x);
+        rb = q_rotate(b->q, c->rb);
         dp = v3_sub(dp, v3_sub(v3_add(b->x, rb), point_prev(b, rb)));
     }
-    sim_vec3 dpt = v3_sub(dp, v3_scale(n, v3_dot(dp, n)));
+    sim_vec3 dpt = v3_sub(dp, v3_scale(c->n, v3_dot(dp, c->n)));
     float slip = v3_len(dpt);
     if (slip > 1e-9f) {
         sim_vec3 t = v3_scale(dpt, 1.0f / slip);
         float wt = sim__inv_mass_at(a, ra, t, false) + sim__inv_mass_at(b, rb, t, false);
-        if (wt > 0.0f && slip / wt < w->params.friction * ln) {
+        if (wt > 0.0f && slip / wt < w->params.friction * c->lambda) {
             sim__apply_positional(a, b, ra, rb, v3_scale(dpt, -1.0f), 0.0f, h, 0.0f);
         }
-    }
-    if (w->contact_count < w->contact_cap) {
-        sim__contact* c = &w->contacts[w->contact_count++];
-        c->a = ia;
-        c->b = ib;
-        c->n = n;
-        c->ra = q_rotate_inv(a->q, v3_sub(pa, a->x));
-        c->rb = b != NULL ? q_rotate_inv(b->q, v3_sub(pb, b->x)) : pb;
-        c->lambda = ln;
-        c->vn_pre = vn_pre;
     }
 }
 
 // Contacts of a dynamic body's capsule (or sphere) with the ground and boxes.
-static void solve_static(sim_world* w, uint32_t i, float h) {
+static void find_static(sim_world* w, uint32_t i, float h) {
     const sim__body_info* bi = &w->binfo[i];
     sim_vec3 p0, p1;
     sim__body_segment(&w->body[i], bi, &p0, &p1);
@@ -298,10 +335,9 @@ static void solve_static(sim_world* w, uint32_t i, float h) {
         for (int k = 0; k < ends; ++k) {
             sim__body_segment(&w->body[i], bi, &p0, &p1);
             sim_vec3 p = k == 0 ? p0 : p1;
-            if (p.y < r) {
+            if (p.y < r + SPECULATIVE) {
                 sim_vec3 n = v3(0.0f, 1.0f, 0.0f);
-                solve_contact(w, i, SIM__NO_BODY, n, v3(p.x, p.y - r, p.z), v3(p.x, 0.0f, p.z),
-                              r - p.y, h);
+                add_contact(w, i, SIM__NO_BODY, n, v3(p.x, p.y - r, p.z), v3(p.x, 0.0f, p.z), h);
             }
         }
     }
@@ -337,14 +373,14 @@ static void solve_static(sim_world* w, uint32_t i, float h) {
             }
             sim_vec3 n, on_box;
             float depth;
-            if (sphere_box(p, r, bx, &n, &depth, &on_box)) {
-                solve_contact(w, i, SIM__NO_BODY, n, v3_sub(p, v3_scale(n, r)), on_box, depth, h);
+            if (sphere_box(p, r + SPECULATIVE, bx, &n, &depth, &on_box)) {
+                add_contact(w, i, SIM__NO_BODY, n, v3_sub(p, v3_scale(n, r)), on_box, h);
             }
         }
     }
 }
 
-static void solve_pair(sim_world* w, uint32_t ia, uint32_t ib, float h) {
+static void find_pair(sim_world* w, uint32_t ia, uint32_t ib, float h) {
     // Let the dynamic one be `a` (a kinematic a would not move).
     if (w->body[ia].inv_mass == 0.0f) {
         uint32_t t = ia;
@@ -358,23 +394,29 @@ static void solve_pair(sim_world* w, uint32_t ia, uint32_t ib, float h) {
     closest_segments(a0, a1, b0, b1, &ca, &cb);
     sim_vec3 d = v3_sub(ca, cb);
     float dist = v3_len(d), rr = fa->radius + fb->radius;
-    if (dist >= rr) {
+    if (dist >= rr + SPECULATIVE) {
         return;
     }
     sim_vec3 n = dist > 1e-6f ? v3_scale(d, 1.0f / dist) : v3(0.0f, 1.0f, 0.0f);
-    solve_contact(w, ia, ib, n, v3_sub(ca, v3_scale(n, fa->radius)),
-                  v3_add(cb, v3_scale(n, fb->radius)), rr - dist, h);
+    add_contact(w, ia, ib, n, v3_sub(ca, v3_scale(n, fa->radius)),
+                v3_add(cb, v3_scale(n, fb->radius)), h);
 }
 
-void sim__contacts_solve(sim_world* w, float h) {
+void sim__contacts_find(sim_world* w, float h) {
     w->contact_count = 0;
     for (uint32_t i = 0; i < w->b_count; ++i) {
         if (w->body[i].inv_mass > 0.0f) {
-            solve_static(w, i, h);
+            find_static(w, i, h);
         }
     }
     for (uint32_t k = 0; k < w->pair_count; ++k) {
-        solve_pair(w, w->pairs[k].a, w->pairs[k].b, h);
+        find_pair(w, w->pairs[k].a, w->pairs[k].b, h);
+    }
+}
+
+void sim__contacts_solve(sim_world* w, float h) {
+    for (uint32_t k = 0; k < w->contact_count; ++k) {
+        solve_contact(w, &w->contacts[k], h);
     }
 }
 
@@ -391,6 +433,9 @@ void sim__contacts_velocities(sim_world* w, float h) {
     const float rest = 2.0f * v3_len(w->params.gravity) * h;
     for (uint32_t k = 0; k < w->contact_count; ++k) {
         const sim__contact* c = &w->contacts[k];
+        if (c->lambda <= 0.0f) {
+            continue; // never touched this substep
+        }
         sim__body* a = &w->body[c->a];
         sim__body* b = c->b == SIM__NO_BODY ? NULL : &w->body[c->b];
         sim_vec3 ra = q_rotate(a->q, c->ra);

@@ -299,13 +299,19 @@ int sim_library_add_skeleton(sim_library* lib, const sim_skeleton_def* def) {
         sk->local_q[i] = q_normalize(q_mul(ip, sk->bind_q[i]));
     }
     sk->local_q[0] = q_identity();
-    // Bones that are parent and child, or that overlap in the bind pose,
-    // never collide: they would fight their own joint from the first tick.
+    // Bones one or two joints apart (parent and child, grandparent and
+    // grandchild), or that overlap in the bind pose, never collide: they
+    // would fight their own joints (a hand meets the upper arm when the
+    // elbow folds to its limit, and the two constraints would pull the elbow
+    // apart).
     for (uint32_t i = 0; i < n; ++i) {
         for (uint32_t j = i + 1; j < n; ++j) {
             const sim_bone_def* a = &def->bones[i];
             const sim_bone_def* b = &def->bones[j];
-            bool family = b->parent == (int)i || a->parent == (int)j;
+            int bp = b->parent, ap = a->parent;
+            bool family = bp == (int)i || ap == (int)j ||
+                          (bp >= 0 && def->bones[bp].parent == (int)i) ||
+                          (ap >= 0 && def->bones[ap].parent == (int)j);
             float d = segment_distance(a->head, a->tail, b->head, b->tail);
             if (family || d < a->radius + b->radius + 0.01f) {
                 sk->no_collide[i] |= 1u << j;

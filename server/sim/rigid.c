@@ -21,20 +21,42 @@
 
 #include "world.h"
 
-// World-space I⁻¹·v for body b (inverse inertia is diagonal in the body frame).
+#include <string.h>
+
+void sim__body_update_inertia(sim__body* b) {
+    // Iw = R diag(I⁻¹) Rᵀ, R the rotation matrix of q (columns: body axes).
+    sim_vec3 c[3] = {q_rotate(b->q, v3(1.0f, 0.0f, 0.0f)), q_rotate(b->q, v3(0.0f, 1.0f, 0.0f)),
+                     q_rotate(b->q, v3(0.0f, 0.0f, 1.0f))};
+    const float d[3] = {b->inv_inertia.x, b->inv_inertia.y, b->inv_inertia.z};
+    float xx = 0.0f, yy = 0.0f, zz = 0.0f, xy = 0.0f, xz = 0.0f, yz = 0.0f;
+    for (int k = 0; k < 3; ++k) {
+        xx += c[k].x * c[k].x * d[k];
+        yy += c[k].y * c[k].y * d[k];
+        zz += c[k].z * c[k].z * d[k];
+        xy += c[k].x * c[k].y * d[k];
+        xz += c[k].x * c[k].z * d[k];
+        yz += c[k].y * c[k].z * d[k];
+    }
+    const float iw[6] = {xx, yy, zz, xy, xz, yz};
+    memcpy(b->iw, iw, sizeof iw);
+}
+
+// World-space I⁻¹·v for body b, with the substep's world inverse inertia
+// (Müller et al. 2020 use the current orientation; the difference over one
+// substep is of second order in ω·h, and this avoids two quaternion
+// rotations per use).
 static sim_vec3 inv_inertia_mul(const sim__body* b, sim_vec3 v) {
-    sim_vec3 l = q_rotate_inv(b->q, v);
-    l = v3(l.x * b->inv_inertia.x, l.y * b->inv_inertia.y, l.z * b->inv_inertia.z);
-    return q_rotate(b->q, l);
+    const float* m = b->iw;
+    return v3(m[0] * v.x + m[3] * v.y + m[4] * v.z, m[3] * v.x + m[1] * v.y + m[5] * v.z,
+              m[4] * v.x + m[5] * v.y + m[2] * v.z);
 }
 
 float sim__inv_mass_at(const sim__body* b, sim_vec3 r, sim_vec3 n, bool angular) {
     if (b == NULL) {
         return 0.0f;
     }
-    sim_vec3 u = q_rotate_inv(b->q, angular ? n : v3_cross(r, n));
-    float w =
-        u.x * u.x * b->inv_inertia.x + u.y * u.y * b->inv_inertia.y + u.z * u.z * b->inv_inertia.z;
+    sim_vec3 u = angular ? n : v3_cross(r, n);
+    float w = v3_dot(u, inv_inertia_mul(b, u));
     return angular ? w : b->inv_mass + w;
 }
 
@@ -189,11 +211,6 @@ static sim_vec3 correction_to(const sim__body* p, const sim__bjoint* j, sim_quat
 }
 
 void sim__joint_solve(sim__body* p, sim__body* c, const sim__bjoint* j, float h, bool drive) {
-    // Attachment: the child's anchor moves onto the parent's (eq. 2-7).
-    sim_vec3 rp = q_rotate(p->q, j->anchor_p), rc = q_rotate(c->q, j->anchor_c);
-    sim_vec3 gap = v3_sub(v3_add(p->x, rp), v3_add(c->x, rc));
-    sim__apply_positional(c, p, rc, rp, gap, 0.0f, h, 0.0f);
-
     // Swing-twist limits (§3.4.2), hard.
     sim_quat rel = sim__joint_relative(p, c, j), target;
     if (sim__joint_clamp(j, rel, &target)) {
@@ -209,6 +226,13 @@ void sim__joint_solve(sim__body* p, sim__body* c, const sim__bjoint* j, float h,
         float max_l = SIM_MAX_DRIVE_TORQUE * h * h;
         sim__apply_angular(c, p, correction_to(p, j, rel, goal), 1.0f / j->kp, h, max_l);
     }
+
+    // Attachment last: the angular corrections turn the bodies about their
+    // centres, which moves the anchors; the child's anchor now moves onto
+    // the parent's (eq. 2-7).
+    sim_vec3 rp = q_rotate(p->q, j->anchor_p), rc = q_rotate(c->q, j->anchor_c);
+    sim_vec3 gap = v3_sub(v3_add(p->x, rp), v3_add(c->x, rc));
+    sim__apply_positional(c, p, rc, rp, gap, 0.0f, h, 0.0f);
 }
 
 void sim__joint_damp(sim__body* p, sim__body* c, const sim__bjoint* j, float h) {

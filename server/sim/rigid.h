@@ -93,7 +93,14 @@ typedef struct sim__body {
     sim_vec3 w_pre;       ///< Angular velocity before the substep's solve.
     float inv_mass;       ///< 1/kg; 0 for a kinematic body.
     sim_vec3 inv_inertia; ///< Principal inverse moments in the body frame; 0 if kinematic.
+    /// Inverse inertia in the world frame (xx, yy, zz, xy, xz, yz), for the
+    /// orientation at the start of the substep (sim__body_update_inertia).
+    float iw[6];
 } sim__body;
+
+/// Recomputes b->iw from b->q and b->inv_inertia: once per substep, and
+/// whenever a body turns dynamic or kinematic.
+void sim__body_update_inertia(sim__body* b);
 
 /// A rigid body's fixed facts (cold data).
 typedef struct sim__body_info {
@@ -176,9 +183,12 @@ void sim__body_segment(const sim__body* b, const sim__body_info* bi, sim_vec3* p
 /// bounding boxes swept by each body's velocity over dt).
 void sim__contacts_begin_tick(sim_world* w, float dt);
 
-/// Solves contacts for one substep: bodies against the ground and boxes,
-/// body pairs, and pushes particles out of bodies (one way). Positions only,
-/// with static friction; records what the velocity pass needs.
+/// Finds the substep's contacts on the predicted poses: bodies against the
+/// ground and boxes, and the tick's candidate pairs.
+void sim__contacts_find(sim_world* w, float h);
+
+/// One pass over the substep's contacts: positional corrections along the
+/// normal and static friction; accumulates what the velocity pass needs.
 void sim__contacts_solve(sim_world* w, float h);
 
 /// Velocity pass of the substep's contacts: restitution and dynamic

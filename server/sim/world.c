@@ -809,6 +809,7 @@ static void integrate_bodies(sim_world* w, float h) {
         b->w_pre = b->w;
         b->x = v3_add(b->x, v3_scale(b->v, h));
         b->q = q_integrate(b->q, b->w, h);
+        sim__body_update_inertia(b);
     }
 }
 
@@ -890,9 +891,10 @@ static int rigid_split(const sim_world* w, int substeps) {
 // project joints and contacts, derive velocities, solve velocities.
 static void step_bodies(sim_world* w, float h) {
     integrate_bodies(w, h);
+    sim__contacts_find(w, h);
     for (int pass = 0; pass < SIM__RIGID_PASSES; ++pass) {
-        solve_joints(w, h, pass == 0);
         sim__contacts_solve(w, h);
+        solve_joints(w, h, pass == 0);
     }
     update_velocities(w, h);
     sim__contacts_velocities(w, h);

@@ -35,13 +35,16 @@ typedef struct sim__pair {
     uint32_t a, b;
 } sim__pair;
 
-/// A contact solved this substep, kept for the velocity pass.
+/// A contact found at the start of a substep, re-evaluated by every pass
+/// from its points fixed in the bodies (Müller et al. 2020, §3.5), and kept
+/// for the velocity pass.
 typedef struct sim__contact {
     uint32_t a, b; ///< b is SIM__NO_BODY for the static world.
-    sim_vec3 n;    ///< From b to a.
+    sim_vec3 n;    ///< From b to a, fixed for the substep.
     sim_vec3 ra;   ///< Contact point on a, in a's body frame.
     sim_vec3 rb;   ///< On b in b's body frame, or the world point when static.
-    float lambda;  ///< Normal positional impulse of this substep.
+    float keep;    ///< Old penetration not to remove yet this substep, m.
+    float lambda;  ///< Normal positional impulse accumulated this substep.
     float vn_pre;  ///< Relative normal velocity before the solve.
 } sim__contact;
 

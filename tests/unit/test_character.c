@@ -925,10 +925,13 @@ static void test_contacts_keep_bones_characters_and_cloth_apart(void** state) {
             capsule(b, j, &b0, &b1);
             float pen = g_sk->bones[i].radius + g_sk->bones[j].radius - segment_gap(a0, a1, b0, b1);
             worst_pair = fmaxf(worst_pair, pen);
-            // Within one character: bones that are not parent and child and
+            // Within one character: bones more than two joints apart that
             // are apart in the bind pose.
             const sim_bone_def *bi = &g_sk->bones[i], *bj = &g_sk->bones[j];
-            bool family = bi->parent == (int)j || bj->parent == (int)i || i == j;
+            int gi = bi->parent >= 0 ? g_sk->bones[bi->parent].parent : -1;
+            int gj = bj->parent >= 0 ? g_sk->bones[bj->parent].parent : -1;
+            bool family = bi->parent == (int)j || bj->parent == (int)i || gi == (int)j ||
+                          gj == (int)i || i == j;
             float bind = segment_gap(bi->head, bi->tail, bj->head, bj->tail);
             if (!family && bind > bi->radius + bj->radius + 0.01f) {
                 sim_vec3 c0, c1;
