@@ -137,6 +137,8 @@ static int parse_skeleton(const cJSON* root, sim_skeleton_def* d, char* err, siz
         bd->radius = (float)radius->valuedouble;
         bd->mass = (float)mass->valuedouble;
         const cJSON* joint = cJSON_GetObjectItemCaseSensitive(b, "joint");
+        const cJSON* friction = cJSON_GetObjectItemCaseSensitive(joint, "friction");
+        bd->friction = cJSON_IsNumber(friction) ? (float)friction->valuedouble : -1.0f;
         if (n > 0) {
             const cJSON* type = cJSON_GetObjectItemCaseSensitive(joint, "type");
             if (!cJSON_IsString(type)) {

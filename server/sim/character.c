@@ -30,6 +30,9 @@
 #define SETTLE_W     0.5f  // rad/s
 #define SETTLE_WAKE  0.2f  // m/s
 #define SETTLE_TICKS 30
+// Passive friction of every joint, as a fraction of the torque the child
+// bone's weight makes about the joint when the bone is horizontal.
+#define SIM__JOINT_FRICTION 0.05f
 
 const char* sim_char_state_name(sim_char_state s) {
     switch (s) {
@@ -93,6 +96,51 @@ static void set_dynamic(sim__body* b, const sim__body_info* bi, bool dynamic) {
     b->inv_inertia = dynamic ? v3(1.0f / bi->inertia.x, 1.0f / bi->inertia.y, 1.0f / bi->inertia.z)
                              : v3(0.0f, 0.0f, 0.0f);
     sim__body_update_inertia(b);
+}
+
+// Sleeping (Box2D and Jolt do the same): a ragdoll that has settled is
+// frozen, its bones kinematic at rest, so it costs nothing and cannot
+// creep; a command, a moving body touching it, or a change of the world
+// wakes it.
+static void sleep(sim_world* w, const sim__entity* e) {
+    for (uint32_t i = 0; i < e->b_count; ++i) {
+        sim__body* b = &w->body[e->b_first + i];
+        b->v = b->w = v3(0.0f, 0.0f, 0.0f);
+        set_dynamic(b, &w->binfo[e->b_first + i], false);
+    }
+}
+
+static void wake(sim_world* w, const sim__entity* e, sim__char* ch) {
+    if (!ch->settled || ch->state != SIM_CHAR_RAGDOLL) {
+        return;
+    }
+    ch->settled = false;
+    ch->still_ticks = 0;
+    for (uint32_t i = 0; i < e->b_count; ++i) {
+        set_dynamic(&w->body[e->b_first + i], &w->binfo[e->b_first + i], true);
+    }
+}
+
+bool sim__body_asleep(const sim_world* w, uint32_t i) {
+    uint32_t slot = w->binfo[i].slot;
+    return w->entities[slot].kind == SIM_ENTITY_CHARACTER && w->chars[slot].settled &&
+           w->chars[slot].state == SIM_CHAR_RAGDOLL;
+}
+
+void sim__body_wake(sim_world* w, uint32_t i) {
+    uint32_t slot = w->binfo[i].slot;
+    if (w->entities[slot].kind == SIM_ENTITY_CHARACTER) {
+        wake(w, &w->entities[slot], &w->chars[slot]);
+    }
+}
+
+void sim__characters_wake_all(sim_world* w) {
+    for (uint32_t k = 0; k < w->order_count; ++k) {
+        uint32_t slot = w->order[k];
+        if (w->entities[slot].kind == SIM_ENTITY_CHARACTER) {
+            wake(w, &w->entities[slot], &w->chars[slot]);
+        }
+    }
 }
 
 static bool bone_dynamic(const sim__char* ch, uint32_t bone) {
@@ -235,6 +283,12 @@ int sim_world_spawn_character(sim_world* w, const sim_character_def* def, sim_en
             j->twist_max = sk->def.bones[i].twist_max;
         }
         j->target = q_identity();
+        // Passive joint friction: a small fraction of the torque the bone's
+        // own weight makes about its joint, enough to stop slow swinging
+        // without making a limp ragdoll stiff.
+        float len = 2.0f * sk->half_len[i];
+        float f = sk->def.bones[i].friction;
+        j->friction = f < 0.0f ? SIM__JOINT_FRICTION * sk->mass[i] * 9.81f * len : f;
     }
     return SIM_OK;
 }
@@ -332,6 +386,7 @@ int sim_character_kill(sim_world* w, sim_entity_id id, sim_vec3 hit_point, sim_v
     if (rc != SIM_OK) {
         return rc;
     }
+    wake(w, e, ch);
     // Every bone turns dynamic with the velocity the animation gave it.
     for (uint32_t i = 0; i < e->b_count; ++i) {
         set_dynamic(&w->body[e->b_first + i], &w->binfo[e->b_first + i], true);
@@ -367,6 +422,7 @@ int sim_character_play(sim_world* w, sim_entity_id id, const char* clip) {
     if (ch->state == SIM_CHAR_GETTING_UP) {
         return SIM_E_BAD_STATE;
     }
+    wake(w, &w->entities[id.index1 - 1], ch); // Its drives follow the new clip.
     play(ch, next);
     return SIM_OK;
 }
@@ -389,6 +445,7 @@ int sim_character_apply_impulse(sim_world* w, sim_entity_id id, uint32_t bone, s
     if (rc != SIM_OK) {
         return rc;
     }
+    wake(w, e, ch);
     sim__body* b = &w->body[e->b_first + bone];
     if (b->inv_mass > 0.0f) {
         sim__apply_impulse_at(b, v3_sub(point, b->x), impulse);
@@ -481,6 +538,7 @@ int sim_character_set_drive(sim_world* w, sim_entity_id id, float kp, float kd,
     if (count == 0) {
         mask = 0xffffffffu;
     }
+    wake(w, e, ch); // Muscles move it.
     for (uint32_t i = 1; i < e->b_count; ++i) {
         if ((mask >> i) & 1u) {
             sim__gains* g = &ch->gains[i];
@@ -612,6 +670,7 @@ void sim__characters_post_tick(sim_world* w) {
         } else if (vmax < SETTLE_V && wmax < SETTLE_W) {
             if (++ch->still_ticks >= SETTLE_TICKS && !ch->settled) {
                 ch->settled = true;
+                sleep(w, e);
                 sim_entity_id id = {slot + 1, e->generation};
                 sim__push_event(w, SIM_EVENT_SETTLED, id, ch->state, w->tick + 1);
             }

@@ -36,6 +36,8 @@
 // Contacts are found once per substep on the predicted poses, including
 // pairs this close (m) that the substep's passes may still push together.
 #define SPECULATIVE 0.005f
+// A body this fast (m/s at its surface) wakes a sleeping ragdoll it reaches.
+#define WAKE_SPEED 0.1f
 
 static uint32_t cell_hash(int32_t x, int32_t y, int32_t z) {
     uint32_t h = (uint32_t)x * 73856093u ^ (uint32_t)y * 19349663u ^ (uint32_t)z * 83492791u;
@@ -98,6 +100,21 @@ static bool may_touch(const sim_world* w, uint32_t a, uint32_t b, float dt) {
     return v3_len(v3_sub(ca, cb)) < ia->radius + ib->radius + reach + GRID_MARGIN;
 }
 
+// A sleeping ragdoll wakes when a body that moves (awake, or animated)
+// reaches it.
+static void wake_if_hit(sim_world* w, uint32_t a, uint32_t b) {
+    bool sa = sim__body_asleep(w, a), sb = sim__body_asleep(w, b);
+    if (sa == sb) {
+        return;
+    }
+    uint32_t sleeper = sa ? a : b, other = sa ? b : a;
+    const sim__body* o = &w->body[other];
+    if (v3_len(o->v) + v3_len(o->w) * (w->binfo[other].half_len + w->binfo[other].radius) >
+        WAKE_SPEED) {
+        sim__body_wake(w, sleeper);
+    }
+}
+
 void sim__contacts_begin_tick(sim_world* w, float dt) {
     memset(w->grid_head, 0xff, SIM__GRID_BUCKETS * sizeof *w->grid_head);
     w->grid_count = 0;
@@ -146,7 +163,11 @@ void sim__contacts_begin_tick(sim_world* w, float dt) {
             if (cell_of(m.x) != e->cx || cell_of(m.y) != e->cy || cell_of(m.z) != e->cz) {
                 continue;
             }
-            if (!may_collide(w, a, b) || w->pair_count == w->pair_cap || !may_touch(w, a, b, dt)) {
+            if (!may_touch(w, a, b, dt)) {
+                continue;
+            }
+            wake_if_hit(w, a, b);
+            if (!may_collide(w, a, b) || w->pair_count == w->pair_cap) {
                 continue;
             }
             w->pairs[w->pair_count].a = a < b ? a : b;

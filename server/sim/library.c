@@ -214,12 +214,12 @@ static int validate_skeleton(const sim_library* lib, const sim_skeleton_def* d) 
         if (!finite3(b->head) || !finite3(b->tail) || !finite3(b->axis) ||
             !sim_is_finite(b->radius) || !sim_is_finite(b->mass) || !sim_is_finite(b->swing1) ||
             !sim_is_finite(b->swing2) || !sim_is_finite(b->twist_min) ||
-            !sim_is_finite(b->twist_max)) {
+            !sim_is_finite(b->twist_max) || !sim_is_finite(b->friction)) {
             return SIM_E_NOT_FINITE;
         }
         sim_vec3 dir = v3_sub(b->tail, b->head);
         if (v3_len(dir) < 0.01f || b->radius <= 0.0f || b->radius > 1.0f || b->mass <= 0.0f ||
-            b->mass > 1000.0f) {
+            b->mass > 1000.0f || b->friction > 1000.0f) {
             return SIM_E_OUT_OF_RANGE;
         }
         if (i == 0) {

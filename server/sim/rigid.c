@@ -235,10 +235,10 @@ void sim__joint_solve(sim__body* p, sim__body* c, const sim__bjoint* j, float h,
     sim__apply_positional(c, p, rc, rp, gap, 0.0f, h, 0.0f);
 }
 
-void sim__joint_damp(sim__body* p, sim__body* c, const sim__bjoint* j, float h) {
-    if (j->kd <= 0.0f) {
-        return;
-    }
+// Applies an angular impulse against the relative angular velocity ω_rel of
+// c with respect to p: viscous with coefficient h_kd = kd·h (h_kd >= 0), or
+// Coulomb (h_kd < 0) of at most `cap` N·m·s.
+static void oppose_relative_spin(sim__body* p, sim__body* c, float h_kd, float cap) {
     sim_vec3 wrel = v3_sub(c->w, p->w);
     float m = v3_len(wrel);
     if (m < 1e-9f) {
@@ -249,9 +249,21 @@ void sim__joint_damp(sim__body* p, sim__body* c, const sim__bjoint* j, float h) 
     if (W <= 0.0f) {
         return;
     }
-    // Implicit: ω_rel' = ω_rel / (1 + kd·h·W), stable for any kd.
-    float mag = m * (j->kd * h) / (1.0f + j->kd * h * W);
+    // Viscous (implicit): ω_rel' = ω_rel / (1 + kd·h·W); or, with h_kd < 0,
+    // Coulomb: stop it if an impulse of at most `cap` can.
+    float mag = h_kd >= 0.0f ? m * h_kd / (1.0f + h_kd * W) : fminf(m / W, cap);
     sim_vec3 imp = v3_scale(n, -mag);
     c->w = v3_add(c->w, inv_inertia_mul(c, imp));
     p->w = v3_sub(p->w, inv_inertia_mul(p, imp));
+}
+
+void sim__joint_damp(sim__body* p, sim__body* c, const sim__bjoint* j, float h) {
+    if (j->kd > 0.0f) {
+        oppose_relative_spin(p, c, j->kd * h, 0.0f);
+    }
+    // Real joints are not frictionless: without this a limb lying across
+    // its hinge axis swings on it like a door for ever.
+    if (j->friction > 0.0f) {
+        oppose_relative_spin(p, c, -1.0f, j->friction * h);
+    }
 }

@@ -122,6 +122,7 @@ typedef struct sim__bjoint {
     float swing1, swing2, twist_min, twist_max;
     float kp, kd;    ///< Drive gains in effect, N·m/rad and N·m·s/rad.
     sim_quat target; ///< Drive target: relative rotation of the joint frames.
+    float friction;  ///< Passive joint friction torque, N·m (Coulomb).
 } sim__bjoint;
 
 /// The joint's relative rotation: (q_p·frame_p)⁻¹ (q_c·frame_c).
@@ -140,8 +141,9 @@ bool sim__joint_clamp(const sim__bjoint* j, sim_quat rel, sim_quat* clamped);
 /// Müller et al. 2020 §3.3-3.4.
 void sim__joint_solve(sim__body* p, sim__body* c, const sim__bjoint* j, float h, bool drive);
 
-/// Velocity-level drive damping of one joint: τ = -kd·ω_rel, implicit so it
-/// is stable at any gain.
+/// Velocity-level damping of one joint: the drive's τ = -kd·ω_rel, implicit
+/// so it is stable at any gain, then passive Coulomb friction (at most
+/// j->friction) against what relative rotation is left.
 void sim__joint_damp(sim__body* p, sim__body* c, const sim__bjoint* j, float h);
 
 /// Applies a positional correction `corr` (m) between a point r1 (world
@@ -178,6 +180,17 @@ void sim__body_segment(const sim__body* b, const sim__body_info* bi, sim_vec3* p
 // ---------------------------------------------------------------------------
 // Contacts
 // ---------------------------------------------------------------------------
+
+/// Whether body i belongs to a sleeping (settled) ragdoll.
+bool sim__body_asleep(const sim_world* w, uint32_t i);
+
+/// Wakes the sleeping ragdoll that owns body i (its bones turn dynamic
+/// again, at rest). Does nothing to anything else.
+void sim__body_wake(sim_world* w, uint32_t i);
+
+/// Wakes every sleeping ragdoll of the world (gravity changed, a box
+/// appeared, something they may rest on disappeared).
+void sim__characters_wake_all(sim_world* w);
 
 /// Finds candidate body pairs for this tick (a uniform hash grid over
 /// bounding boxes swept by each body's velocity over dt).

@@ -72,7 +72,7 @@ typedef struct sim__char {
     sim_quat target_q[SIM_MAX_BONES];
     sim__gains gains[SIM_MAX_BONES]; ///< Drive of the joint to bone i's parent.
     uint32_t still_ticks;
-    bool settled;
+    bool settled; ///< A ragdoll at rest, asleep: its bones are frozen until woken.
 } sim__char;
 
 /// Kinds of distance constraint.

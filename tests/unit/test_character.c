@@ -261,6 +261,54 @@ static void test_bind_pose_has_no_gap_and_bone_axes_follow_the_file(void** state
     sim_world_destroy(w);
 }
 
+// The dog, a skeleton of another shape from the same format, ragdolls too:
+// dropped from 2 m it lands, its joints hold and it comes to rest.
+static void test_the_dog_ragdolls_and_rests(void** state) {
+    (void)state;
+    const sim_skeleton_def* dog = sim_library_skeleton(g_lib, "dog");
+    assert_non_null(dog);
+    sim_world* w = make_world(true);
+    sim_character_def cd = sim_character_def_default();
+    cd.skeleton = "dog";
+    cd.position = v3(0, 2, 0);
+    sim_entity_id id;
+    assert_int_equal(sim_world_spawn_character(w, &cd, &id), SIM_OK);
+    assert_int_equal(sim_character_kill(w, id, v3(0, 2.6f, 0.3f), v3(15, 0, 0), NULL), SIM_OK);
+    sim_bone_pose p[SIM_MAX_BONES];
+    sim_vec3 v[SIM_MAX_BONES];
+    float worst_gap = 0.0f, lowest = 1e9f;
+    for (int t = 0; t < 240; ++t) {
+        sim_world_step(w);
+        int n = sim_character_get_pose(w, id, p, v, NULL, SIM_MAX_BONES);
+        assert_int_equal(n, (int)dog->bone_count);
+        for (uint32_t i = 1; i < dog->bone_count; ++i) {
+            // The joint point as each bone carries it (the anchors describe
+            // reports).
+            sim_joint_view j;
+            assert_int_equal(sim_character_joint_view(w, id, i, &j), SIM_OK);
+            uint32_t pa = (uint32_t)dog->bones[i].parent;
+            sim_vec3 ap = v3_add(p[pa].p, q_rotate(p[pa].q, j.anchor_parent));
+            sim_vec3 ac = v3_add(p[i].p, q_rotate(p[i].q, j.anchor_child));
+            worst_gap = fmaxf(worst_gap, v3_len(v3_sub(ap, ac)));
+        }
+        for (uint32_t i = 0; i < dog->bone_count; ++i) {
+            lowest = fminf(lowest, p[i].p.y - dog->bones[i].radius);
+        }
+    }
+    float fastest = 0.0f;
+    for (uint32_t i = 0; i < dog->bone_count; ++i) {
+        fastest = fmaxf(fastest, v3_len(v[i]));
+    }
+    printf("dog: worst joint gap %.1f mm, lowest bone surface %.1f mm, fastest bone after 4 s "
+           "%.1f mm/s\n",
+           (double)(worst_gap * 1e3f), (double)(lowest * 1e3f), (double)(fastest * 1e3f));
+    assert_true(worst_gap < 0.01f);
+    assert_true(lowest > -0.01f); // On the ground, not through it.
+    assert_true(p[0].p.y < 0.5f); // It fell (the pelvis stood at 0.55 m).
+    assert_true(fastest < 0.01f);
+    sim_world_destroy(w);
+}
+
 // ---------------------------------------------------------------------------
 // Seed 004: the PD law
 // ---------------------------------------------------------------------------
@@ -964,6 +1012,72 @@ static void test_contacts_keep_bones_characters_and_cloth_apart(void** state) {
     sim_world_destroy(w);
 }
 
+// A settled ragdoll sleeps: frozen, so the world's state stops changing,
+// until something wakes it: a ball rolling into it, or an impulse.
+static void test_a_settled_ragdoll_sleeps_until_something_wakes_it(void** state) {
+    (void)state;
+    sim_world* w = make_world(true);
+    sim_entity_id id = spawn(w, v3(0, 0, 0), 0.0f, "getup_back");
+    assert_int_equal(sim_character_kill(w, id, v3(0, 0.2f, 0), v3(0, 0, 0), NULL), SIM_OK);
+    sim_event ev[16];
+    int settled_at = -1;
+    for (int t = 0; t < 240 && settled_at < 0; ++t) {
+        sim_world_step(w);
+        uint32_t n = sim_world_drain_events(w, ev, 16);
+        for (uint32_t k = 0; k < n; ++k) {
+            if (ev[k].kind == SIM_EVENT_SETTLED) {
+                settled_at = t;
+            }
+        }
+    }
+    assert_true(settled_at >= 0);
+    // Asleep: nothing in the world moves, to the bit.
+    uint64_t h = sim_world_hash(w);
+    for (int t = 0; t < 60; ++t) {
+        sim_world_step(w);
+    }
+    assert_true(sim_world_hash(w) == h);
+    sim_bone_pose before[SIM_MAX_BONES], after[SIM_MAX_BONES];
+    pose_of(w, id, before, NULL, NULL);
+    // A ball rolling in wakes it and shoves it.
+    sim_ball_def bd = sim_ball_def_default();
+    bd.position = v3(-2.0f, 0.2f, 0.0f);
+    bd.velocity = v3(6.0f, 0.0f, 0.0f);
+    bd.mass = 20.0f;
+    sim_entity_id ball;
+    assert_int_equal(sim_world_spawn_ball(w, &bd, &ball), SIM_OK);
+    for (int t = 0; t < 60; ++t) {
+        sim_world_step(w);
+    }
+    pose_of(w, id, after, NULL, NULL);
+    float moved = 0.0f;
+    for (uint32_t i = 0; i < NBONES; ++i) {
+        moved = fmaxf(moved, v3_len(v3_sub(after[i].p, before[i].p)));
+    }
+    printf("sleep: settled after %.2f s; a 20 kg ball at 6 m/s moved the sleeper by %.2f m\n",
+           (double)settled_at / 60.0, (double)moved);
+    assert_true(moved > 0.05f);
+    // It settles again, and an impulse on a bone wakes it as well.
+    bool again = false;
+    for (int t = 0; t < 300 && !again; ++t) {
+        sim_world_step(w);
+        uint32_t n = sim_world_drain_events(w, ev, 16);
+        for (uint32_t k = 0; k < n; ++k) {
+            again |= ev[k].kind == SIM_EVENT_SETTLED;
+        }
+    }
+    assert_true(again);
+    pose_of(w, id, before, NULL, NULL);
+    int hand = bone("hand_l");
+    assert_int_equal(
+        sim_character_apply_impulse(w, id, (uint32_t)hand, before[hand].p, v3(0, 10, 0)), SIM_OK);
+    sim_world_step(w);
+    sim_vec3 v[SIM_MAX_BONES];
+    pose_of(w, id, after, v, NULL);
+    assert_true(v[hand].y > 1.0f);
+    sim_world_destroy(w);
+}
+
 // ---------------------------------------------------------------------------
 // Events and bad input
 // ---------------------------------------------------------------------------
@@ -1060,6 +1174,7 @@ static void test_same_scene_same_hash(void** state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bind_pose_has_no_gap_and_bone_axes_follow_the_file),
+        cmocka_unit_test(test_the_dog_ragdolls_and_rests),
         cmocka_unit_test(test_pd_worked_example),
         cmocka_unit_test(test_drive_oscillates_at_the_pd_natural_frequency),
         cmocka_unit_test(test_joint_limits_hold_over_twenty_drops_onto_stairs),
@@ -1072,6 +1187,7 @@ int main(void) {
         cmocka_unit_test(test_partial_arm_flails_while_the_legs_walk),
         cmocka_unit_test(test_heavy_ball_at_50_m_s_and_a_50_m_drop),
         cmocka_unit_test(test_a_lying_ragdoll_comes_to_rest),
+        cmocka_unit_test(test_a_settled_ragdoll_sleeps_until_something_wakes_it),
         cmocka_unit_test(test_contacts_keep_bones_characters_and_cloth_apart),
         cmocka_unit_test(test_state_events_and_bad_input),
         cmocka_unit_test(test_same_scene_same_hash),

@@ -491,6 +491,10 @@ typedef struct sim_bone_def {
     sim_vec3 axis;
     float swing1, swing2; ///< Ball: swing half-angles about `axis` and about bone × axis, rad.
     float twist_min, twist_max; ///< Ball: twist about the bone; hinge: its range. rad.
+    /// Passive friction torque of the joint, N·m: it stops slow relative
+    /// rotation (a limb swinging on its hinge for ever). Negative: 5% of
+    /// the torque the bone's own weight makes when horizontal. 0: none.
+    float friction;
 } sim_bone_def;
 
 /// A skeleton: bones in an order where every parent precedes its children.
