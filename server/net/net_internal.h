@@ -87,6 +87,13 @@ struct net_session {
     size_t out_len, out_cap;
     net__slot slots[NET__MAX_SLOTS];
     uint32_t slot_count;
+    // Frame headers in the input, tracked ahead of wslay (which reports a
+    // frame only once some of its payload has arrived) so that a message
+    // declared too big is refused from its header alone.
+    uint8_t fh[14];     ///< The header being read.
+    uint8_t fh_len;     ///< Bytes of it so far.
+    uint64_t fpay_left; ///< Payload bytes of the current frame still to come.
+    uint64_t fmsg_len;  ///< Payload bytes of the fragmented message so far.
 };
 
 struct net_server {

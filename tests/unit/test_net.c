@@ -556,6 +556,44 @@ static void test_net_ws_protocol_violations_close_with_the_right_code(void** sta
     close(fd);
 }
 
+static void test_net_message_declared_too_big_is_refused_from_its_header(void** state) {
+    fixture* f = *state;
+    // A masked binary frame declaring 2^40 bytes, header only: no payload
+    // byte follows, yet the close (1009) must come at once, well within the
+    // socket's 5 s receive timeout (the idle timeout here is 60 s).
+    int fd = ws_open(f);
+    expect_text(fd, "welcome");
+    const uint8_t huge[] = {0x82, 0xff, 0, 0, 0x01, 0, 0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78};
+    send_all(fd, huge, sizeof huge);
+    assert_int_equal(ws_expect_close(fd), 1009);
+    close(fd);
+    // A fragmented text message: 600 bytes, then a continuation header
+    // declaring 600 more (1200 > the 1 KiB limit). A message sent in the same
+    // write before it is still answered.
+    fd = ws_open(f);
+    expect_text(fd, "welcome");
+    ws_send_text(fd, "hello");
+    static char part[600];
+    memset(part, 'p', sizeof part);
+    ws_send_frame(fd, 0x1, false, part, sizeof part, true);
+    const uint8_t more[] = {0x80, 0xfe, 0x02, 0x58, 1, 2, 3, 4}; // FIN, continuation, 600
+    send_all(fd, more, sizeof more);
+    expect_text(fd, "text:hello");
+    assert_int_equal(ws_expect_close(fd), 1009);
+    close(fd);
+    // Fragments within the limit still make one message (600 + 300 bytes).
+    fd = ws_open(f);
+    expect_text(fd, "welcome");
+    ws_send_frame(fd, 0x1, false, part, sizeof part, true);
+    ws_send_frame(fd, 0x0, true, part, 300, true);
+    char* body;
+    size_t len;
+    assert_int_equal(ws_read_frame(fd, &body, &len), 0x1);
+    assert_int_equal(len, strlen("text:") + 127); // the echo app copies 127 bytes
+    free(body);
+    close(fd);
+}
+
 static void test_net_latest_wins_while_control_messages_are_kept(void** state) {
     fixture* f = *state;
     int fd = ws_open_with(f, 4096);
@@ -662,6 +700,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_net_ws_round_trip_and_fragments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_net_ws_protocol_violations_close_with_the_right_code,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_net_message_declared_too_big_is_refused_from_its_header, setup, teardown),
         cmocka_unit_test_setup_teardown(test_net_latest_wins_while_control_messages_are_kept, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
