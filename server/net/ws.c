@@ -353,11 +353,23 @@ void net__ws_flush(net_session* s) {
             return;
         }
     }
-    if (queued_bytes(s) > cfg->send_hard_limit) {
+    size_t queued = queued_bytes(s);
+    if (queued > cfg->send_hard_limit) {
         // The peer does not read. Its queue is full of replies and events we
         // promised never to drop, so the session has to go.
         net__close_now(s);
         return;
+    }
+    // Backpressure: a client whose replies pile up is not read (so it cannot
+    // ask for more) until it has taken most of them. The gap between the two
+    // marks keeps a client near the limit from flapping.
+    if (queued > cfg->read_pause_limit) {
+        net__read_pause(s, true);
+    } else if (queued <= cfg->send_soft_limit) {
+        net__read_pause(s, false);
+        if (s->state != NET__WS) {
+            return;
+        }
     }
     if (!wslay_event_want_read(s->ws) && !wslay_event_want_write(s->ws)) {
         // Both close frames have passed (or reading failed): finish.

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 // ---------------------------------------------------------------------------
@@ -64,6 +65,7 @@ static void app_open(void* ctx, net_session* s) {
 // Commands of the echo application:
 //   "flood N"    N payloads of 4 KiB under one "latest" key, numbered
 //   "control N"  N text messages of 8 KiB, numbered (never dropped)
+//   "clock"      "clock:NS", the server's monotonic time when it read this
 //   "bye"        the server closes with 4000
 //   anything else is echoed back with its kind.
 static void app_message(void* ctx, net_session* s, const uint8_t* data, size_t len, bool binary) {
@@ -92,6 +94,11 @@ static void app_message(void* ctx, net_session* s, const uint8_t* data, size_t l
                 break;
             }
         }
+    } else if (strcmp(text, "clock") == 0) {
+        // When this message was read, on the clock of CLOCK_MONOTONIC.
+        char reply[64];
+        int m = snprintf(reply, sizeof reply, "clock:%llu", (unsigned long long)uv_hrtime());
+        net_session_send_text(s, reply, (size_t)m);
     } else if (strcmp(text, "bye") == 0) {
         net_session_close(s, 4000, "bye");
     } else {
@@ -118,7 +125,7 @@ static void loop_thread(void* arg) {
     uv_run(&f->loop, UV_RUN_DEFAULT);
 }
 
-static int setup(void** state) {
+static int start_with(void** state, void (*tweak)(net_config* cfg)) {
     fixture* f = calloc(1, sizeof *f);
     assert_int_equal(uv_loop_init(&f->loop), 0);
     snprintf(f->web_root, sizeof f->web_root, "/tmp/rd_net_test_%d", (int)getpid());
@@ -137,6 +144,9 @@ static int setup(void** state) {
     f->cfg.send_soft_limit = 64 * 1024;
     f->cfg.send_hard_limit = 1024 * 1024;
     f->cfg.handshake_timeout_ms = 1000;
+    if (tweak != NULL) {
+        tweak(&f->cfg);
+    }
     net_callbacks cb = {f, app_http, app_open, app_message, app_close};
     assert_int_equal(net_server_start(&f->loop, &f->cfg, &cb, &f->srv), 0);
     f->port = net_server_port(f->srv);
@@ -146,6 +156,21 @@ static int setup(void** state) {
     assert_int_equal(uv_thread_create(&f->thread, loop_thread, f), 0);
     *state = f;
     return 0;
+}
+
+static int setup(void** state) {
+    return start_with(state, NULL);
+}
+
+// Room for a client to fall far behind before the hard limit drops it.
+static void roomy_queues(net_config* cfg) {
+    cfg->send_soft_limit = 64 * 1024;
+    cfg->read_pause_limit = 256 * 1024;
+    cfg->send_hard_limit = 64 * 1024 * 1024;
+}
+
+static int setup_roomy(void** state) {
+    return start_with(state, roomy_queues);
 }
 
 static int teardown(void** state) {
@@ -660,6 +685,51 @@ static void test_net_client_that_never_reads_is_closed_at_the_hard_limit(void** 
     close(fd);
 }
 
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void test_net_a_client_behind_on_its_replies_is_not_read(void** state) {
+    fixture* f = *state;
+    // Replies pile up (8 MB for a client with a 4 KiB receive buffer: more
+    // than the loopback buffers hold) above the 256 KiB pause mark, so the
+    // server must stop reading this client. "clock" is sent right after but
+    // may only be read once the client has drained the queue to 64 KiB,
+    // which it starts doing half a second later.
+    int fd = ws_open_with(f, 4096);
+    expect_text(fd, "welcome");
+    ws_send_text(fd, "control 1000");
+    usleep(100 * 1000);
+    ws_send_text(fd, "clock");
+    usleep(500 * 1000);
+    uint64_t drain_start = now_ns();
+    int controls = 0;
+    unsigned long long read_at = 0;
+    while (read_at == 0) {
+        char* body;
+        size_t len;
+        assert_int_equal(ws_read_frame(fd, &body, &len), 0x1);
+        int n;
+        if (sscanf(body, "control %d;", &n) == 1) {
+            assert_int_equal(n, controls); // all of them, in order
+            controls++;
+        } else {
+            assert_int_equal(sscanf(body, "clock:%llu", &read_at), 1);
+        }
+        free(body);
+    }
+    print_message("backpressure: \"clock\" was read %.0f ms after the client began to drain\n",
+                  ((double)read_at - (double)drain_start) / 1e6);
+    assert_int_equal(controls, 1000);
+    assert_true(read_at > drain_start);
+    // Reading resumed: the session works as before.
+    ws_send_text(fd, "again");
+    expect_text(fd, "text:again");
+    close(fd);
+}
+
 static void test_net_stop_closes_sessions_with_going_away(void** state) {
     fixture* f = *state;
     int fd = ws_open(f);
@@ -706,6 +776,8 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_net_client_that_never_reads_is_closed_at_the_hard_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_net_a_client_behind_on_its_replies_is_not_read,
+                                        setup_roomy, teardown),
         cmocka_unit_test_setup_teardown(test_net_stop_closes_sessions_with_going_away, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_net_slow_handshake_is_dropped, setup, teardown),
