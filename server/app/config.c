@@ -19,6 +19,7 @@ app_config app_config_default(void) {
     c.web_root = RD_WEB_ROOT_DEFAULT;
     c.demo = true;
     c.max_worlds = 16;
+    c.max_sessions = 1024;
     c.max_catchup = 4;
     c.inbox_capacity = 1024;
     c.max_solver_work = 1000000;
@@ -38,6 +39,8 @@ static void usage(FILE* f) {
             "  --web-root DIR    directory of the viewer's files (default %s)\n"
             "  --no-demo         start without the built-in demo world\n"
             "  --max-worlds N    worlds at most (default 16)\n"
+            "  --max-sessions N  WebSocket clients at most (default 1024); further upgrades\n"
+            "                    are answered 503\n"
             "  --max-solver-work N\n"
             "                    constraint projections a world may need per tick (default\n"
             "                    1000000, about 10 ms of one core); larger spawns and\n"
@@ -67,6 +70,7 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         OPT_WEB_ROOT,
         OPT_NO_DEMO,
         OPT_MAX_WORLDS,
+        OPT_MAX_SESSIONS,
         OPT_MAX_SOLVER_WORK,
         OPT_HELP,
         OPT_VERSION
@@ -77,6 +81,7 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         {"web-root", required_argument, NULL, OPT_WEB_ROOT},
         {"no-demo", no_argument, NULL, OPT_NO_DEMO},
         {"max-worlds", required_argument, NULL, OPT_MAX_WORLDS},
+        {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
         {"max-solver-work", required_argument, NULL, OPT_MAX_SOLVER_WORK},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
@@ -111,6 +116,13 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
                 return -1;
             }
             cfg->max_worlds = (uint32_t)v;
+            break;
+        case OPT_MAX_SESSIONS:
+            if (!parse_uint(optarg, 1, 1000000, &v)) {
+                fprintf(err, "ragdolld: --max-sessions takes a number from 1 to 1000000\n");
+                return -1;
+            }
+            cfg->max_sessions = (uint32_t)v;
             break;
         case OPT_MAX_SOLVER_WORK:
             if (!parse_uint(optarg, 1000, 1000000000L, &v)) {

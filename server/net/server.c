@@ -32,6 +32,7 @@ net_config net_config_default(void) {
     c.send_soft_limit = 256 * 1024;
     c.read_pause_limit = 1024 * 1024;
     c.send_hard_limit = 8 * 1024 * 1024;
+    c.max_sessions = 1024;
     c.cookie = NET__COOKIE;
     return c;
 }

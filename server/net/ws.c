@@ -180,6 +180,11 @@ void net__ws_upgrade(net_session* s, const uint8_t* rest, size_t rest_len) {
             bad = "unsupported subprotocol\n";
         }
     }
+    if (bad == NULL && srv->cfg.max_sessions > 0 && srv->ws_count >= srv->cfg.max_sessions) {
+        net__http_respond(s, 503, "text/plain; charset=utf-8", "Retry-After: 5\r\n",
+                          "too many sessions\n", 18, true);
+        return;
+    }
     if (bad != NULL) {
         net__http_respond(s, 400, "text/plain; charset=utf-8", "", bad, strlen(bad), true);
         return;

@@ -5,6 +5,7 @@
 // are small and the suite also runs the server under AddressSanitizer.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import WebSocket from 'ws';
 import { Client, startServer, sleep } from '../lib/ragdolld.mjs';
 
 let server;
@@ -288,6 +289,35 @@ test('HTTP: /healthz, the viewer, 404', async () => {
   assert.match(page.headers.get('content-type'), /text\/html/);
   assert.equal((await fetch(`${server.http}/no/such/file`)).status, 404);
   assert.equal((await fetch(`${server.http}/healthz`, { method: 'POST' })).status, 405);
+});
+
+test('--max-sessions: an upgrade beyond the cap gets 503; room comes back when a client leaves', async () => {
+  const s = await startServer(['--no-demo', '--max-sessions', '2']);
+  try {
+    const a = await Client.connect(s.url);
+    const b = await Client.connect(s.url);
+    // The status of a refused upgrade (ws reports it as 'unexpected-response').
+    const tryUpgrade = () => new Promise((resolve, reject) => {
+      const ws = new WebSocket(s.url, ['ragdolld.v1']);
+      ws.once('unexpected-response', (req, res) => { resolve(res.statusCode); req.destroy(); });
+      ws.once('open', () => { ws.close(); resolve(101); });
+      ws.once('error', (err) => { if (!/Unexpected server response/.test(err.message)) reject(err); });
+    });
+    assert.equal(await tryUpgrade(), 503);
+    const h = await (await fetch(`${s.http}/healthz`)).json();
+    assert.equal(h.sessions, 2, 'plain HTTP still answers at the cap');
+    assert.equal((await a.send({ op: 'list_worlds' })).ok, true, 'the admitted clients are unaffected');
+    await a.close();
+    let status = 0;
+    for (let i = 0; i < 40 && status !== 101; ++i) {
+      await sleep(50);
+      status = await tryUpgrade();
+    }
+    assert.equal(status, 101, 'a new client is admitted once one has left');
+    await b.close();
+  } finally {
+    assert.equal(await s.stop(), 0);
+  }
 });
 
 test('SIGTERM closes clients with 1001 and exits 0', async () => {

@@ -40,6 +40,7 @@ static void test_app_defaults(void** state) {
     assert_int_equal(c.port, 8080);
     assert_true(c.demo);
     assert_non_null(c.web_root);
+    assert_int_equal(c.max_sessions, 1024);
 }
 
 static void test_app_parses_every_flag(void** state) {
@@ -54,6 +55,9 @@ static void test_app_parses_every_flag(void** state) {
     assert_false(c.demo);
     assert_string_equal(c.web_root, "/srv/w");
     assert_int_equal(c.max_worlds, 3);
+    const char* sessions[] = {"--max-sessions", "5", NULL};
+    assert_int_equal(parse(sessions, &c, out, err), 0);
+    assert_int_equal(c.max_sessions, 5);
     const char* work[] = {"--max-solver-work", "2500000", NULL};
     assert_int_equal(parse(work, &c, out, err), 0);
     assert_true(c.max_solver_work == 2500000);
@@ -78,10 +82,11 @@ static void test_app_help_and_version_exit_successfully(void** state) {
 static void test_app_rejects_bad_flags_with_a_message(void** state) {
     (void)state;
     const char* const cases[][3] = {
-        {"--port", "70000", NULL}, {"--port", "eighty", NULL},
-        {"--port", "-1", NULL},    {"--bogus", NULL, NULL},
-        {"extra", NULL, NULL},     {"--max-worlds", "0", NULL},
-        {"--port", NULL, NULL},    {"--max-solver-work", "10", NULL},
+        {"--port", "70000", NULL},     {"--port", "eighty", NULL},
+        {"--port", "-1", NULL},        {"--bogus", NULL, NULL},
+        {"extra", NULL, NULL},         {"--max-worlds", "0", NULL},
+        {"--port", NULL, NULL},        {"--max-solver-work", "10", NULL},
+        {"--max-sessions", "0", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         char out[4096] = "", err[4096] = "";

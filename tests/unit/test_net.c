@@ -173,6 +173,14 @@ static int setup_roomy(void** state) {
     return start_with(state, roomy_queues);
 }
 
+static void two_sessions(net_config* cfg) {
+    cfg->max_sessions = 2;
+}
+
+static int setup_two_sessions(void** state) {
+    return start_with(state, two_sessions);
+}
+
 static int teardown(void** state) {
     fixture* f = *state;
     uv_async_send(&f->stop);
@@ -730,6 +738,45 @@ static void test_net_a_client_behind_on_its_replies_is_not_read(void** state) {
     close(fd);
 }
 
+static void test_net_sessions_beyond_the_cap_get_503(void** state) {
+    fixture* f = *state;
+    int a = ws_open(f);
+    expect_text(a, "welcome");
+    int b = ws_open(f);
+    expect_text(b, "welcome");
+    // A third upgrade is refused cleanly; plain HTTP still works.
+    int c = connect_to(f->port);
+    char req[512], resp[1024];
+    snprintf(req, sizeof req, upgrade_fmt, "");
+    send_all(c, req, strlen(req));
+    read_http(c, resp, sizeof resp);
+    assert_int_equal(http_status(resp), 503);
+    assert_non_null(strstr(resp, "Connection: close"));
+    char buf[16];
+    assert_int_equal(recv(c, buf, sizeof buf, 0), 0); // then the server closes
+    close(c);
+    assert_int_equal(request(f->port, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n", resp, sizeof resp),
+                     200);
+    // Once a session has gone, there is room again (its close is
+    // asynchronous: retry for up to 2 s).
+    close(a);
+    int status = 0;
+    for (int i = 0; i < 40 && status != 101; ++i) {
+        usleep(50 * 1000);
+        c = connect_to(f->port);
+        send_all(c, req, strlen(req));
+        read_http(c, resp, sizeof resp);
+        status = http_status(resp);
+        if (status != 101) {
+            close(c);
+        }
+    }
+    assert_int_equal(status, 101);
+    expect_text(c, "welcome");
+    close(c);
+    close(b);
+}
+
 static void test_net_stop_closes_sessions_with_going_away(void** state) {
     fixture* f = *state;
     int fd = ws_open(f);
@@ -778,6 +825,8 @@ int main(void) {
             test_net_client_that_never_reads_is_closed_at_the_hard_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_net_a_client_behind_on_its_replies_is_not_read,
                                         setup_roomy, teardown),
+        cmocka_unit_test_setup_teardown(test_net_sessions_beyond_the_cap_get_503,
+                                        setup_two_sessions, teardown),
         cmocka_unit_test_setup_teardown(test_net_stop_closes_sessions_with_going_away, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_net_slow_handshake_is_dropped, setup, teardown),

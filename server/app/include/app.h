@@ -26,11 +26,14 @@ extern "C" {
 
 /// Settings of a server. Start from app_config_default().
 typedef struct app_config {
-    const char* host;        ///< Address to bind. Default "127.0.0.1".
-    int port;                ///< TCP port; 0 lets the kernel choose. Default 8080.
-    const char* web_root;    ///< Directory of the viewer's files. Default: the build's.
-    bool demo;               ///< Create the built-in demo world. Default true.
-    uint32_t max_worlds;     ///< Worlds at most. Default 16.
+    const char* host;     ///< Address to bind. Default "127.0.0.1".
+    int port;             ///< TCP port; 0 lets the kernel choose. Default 8080.
+    const char* web_root; ///< Directory of the viewer's files. Default: the build's.
+    bool demo;            ///< Create the built-in demo world. Default true.
+    uint32_t max_worlds;  ///< Worlds at most. Default 16.
+    /// WebSocket sessions at most; a further upgrade gets HTTP 503. Default
+    /// 1024; 0 means no limit.
+    uint32_t max_sessions;
     uint32_t max_catchup;    ///< Ticks one world may run per wake-up. Default 4.
     uint32_t inbox_capacity; ///< Commands queued per world at most. Default 1024.
     /// Solver projections per tick a world may need (sim_world_def

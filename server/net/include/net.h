@@ -101,12 +101,16 @@ typedef struct net_config {
     /// [send_soft_limit, send_hard_limit].
     size_t read_pause_limit;
     size_t send_hard_limit; ///< Bytes queued above which the session is dropped.
-    uint32_t cookie;        ///< Set by net_config_default().
+    /// WebSocket sessions at most; an upgrade beyond it is answered 503 and
+    /// the connection closed. 0 means no limit.
+    uint32_t max_sessions;
+    uint32_t cookie; ///< Set by net_config_default().
 } net_config;
 
 /// Defaults: 127.0.0.1:8080, no web root, "/ws", no subprotocol, 64 KiB
 /// messages, 8 KiB / 64 headers, 10 s handshake, ping after 20 s, close after
-/// 60 s, soft limit 256 KiB, reading paused above 1 MiB, hard limit 8 MiB.
+/// 60 s, soft limit 256 KiB, reading paused above 1 MiB, hard limit 8 MiB,
+/// 1024 sessions.
 net_config net_config_default(void);
 
 /// Binds, listens and starts accepting on `loop`. Strings in cfg are copied.
