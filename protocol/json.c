@@ -213,6 +213,46 @@ char* rdp_reply_ok(rdp_re re, const rdp_reply_fields* f, size_t* len) {
     return finish(root, len);
 }
 
+char* rdp_describe_body(const rdp_entity_state* e, size_t* len) {
+    cJSON* root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "kind", rdp_kind_name(e->kind));
+    cJSON_AddNumberToObject(root, "particle_count", e->particle_count);
+    add_topology(root, e);
+    return finish(root, len);
+}
+
+char* rdp_reply_describe(rdp_re re, uint64_t tick, uint64_t entity, const char* body,
+                         size_t body_len, size_t* len) {
+    if (body == NULL || body_len < 2 || body[0] != '{' || body[body_len - 1] != '}') {
+        return NULL;
+    }
+    // The head is what rdp_reply_ok() prints before the describe members.
+    char head[96];
+    int n = re.has_id ? snprintf(head, sizeof head, "{\"re\":%" PRId64 ",", re.id)
+                      : snprintf(head, sizeof head, "{\"re\":null,");
+    n += snprintf(head + n, sizeof head - (size_t)n,
+                  "\"ok\":true,\"tick\":%" PRIu64 ",\"entity\":%" PRIu64, tick, entity);
+    bool empty = body_len == 2;
+    // head, then "," and the body without its "{" (or just "}" when empty).
+    size_t total = (size_t)n + (empty ? 1 : body_len);
+    char* out = cJSON_malloc(total + 1);
+    if (out == NULL) {
+        return NULL;
+    }
+    memcpy(out, head, (size_t)n);
+    if (empty) {
+        out[n] = '}';
+    } else {
+        out[n] = ',';
+        memcpy(out + n + 1, body + 1, body_len - 1);
+    }
+    out[total] = '\0';
+    if (len != NULL) {
+        *len = total;
+    }
+    return out;
+}
+
 char* rdp_event_welcome(const char* version, const rdp_world_info* worlds, uint32_t count,
                         size_t* len) {
     cJSON* root = cJSON_CreateObject();
