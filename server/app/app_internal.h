@@ -16,6 +16,10 @@
 
 #define APP_MAX_SUBS  8
 #define APP_MAX_DRAGS 64
+/// Commands one client may have waiting for worlds' next ticks; beyond it
+/// they get rate_limited. A quarter of an inbox's default capacity (1024),
+/// so one client cannot fill a world's inbox on its own.
+#define APP_MAX_PENDING 256
 
 /// One subscription of a client.
 typedef struct app_sub {
@@ -40,6 +44,7 @@ typedef struct app_client {
     uint32_t sub_count;
     app_drag drags[APP_MAX_DRAGS];
     uint32_t drag_count;
+    uint32_t pending; ///< Its commands waiting in world inboxes (APP_MAX_PENDING).
 } app_client;
 
 /// A command waiting for its world's next tick.
@@ -47,6 +52,14 @@ typedef struct app_cmd {
     app_client* client; ///< NULL once the client has gone (the command still applies).
     rdp_command cmd;
 } app_cmd;
+
+/// A describe body (rdp_describe_body()) kept for an entity: its topology
+/// never changes while it lives and ids are never reused, so the text stays
+/// valid until the entity goes.
+typedef struct app_topo {
+    uint64_t entity; ///< Wire id of the entity the body describes.
+    net_blob* body;  ///< NULL: nothing cached.
+} app_topo;
 
 /// A world and everything that hangs off it.
 typedef struct app_world {
@@ -76,6 +89,9 @@ typedef struct app_world {
     rdp_entity_state* ents;
     uint32_t* sticks;
     uint32_t sticks_cap;
+    // Describe bodies by entity slot (index1 - 1), max_entities of them.
+    app_topo* topo;
+    uint32_t max_entities;
 } app_world;
 
 struct app_server {
@@ -90,6 +106,9 @@ struct app_server {
     uint32_t world_count;
     uint64_t next_world_id;
     uint32_t clients;
+    /// Bytes waiting to be sent to a client above which its describes get
+    /// rate_limited (net_config.read_pause_limit).
+    size_t reply_backlog_limit;
     bool shutting_down;
     void (*done)(void* arg);
     void* done_arg;
@@ -110,8 +129,13 @@ app_world* app__world_find(const app_server* app, uint64_t id);
 /// catch-up) and returns the nanoseconds until the next tick is due.
 uint64_t app__worlds_advance(app_server* app);
 
-/// Queues a world command (registry.c). Returns RDP_OK or RDP_E_RATE_LIMITED.
+/// Queues a world command (registry.c) and counts it in c->pending (c may be
+/// NULL: a command on behalf of a client that has gone). Returns RDP_OK or
+/// RDP_E_RATE_LIMITED when the inbox is full.
 rdp_code app__world_enqueue(app_world* w, app_client* c, const rdp_command* cmd);
+
+/// Frees the describe body kept for `entity` (despawned or removed), if any.
+void app__topo_forget(app_world* w, uint64_t entity);
 
 /// Adds or updates a subscription; returns the subscription (registry.c).
 app_sub* app__subscribe(app_world* w, app_client* c, uint32_t format, uint32_t rate_hz,
@@ -135,11 +159,13 @@ double app__wire(float f);
 /// Reads a world's parameters in wire form.
 rdp_params app__params_of(const app_world* w);
 
-/// Applies one queued command to its world at a tick boundary and returns
-/// the reply text (dispatch.c). *len gets its length. `events` may receive a
-/// broadcast to send to every subscriber (e.g. a params event), else NULL.
-char* app__apply(app_server* app, app_world* w, const rdp_command* cmd, size_t* len, char** event,
-                 size_t* event_len);
+/// Applies one queued command from client c (NULL when it has gone) to its
+/// world at a tick boundary and returns the reply text (dispatch.c), or NULL
+/// when there is nobody to answer and nothing to do. *len gets its length.
+/// `event` may receive a broadcast to send to every subscriber (e.g. a
+/// params event), else NULL.
+char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command* cmd, size_t* len,
+                 char** event, size_t* event_len);
 
 /// Handles a command from a client: immediate ones are answered at once,
 /// world ones are queued for the next tick (dispatch.c).

@@ -117,6 +117,55 @@ static void entity_state(app_world* w, sim_entity_id id, rdp_entity_state* e) {
     e->rows = v.rows;
 }
 
+// The describe body of a live entity, encoded on first use and kept (see
+// app_topo): a 64×64 cloth's topology is ~300 KB of JSON and tens of
+// milliseconds to encode, which a burst of describes must not pay each time.
+static net_blob* describe_body(app_world* w, sim_entity_id id) {
+    app_topo* t = &w->topo[id.index1 - 1];
+    uint64_t key = sim_entity_id_store(id);
+    if (t->body != NULL && t->entity == key) {
+        return t->body;
+    }
+    rdp_entity_state e;
+    entity_state(w, id, &e);
+    size_t len = 0;
+    char* text = rdp_describe_body(&e, &len);
+    net_blob* b = text != NULL ? net_blob_create(text, len) : NULL;
+    rdp_free(text);
+    if (b != NULL) {
+        net_blob_unref(t->body);
+        t->body = b;
+        t->entity = key;
+    }
+    return b;
+}
+
+// Answers describe. Replies are large (hundreds of KB for a cloth), so a
+// client that has not taken its earlier replies gets rate_limited instead
+// of another one: what one client can make the server hold for it stays
+// bounded whatever it sends.
+static char* describe(app_server* app, app_world* w, app_client* c, const rdp_command* cmd,
+                      sim_entity_id id, size_t* len) {
+    size_t waiting = net_session_queued_bytes(c->session);
+    char msg[160];
+    if (waiting > app->reply_backlog_limit) {
+        snprintf(msg, sizeof msg,
+                 "%zu bytes of replies are waiting to be sent to this client (the limit is %zu); "
+                 "read them, then retry",
+                 waiting, app->reply_backlog_limit);
+        return rdp_reply_error(rdp_re_of(cmd), RDP_E_RATE_LIMITED, msg, len);
+    }
+    net_blob* body = describe_body(w, id);
+    char* text = body == NULL
+                     ? NULL
+                     : rdp_reply_describe(rdp_re_of(cmd), sim_world_tick(w->sim), cmd->entity,
+                                          (const char*)body->data, body->len, len);
+    if (text == NULL) {
+        return rdp_reply_error(rdp_re_of(cmd), RDP_E_INTERNAL, "out of memory", len);
+    }
+    return text;
+}
+
 static int apply_set_params(app_world* w, const rdp_command* cmd) {
     sim_params p = sim_world_params(w->sim);
     unsigned given = cmd->u.set_params.given;
@@ -141,9 +190,8 @@ static int apply_set_params(app_world* w, const rdp_command* cmd) {
     return sim_world_set_params(w->sim, &p);
 }
 
-char* app__apply(app_server* app, app_world* w, const rdp_command* cmd, size_t* len, char** event,
-                 size_t* event_len) {
-    (void)app;
+char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command* cmd, size_t* len,
+                 char** event, size_t* event_len) {
     rdp_reply_fields f;
     memset(&f, 0, sizeof f);
     f.has_tick = true;
@@ -151,7 +199,6 @@ char* app__apply(app_server* app, app_world* w, const rdp_command* cmd, size_t* 
     sim_entity_id entity = sim_entity_id_load(cmd->entity);
     sim_entity_id spawned = {0, 0};
     rdp_params params;
-    rdp_entity_state described;
     int rc = SIM_OK;
 
     switch (cmd->op) {
@@ -188,17 +235,17 @@ char* app__apply(app_server* app, app_world* w, const rdp_command* cmd, size_t* 
     }
     case RDP_OP_DESPAWN:
         rc = sim_world_despawn(w->sim, entity);
+        if (rc == SIM_OK) {
+            app__topo_forget(w, cmd->entity);
+        }
         break;
     case RDP_OP_DESCRIBE:
         if (!sim_entity_is_valid(w->sim, entity)) {
             rc = SIM_E_STALE_ID;
+        } else if (c == NULL) {
+            return NULL; // it reads nothing, and the asker has gone
         } else {
-            entity_state(w, entity, &described);
-            f.describe = &described;
-            f.has_entity = true;
-            f.entity = cmd->entity;
-            f.has_tick = true;
-            f.tick = sim_world_tick(w->sim);
+            return describe(app, w, c, cmd, entity, len);
         }
         break;
     case RDP_OP_APPLY_IMPULSE:
@@ -378,6 +425,15 @@ void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
         return;
     default:
         break;
+    }
+    if (c->pending >= APP_MAX_PENDING) {
+        char msg[128];
+        snprintf(msg, sizeof msg,
+                 "this client has %u commands waiting for a tick, the most it may; wait for their "
+                 "replies",
+                 (unsigned)c->pending);
+        app__send_error(c, rdp_re_of(cmd), RDP_E_RATE_LIMITED, msg);
+        return;
     }
     if (app__world_enqueue(w, c, cmd) != RDP_OK) {
         app__send_error(c, rdp_re_of(cmd), RDP_E_RATE_LIMITED,

@@ -31,6 +31,10 @@ static void world_free(app_world* w) {
         return;
     }
     cache_clear(w);
+    for (uint32_t i = 0; w->topo != NULL && i < w->max_entities; ++i) {
+        net_blob_unref(w->topo[i].body);
+    }
+    free(w->topo);
     sim_world_destroy(w->sim);
     free(w->inbox);
     free(w->subs);
@@ -61,7 +65,10 @@ rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, 
     w->inbox_cap = app->cfg.inbox_capacity;
     w->inbox = calloc(w->inbox_cap, sizeof *w->inbox);
     w->ents = calloc(def.max_entities, sizeof *w->ents);
-    if (w->inbox == NULL || w->ents == NULL || sim_world_create(&def, &w->sim) != SIM_OK) {
+    w->max_entities = def.max_entities;
+    w->topo = calloc(def.max_entities, sizeof *w->topo);
+    if (w->inbox == NULL || w->ents == NULL || w->topo == NULL ||
+        sim_world_create(&def, &w->sim) != SIM_OK) {
         world_free(w);
         return RDP_E_INTERNAL;
     }
@@ -101,6 +108,7 @@ void app__world_destroy(app_server* app, app_world* w) {
     for (uint32_t k = 0; k < w->inbox_count; ++k) {
         app_cmd* e = &w->inbox[(w->inbox_head + k) % w->inbox_cap];
         if (e->client != NULL) {
+            e->client->pending--;
             app__send_error(e->client, rdp_re_of(&e->cmd), RDP_E_NOT_FOUND, msg);
         }
     }
@@ -167,7 +175,23 @@ rdp_code app__world_enqueue(app_world* w, app_client* c, const rdp_command* cmd)
     e->client = c;
     e->cmd = *cmd;
     w->inbox_count++;
+    if (c != NULL) {
+        c->pending++;
+    }
     return RDP_OK;
+}
+
+void app__topo_forget(app_world* w, uint64_t entity) {
+    sim_entity_id id = sim_entity_id_load(entity);
+    if (id.index1 == 0 || id.index1 > w->max_entities) {
+        return;
+    }
+    app_topo* t = &w->topo[id.index1 - 1];
+    if (t->entity == entity) {
+        net_blob_unref(t->body);
+        t->body = NULL;
+        t->entity = 0;
+    }
 }
 
 app_sub* app__subscribe(app_world* w, app_client* c, uint32_t format, uint32_t rate_hz,
@@ -409,6 +433,7 @@ static void report_events(app_world* w) {
     uint32_t n;
     while ((n = sim_world_drain_events(w->sim, ev, 16)) > 0) {
         for (uint32_t k = 0; k < n; ++k) {
+            app__topo_forget(w, sim_entity_id_store(ev[k].entity));
             size_t len = 0;
             char* text = rdp_event_entity_removed(
                 w->id, ev[k].tick, sim_entity_id_store(ev[k].entity), "unstable", &len);
@@ -428,7 +453,10 @@ static void world_tick(app_server* app, app_world* w) {
         w->inbox_count--;
         size_t len = 0, ev_len = 0;
         char* ev = NULL;
-        char* reply = app__apply(app, w, &e.cmd, &len, &ev, &ev_len);
+        if (e.client != NULL) {
+            e.client->pending--;
+        }
+        char* reply = app__apply(app, w, e.client, &e.cmd, &len, &ev, &ev_len);
         if (e.client != NULL) {
             app__send(e.client, reply, len);
         } else {

@@ -160,6 +160,7 @@ int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
     ncfg.subprotocol = RDP_SUBPROTOCOL;
     ncfg.max_message_bytes = RDP_MAX_MESSAGE_BYTES;
     ncfg.max_sessions = app->cfg.max_sessions;
+    app->reply_backlog_limit = ncfg.read_pause_limit;
     net_callbacks cb = {app, on_http, on_open, on_message, on_close};
     int rc = net_server_start(loop, &ncfg, &cb, &app->net);
     if (rc != 0) {

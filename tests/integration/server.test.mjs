@@ -191,6 +191,67 @@ test('bad input gets the right error code and nothing else changes for anyone', 
   await watcher.close();
 });
 
+test('a burst of describes of a big cloth neither starves other clients nor piles up', async () => {
+  // A 64 × 64 cloth: its describe reply is ~300 KB. 300 of them at once used
+  // to stall the whole server for seconds and queue ~90 MB for the client.
+  const burst = await Client.connect(server.url);
+  // 20 Hz keeps the cloth's stepping cheap (the suite also runs under ASan).
+  const { world } = await burst.send({ op: 'create_world', name: 'burst', tick_hz: 20 });
+  const cloth = await burst.send({ op: 'spawn_cloth', world, origin: [0, 10, 0], cols: 64, rows: 64, spacing: 0.05 });
+  assert.equal(cloth.ok, true, JSON.stringify(cloth));
+
+  const watcher = await Client.connect(server.url);
+  await watcher.send({ op: 'subscribe', world: demoWorld(watcher), rate_hz: 30 });
+  await watcher.next((m) => m.ev === 'snapshot');
+  watcher.messages.length = 0;
+  const t0 = Date.now();
+
+  const replies = Promise.all(Array.from({ length: 300 }, () =>
+    burst.send({ op: 'describe', world, entity: cloth.entity }, 20000)));
+  // The server keeps answering HTTP meanwhile.
+  const h0 = Date.now();
+  const health = await fetch(`${server.http}/healthz`);
+  assert.equal(health.status, 200);
+  const healthMs = Date.now() - h0;
+  const all = await replies;
+
+  // One reply per command: the description, or rate_limited (retry later).
+  let ok = 0;
+  for (const r of all) {
+    if (r.ok) {
+      ok++;
+      assert.equal(r.entity, cloth.entity);
+      assert.equal(r.kind, 'cloth');
+      assert.equal(r.particle_count, 64 * 64);
+      // Structural 2·63·64 + shear 2·63² + bend 2·62·64 = 23,938 sticks.
+      assert.equal(r.sticks.length, 23938);
+    } else {
+      assert.equal(r.error?.code, 'rate_limited', JSON.stringify(r));
+    }
+  }
+  assert.ok(ok >= 1, 'the first describe, asked with an empty queue, is answered');
+
+  // The other client kept getting snapshots: at least half of 30 Hz over >= 2 s.
+  await sleep(Math.max(0, 2500 - (Date.now() - t0)));
+  const secs = (Date.now() - t0) / 1000;
+  const snaps = watcher.snapshots();
+  const times = [t0, ...snaps.map((m) => m.receivedAt), Date.now()];
+  const gap = Math.max(...times.slice(1).map((t, i) => t - times[i]));
+  for (let i = 1; i < snaps.length; ++i) assert.ok(snaps[i].tick > snaps[i - 1].tick);
+  console.log(`describe burst: ${ok} of 300 answered, ${300 - ok} rate_limited; /healthz took ${healthMs} ms; ` +
+    `watcher got ${snaps.length} snapshots in ${secs.toFixed(2)} s, longest gap ${gap} ms`);
+  assert.ok(snaps.length >= 15 * secs, `${snaps.length} snapshots in ${secs.toFixed(2)} s`);
+
+  await sleep(200);
+  assert.equal(burst.messages.filter((m) => 're' in m).length, 0, 'no extra replies');
+  // Once the client has read its replies, describe works again.
+  const again = await burst.send({ op: 'describe', world, entity: cloth.entity });
+  assert.equal(again.ok, true, JSON.stringify(again).slice(0, 300));
+  await burst.send({ op: 'destroy_world', world });
+  await watcher.close();
+  await burst.close();
+});
+
 test('every command gets exactly one reply; a command without id gets re: null', async () => {
   const c = await Client.connect(server.url);
   c.ws.send(JSON.stringify({ op: 'list_worlds' }));
