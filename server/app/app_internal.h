@@ -72,7 +72,7 @@ typedef struct app_world {
     uint64_t last_ns; ///< When the accumulator was last advanced.
     uint64_t overruns;
     double step_ms;
-    uint64_t max_solver_work; ///< The world's budget (app_config.max_solver_work).
+    sim_world_def def; ///< What the world was created with: capacities, solver budget.
 
     app_cmd* inbox; ///< Ring buffer of inbox_cap commands.
     uint32_t inbox_head, inbox_count, inbox_cap;
@@ -89,9 +89,8 @@ typedef struct app_world {
     rdp_entity_state* ents;
     uint32_t* sticks;
     uint32_t sticks_cap;
-    // Describe bodies by entity slot (index1 - 1), max_entities of them.
+    // Describe bodies by entity slot (index1 - 1), def.max_entities of them.
     app_topo* topo;
-    uint32_t max_entities;
 } app_world;
 
 struct app_server {
@@ -100,6 +99,9 @@ struct app_server {
     char* host;
     char* web_root;
     net_server* net;
+    /// An empty world, never stepped, where spawns are measured before they
+    /// are admitted (budget.c). Same capacities as every world, no budget.
+    sim_world* scratch;
     uv_timer_t ticker;
     uint64_t started_ns;
     app_world** worlds; ///< cfg.max_worlds slots; NULL = free.
@@ -113,6 +115,9 @@ struct app_server {
     void (*done)(void* arg);
     void* done_arg;
 };
+
+/// The sim_world_def every world of the server is created with (registry.c).
+sim_world_def app__world_def(const app_server* app, uint32_t tick_hz);
 
 /// Creates a world (registry.c). Returns 0 and *out, or an rdp error code
 /// (RDP_E_TOO_LARGE when the registry is full, RDP_E_INTERNAL on OOM).
@@ -166,6 +171,39 @@ rdp_params app__params_of(const app_world* w);
 /// params event), else NULL.
 char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command* cmd, size_t* len,
                  char** event, size_t* event_len);
+
+/// Spawns the entity a spawn_rope/spawn_cloth/spawn_ragdoll command
+/// describes into sw (dispatch.c). Returns a SIM_E_* code and *out.
+int app__spawn(sim_world* sw, const rdp_command* cmd, sim_entity_id* out);
+
+/// Solver projections per second world w costs as it is:
+/// sim_world_solver_work() × tick_hz (budget.c).
+uint64_t app__world_rate(const app_world* w);
+
+/// The sum of app__world_rate() over every world of the server.
+uint64_t app__server_rate(const app_server* app);
+
+/// Solver passes per tick under p: iterations × substeps (budget.c).
+uint64_t app__passes(const sim_params* p);
+
+/// True when world w may hold `per_pass` solver projections per pass
+/// (constraints + joint limits + particles) under parameters p, that is
+/// per_pass × app__passes(p) per tick: within its own budget
+/// (def.max_solver_work) and, counting every other world as it is, within
+/// the server's (cfg.max_total_solver_work per 1/60 s, each world weighted
+/// by tick_hz / 60). Otherwise false, and msg (cap bytes; 256 is ample)
+/// names the limit with the numbers.
+bool app__admit_work(const app_server* app, const app_world* w, uint64_t per_pass,
+                     const sim_params* p, char* msg, size_t cap);
+
+/// Checks a spawn command against world w's capacities (particles,
+/// constraints, entities) and both solver budgets, measuring the entity in
+/// the scratch world. Returns SIM_OK; SIM_E_CAPACITY with msg naming the
+/// limit; or another SIM_E_* code from the spawn itself (e.g.
+/// SIM_E_OUT_OF_RANGE), msg untouched. Changes no world but the scratch one,
+/// which it leaves empty.
+int app__admit_spawn(app_server* app, const app_world* w, const rdp_command* cmd, char* msg,
+                     size_t cap);
 
 /// Handles a command from a client: immediate ones are answered at once,
 /// world ones are queued for the next tick (dispatch.c).

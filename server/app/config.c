@@ -23,6 +23,7 @@ app_config app_config_default(void) {
     c.max_catchup = 4;
     c.inbox_capacity = 1024;
     c.max_solver_work = 1000000;
+    c.max_total_solver_work = 1500000;
     return c;
 }
 
@@ -45,6 +46,11 @@ static void usage(FILE* f) {
             "                    constraint projections a world may need per tick (default\n"
             "                    1000000, about 10 ms of one core); larger spawns and\n"
             "                    parameter changes are refused with too_large\n"
+            "  --max-total-solver-work N\n"
+            "                    constraint projections all worlds together may need per\n"
+            "                    1/60 s, each world weighted by its tick rate (default\n"
+            "                    1500000, about one core); beyond it spawns and parameter\n"
+            "                    changes are refused with too_large\n"
             "  --help            print this help and exit\n"
             "  --version         print the version and exit\n"
             "\n"
@@ -72,6 +78,7 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         OPT_MAX_WORLDS,
         OPT_MAX_SESSIONS,
         OPT_MAX_SOLVER_WORK,
+        OPT_MAX_TOTAL_SOLVER_WORK,
         OPT_HELP,
         OPT_VERSION
     };
@@ -83,6 +90,7 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         {"max-worlds", required_argument, NULL, OPT_MAX_WORLDS},
         {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
         {"max-solver-work", required_argument, NULL, OPT_MAX_SOLVER_WORK},
+        {"max-total-solver-work", required_argument, NULL, OPT_MAX_TOTAL_SOLVER_WORK},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -130,6 +138,14 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
                 return -1;
             }
             cfg->max_solver_work = (uint64_t)v;
+            break;
+        case OPT_MAX_TOTAL_SOLVER_WORK:
+            if (!parse_uint(optarg, 1000, 10000000000L, &v)) {
+                fprintf(err,
+                        "ragdolld: --max-total-solver-work takes a number from 1000 to 10^10\n");
+                return -1;
+            }
+            cfg->max_total_solver_work = (uint64_t)v;
             break;
         case OPT_HELP:
             usage(out);

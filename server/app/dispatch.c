@@ -67,12 +67,16 @@ static void describe_failure(const app_world* w, const rdp_command* cmd, int rc,
         break;
     }
     case SIM_E_CAPACITY:
-        snprintf(msg, cap,
-                 "world %llu has no room for this: it holds at most 32768 particles, 262144 "
-                 "constraints, 256 entities, 64 drags, and %llu solver projections per tick "
-                 "(it now needs %llu)",
-                 world, (unsigned long long)w->max_solver_work,
-                 (unsigned long long)sim_world_solver_work(w->sim));
+        // Spawns and set_params name their limit before they reach the
+        // simulator (budget.c); a drag can only run out of drag slots.
+        if (cmd->op == RDP_OP_DRAG) {
+            snprintf(msg, cap,
+                     "world %llu already has %u drags, the most a world may; release one "
+                     "first",
+                     world, w->def.max_drags);
+        } else {
+            snprintf(msg, cap, "world %llu has no room for this", world);
+        }
         break;
     case SIM_E_OUT_OF_RANGE:
         snprintf(msg, cap, "%s: every particle must lie within %.0f m of the origin",
@@ -166,8 +170,10 @@ static char* describe(app_server* app, app_world* w, app_client* c, const rdp_co
     return text;
 }
 
-static int apply_set_params(app_world* w, const rdp_command* cmd) {
-    sim_params p = sim_world_params(w->sim);
+static int apply_set_params(const app_server* app, app_world* w, const rdp_command* cmd, char* msg,
+                            size_t cap) {
+    sim_params old = sim_world_params(w->sim);
+    sim_params p = old;
     unsigned given = cmd->u.set_params.given;
     if (given & RDP_PARAM_GRAVITY) {
         p.gravity = vec_of(cmd->u.set_params.gravity);
@@ -187,20 +193,17 @@ static int apply_set_params(app_world* w, const rdp_command* cmd) {
     if (given & RDP_PARAM_FRICTION) {
         p.friction = (float)cmd->u.set_params.friction;
     }
+    // Solver work is (constraints + joint limits + particles) per pass,
+    // times passes (sim.h): the same state at the new pass count.
+    // A change that adds no work is always allowed.
+    uint64_t per_pass = sim_world_solver_work(w->sim) / app__passes(&old);
+    if (app__passes(&p) > app__passes(&old) && !app__admit_work(app, w, per_pass, &p, msg, cap)) {
+        return SIM_E_CAPACITY;
+    }
     return sim_world_set_params(w->sim, &p);
 }
 
-char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command* cmd, size_t* len,
-                 char** event, size_t* event_len) {
-    rdp_reply_fields f;
-    memset(&f, 0, sizeof f);
-    f.has_tick = true;
-    f.tick = sim_world_tick(w->sim) + 1; // the first tick whose state reflects it
-    sim_entity_id entity = sim_entity_id_load(cmd->entity);
-    sim_entity_id spawned = {0, 0};
-    rdp_params params;
-    int rc = SIM_OK;
-
+int app__spawn(sim_world* sw, const rdp_command* cmd, sim_entity_id* out) {
     switch (cmd->op) {
     case RDP_OP_SPAWN_ROPE: {
         sim_rope_def d = sim_rope_def_default();
@@ -208,8 +211,7 @@ char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command
         d.segments = cmd->u.spawn_rope.segments;
         d.segment_length = (float)cmd->u.spawn_rope.segment_length;
         d.mass = (float)cmd->u.spawn_rope.mass;
-        rc = sim_world_spawn_rope(w->sim, &d, &spawned);
-        break;
+        return sim_world_spawn_rope(sw, &d, out);
     }
     case RDP_OP_SPAWN_CLOTH: {
         sim_cloth_def d = sim_cloth_def_default();
@@ -222,17 +224,43 @@ char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command
         // A little bending compliance lets a sheet drape instead of acting
         // like card.
         d.bend_compliance = 1.0e-3f;
-        rc = sim_world_spawn_cloth(w->sim, &d, &spawned);
-        break;
+        return sim_world_spawn_cloth(sw, &d, out);
     }
     case RDP_OP_SPAWN_RAGDOLL: {
         sim_ragdoll_def d = sim_ragdoll_def_default();
         d.position = vec_of(cmd->u.spawn_ragdoll.position);
         d.facing = (float)cmd->u.spawn_ragdoll.facing;
         d.mass = (float)cmd->u.spawn_ragdoll.mass;
-        rc = sim_world_spawn_ragdoll(w->sim, &d, &spawned);
-        break;
+        return sim_world_spawn_ragdoll(sw, &d, out);
     }
+    default:
+        return SIM_E_INVALID_ARG;
+    }
+}
+
+char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command* cmd, size_t* len,
+                 char** event, size_t* event_len) {
+    rdp_reply_fields f;
+    memset(&f, 0, sizeof f);
+    f.has_tick = true;
+    f.tick = sim_world_tick(w->sim) + 1; // the first tick whose state reflects it
+    sim_entity_id entity = sim_entity_id_load(cmd->entity);
+    sim_entity_id spawned = {0, 0};
+    rdp_params params;
+    int rc = SIM_OK;
+    // Set by a check that names the limit it refused on; else the failure
+    // is described from rc below.
+    char msg[256] = "";
+
+    switch (cmd->op) {
+    case RDP_OP_SPAWN_ROPE:
+    case RDP_OP_SPAWN_CLOTH:
+    case RDP_OP_SPAWN_RAGDOLL:
+        rc = app__admit_spawn(app, w, cmd, msg, sizeof msg);
+        if (rc == SIM_OK) {
+            rc = app__spawn(w->sim, cmd, &spawned);
+        }
+        break;
     case RDP_OP_DESPAWN:
         rc = sim_world_despawn(w->sim, entity);
         if (rc == SIM_OK) {
@@ -259,7 +287,7 @@ char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command
         rc = sim_entity_release(w->sim, entity, cmd->particle);
         break;
     case RDP_OP_SET_PARAMS:
-        rc = apply_set_params(w, cmd);
+        rc = apply_set_params(app, w, cmd, msg, sizeof msg);
         if (rc == SIM_OK) {
             params = app__params_of(w);
             f.params = &params;
@@ -272,8 +300,9 @@ char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command
         break;
     }
     if (rc != SIM_OK) {
-        char msg[160];
-        describe_failure(w, cmd, rc, msg, sizeof msg);
+        if (msg[0] == '\0') {
+            describe_failure(w, cmd, rc, msg, sizeof msg);
+        }
         return rdp_reply_error(rdp_re_of(cmd), code_of(rc), msg, len);
     }
     if (!SIM_ID_IS_NULL(spawned)) {
@@ -385,9 +414,12 @@ void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
             app__world_create(app, cmd->u.create_world.name, cmd->u.create_world.tick_hz, &w);
         if (rc != RDP_OK) {
             char msg[96];
-            snprintf(msg, sizeof msg, "%s",
-                     rc == RDP_E_TOO_LARGE ? "the server has no room for another world"
-                                           : "out of memory");
+            if (rc == RDP_E_TOO_LARGE) {
+                snprintf(msg, sizeof msg, "the server already has %u worlds, the most it may",
+                         app->world_count);
+            } else {
+                snprintf(msg, sizeof msg, "out of memory");
+            }
             app__send_error(c, rdp_re_of(cmd), rc, msg);
             return;
         }

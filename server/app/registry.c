@@ -31,7 +31,7 @@ static void world_free(app_world* w) {
         return;
     }
     cache_clear(w);
-    for (uint32_t i = 0; w->topo != NULL && i < w->max_entities; ++i) {
+    for (uint32_t i = 0; w->topo != NULL && i < w->def.max_entities; ++i) {
         net_blob_unref(w->topo[i].body);
     }
     free(w->topo);
@@ -41,6 +41,13 @@ static void world_free(app_world* w) {
     free(w->ents);
     free(w->sticks);
     free(w);
+}
+
+sim_world_def app__world_def(const app_server* app, uint32_t tick_hz) {
+    sim_world_def def = sim_world_def_default();
+    def.dt = 1.0f / (float)tick_hz;
+    def.max_solver_work = app->cfg.max_solver_work;
+    return def;
 }
 
 rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, app_world** out) {
@@ -58,14 +65,11 @@ rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, 
     if (w == NULL) {
         return RDP_E_INTERNAL;
     }
-    sim_world_def def = sim_world_def_default();
-    def.dt = 1.0f / (float)tick_hz;
-    def.max_solver_work = app->cfg.max_solver_work;
-    w->max_solver_work = app->cfg.max_solver_work;
+    sim_world_def def = app__world_def(app, tick_hz);
+    w->def = def;
     w->inbox_cap = app->cfg.inbox_capacity;
     w->inbox = calloc(w->inbox_cap, sizeof *w->inbox);
     w->ents = calloc(def.max_entities, sizeof *w->ents);
-    w->max_entities = def.max_entities;
     w->topo = calloc(def.max_entities, sizeof *w->topo);
     if (w->inbox == NULL || w->ents == NULL || w->topo == NULL ||
         sim_world_create(&def, &w->sim) != SIM_OK) {
@@ -183,7 +187,7 @@ rdp_code app__world_enqueue(app_world* w, app_client* c, const rdp_command* cmd)
 
 void app__topo_forget(app_world* w, uint64_t entity) {
     sim_entity_id id = sim_entity_id_load(entity);
-    if (id.index1 == 0 || id.index1 > w->max_entities) {
+    if (id.index1 == 0 || id.index1 > w->def.max_entities) {
         return;
     }
     app_topo* t = &w->topo[id.index1 - 1];

@@ -252,6 +252,21 @@ test('a burst of describes of a big cloth neither starves other clients nor pile
   await burst.close();
 });
 
+test('too_large names the one limit exceeded, with the numbers, in full', async () => {
+  const c = await Client.connect(server.url);
+  const world = demoWorld(c);
+  const r = await c.send({ op: 'set_params', world, iterations: 100, substeps: 32 });
+  assert.equal(r.error.code, 'too_large');
+  // per pass × 100 × 32 > the default 10^6 per world.
+  const m = /^world (\d+) would need (\d+) solver projections per tick \((\d+) per pass x 100 iterations x 32 substeps\); the limit per world is 1000000$/.exec(r.error.message);
+  assert.ok(m, r.error.message);
+  assert.equal(Number(m[1]), world);
+  assert.equal(Number(m[2]), Number(m[3]) * 3200);
+  const big = await c.send({ op: 'spawn_cloth', world, origin: [0, 3, 0], cols: 256, rows: 256, spacing: 0.01 });
+  assert.equal(big.error.message, 'a 256 x 256 cloth has 65536 particles; a world holds at most 32768');
+  await c.close();
+});
+
 test('every command gets exactly one reply; a command without id gets re: null', async () => {
   const c = await Client.connect(server.url);
   c.ws.send(JSON.stringify({ op: 'list_worlds' }));

@@ -39,6 +39,11 @@ typedef struct app_config {
     /// Solver projections per tick a world may need (sim_world_def
     /// max_solver_work). Default 10^6.
     uint64_t max_solver_work;
+    /// Solver projections all worlds together may need per 1/60 s: the sum
+    /// over worlds of work per tick × tick_hz / 60 (a 120 Hz world counts
+    /// double). A spawn or set_params beyond it gets too_large. Default
+    /// 1.5 × 10^6, about one core of the build machine (README).
+    uint64_t max_total_solver_work;
 } app_config;
 
 /// The defaults listed on app_config.
