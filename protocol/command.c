@@ -5,7 +5,9 @@
  * required, its range and default, and where it lands in rdp_command. The
  * decoder walks that table three times, so that errors come in the order the
  * protocol promises: shape and types first (bad_request), then finiteness
- * (not_finite), then ranges (out_of_range / too_large). Parsing is cJSON's.
+ * (not_finite), then ranges (out_of_range). Parsing is cJSON's. A value
+ * outside its documented range is out_of_range, however far out; too_large
+ * is for capacities, which need the world (server/app).
  */
 #include "rdp.h"
 
@@ -31,7 +33,6 @@ typedef struct field_spec {
     bool required;
     double lo, hi;              ///< Range (inclusive), see lo_open.
     bool lo_open;               ///< Range is (lo, hi].
-    double too_large;           ///< UINT: values above this are too_large, not out_of_range.
     double def;                 ///< Default for an optional NUM/UINT.
     size_t offset;              ///< Where the value goes in rdp_command.
     const char* const* choices; ///< F_ENUM: NULL-terminated names.
@@ -57,52 +58,48 @@ static const uint32_t pin_values[] = {1, 0};
 
 // Field building blocks shared by several ops.
 #define WORLD_FIELD                                                                                \
-    { "world", F_ID, true, 0, RDP_MAX_SAFE_INTEGER, false, 0, 0, OFF(world), NULL, NULL, 0, 0 }
+    { "world", F_ID, true, 0, RDP_MAX_SAFE_INTEGER, false, 0, OFF(world), NULL, NULL, 0, 0 }
 #define ENTITY_FIELD                                                                               \
-    { "entity", F_ID, true, 0, RDP_MAX_SAFE_INTEGER, false, 0, 0, OFF(entity), NULL, NULL, 0, 0 }
+    { "entity", F_ID, true, 0, RDP_MAX_SAFE_INTEGER, false, 0, OFF(entity), NULL, NULL, 0, 0 }
 #define PARTICLE_FIELD                                                                             \
-    { "particle", F_UINT, true, 0, 4294967295.0, false, 0, 0, OFF(particle), NULL, NULL, 0, 0 }
+    { "particle", F_UINT, true, 0, 4294967295.0, false, 0, OFF(particle), NULL, NULL, 0, 0 }
 #define POSITION_FIELD(key, member)                                                                \
-    { key, F_VEC3, true, 0, RDP_MAX_COORD, false, 0, 0, OFF(member), NULL, NULL, 0, 0 }
+    { key, F_VEC3, true, 0, RDP_MAX_COORD, false, 0, OFF(member), NULL, NULL, 0, 0 }
 #define MASS_FIELD(member)                                                                         \
-    { "mass", F_NUM, false, 1e-3, 1e4, false, 0, 1.0, OFF(member), NULL, NULL, 0, 0 }
+    { "mass", F_NUM, false, 1e-3, 1e4, false, 1.0, OFF(member), NULL, NULL, 0, 0 }
 
 static const field_spec create_world_fields[] = {
-    {"name", F_STRING, true, 1, RDP_MAX_NAME, false, 0, 0, OFF(u.create_world.name), NULL, NULL, 0,
-     0},
-    {"tick_hz", F_UINT, false, 1, 240, false, 0, 60, OFF(u.create_world.tick_hz), NULL, NULL, 0, 0},
+    {"name", F_STRING, true, 1, RDP_MAX_NAME, false, 0, OFF(u.create_world.name), NULL, NULL, 0, 0},
+    {"tick_hz", F_UINT, false, 1, 240, false, 60, OFF(u.create_world.tick_hz), NULL, NULL, 0, 0},
 };
 static const field_spec world_fields[] = {WORLD_FIELD};
 static const field_spec subscribe_fields[] = {
     WORLD_FIELD,
-    {"format", F_ENUM, false, 0, 0, false, 0, 0, OFF(u.subscribe.format), format_names,
-     format_values, RDP_FORMAT_JSON, 0},
-    {"rate_hz", F_UINT, false, 1, 240, false, 0, 30, OFF(u.subscribe.rate_hz), NULL, NULL, 0, 0},
+    {"format", F_ENUM, false, 0, 0, false, 0, OFF(u.subscribe.format), format_names, format_values,
+     RDP_FORMAT_JSON, 0},
+    {"rate_hz", F_UINT, false, 1, 240, false, 30, OFF(u.subscribe.rate_hz), NULL, NULL, 0, 0},
 };
 static const field_spec spawn_rope_fields[] = {
     WORLD_FIELD,
     POSITION_FIELD("anchor", u.spawn_rope.anchor),
-    {"segments", F_UINT, true, 1, 1000, false, 1000, 0, OFF(u.spawn_rope.segments), NULL, NULL, 0,
-     0},
-    {"segment_length", F_NUM, true, 1e-3, 10, false, 0, 0, OFF(u.spawn_rope.segment_length), NULL,
+    {"segments", F_UINT, true, 1, 1000, false, 0, OFF(u.spawn_rope.segments), NULL, NULL, 0, 0},
+    {"segment_length", F_NUM, true, 1e-3, 10, false, 0, OFF(u.spawn_rope.segment_length), NULL,
      NULL, 0, 0},
     MASS_FIELD(u.spawn_rope.mass),
 };
 static const field_spec spawn_cloth_fields[] = {
     WORLD_FIELD,
     POSITION_FIELD("origin", u.spawn_cloth.origin),
-    {"cols", F_UINT, true, 2, 256, false, 256, 0, OFF(u.spawn_cloth.cols), NULL, NULL, 0, 0},
-    {"rows", F_UINT, true, 2, 256, false, 256, 0, OFF(u.spawn_cloth.rows), NULL, NULL, 0, 0},
-    {"spacing", F_NUM, true, 1e-3, 10, false, 0, 0, OFF(u.spawn_cloth.spacing), NULL, NULL, 0, 0},
-    {"pin", F_ENUM, false, 0, 0, false, 0, 0, OFF(u.spawn_cloth.pin_top), pin_names, pin_values, 1,
-     0},
+    {"cols", F_UINT, true, 2, 256, false, 0, OFF(u.spawn_cloth.cols), NULL, NULL, 0, 0},
+    {"rows", F_UINT, true, 2, 256, false, 0, OFF(u.spawn_cloth.rows), NULL, NULL, 0, 0},
+    {"spacing", F_NUM, true, 1e-3, 10, false, 0, OFF(u.spawn_cloth.spacing), NULL, NULL, 0, 0},
+    {"pin", F_ENUM, false, 0, 0, false, 0, OFF(u.spawn_cloth.pin_top), pin_names, pin_values, 1, 0},
     MASS_FIELD(u.spawn_cloth.mass),
 };
 static const field_spec spawn_ragdoll_fields[] = {
     WORLD_FIELD,
     POSITION_FIELD("position", u.spawn_ragdoll.position),
-    {"facing", F_NUM, false, -1000, 1000, false, 0, 0, OFF(u.spawn_ragdoll.facing), NULL, NULL, 0,
-     0},
+    {"facing", F_NUM, false, -1000, 1000, false, 0, OFF(u.spawn_ragdoll.facing), NULL, NULL, 0, 0},
     MASS_FIELD(u.spawn_ragdoll.mass),
 };
 static const field_spec entity_fields[] = {WORLD_FIELD, ENTITY_FIELD};
@@ -110,7 +107,7 @@ static const field_spec impulse_fields[] = {
     WORLD_FIELD,
     ENTITY_FIELD,
     PARTICLE_FIELD,
-    {"impulse", F_VEC3, true, 0, 1e4, false, 0, 0, OFF(u.apply_impulse.impulse), NULL, NULL, 0, 0},
+    {"impulse", F_VEC3, true, 0, 1e4, false, 0, OFF(u.apply_impulse.impulse), NULL, NULL, 0, 0},
 };
 static const field_spec drag_fields[] = {
     WORLD_FIELD,
@@ -121,17 +118,17 @@ static const field_spec drag_fields[] = {
 static const field_spec release_fields[] = {WORLD_FIELD, ENTITY_FIELD, PARTICLE_FIELD};
 static const field_spec set_params_fields[] = {
     WORLD_FIELD,
-    {"gravity", F_VEC3, false, 0, 1000, false, 0, 0, OFF(u.set_params.gravity), NULL, NULL, 0,
+    {"gravity", F_VEC3, false, 0, 1000, false, 0, OFF(u.set_params.gravity), NULL, NULL, 0,
      RDP_PARAM_GRAVITY},
-    {"damping", F_NUM, false, 0, 1, false, 0, 0, OFF(u.set_params.damping), NULL, NULL, 0,
+    {"damping", F_NUM, false, 0, 1, false, 0, OFF(u.set_params.damping), NULL, NULL, 0,
      RDP_PARAM_DAMPING},
-    {"iterations", F_UINT, false, 1, 100, false, 0, 0, OFF(u.set_params.iterations), NULL, NULL, 0,
+    {"iterations", F_UINT, false, 1, 100, false, 0, OFF(u.set_params.iterations), NULL, NULL, 0,
      RDP_PARAM_ITERATIONS},
-    {"substeps", F_UINT, false, 1, 32, false, 0, 0, OFF(u.set_params.substeps), NULL, NULL, 0,
+    {"substeps", F_UINT, false, 1, 32, false, 0, OFF(u.set_params.substeps), NULL, NULL, 0,
      RDP_PARAM_SUBSTEPS},
-    {"bounciness", F_NUM, false, 0, 1, false, 0, 0, OFF(u.set_params.bounciness), NULL, NULL, 0,
+    {"bounciness", F_NUM, false, 0, 1, false, 0, OFF(u.set_params.bounciness), NULL, NULL, 0,
      RDP_PARAM_BOUNCINESS},
-    {"friction", F_NUM, false, 0, 1, false, 0, 0, OFF(u.set_params.friction), NULL, NULL, 0,
+    {"friction", F_NUM, false, 0, 1, false, 0, OFF(u.set_params.friction), NULL, NULL, 0,
      RDP_PARAM_FRICTION},
 };
 
@@ -307,10 +304,6 @@ static rdp_code check_store(const field_spec* f, const cJSON* v, rdp_command* ou
         double x = v->valuedouble;
         if (!is_integral(x)) {
             return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be an integer", f->key);
-        }
-        if (f->too_large > 0 && x > f->too_large) {
-            return fail(err, RDP_E_TOO_LARGE, "field \"%s\" = %.0f is above the maximum %.0f",
-                        f->key, x, f->too_large);
         }
         if (!in_range(f, x)) {
             return fail(err, RDP_E_OUT_OF_RANGE, "field \"%s\" = %.17g is outside [%.0f, %.0f]",

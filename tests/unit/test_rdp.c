@@ -142,9 +142,23 @@ static void test_rdp_rejects_bad_input_with_the_right_code(void** state) {
     expect_code("{\"op\":\"set_params\",\"world\":1,\"damping\":1.5}", RDP_E_OUT_OF_RANGE);
     expect_code("{\"op\":\"set_params\",\"world\":1,\"iterations\":0}", RDP_E_OUT_OF_RANGE);
     expect_code("{\"op\":\"set_params\",\"world\":1}", RDP_E_BAD_REQUEST);
+    // Outside the documented range is out_of_range however far out (1-1000
+    // segments, 2-256 columns and rows); too_large is for capacities.
     expect_code("{\"op\":\"spawn_rope\",\"world\":1,\"anchor\":[0,1,0],\"segments\":5000,"
                 "\"segment_length\":0.1}",
-                RDP_E_TOO_LARGE);
+                RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"spawn_rope\",\"world\":1,\"anchor\":[0,1,0],\"segments\":1001,"
+                "\"segment_length\":0.1}",
+                RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"spawn_rope\",\"world\":1,\"anchor\":[0,1,0],\"segments\":1000,"
+                "\"segment_length\":0.1}",
+                RDP_OK);
+    expect_code("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":257,"
+                "\"rows\":10,\"spacing\":0.2}",
+                RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":2,"
+                "\"rows\":1,\"spacing\":0.2}",
+                RDP_E_OUT_OF_RANGE);
     expect_code("{\"op\":\"spawn_rope\",\"world\":1,\"anchor\":[0,1,0],\"segments\":0,"
                 "\"segment_length\":0.1}",
                 RDP_E_OUT_OF_RANGE);
@@ -156,7 +170,7 @@ static void test_rdp_rejects_bad_input_with_the_right_code(void** state) {
                 RDP_E_OUT_OF_RANGE);
     expect_code("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":1000,"
                 "\"rows\":10,\"spacing\":0.2}",
-                RDP_E_TOO_LARGE);
+                RDP_E_OUT_OF_RANGE);
     expect_code("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":10,"
                 "\"rows\":10,\"spacing\":0.2,\"pin\":\"left\"}",
                 RDP_E_BAD_REQUEST);
