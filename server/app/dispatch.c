@@ -78,10 +78,26 @@ static void describe_failure(const app_world* w, const rdp_command* cmd, int rc,
             snprintf(msg, cap, "world %llu has no room for this", world);
         }
         break;
-    case SIM_E_OUT_OF_RANGE:
-        snprintf(msg, cap, "%s: every particle must lie within %.0f m of the origin",
-                 sim_strerror(rc), (double)sim_world_half_extent(w->sim));
+    case SIM_E_OUT_OF_RANGE: {
+        // The decoder has checked every field against the same ranges the
+        // simulator uses, so what is left is where things are: the world is
+        // a cube around the origin, and a spawn's every particle (a rope's
+        // far end, a cloth's far corner, a ragdoll's feet) must lie in it.
+        double e = (double)sim_world_half_extent(w->sim);
+        if (cmd->op == RDP_OP_SPAWN_ROPE || cmd->op == RDP_OP_SPAWN_CLOTH ||
+            cmd->op == RDP_OP_SPAWN_RAGDOLL) {
+            snprintf(msg, cap,
+                     "every particle of the new %s must lie in the world: x, y and z each within "
+                     "[-%.0f, %.0f] m",
+                     cmd->op == RDP_OP_SPAWN_ROPE    ? "rope"
+                     : cmd->op == RDP_OP_SPAWN_CLOTH ? "cloth"
+                                                     : "ragdoll",
+                     e, e);
+        } else {
+            snprintf(msg, cap, "%s", sim_strerror(rc));
+        }
         break;
+    }
     default:
         snprintf(msg, cap, "%s", sim_strerror(rc));
         break;

@@ -269,6 +269,23 @@ test('too_large names the one limit exceeded, with the numbers, in full', async 
   await c.close();
 });
 
+test('the world is the cube of ±1000 m on each axis, for every particle a spawn makes', async () => {
+  const c = await Client.connect(server.url);
+  const world = await freshWorld(c, 'cube', { gravity: [0, 0, 0] });
+  // 1559 m from the origin, but each coordinate within 1000 m: inside.
+  const corner = await c.send({ op: 'spawn_rope', world, anchor: [900, 900, -900], segments: 2, segment_length: 1 });
+  assert.equal(corner.ok, true, JSON.stringify(corner));
+  // The anchor is inside, the far end (x = 999 + 10 × 1) is not.
+  const out = await c.send({ op: 'spawn_rope', world, anchor: [999, 3, 0], segments: 10, segment_length: 1 });
+  assert.equal(out.error.code, 'out_of_range');
+  assert.equal(out.error.message, 'every particle of the new rope must lie in the world: x, y and z each within [-1000, 1000] m');
+  // A coordinate beyond 1000 in the command itself.
+  const far = await c.send({ op: 'spawn_ragdoll', world, position: [0, 1000.5, 0] });
+  assert.equal(far.error.code, 'out_of_range');
+  await c.send({ op: 'destroy_world', world });
+  await c.close();
+});
+
 test('every command gets exactly one reply; a command without id gets re: null', async () => {
   const c = await Client.connect(server.url);
   c.ws.send(JSON.stringify({ op: 'list_worlds' }));
