@@ -167,7 +167,8 @@ static app_world* world(budget_fixture* f, uint32_t tick_hz) {
 
 // Applies a command (JSON, "world" filled in) at w's tick boundary; returns
 // the parsed reply. The caller frees it with cJSON_Delete.
-static cJSON* apply(budget_fixture* f, app_world* w, const char* fmt, ...) {
+__attribute__((format(printf, 3, 4))) static cJSON* apply(budget_fixture* f, app_world* w,
+                                                          const char* fmt, ...) {
     char body[512], text[600];
     va_list ap;
     va_start(ap, fmt);
@@ -273,10 +274,7 @@ static void test_app_solver_work_is_limited_per_world_and_in_all(void** state) {
     assert_true(app__server_rate(f->app) == (448544u + 16008u) * 60u + 488u * 120u);
 
     // Despawning gives the work back: now world 2 has room for a cloth.
-    char despawn[64];
-    snprintf(despawn, sizeof despawn, "\"op\":\"despawn\",\"entity\":%llu",
-             (unsigned long long)first);
-    expect_ok(apply(f, a, despawn));
+    expect_ok(apply(f, a, "\"op\":\"despawn\",\"entity\":%llu", (unsigned long long)first));
     expect_ok(apply(f, b, CLOTH64));
     assert_true(app__server_rate(f->app) == (224272u + 16008u + 224272u) * 60u + 488u * 120u);
 }
