@@ -21,6 +21,21 @@
 /// so one client cannot fill a world's inbox on its own.
 #define APP_MAX_PENDING 256
 
+/// Bytes of describe replies a client may receive per second, sustained,
+/// and at once (the bucket's size): a viewer that meets a whole world of
+/// unknown entities gets them all, a client that asks again and again gets
+/// rate_limited (PROTOCOL.md §1).
+#define APP_DESCRIBE_BYTES_PER_S (4.0 * 1024 * 1024)
+#define APP_DESCRIBE_BURST_BYTES (8.0 * 1024 * 1024)
+
+/// A token bucket of bytes: `tokens` refills at APP_DESCRIBE_BYTES_PER_S up to
+/// APP_DESCRIBE_BURST_BYTES. A take is allowed while tokens >= 0 and may leave a debt (negative),
+/// so a single reply larger than the bucket is still possible; the debt is paid by waiting.
+typedef struct app_bucket {
+    double tokens;    ///< Bytes; negative is a debt.
+    uint64_t last_ns; ///< When tokens was last brought up to date (uv_hrtime()).
+} app_bucket;
+
 /// One subscription of a client.
 typedef struct app_sub {
     uint64_t world;
@@ -44,7 +59,8 @@ typedef struct app_client {
     uint32_t sub_count;
     app_drag drags[APP_MAX_DRAGS];
     uint32_t drag_count;
-    uint32_t pending; ///< Its commands waiting in world inboxes (APP_MAX_PENDING).
+    uint32_t pending;           ///< Its commands waiting in world inboxes (APP_MAX_PENDING).
+    app_bucket describe_budget; ///< Bytes of describe replies it may still receive.
 } app_client;
 
 /// A command waiting for its world's next tick.
@@ -100,7 +116,8 @@ struct app_server {
     char* web_root;
     net_server* net;
     /// An empty world, never stepped, where spawns are measured before they
-    /// are admitted (budget.c). Same capacities as every world, no budget.
+    /// are admitted (budget.c). Same capacities as every world, no budget;
+    /// it costs the memory of one world (about 8 MB, zeroed at creation).
     sim_world* scratch;
     uv_timer_t ticker;
     uint64_t started_ns;
@@ -204,6 +221,15 @@ bool app__admit_work(const app_server* app, const app_world* w, uint64_t per_pas
 /// which it leaves empty.
 int app__admit_spawn(app_server* app, const app_world* w, const rdp_command* cmd, char* msg,
                      size_t cap);
+
+/// Fills a bucket (budget.c), as of now_ns.
+void app__bucket_init(app_bucket* b, uint64_t now_ns);
+
+/// Refills b for the time since it was last used and takes `bytes` if it is
+/// not in debt. Returns true when taken; false, with *retry_ms the wait (ms,
+/// rounded up) until a take would be allowed, when not. Times are
+/// uv_hrtime() nanoseconds; a clock that goes back adds nothing.
+bool app__bucket_take(app_bucket* b, uint64_t now_ns, size_t bytes, uint64_t* retry_ms);
 
 /// Handles a command from a client: immediate ones are answered at once,
 /// world ones are queued for the next tick (dispatch.c).

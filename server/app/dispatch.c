@@ -162,8 +162,10 @@ static net_blob* describe_body(app_world* w, sim_entity_id id) {
 
 // Answers describe. Replies are large (hundreds of KB for a cloth), so a
 // client that has not taken its earlier replies gets rate_limited instead
-// of another one: what one client can make the server hold for it stays
-// bounded whatever it sends.
+// of another one (what one client can make the server hold for it stays
+// bounded whatever it sends), and so does one that has had its budget of
+// describe bytes (what it can make the server copy per second is bounded
+// however fast it reads).
 static char* describe(app_server* app, app_world* w, app_client* c, const rdp_command* cmd,
                       sim_entity_id id, size_t* len) {
     size_t waiting = net_session_queued_bytes(c->session);
@@ -176,6 +178,15 @@ static char* describe(app_server* app, app_world* w, app_client* c, const rdp_co
         return rdp_reply_error(rdp_re_of(cmd), RDP_E_RATE_LIMITED, msg, len);
     }
     net_blob* body = describe_body(w, id);
+    uint64_t retry_ms = 0;
+    if (body != NULL && !app__bucket_take(&c->describe_budget, uv_hrtime(), body->len, &retry_ms)) {
+        snprintf(msg, sizeof msg,
+                 "this client has had its %.0f MiB of describe replies (%.0f MiB/s); retry in "
+                 "%llu ms",
+                 APP_DESCRIBE_BURST_BYTES / (1024 * 1024), APP_DESCRIBE_BYTES_PER_S / (1024 * 1024),
+                 (unsigned long long)retry_ms);
+        return rdp_reply_error(rdp_re_of(cmd), RDP_E_RATE_LIMITED, msg, len);
+    }
     char* text = body == NULL
                      ? NULL
                      : rdp_reply_describe(rdp_re_of(cmd), sim_world_tick(w->sim), cmd->entity,

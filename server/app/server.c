@@ -42,6 +42,7 @@ static void on_open(void* ctx, net_session* s) {
         return;
     }
     c->session = s;
+    app__bucket_init(&c->describe_budget, uv_hrtime());
     net_session_set_data(s, c);
     app->clients++;
     rdp_world_info* infos = calloc(app->world_count + 1, sizeof *infos);

@@ -121,6 +121,43 @@ static void test_app_rejects_bad_flags_with_a_message(void** state) {
 }
 
 // ---------------------------------------------------------------------------
+// The describe budget: a token bucket of 8 MiB refilled at 4 MiB/s, on a
+// clock the test supplies (no sleeping, no timing)
+// ---------------------------------------------------------------------------
+
+static void test_app_describe_budget_is_a_token_bucket(void** state) {
+    (void)state;
+    const size_t mib = 1024 * 1024;
+    const uint64_t ms = 1000000; // ns
+    app_bucket b;
+    uint64_t retry = 0;
+    app__bucket_init(&b, 0);
+    // Full at the start: 8 MiB. Three 3 MiB replies go (the third into a
+    // debt of 1 MiB: a reply is sent whole once the bucket is not in debt).
+    assert_true(app__bucket_take(&b, 0, 3 * mib, &retry));
+    assert_true(app__bucket_take(&b, 0, 3 * mib, &retry));
+    assert_true(app__bucket_take(&b, 0, 3 * mib, &retry));
+    // In debt by 1 MiB: 1 MiB / (4 MiB/s) = 250 ms to wait.
+    assert_false(app__bucket_take(&b, 0, 1, &retry));
+    assert_int_equal(retry, 250);
+    // 125 ms later half of it is paid: 125 ms more.
+    assert_false(app__bucket_take(&b, 125 * ms, 1, &retry));
+    assert_int_equal(retry, 125);
+    // At 250 ms the debt is paid (0 bytes): the next reply goes.
+    assert_true(app__bucket_take(&b, 250 * ms, mib, &retry));
+    assert_false(app__bucket_take(&b, 250 * ms, 1, &retry));
+    assert_int_equal(retry, 250);
+    // Ten seconds idle fill it only to 8 MiB: 8 MiB go, then 1 byte into debt.
+    assert_true(app__bucket_take(&b, 10000 * ms, 8 * mib, &retry));
+    assert_true(app__bucket_take(&b, 10000 * ms, 1, &retry));
+    assert_false(app__bucket_take(&b, 10000 * ms, 1, &retry));
+    assert_int_equal(retry, 1); // 1 byte at 4 MiB/s, rounded up to a whole ms
+    // A clock that goes back adds nothing.
+    assert_false(app__bucket_take(&b, 5000 * ms, 1, &retry));
+    assert_int_equal(retry, 1);
+}
+
+// ---------------------------------------------------------------------------
 // Admission of work
 // ---------------------------------------------------------------------------
 
@@ -340,6 +377,7 @@ int main(void) {
         cmocka_unit_test(test_app_parses_every_flag),
         cmocka_unit_test(test_app_help_and_version_exit_successfully),
         cmocka_unit_test(test_app_rejects_bad_flags_with_a_message),
+        cmocka_unit_test(test_app_describe_budget_is_a_token_bucket),
         cmocka_unit_test_setup_teardown(test_app_solver_work_is_limited_per_world_and_in_all,
                                         budget_setup, budget_teardown),
         cmocka_unit_test_setup_teardown(test_app_capacity_refusals_name_their_limit, budget_setup,
