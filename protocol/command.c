@@ -5,7 +5,9 @@
  * required, its range and default, and where it lands in rdp_command. The
  * decoder walks that table three times, so that errors come in the order the
  * protocol promises: shape and types first (bad_request), then finiteness
- * (not_finite), then ranges (out_of_range / too_large). Parsing is cJSON's.
+ * (not_finite), then ranges (out_of_range). Parsing is cJSON's. A value
+ * outside its documented range is out_of_range, however far out; too_large
+ * is for capacities, which need the world (server/app).
  */
 #include "rdp.h"
 
@@ -32,7 +34,6 @@ typedef struct field_spec {
     bool required;
     double lo, hi;              ///< Range (inclusive), see lo_open.
     bool lo_open;               ///< Range is (lo, hi].
-    double too_large;           ///< UINT: values above this are too_large, not out_of_range.
     double def;                 ///< Default for an optional NUM/UINT.
     size_t offset;              ///< Where the value goes in rdp_command.
     const char* const* choices; ///< F_ENUM: NULL-terminated names.
@@ -58,52 +59,48 @@ static const uint32_t pin_values[] = {1, 0};
 
 // Field building blocks shared by several ops.
 #define WORLD_FIELD                                                                                \
-    { "world", F_ID, true, 0, RDP_MAX_SAFE_INTEGER, false, 0, 0, OFF(world), NULL, NULL, 0, 0 }
+    { "world", F_ID, true, 0, RDP_MAX_SAFE_INTEGER, false, 0, OFF(world), NULL, NULL, 0, 0 }
 #define ENTITY_FIELD                                                                               \
-    { "entity", F_ID, true, 0, RDP_MAX_SAFE_INTEGER, false, 0, 0, OFF(entity), NULL, NULL, 0, 0 }
+    { "entity", F_ID, true, 0, RDP_MAX_SAFE_INTEGER, false, 0, OFF(entity), NULL, NULL, 0, 0 }
 #define PARTICLE_FIELD                                                                             \
-    { "particle", F_UINT, true, 0, 4294967295.0, false, 0, 0, OFF(particle), NULL, NULL, 0, 0 }
+    { "particle", F_UINT, true, 0, 4294967295.0, false, 0, OFF(particle), NULL, NULL, 0, 0 }
 #define POSITION_FIELD(key, member)                                                                \
-    { key, F_VEC3, true, 0, RDP_MAX_COORD, false, 0, 0, OFF(member), NULL, NULL, 0, 0 }
+    { key, F_VEC3, true, 0, RDP_MAX_COORD, false, 0, OFF(member), NULL, NULL, 0, 0 }
 #define MASS_FIELD(member)                                                                         \
-    { "mass", F_NUM, false, 1e-3, 1e4, false, 0, 1.0, OFF(member), NULL, NULL, 0, 0 }
+    { "mass", F_NUM, false, 1e-3, 1e4, false, 1.0, OFF(member), NULL, NULL, 0, 0 }
 
 static const field_spec create_world_fields[] = {
-    {"name", F_STRING, true, 1, RDP_MAX_NAME, false, 0, 0, OFF(u.create_world.name), NULL, NULL, 0,
-     0},
-    {"tick_hz", F_UINT, false, 1, 240, false, 0, 60, OFF(u.create_world.tick_hz), NULL, NULL, 0, 0},
+    {"name", F_STRING, true, 1, RDP_MAX_NAME, false, 0, OFF(u.create_world.name), NULL, NULL, 0, 0},
+    {"tick_hz", F_UINT, false, 1, 240, false, 60, OFF(u.create_world.tick_hz), NULL, NULL, 0, 0},
 };
 static const field_spec world_fields[] = {WORLD_FIELD};
 static const field_spec subscribe_fields[] = {
     WORLD_FIELD,
-    {"format", F_ENUM, false, 0, 0, false, 0, 0, OFF(u.subscribe.format), format_names,
-     format_values, RDP_FORMAT_JSON, 0},
-    {"rate_hz", F_UINT, false, 1, 240, false, 0, 30, OFF(u.subscribe.rate_hz), NULL, NULL, 0, 0},
+    {"format", F_ENUM, false, 0, 0, false, 0, OFF(u.subscribe.format), format_names, format_values,
+     RDP_FORMAT_JSON, 0},
+    {"rate_hz", F_UINT, false, 1, 240, false, 30, OFF(u.subscribe.rate_hz), NULL, NULL, 0, 0},
 };
 static const field_spec spawn_rope_fields[] = {
     WORLD_FIELD,
     POSITION_FIELD("anchor", u.spawn_rope.anchor),
-    {"segments", F_UINT, true, 1, 1000, false, 1000, 0, OFF(u.spawn_rope.segments), NULL, NULL, 0,
-     0},
-    {"segment_length", F_NUM, true, 1e-3, 10, false, 0, 0, OFF(u.spawn_rope.segment_length), NULL,
+    {"segments", F_UINT, true, 1, 1000, false, 0, OFF(u.spawn_rope.segments), NULL, NULL, 0, 0},
+    {"segment_length", F_NUM, true, 1e-3, 10, false, 0, OFF(u.spawn_rope.segment_length), NULL,
      NULL, 0, 0},
     MASS_FIELD(u.spawn_rope.mass),
 };
 static const field_spec spawn_cloth_fields[] = {
     WORLD_FIELD,
     POSITION_FIELD("origin", u.spawn_cloth.origin),
-    {"cols", F_UINT, true, 2, 256, false, 256, 0, OFF(u.spawn_cloth.cols), NULL, NULL, 0, 0},
-    {"rows", F_UINT, true, 2, 256, false, 256, 0, OFF(u.spawn_cloth.rows), NULL, NULL, 0, 0},
-    {"spacing", F_NUM, true, 1e-3, 10, false, 0, 0, OFF(u.spawn_cloth.spacing), NULL, NULL, 0, 0},
-    {"pin", F_ENUM, false, 0, 0, false, 0, 0, OFF(u.spawn_cloth.pin_top), pin_names, pin_values, 1,
-     0},
+    {"cols", F_UINT, true, 2, 256, false, 0, OFF(u.spawn_cloth.cols), NULL, NULL, 0, 0},
+    {"rows", F_UINT, true, 2, 256, false, 0, OFF(u.spawn_cloth.rows), NULL, NULL, 0, 0},
+    {"spacing", F_NUM, true, 1e-3, 10, false, 0, OFF(u.spawn_cloth.spacing), NULL, NULL, 0, 0},
+    {"pin", F_ENUM, false, 0, 0, false, 0, OFF(u.spawn_cloth.pin_top), pin_names, pin_values, 1, 0},
     MASS_FIELD(u.spawn_cloth.mass),
 };
 static const field_spec spawn_ragdoll_fields[] = {
     WORLD_FIELD,
     POSITION_FIELD("position", u.spawn_ragdoll.position),
-    {"facing", F_NUM, false, -1000, 1000, false, 0, 0, OFF(u.spawn_ragdoll.facing), NULL, NULL, 0,
-     0},
+    {"facing", F_NUM, false, -1000, 1000, false, 0, OFF(u.spawn_ragdoll.facing), NULL, NULL, 0, 0},
     MASS_FIELD(u.spawn_ragdoll.mass),
 };
 static const field_spec entity_fields[] = {WORLD_FIELD, ENTITY_FIELD};
@@ -112,13 +109,13 @@ static const field_spec entity_fields[] = {WORLD_FIELD, ENTITY_FIELD};
 static const field_spec impulse_fields[] = {
     WORLD_FIELD,
     ENTITY_FIELD,
-    {"particle", F_UINT, false, 0, 4294967295.0, false, 0, 0, OFF(particle), NULL, NULL, 0,
+    {"particle", F_UINT, false, 0, 4294967295.0, false, 0, OFF(particle), NULL, NULL, 0,
      RDP_GIVEN_PARTICLE},
-    {"bone", F_STRING, false, 1, RDP_MAX_BONE_NAME, false, 0, 0, OFF(bone), NULL, NULL, 0,
+    {"bone", F_STRING, false, 1, RDP_MAX_BONE_NAME, false, 0, OFF(bone), NULL, NULL, 0,
      RDP_GIVEN_BONE},
-    {"point", F_VEC3, false, 0, RDP_MAX_COORD, false, 0, 0, OFF(u.apply_impulse.point), NULL, NULL,
-     0, RDP_GIVEN_POINT},
-    {"impulse", F_VEC3, true, 0, 1e4, false, 0, 0, OFF(u.apply_impulse.impulse), NULL, NULL, 0, 0},
+    {"point", F_VEC3, false, 0, RDP_MAX_COORD, false, 0, OFF(u.apply_impulse.point), NULL, NULL, 0,
+     RDP_GIVEN_POINT},
+    {"impulse", F_VEC3, true, 0, 1e4, false, 0, OFF(u.apply_impulse.impulse), NULL, NULL, 0, 0},
 };
 static const field_spec drag_fields[] = {
     WORLD_FIELD,
@@ -128,11 +125,11 @@ static const field_spec drag_fields[] = {
 };
 static const field_spec release_fields[] = {WORLD_FIELD, ENTITY_FIELD, PARTICLE_FIELD};
 #define NAME_FIELD(key, required, member)                                                          \
-    { key, F_STRING, required, 1, RDP_MAX_BONE_NAME, false, 0, 0, OFF(member), NULL, NULL, 0, 0 }
+    { key, F_STRING, required, 1, RDP_MAX_BONE_NAME, false, 0, OFF(member), NULL, NULL, 0, 0 }
 static const field_spec spawn_character_fields[] = {
     WORLD_FIELD,
     POSITION_FIELD("position", u.spawn_character.position),
-    {"facing", F_NUM, false, -1000, 1000, false, 0, 0, OFF(u.spawn_character.facing), NULL, NULL, 0,
+    {"facing", F_NUM, false, -1000, 1000, false, 0, OFF(u.spawn_character.facing), NULL, NULL, 0,
      0},
     NAME_FIELD("skeleton", false, u.spawn_character.skeleton),
     NAME_FIELD("clip", false, u.spawn_character.clip),
@@ -140,35 +137,34 @@ static const field_spec spawn_character_fields[] = {
 static const field_spec spawn_ball_fields[] = {
     WORLD_FIELD,
     POSITION_FIELD("position", u.spawn_ball.position),
-    {"velocity", F_VEC3, false, 0, 1000, false, 0, 0, OFF(u.spawn_ball.velocity), NULL, NULL, 0, 0},
-    {"radius", F_NUM, false, 1e-3, 5, false, 0, 0.2, OFF(u.spawn_ball.radius), NULL, NULL, 0, 0},
-    {"mass", F_NUM, false, 1e-3, 1e4, false, 0, 5, OFF(u.spawn_ball.mass), NULL, NULL, 0, 0},
+    {"velocity", F_VEC3, false, 0, 1000, false, 0, OFF(u.spawn_ball.velocity), NULL, NULL, 0, 0},
+    {"radius", F_NUM, false, 1e-3, 5, false, 0.2, OFF(u.spawn_ball.radius), NULL, NULL, 0, 0},
+    {"mass", F_NUM, false, 1e-3, 1e4, false, 5, OFF(u.spawn_ball.mass), NULL, NULL, 0, 0},
 };
 static const field_spec kill_fields[] = {
     WORLD_FIELD,
     ENTITY_FIELD,
     POSITION_FIELD("hit_point", u.kill.hit_point),
-    {"impulse", F_VEC3, true, 0, 1e4, false, 0, 0, OFF(u.kill.impulse), NULL, NULL, 0, 0},
+    {"impulse", F_VEC3, true, 0, 1e4, false, 0, OFF(u.kill.impulse), NULL, NULL, 0, 0},
 };
 static const field_spec start_getup_fields[] = {
     WORLD_FIELD,
     ENTITY_FIELD,
-    {"blend_time", F_NUM, false, 0, 5, false, 0, 0.4, OFF(u.start_getup.blend_time), NULL, NULL, 0,
-     0},
+    {"blend_time", F_NUM, false, 0, 5, false, 0.4, OFF(u.start_getup.blend_time), NULL, NULL, 0, 0},
 };
 static const field_spec set_drive_fields[] = {
     WORLD_FIELD,
     ENTITY_FIELD,
-    {"kp", F_NUM, true, 0, 1e5, false, 0, 0, OFF(u.set_drive.kp), NULL, NULL, 0, 0},
-    {"kd", F_NUM, true, 0, 1e5, false, 0, 0, OFF(u.set_drive.kd), NULL, NULL, 0, 0},
-    {"bones", F_NAMES, false, 0, RDP_MAX_BONES, false, 0, 0, OFF(bones), NULL, NULL, 0,
+    {"kp", F_NUM, true, 0, 1e5, false, 0, OFF(u.set_drive.kp), NULL, NULL, 0, 0},
+    {"kd", F_NUM, true, 0, 1e5, false, 0, OFF(u.set_drive.kd), NULL, NULL, 0, 0},
+    {"bones", F_NAMES, false, 0, RDP_MAX_BONES, false, 0, OFF(bones), NULL, NULL, 0,
      RDP_GIVEN_BONES},
-    {"ramp_time", F_NUM, false, 0, 60, false, 0, 0, OFF(u.set_drive.ramp_time), NULL, NULL, 0, 0},
+    {"ramp_time", F_NUM, false, 0, 60, false, 0, OFF(u.set_drive.ramp_time), NULL, NULL, 0, 0},
 };
 static const field_spec set_partial_fields[] = {
     WORLD_FIELD,
     ENTITY_FIELD,
-    {"bones", F_NAMES, true, 0, RDP_MAX_BONES, false, 0, 0, OFF(bones), NULL, NULL, 0,
+    {"bones", F_NAMES, true, 0, RDP_MAX_BONES, false, 0, OFF(bones), NULL, NULL, 0,
      RDP_GIVEN_BONES},
 };
 static const field_spec play_fields[] = {
@@ -178,17 +174,17 @@ static const field_spec play_fields[] = {
 };
 static const field_spec set_params_fields[] = {
     WORLD_FIELD,
-    {"gravity", F_VEC3, false, 0, 1000, false, 0, 0, OFF(u.set_params.gravity), NULL, NULL, 0,
+    {"gravity", F_VEC3, false, 0, 1000, false, 0, OFF(u.set_params.gravity), NULL, NULL, 0,
      RDP_PARAM_GRAVITY},
-    {"damping", F_NUM, false, 0, 1, false, 0, 0, OFF(u.set_params.damping), NULL, NULL, 0,
+    {"damping", F_NUM, false, 0, 1, false, 0, OFF(u.set_params.damping), NULL, NULL, 0,
      RDP_PARAM_DAMPING},
-    {"iterations", F_UINT, false, 1, 100, false, 0, 0, OFF(u.set_params.iterations), NULL, NULL, 0,
+    {"iterations", F_UINT, false, 1, 100, false, 0, OFF(u.set_params.iterations), NULL, NULL, 0,
      RDP_PARAM_ITERATIONS},
-    {"substeps", F_UINT, false, 1, 32, false, 0, 0, OFF(u.set_params.substeps), NULL, NULL, 0,
+    {"substeps", F_UINT, false, 1, 32, false, 0, OFF(u.set_params.substeps), NULL, NULL, 0,
      RDP_PARAM_SUBSTEPS},
-    {"bounciness", F_NUM, false, 0, 1, false, 0, 0, OFF(u.set_params.bounciness), NULL, NULL, 0,
+    {"bounciness", F_NUM, false, 0, 1, false, 0, OFF(u.set_params.bounciness), NULL, NULL, 0,
      RDP_PARAM_BOUNCINESS},
-    {"friction", F_NUM, false, 0, 1, false, 0, 0, OFF(u.set_params.friction), NULL, NULL, 0,
+    {"friction", F_NUM, false, 0, 1, false, 0, OFF(u.set_params.friction), NULL, NULL, 0,
      RDP_PARAM_FRICTION},
 };
 
@@ -385,10 +381,6 @@ static rdp_code check_store(const field_spec* f, const cJSON* v, rdp_command* ou
         double x = v->valuedouble;
         if (!is_integral(x)) {
             return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be an integer", f->key);
-        }
-        if (f->too_large > 0 && x > f->too_large) {
-            return fail(err, RDP_E_TOO_LARGE, "field \"%s\" = %.0f is above the maximum %.0f",
-                        f->key, x, f->too_large);
         }
         if (!in_range(f, x)) {
             return fail(err, RDP_E_OUT_OF_RANGE, "field \"%s\" = %.17g is outside [%.0f, %.0f]",

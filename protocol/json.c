@@ -271,6 +271,22 @@ static cJSON* particles_array(const rdp_entity_state* e) {
     return a;
 }
 
+// The members describe adds for an entity (PROTOCOL.md §3).
+static void add_describe(cJSON* root, const rdp_entity_state* e) {
+    cJSON_AddStringToObject(root, "kind", rdp_kind_name(e->kind));
+    if (e->kind == RDP_KIND_CHARACTER) {
+        cJSON_AddStringToObject(root, "skeleton", e->skeleton);
+        cJSON_AddStringToObject(root, "state", e->state);
+        cJSON_AddStringToObject(root, "clip", e->clip);
+        cJSON_AddItemToObject(root, "bones", skeleton_array(e));
+    } else if (e->kind == RDP_KIND_BALL) {
+        cJSON_AddNumberToObject(root, "radius", round_mm10(e->body_radius[0]));
+    } else {
+        cJSON_AddNumberToObject(root, "particle_count", e->particle_count);
+        add_topology(root, e);
+    }
+}
+
 char* rdp_reply_ok(rdp_re re, const rdp_reply_fields* f, size_t* len) {
     cJSON* root = re_object(re);
     cJSON_AddTrueToObject(root, "ok");
@@ -306,21 +322,47 @@ char* rdp_reply_ok(rdp_re re, const rdp_reply_fields* f, size_t* len) {
         cJSON_AddStringToObject(root, "clip", f->clip);
     }
     if (f->describe != NULL) {
-        const rdp_entity_state* e = f->describe;
-        cJSON_AddStringToObject(root, "kind", rdp_kind_name(e->kind));
-        if (e->kind == RDP_KIND_CHARACTER) {
-            cJSON_AddStringToObject(root, "skeleton", e->skeleton);
-            cJSON_AddStringToObject(root, "state", e->state);
-            cJSON_AddStringToObject(root, "clip", e->clip);
-            cJSON_AddItemToObject(root, "bones", skeleton_array(e));
-        } else if (e->kind == RDP_KIND_BALL) {
-            cJSON_AddNumberToObject(root, "radius", round_mm10(e->body_radius[0]));
-        } else {
-            cJSON_AddNumberToObject(root, "particle_count", e->particle_count);
-            add_topology(root, e);
-        }
+        add_describe(root, f->describe);
     }
     return finish(root, len);
+}
+
+char* rdp_describe_body(const rdp_entity_state* e, size_t* len) {
+    cJSON* root = cJSON_CreateObject();
+    add_describe(root, e);
+    return finish(root, len);
+}
+
+char* rdp_reply_describe(rdp_re re, uint64_t tick, uint64_t entity, const char* body,
+                         size_t body_len, size_t* len) {
+    if (body == NULL || body_len < 2 || body[0] != '{' || body[body_len - 1] != '}') {
+        return NULL;
+    }
+    // The head is what rdp_reply_ok() prints before the describe members.
+    char head[96];
+    int n = re.has_id ? snprintf(head, sizeof head, "{\"re\":%" PRId64 ",", re.id)
+                      : snprintf(head, sizeof head, "{\"re\":null,");
+    n += snprintf(head + n, sizeof head - (size_t)n,
+                  "\"ok\":true,\"tick\":%" PRIu64 ",\"entity\":%" PRIu64, tick, entity);
+    bool empty = body_len == 2;
+    // head, then "," and the body without its "{" (or just "}" when empty).
+    size_t total = (size_t)n + (empty ? 1 : body_len);
+    char* out = cJSON_malloc(total + 1);
+    if (out == NULL) {
+        return NULL;
+    }
+    memcpy(out, head, (size_t)n);
+    if (empty) {
+        out[n] = '}';
+    } else {
+        out[n] = ',';
+        memcpy(out + n + 1, body + 1, body_len - 1);
+    }
+    out[total] = '\0';
+    if (len != NULL) {
+        *len = total;
+    }
+    return out;
 }
 
 char* rdp_event_welcome(const char* version, const rdp_world_info* worlds, uint32_t count,

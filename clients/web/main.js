@@ -160,8 +160,18 @@ function onMessage(msg) {
       if (msg.world !== state.world) return;
       log(`world ${msg.world} was destroyed`, 'info');
       leaveWorld();
+      // Nothing of it is left to show: clear the scene and the figures
+      // (the HUD shows dashes), and say so where the world's name was.
       view?.clear();
+      view?.setStatics({ ground: true, boxes: [] });
+      state.last = null;
+      state.entities.clear();
+      state.head = null;
+      state.headSpeed = null;
+      state.worlds = state.worlds.filter((w) => w.world !== msg.world);
+      hud.set({ world: `${msg.world} destroyed` });
       command({ op: 'list_worlds' }).then((r) => {
+        if (r?.worlds) state.worlds = r.worlds;
         const next = r?.worlds?.[0]?.world;
         if (next !== undefined && state.world === null) subscribe(next);
       });

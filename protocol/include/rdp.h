@@ -301,6 +301,23 @@ typedef struct rdp_reply_fields {
 /// free with rdp_free(), or NULL on OOM.
 char* rdp_reply_ok(rdp_re re, const rdp_reply_fields* f, size_t* len);
 
+/// Encodes the entity part of a describe reply as a JSON object: "kind",
+/// "particle_count" and the topology fields of PROTOCOL.md §5.1. It depends
+/// only on the entity's topology, which never changes while the entity
+/// lives, so a server may encode it once and splice it into every reply with
+/// rdp_reply_describe(). Returns a string to free with rdp_free(), or NULL
+/// on OOM.
+char* rdp_describe_body(const struct rdp_entity_state* e, size_t* len);
+
+/// Encodes the success reply to describe, {"re", "ok": true, "tick",
+/// "entity", ...}, followed by the members of `body`: a JSON object of
+/// `body_len` bytes from rdp_describe_body() (not necessarily
+/// NUL-terminated; copied, not parsed). The text equals rdp_reply_ok() with
+/// has_tick, has_entity and describe set. Returns a string to free with
+/// rdp_free(), or NULL on OOM or when body does not look like an object.
+char* rdp_reply_describe(rdp_re re, uint64_t tick, uint64_t entity, const char* body,
+                         size_t body_len, size_t* len);
+
 /// Encodes the welcome event (PROTOCOL.md §4).
 char* rdp_event_welcome(const char* version, const rdp_world_info* worlds, uint32_t count,
                         size_t* len);

@@ -16,6 +16,25 @@
 
 #define APP_MAX_SUBS  8
 #define APP_MAX_DRAGS 64
+/// Commands one client may have waiting for worlds' next ticks; beyond it
+/// they get rate_limited. A quarter of an inbox's default capacity (1024),
+/// so one client cannot fill a world's inbox on its own.
+#define APP_MAX_PENDING 256
+
+/// Bytes of describe replies a client may receive per second, sustained,
+/// and at once (the bucket's size): a viewer that meets a whole world of
+/// unknown entities gets them all, a client that asks again and again gets
+/// rate_limited (PROTOCOL.md §1).
+#define APP_DESCRIBE_BYTES_PER_S (4.0 * 1024 * 1024)
+#define APP_DESCRIBE_BURST_BYTES (8.0 * 1024 * 1024)
+
+/// A token bucket of bytes: `tokens` refills at APP_DESCRIBE_BYTES_PER_S up to
+/// APP_DESCRIBE_BURST_BYTES. A take is allowed while tokens >= 0 and may leave a debt (negative),
+/// so a single reply larger than the bucket is still possible; the debt is paid by waiting.
+typedef struct app_bucket {
+    double tokens;    ///< Bytes; negative is a debt.
+    uint64_t last_ns; ///< When tokens was last brought up to date (uv_hrtime()).
+} app_bucket;
 
 /// One subscription of a client.
 typedef struct app_sub {
@@ -40,6 +59,8 @@ typedef struct app_client {
     uint32_t sub_count;
     app_drag drags[APP_MAX_DRAGS];
     uint32_t drag_count;
+    uint32_t pending;           ///< Its commands waiting in world inboxes (APP_MAX_PENDING).
+    app_bucket describe_budget; ///< Bytes of describe replies it may still receive.
 } app_client;
 
 /// A command waiting for its world's next tick.
@@ -47,6 +68,14 @@ typedef struct app_cmd {
     app_client* client; ///< NULL once the client has gone (the command still applies).
     rdp_command cmd;
 } app_cmd;
+
+/// A describe body (rdp_describe_body()) kept for an entity: its topology
+/// never changes while it lives and ids are never reused, so the text stays
+/// valid until the entity goes.
+typedef struct app_topo {
+    uint64_t entity; ///< Wire id of the entity the body describes.
+    net_blob* body;  ///< NULL: nothing cached.
+} app_topo;
 
 /// A world and everything that hangs off it.
 typedef struct app_world {
@@ -59,7 +88,7 @@ typedef struct app_world {
     uint64_t last_ns; ///< When the accumulator was last advanced.
     uint64_t overruns;
     double step_ms;
-    uint64_t max_solver_work; ///< The world's budget (app_config.max_solver_work).
+    sim_world_def def; ///< What the world was created with: capacities, solver budget.
 
     app_cmd* inbox; ///< Ring buffer of inbox_cap commands.
     uint32_t inbox_head, inbox_count, inbox_cap;
@@ -84,6 +113,8 @@ typedef struct app_world {
     rdp_bone_desc bone_desc[SIM_MAX_BONES]; ///< describe of one character.
     uint32_t body_cap;
     char name_error[96]; ///< What a command named that does not exist.
+    // Describe bodies by entity slot (index1 - 1), def.max_entities of them.
+    app_topo* topo;
 } app_world;
 
 struct app_server {
@@ -92,16 +123,26 @@ struct app_server {
     char* host;
     char* web_root;
     net_server* net;
+    /// An empty world, never stepped, where spawns are measured before they
+    /// are admitted (budget.c). Same capacities as every world, no budget;
+    /// it costs the memory of one world (about 8 MB, zeroed at creation).
+    sim_world* scratch;
     uv_timer_t ticker;
     uint64_t started_ns;
     app_world** worlds; ///< cfg.max_worlds slots; NULL = free.
     uint32_t world_count;
     uint64_t next_world_id;
     uint32_t clients;
+    /// Bytes waiting to be sent to a client above which its describes get
+    /// rate_limited (net_config.read_pause_limit).
+    size_t reply_backlog_limit;
     bool shutting_down;
     void (*done)(void* arg);
     void* done_arg;
 };
+
+/// The sim_world_def every world of the server is created with (registry.c).
+sim_world_def app__world_def(const app_server* app, uint32_t tick_hz);
 
 /// Creates a world (registry.c). Returns 0 and *out, or an rdp error code
 /// (RDP_E_TOO_LARGE when the registry is full, RDP_E_INTERNAL on OOM).
@@ -118,8 +159,13 @@ app_world* app__world_find(const app_server* app, uint64_t id);
 /// catch-up) and returns the nanoseconds until the next tick is due.
 uint64_t app__worlds_advance(app_server* app);
 
-/// Queues a world command (registry.c). Returns RDP_OK or RDP_E_RATE_LIMITED.
+/// Queues a world command (registry.c) and counts it in c->pending (c may be
+/// NULL: a command on behalf of a client that has gone). Returns RDP_OK or
+/// RDP_E_RATE_LIMITED when the inbox is full.
 rdp_code app__world_enqueue(app_world* w, app_client* c, const rdp_command* cmd);
+
+/// Frees the describe body kept for `entity` (despawned or removed), if any.
+void app__topo_forget(app_world* w, uint64_t entity);
 
 /// Adds or updates a subscription; returns the subscription (registry.c).
 app_sub* app__subscribe(app_world* w, app_client* c, uint32_t format, uint32_t rate_hz,
@@ -152,11 +198,55 @@ rdp_kind app__kind_of(sim_entity_kind k);
 uint32_t app__rigid_state(app_world* w, sim_entity_id id, sim_entity_kind kind, uint32_t first,
                           rdp_entity_state* e);
 
-/// Applies one queued command to its world at a tick boundary and returns
-/// the reply text (dispatch.c). *len gets its length. `events` may receive a
-/// broadcast to send to every subscriber (e.g. a params event), else NULL.
-char* app__apply(app_server* app, app_world* w, const rdp_command* cmd, size_t* len, char** event,
-                 size_t* event_len);
+/// Applies one queued command from client c (NULL when it has gone) to its
+/// world at a tick boundary and returns the reply text (dispatch.c), or NULL
+/// when there is nobody to answer and nothing to do. *len gets its length.
+/// `event` may receive a broadcast to send to every subscriber (e.g. a
+/// params event), else NULL.
+char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command* cmd, size_t* len,
+                 char** event, size_t* event_len);
+
+/// Spawns the entity a spawn_rope/spawn_cloth/spawn_ragdoll command
+/// describes into sw (dispatch.c). Returns a SIM_E_* code and *out.
+int app__spawn(sim_world* sw, const rdp_command* cmd, sim_entity_id* out);
+
+/// Solver projections per second world w costs as it is:
+/// sim_world_solver_work() × tick_hz (budget.c).
+uint64_t app__world_rate(const app_world* w);
+
+/// The sum of app__world_rate() over every world of the server.
+uint64_t app__server_rate(const app_server* app);
+
+/// Solver passes per tick under p: iterations × substeps (budget.c).
+uint64_t app__passes(const sim_params* p);
+
+/// True when world w may hold `per_pass` solver projections per pass
+/// (constraints + joint limits + particles) under parameters p, that is
+/// per_pass × app__passes(p) per tick: within its own budget
+/// (def.max_solver_work) and, counting every other world as it is, within
+/// the server's (cfg.max_total_solver_work per 1/60 s, each world weighted
+/// by tick_hz / 60). Otherwise false, and msg (cap bytes; 256 is ample)
+/// names the limit with the numbers.
+bool app__admit_work(const app_server* app, const app_world* w, uint64_t per_pass,
+                     const sim_params* p, char* msg, size_t cap);
+
+/// Checks a spawn command against world w's capacities (particles,
+/// constraints, entities) and both solver budgets, measuring the entity in
+/// the scratch world. Returns SIM_OK; SIM_E_CAPACITY with msg naming the
+/// limit; or another SIM_E_* code from the spawn itself (e.g.
+/// SIM_E_OUT_OF_RANGE), msg untouched. Changes no world but the scratch one,
+/// which it leaves empty.
+int app__admit_spawn(app_server* app, const app_world* w, const rdp_command* cmd, char* msg,
+                     size_t cap);
+
+/// Fills a bucket (budget.c), as of now_ns.
+void app__bucket_init(app_bucket* b, uint64_t now_ns);
+
+/// Refills b for the time since it was last used and takes `bytes` if it is
+/// not in debt. Returns true when taken; false, with *retry_ms the wait (ms,
+/// rounded up) until a take would be allowed, when not. Times are
+/// uv_hrtime() nanoseconds; a clock that goes back adds nothing.
+bool app__bucket_take(app_bucket* b, uint64_t now_ns, size_t bytes, uint64_t* retry_ms);
 
 /// Handles a command from a client: immediate ones are answered at once,
 /// world ones are queued for the next tick (dispatch.c).

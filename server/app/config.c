@@ -23,9 +23,11 @@ app_config app_config_default(void) {
     c.assets_dir = RD_ASSETS_DEFAULT;
     c.demo = true;
     c.max_worlds = 16;
+    c.max_sessions = 1024;
     c.max_catchup = 4;
     c.inbox_capacity = 1024;
     c.max_solver_work = 1000000;
+    c.max_total_solver_work = 1500000;
     return c;
 }
 
@@ -43,10 +45,17 @@ static void usage(FILE* f) {
             "  --assets DIR      directory of skeleton and clip files (default %s)\n"
             "  --no-demo         start without the built-in demo world\n"
             "  --max-worlds N    worlds at most (default 16)\n"
+            "  --max-sessions N  WebSocket clients at most (default 1024); further upgrades\n"
+            "                    are answered 503\n"
             "  --max-solver-work N\n"
             "                    constraint projections a world may need per tick (default\n"
             "                    1000000, about 10 ms of one core); larger spawns and\n"
             "                    parameter changes are refused with too_large\n"
+            "  --max-total-solver-work N\n"
+            "                    constraint projections all worlds together may need per\n"
+            "                    1/60 s, each world weighted by its tick rate (default\n"
+            "                    1500000, about one core); beyond it spawns and parameter\n"
+            "                    changes are refused with too_large\n"
             "  --help            print this help and exit\n"
             "  --version         print the version and exit\n"
             "\n"
@@ -73,7 +82,9 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         OPT_ASSETS,
         OPT_NO_DEMO,
         OPT_MAX_WORLDS,
+        OPT_MAX_SESSIONS,
         OPT_MAX_SOLVER_WORK,
+        OPT_MAX_TOTAL_SOLVER_WORK,
         OPT_HELP,
         OPT_VERSION
     };
@@ -84,7 +95,9 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         {"assets", required_argument, NULL, OPT_ASSETS},
         {"no-demo", no_argument, NULL, OPT_NO_DEMO},
         {"max-worlds", required_argument, NULL, OPT_MAX_WORLDS},
+        {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
         {"max-solver-work", required_argument, NULL, OPT_MAX_SOLVER_WORK},
+        {"max-total-solver-work", required_argument, NULL, OPT_MAX_TOTAL_SOLVER_WORK},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -122,12 +135,27 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
             }
             cfg->max_worlds = (uint32_t)v;
             break;
+        case OPT_MAX_SESSIONS:
+            if (!parse_uint(optarg, 1, 1000000, &v)) {
+                fprintf(err, "ragdolld: --max-sessions takes a number from 1 to 1000000\n");
+                return -1;
+            }
+            cfg->max_sessions = (uint32_t)v;
+            break;
         case OPT_MAX_SOLVER_WORK:
             if (!parse_uint(optarg, 1000, 1000000000L, &v)) {
                 fprintf(err, "ragdolld: --max-solver-work takes a number from 1000 to 10^9\n");
                 return -1;
             }
             cfg->max_solver_work = (uint64_t)v;
+            break;
+        case OPT_MAX_TOTAL_SOLVER_WORK:
+            if (!parse_uint(optarg, 1000, 10000000000L, &v)) {
+                fprintf(err,
+                        "ragdolld: --max-total-solver-work takes a number from 1000 to 10^10\n");
+                return -1;
+            }
+            cfg->max_total_solver_work = (uint64_t)v;
             break;
         case OPT_HELP:
             usage(out);

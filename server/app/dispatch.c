@@ -82,17 +82,37 @@ static void describe_failure(const app_world* w, const rdp_command* cmd, int rc,
         break;
     }
     case SIM_E_CAPACITY:
-        snprintf(msg, cap,
-                 "world %llu has no room for this: it holds at most 32768 particles, 262144 "
-                 "constraints, 256 entities, 64 drags, and %llu solver projections per tick "
-                 "(it now needs %llu)",
-                 world, (unsigned long long)w->max_solver_work,
-                 (unsigned long long)sim_world_solver_work(w->sim));
+        // Spawns and set_params name their limit before they reach the
+        // simulator (budget.c); a drag can only run out of drag slots.
+        if (cmd->op == RDP_OP_DRAG) {
+            snprintf(msg, cap,
+                     "world %llu already has %u drags, the most a world may; release one "
+                     "first",
+                     world, w->def.max_drags);
+        } else {
+            snprintf(msg, cap, "world %llu has no room for this", world);
+        }
         break;
-    case SIM_E_OUT_OF_RANGE:
-        snprintf(msg, cap, "%s: every particle must lie within %.0f m of the origin",
-                 sim_strerror(rc), (double)sim_world_half_extent(w->sim));
+    case SIM_E_OUT_OF_RANGE: {
+        // The decoder has checked every field against the same ranges the
+        // simulator uses, so what is left is where things are: the world is
+        // a cube around the origin, and a spawn's every particle (a rope's
+        // far end, a cloth's far corner, a ragdoll's feet) must lie in it.
+        double e = (double)sim_world_half_extent(w->sim);
+        if (cmd->op == RDP_OP_SPAWN_ROPE || cmd->op == RDP_OP_SPAWN_CLOTH ||
+            cmd->op == RDP_OP_SPAWN_RAGDOLL) {
+            snprintf(msg, cap,
+                     "every particle of the new %s must lie in the world: x, y and z each within "
+                     "[-%.0f, %.0f] m",
+                     cmd->op == RDP_OP_SPAWN_ROPE    ? "rope"
+                     : cmd->op == RDP_OP_SPAWN_CLOTH ? "cloth"
+                                                     : "ragdoll",
+                     e, e);
+        } else {
+            snprintf(msg, cap, "%s", sim_strerror(rc));
+        }
         break;
+    }
     default:
         snprintf(msg, cap, "%s", sim_strerror(rc));
         break;
@@ -231,8 +251,78 @@ static int apply_impulse(app_world* w, const rdp_command* cmd, sim_entity_id id)
     return sim_entity_apply_impulse(w->sim, id, cmd->particle, impulse);
 }
 
-static int apply_set_params(app_world* w, const rdp_command* cmd) {
-    sim_params p = sim_world_params(w->sim);
+// The describe body of a live entity, encoded on first use and kept (see
+// app_topo): a 64×64 cloth's topology is ~300 KB of JSON and tens of
+// milliseconds to encode, which a burst of describes must not pay each time.
+static net_blob* describe_body(app_world* w, sim_entity_id id) {
+    app_topo* t = &w->topo[id.index1 - 1];
+    uint64_t key = sim_entity_id_store(id);
+    if (t->body != NULL && t->entity == key) {
+        return t->body;
+    }
+    rdp_entity_state e;
+    entity_state(w, id, &e);
+    size_t len = 0;
+    char* text = rdp_describe_body(&e, &len);
+    net_blob* b = text != NULL ? net_blob_create(text, len) : NULL;
+    rdp_free(text);
+    // A character's describe carries its state and clip, which change: it
+    // is small and encoded afresh each time (the caller drops it).
+    if (b != NULL && rdp_kind_is_rigid(e.kind)) {
+        net_blob_unref(t->body);
+        t->body = b;
+        t->entity = 0;
+        return b;
+    }
+    if (b != NULL) {
+        net_blob_unref(t->body);
+        t->body = b;
+        t->entity = key;
+    }
+    return b;
+}
+
+// Answers describe. Replies are large (hundreds of KB for a cloth), so a
+// client that has not taken its earlier replies gets rate_limited instead
+// of another one (what one client can make the server hold for it stays
+// bounded whatever it sends), and so does one that has had its budget of
+// describe bytes (what it can make the server copy per second is bounded
+// however fast it reads).
+static char* describe(app_server* app, app_world* w, app_client* c, const rdp_command* cmd,
+                      sim_entity_id id, size_t* len) {
+    size_t waiting = net_session_queued_bytes(c->session);
+    char msg[160];
+    if (waiting > app->reply_backlog_limit) {
+        snprintf(msg, sizeof msg,
+                 "%zu bytes of replies are waiting to be sent to this client (the limit is %zu); "
+                 "read them, then retry",
+                 waiting, app->reply_backlog_limit);
+        return rdp_reply_error(rdp_re_of(cmd), RDP_E_RATE_LIMITED, msg, len);
+    }
+    net_blob* body = describe_body(w, id);
+    uint64_t retry_ms = 0;
+    if (body != NULL && !app__bucket_take(&c->describe_budget, uv_hrtime(), body->len, &retry_ms)) {
+        snprintf(msg, sizeof msg,
+                 "this client has had its %.0f MiB of describe replies (%.0f MiB/s); retry in "
+                 "%llu ms",
+                 APP_DESCRIBE_BURST_BYTES / (1024 * 1024), APP_DESCRIBE_BYTES_PER_S / (1024 * 1024),
+                 (unsigned long long)retry_ms);
+        return rdp_reply_error(rdp_re_of(cmd), RDP_E_RATE_LIMITED, msg, len);
+    }
+    char* text = body == NULL
+                     ? NULL
+                     : rdp_reply_describe(rdp_re_of(cmd), sim_world_tick(w->sim), cmd->entity,
+                                          (const char*)body->data, body->len, len);
+    if (text == NULL) {
+        return rdp_reply_error(rdp_re_of(cmd), RDP_E_INTERNAL, "out of memory", len);
+    }
+    return text;
+}
+
+static int apply_set_params(const app_server* app, app_world* w, const rdp_command* cmd, char* msg,
+                            size_t cap) {
+    sim_params old = sim_world_params(w->sim);
+    sim_params p = old;
     unsigned given = cmd->u.set_params.given;
     if (given & RDP_PARAM_GRAVITY) {
         p.gravity = vec_of(cmd->u.set_params.gravity);
@@ -252,23 +342,17 @@ static int apply_set_params(app_world* w, const rdp_command* cmd) {
     if (given & RDP_PARAM_FRICTION) {
         p.friction = (float)cmd->u.set_params.friction;
     }
+    // Solver work is (constraints + joint limits + particles) per pass,
+    // times passes (sim.h): the same state at the new pass count.
+    // A change that adds no work is always allowed.
+    uint64_t per_pass = sim_world_solver_work(w->sim) / app__passes(&old);
+    if (app__passes(&p) > app__passes(&old) && !app__admit_work(app, w, per_pass, &p, msg, cap)) {
+        return SIM_E_CAPACITY;
+    }
     return sim_world_set_params(w->sim, &p);
 }
 
-char* app__apply(app_server* app, app_world* w, const rdp_command* cmd, size_t* len, char** event,
-                 size_t* event_len) {
-    (void)app;
-    rdp_reply_fields f;
-    memset(&f, 0, sizeof f);
-    f.has_tick = true;
-    f.tick = sim_world_tick(w->sim) + 1; // the first tick whose state reflects it
-    sim_entity_id entity = sim_entity_id_load(cmd->entity);
-    sim_entity_id spawned = {0, 0};
-    rdp_params params;
-    rdp_entity_state described;
-    int rc = SIM_OK;
-    w->name_error[0] = '\0';
-
+int app__spawn(sim_world* sw, const rdp_command* cmd, sim_entity_id* out) {
     switch (cmd->op) {
     case RDP_OP_SPAWN_ROPE: {
         sim_rope_def d = sim_rope_def_default();
@@ -276,8 +360,7 @@ char* app__apply(app_server* app, app_world* w, const rdp_command* cmd, size_t* 
         d.segments = cmd->u.spawn_rope.segments;
         d.segment_length = (float)cmd->u.spawn_rope.segment_length;
         d.mass = (float)cmd->u.spawn_rope.mass;
-        rc = sim_world_spawn_rope(w->sim, &d, &spawned);
-        break;
+        return sim_world_spawn_rope(sw, &d, out);
     }
     case RDP_OP_SPAWN_CLOTH: {
         sim_cloth_def d = sim_cloth_def_default();
@@ -290,35 +373,15 @@ char* app__apply(app_server* app, app_world* w, const rdp_command* cmd, size_t* 
         // A little bending compliance lets a sheet drape instead of acting
         // like card.
         d.bend_compliance = 1.0e-3f;
-        rc = sim_world_spawn_cloth(w->sim, &d, &spawned);
-        break;
+        return sim_world_spawn_cloth(sw, &d, out);
     }
     case RDP_OP_SPAWN_RAGDOLL: {
         sim_ragdoll_def d = sim_ragdoll_def_default();
         d.position = vec_of(cmd->u.spawn_ragdoll.position);
         d.facing = (float)cmd->u.spawn_ragdoll.facing;
         d.mass = (float)cmd->u.spawn_ragdoll.mass;
-        rc = sim_world_spawn_ragdoll(w->sim, &d, &spawned);
-        break;
+        return sim_world_spawn_ragdoll(sw, &d, out);
     }
-    case RDP_OP_DESPAWN:
-        rc = sim_world_despawn(w->sim, entity);
-        break;
-    case RDP_OP_DESCRIBE:
-        if (!sim_entity_is_valid(w->sim, entity)) {
-            rc = SIM_E_STALE_ID;
-        } else {
-            entity_state(w, entity, &described);
-            f.describe = &described;
-            f.has_entity = true;
-            f.entity = cmd->entity;
-            f.has_tick = true;
-            f.tick = sim_world_tick(w->sim);
-        }
-        break;
-    case RDP_OP_APPLY_IMPULSE:
-        rc = apply_impulse(w, cmd, entity);
-        break;
     case RDP_OP_SPAWN_CHARACTER: {
         sim_character_def d = sim_character_def_default();
         d.position = vec_of(cmd->u.spawn_character.position);
@@ -329,12 +392,7 @@ char* app__apply(app_server* app, app_world* w, const rdp_command* cmd, size_t* 
         if (cmd->u.spawn_character.clip[0] != '\0') {
             d.clip = cmd->u.spawn_character.clip;
         }
-        rc = sim_world_spawn_character(w->sim, &d, &spawned);
-        if (rc == SIM_E_UNKNOWN_NAME) {
-            snprintf(w->name_error, sizeof w->name_error, "no skeleton \"%s\" with a clip \"%s\"",
-                     d.skeleton, d.clip);
-        }
-        break;
+        return sim_world_spawn_character(sw, &d, out);
     }
     case RDP_OP_SPAWN_BALL: {
         sim_ball_def d = sim_ball_def_default();
@@ -342,9 +400,63 @@ char* app__apply(app_server* app, app_world* w, const rdp_command* cmd, size_t* 
         d.velocity = vec_of(cmd->u.spawn_ball.velocity);
         d.radius = (float)cmd->u.spawn_ball.radius;
         d.mass = (float)cmd->u.spawn_ball.mass;
-        rc = sim_world_spawn_ball(w->sim, &d, &spawned);
-        break;
+        return sim_world_spawn_ball(sw, &d, out);
     }
+    default:
+        return SIM_E_INVALID_ARG;
+    }
+}
+
+char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command* cmd, size_t* len,
+                 char** event, size_t* event_len) {
+    rdp_reply_fields f;
+    memset(&f, 0, sizeof f);
+    f.has_tick = true;
+    f.tick = sim_world_tick(w->sim) + 1; // the first tick whose state reflects it
+    sim_entity_id entity = sim_entity_id_load(cmd->entity);
+    sim_entity_id spawned = {0, 0};
+    rdp_params params;
+    int rc = SIM_OK;
+    // Set by a check that names the limit it refused on; else the failure
+    // is described from rc below.
+    char msg[256] = "";
+    w->name_error[0] = '\0';
+
+    switch (cmd->op) {
+    case RDP_OP_SPAWN_ROPE:
+    case RDP_OP_SPAWN_CLOTH:
+    case RDP_OP_SPAWN_RAGDOLL:
+    case RDP_OP_SPAWN_CHARACTER:
+    case RDP_OP_SPAWN_BALL:
+        rc = app__admit_spawn(app, w, cmd, msg, sizeof msg);
+        if (rc == SIM_OK) {
+            rc = app__spawn(w->sim, cmd, &spawned);
+        }
+        if (rc == SIM_E_UNKNOWN_NAME) {
+            const char* sk = cmd->u.spawn_character.skeleton;
+            const char* clip = cmd->u.spawn_character.clip;
+            snprintf(w->name_error, sizeof w->name_error, "no skeleton \"%s\" with a clip \"%s\"",
+                     sk[0] != '\0' ? sk : "humanoid", clip[0] != '\0' ? clip : "idle");
+        }
+        break;
+    case RDP_OP_DESPAWN:
+        rc = sim_world_despawn(w->sim, entity);
+        if (rc == SIM_OK) {
+            app__topo_forget(w, cmd->entity);
+        }
+        break;
+    case RDP_OP_DESCRIBE:
+        if (!sim_entity_is_valid(w->sim, entity)) {
+            rc = SIM_E_STALE_ID;
+        } else if (c == NULL) {
+            return NULL; // it reads nothing, and the asker has gone
+        } else {
+            return describe(app, w, c, cmd, entity, len);
+        }
+        break;
+    case RDP_OP_APPLY_IMPULSE:
+        rc = apply_impulse(w, cmd, entity);
+        break;
     case RDP_OP_KILL: {
         uint32_t bone = 0;
         rc = sim_character_kill(w->sim, entity, vec_of(cmd->u.kill.hit_point),
@@ -390,7 +502,7 @@ char* app__apply(app_server* app, app_world* w, const rdp_command* cmd, size_t* 
         rc = sim_entity_release(w->sim, entity, cmd->particle);
         break;
     case RDP_OP_SET_PARAMS:
-        rc = apply_set_params(w, cmd);
+        rc = apply_set_params(app, w, cmd, msg, sizeof msg);
         if (rc == SIM_OK) {
             params = app__params_of(w);
             f.params = &params;
@@ -403,8 +515,9 @@ char* app__apply(app_server* app, app_world* w, const rdp_command* cmd, size_t* 
         break;
     }
     if (rc != SIM_OK) {
-        char msg[160];
-        describe_failure(w, cmd, rc, msg, sizeof msg);
+        if (msg[0] == '\0') {
+            describe_failure(w, cmd, rc, msg, sizeof msg);
+        }
         return rdp_reply_error(rdp_re_of(cmd), code_of(rc), msg, len);
     }
     if (!SIM_ID_IS_NULL(spawned)) {
@@ -516,9 +629,12 @@ void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
             app__world_create(app, cmd->u.create_world.name, cmd->u.create_world.tick_hz, &w);
         if (rc != RDP_OK) {
             char msg[96];
-            snprintf(msg, sizeof msg, "%s",
-                     rc == RDP_E_TOO_LARGE ? "the server has no room for another world"
-                                           : "out of memory");
+            if (rc == RDP_E_TOO_LARGE) {
+                snprintf(msg, sizeof msg, "the server already has %u worlds, the most it may",
+                         app->world_count);
+            } else {
+                snprintf(msg, sizeof msg, "out of memory");
+            }
             app__send_error(c, rdp_re_of(cmd), rc, msg);
             return;
         }
@@ -556,6 +672,15 @@ void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
         return;
     default:
         break;
+    }
+    if (c->pending >= APP_MAX_PENDING) {
+        char msg[128];
+        snprintf(msg, sizeof msg,
+                 "this client has %u commands waiting for a tick, the most it may; wait for their "
+                 "replies",
+                 (unsigned)c->pending);
+        app__send_error(c, rdp_re_of(cmd), RDP_E_RATE_LIMITED, msg);
+        return;
     }
     if (app__world_enqueue(w, c, cmd) != RDP_OK) {
         app__send_error(c, rdp_re_of(cmd), RDP_E_RATE_LIMITED,

@@ -31,6 +31,10 @@ static void world_free(app_world* w) {
         return;
     }
     cache_clear(w);
+    for (uint32_t i = 0; w->topo != NULL && i < w->def.max_entities; ++i) {
+        net_blob_unref(w->topo[i].body);
+    }
+    free(w->topo);
     sim_world_destroy(w->sim);
     free(w->inbox);
     free(w->subs);
@@ -41,6 +45,14 @@ static void world_free(app_world* w) {
     free(w->body_half_length);
     free(w->bone_names);
     free(w);
+}
+
+sim_world_def app__world_def(const app_server* app, uint32_t tick_hz) {
+    sim_world_def def = sim_world_def_default();
+    def.dt = 1.0f / (float)tick_hz;
+    def.max_solver_work = app->cfg.max_solver_work;
+    def.library = app->cfg.library;
+    return def;
 }
 
 rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, app_world** out) {
@@ -58,21 +70,19 @@ rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, 
     if (w == NULL) {
         return RDP_E_INTERNAL;
     }
-    sim_world_def def = sim_world_def_default();
-    def.dt = 1.0f / (float)tick_hz;
-    def.max_solver_work = app->cfg.max_solver_work;
-    w->max_solver_work = app->cfg.max_solver_work;
+    sim_world_def def = app__world_def(app, tick_hz);
+    w->def = def;
     w->inbox_cap = app->cfg.inbox_capacity;
     w->inbox = calloc(w->inbox_cap, sizeof *w->inbox);
     w->ents = calloc(def.max_entities, sizeof *w->ents);
-    def.library = app->cfg.library;
+    w->topo = calloc(def.max_entities, sizeof *w->topo);
     w->body_cap = def.max_bodies;
     w->poses = calloc(7 * (size_t)w->body_cap, sizeof *w->poses);
     w->body_radius = calloc(w->body_cap, sizeof *w->body_radius);
     w->body_half_length = calloc(w->body_cap, sizeof *w->body_half_length);
     w->bone_names = calloc(w->body_cap, sizeof *w->bone_names);
-    if (w->inbox == NULL || w->ents == NULL || w->poses == NULL || w->body_radius == NULL ||
-        w->body_half_length == NULL || w->bone_names == NULL ||
+    if (w->inbox == NULL || w->ents == NULL || w->topo == NULL || w->poses == NULL ||
+        w->body_radius == NULL || w->body_half_length == NULL || w->bone_names == NULL ||
         sim_world_create(&def, &w->sim) != SIM_OK) {
         world_free(w);
         return RDP_E_INTERNAL;
@@ -113,6 +123,7 @@ void app__world_destroy(app_server* app, app_world* w) {
     for (uint32_t k = 0; k < w->inbox_count; ++k) {
         app_cmd* e = &w->inbox[(w->inbox_head + k) % w->inbox_cap];
         if (e->client != NULL) {
+            e->client->pending--;
             app__send_error(e->client, rdp_re_of(&e->cmd), RDP_E_NOT_FOUND, msg);
         }
     }
@@ -179,7 +190,23 @@ rdp_code app__world_enqueue(app_world* w, app_client* c, const rdp_command* cmd)
     e->client = c;
     e->cmd = *cmd;
     w->inbox_count++;
+    if (c != NULL) {
+        c->pending++;
+    }
     return RDP_OK;
+}
+
+void app__topo_forget(app_world* w, uint64_t entity) {
+    sim_entity_id id = sim_entity_id_load(entity);
+    if (id.index1 == 0 || id.index1 > w->def.max_entities) {
+        return;
+    }
+    app_topo* t = &w->topo[id.index1 - 1];
+    if (t->entity == entity) {
+        net_blob_unref(t->body);
+        t->body = NULL;
+        t->entity = 0;
+    }
 }
 
 app_sub* app__subscribe(app_world* w, app_client* c, uint32_t format, uint32_t rate_hz,
@@ -478,6 +505,7 @@ static void report_events(app_world* w) {
     uint32_t n;
     while ((n = sim_world_drain_events(w->sim, ev, 16)) > 0) {
         for (uint32_t k = 0; k < n; ++k) {
+            app__topo_forget(w, sim_entity_id_store(ev[k].entity));
             size_t len = 0;
             uint64_t entity = sim_entity_id_store(ev[k].entity);
             char* text = NULL;
@@ -509,7 +537,10 @@ static void world_tick(app_server* app, app_world* w) {
         w->inbox_count--;
         size_t len = 0, ev_len = 0;
         char* ev = NULL;
-        char* reply = app__apply(app, w, &e.cmd, &len, &ev, &ev_len);
+        if (e.client != NULL) {
+            e.client->pending--;
+        }
+        char* reply = app__apply(app, w, e.client, &e.cmd, &len, &ev, &ev_len);
         if (e.client != NULL) {
             app__send(e.client, reply, len);
         } else {

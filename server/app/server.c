@@ -42,6 +42,7 @@ static void on_open(void* ctx, net_session* s) {
         return;
     }
     c->session = s;
+    app__bucket_init(&c->describe_budget, uv_hrtime());
     net_session_set_data(s, c);
     app->clients++;
     rdp_world_info* infos = calloc(app->world_count + 1, sizeof *infos);
@@ -123,6 +124,7 @@ static void app_free(app_server* app) {
         }
     }
     free(app->worlds);
+    sim_world_destroy(app->scratch);
     free(app->host);
     free(app->web_root);
     free(app);
@@ -141,8 +143,11 @@ int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
     app->cfg.web_root = app->web_root;
     app->worlds = calloc(cfg->max_worlds, sizeof *app->worlds);
     app->started_ns = uv_hrtime();
+    sim_world_def scratch = app__world_def(app, 60);
+    scratch.max_solver_work = 0; // it measures; the budgets are checked elsewhere
     if (app->host == NULL || app->worlds == NULL || cfg->max_worlds == 0 ||
-        cfg->inbox_capacity == 0 || cfg->max_catchup == 0) {
+        cfg->inbox_capacity == 0 || cfg->max_catchup == 0 ||
+        sim_world_create(&scratch, &app->scratch) != SIM_OK) {
         app_free(app);
         return UV_ENOMEM;
     }
@@ -159,6 +164,8 @@ int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
     ncfg.web_root = app->cfg.web_root;
     ncfg.subprotocol = RDP_SUBPROTOCOL;
     ncfg.max_message_bytes = RDP_MAX_MESSAGE_BYTES;
+    ncfg.max_sessions = app->cfg.max_sessions;
+    app->reply_backlog_limit = ncfg.read_pause_limit;
     net_callbacks cb = {app, on_http, on_open, on_message, on_close};
     int rc = net_server_start(loop, &ncfg, &cb, &app->net);
     if (rc != 0) {

@@ -58,6 +58,7 @@ struct net_session {
     bool opened;            ///< on_open was called, so on_close is owed.
     bool close_queued;      ///< A close frame is queued: ignore further messages.
     bool close_after_write; ///< HTTP: shut down once the response is written.
+    bool read_paused;       ///< Not reading: the send queue is above read_pause_limit.
     uint64_t id;
     void* data;
     uint64_t last_rx_ms;
@@ -87,6 +88,13 @@ struct net_session {
     size_t out_len, out_cap;
     net__slot slots[NET__MAX_SLOTS];
     uint32_t slot_count;
+    // Frame headers in the input, tracked ahead of wslay (which reports a
+    // frame only once some of its payload has arrived) so that a message
+    // declared too big is refused from its header alone.
+    uint8_t fh[14];     ///< The header being read.
+    uint8_t fh_len;     ///< Bytes of it so far.
+    uint64_t fpay_left; ///< Payload bytes of the current frame still to come.
+    uint64_t fmsg_len;  ///< Payload bytes of the fragmented message so far.
 };
 
 struct net_server {
@@ -114,6 +122,10 @@ uint64_t net__now_ms(const net_session* s);
 
 /// Queues bytes for the socket (copied). Returns 0 or a libuv error.
 int net__write(net_session* s, const void* data, size_t len);
+
+/// Stops (pause true) or resumes reading the session's socket. Idempotent;
+/// a failure to resume closes the session.
+void net__read_pause(net_session* s, bool pause);
 
 /// Closes the session's handles at once (no close frame). Idempotent.
 void net__close_now(net_session* s);

@@ -30,7 +30,9 @@ net_config net_config_default(void) {
     c.ping_interval_ms = 20000;
     c.idle_timeout_ms = 60000;
     c.send_soft_limit = 256 * 1024;
+    c.read_pause_limit = 1024 * 1024;
     c.send_hard_limit = 8 * 1024 * 1024;
+    c.max_sessions = 1024;
     c.cookie = NET__COOKIE;
     return c;
 }
@@ -122,6 +124,12 @@ void net__close_graceful(net_session* s) {
         return;
     }
     s->state = NET__CLOSING;
+    // A lingering close reads (and discards) until the peer's EOF, even if
+    // backpressure had stopped reading.
+    net__read_pause(s, false);
+    if (uv_is_closing((uv_handle_t*)&s->tcp)) {
+        return;
+    }
     // A peer that never reads would hold the shutdown forever: the timer
     // closes the handles after a grace period regardless.
     uv_timer_start(&s->timer, on_close_deadline, NET__CLOSE_GRACE_MS, 0);
@@ -209,6 +217,18 @@ static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
     }
 }
 
+void net__read_pause(net_session* s, bool pause) {
+    if (pause == s->read_paused || uv_is_closing((uv_handle_t*)&s->tcp)) {
+        return;
+    }
+    s->read_paused = pause;
+    if (pause) {
+        uv_read_stop((uv_stream_t*)&s->tcp);
+    } else if (uv_read_start((uv_stream_t*)&s->tcp, on_alloc, on_read) != 0) {
+        net__close_now(s);
+    }
+}
+
 static void on_session_timer(uv_timer_t* t) {
     net_session* s = t->data;
     if (s->state == NET__HTTP) {
@@ -280,7 +300,8 @@ int net_server_start(uv_loop_t* loop, const net_config* cfg, const net_callbacks
                      net_server** out) {
     if (loop == NULL || cfg == NULL || out == NULL || cfg->cookie != NET__COOKIE ||
         cfg->host == NULL || cfg->ws_path == NULL || cfg->port < 0 || cfg->port > 65535 ||
-        cfg->max_message_bytes == 0 || cfg->send_soft_limit > cfg->send_hard_limit) {
+        cfg->max_message_bytes == 0 || cfg->send_soft_limit > cfg->read_pause_limit ||
+        cfg->read_pause_limit > cfg->send_hard_limit) {
         return UV_EINVAL;
     }
     struct sockaddr_storage addr;
@@ -376,4 +397,12 @@ uint64_t net_session_id(const net_session* s) {
 
 uint64_t net_session_dropped(const net_session* s) {
     return s->dropped;
+}
+
+size_t net_session_queued_bytes(const net_session* s) {
+    if (s->state != NET__WS) {
+        return 0;
+    }
+    return uv_stream_get_write_queue_size((const uv_stream_t*)&s->tcp) +
+           wslay_event_get_queued_msg_length(s->ws);
 }

@@ -180,6 +180,11 @@ void net__ws_upgrade(net_session* s, const uint8_t* rest, size_t rest_len) {
             bad = "unsupported subprotocol\n";
         }
     }
+    if (bad == NULL && srv->cfg.max_sessions > 0 && srv->ws_count >= srv->cfg.max_sessions) {
+        net__http_respond(s, 503, "text/plain; charset=utf-8", "Retry-After: 5\r\n",
+                          "too many sessions\n", 18, true);
+        return;
+    }
     if (bad != NULL) {
         net__http_respond(s, 400, "text/plain; charset=utf-8", "", bad, strlen(bad), true);
         return;
@@ -228,12 +233,80 @@ void net__ws_upgrade(net_session* s, const uint8_t* rest, size_t rest_len) {
 // Receiving and sending
 // ---------------------------------------------------------------------------
 
+static void release_slots(net_session* s);
+
+// Follows frame headers through the input and returns how many of the
+// `len` bytes precede the end of the first header that declares a data
+// message over max_message_bytes (its payload length, plus the fragments
+// before it), or `len` when there is none. wslay does the same check, but
+// only once a byte of that frame's payload has arrived.
+static size_t scan_frames(net_session* s, const uint8_t* data, size_t len, bool* too_big) {
+    size_t off = 0;
+    *too_big = false;
+    while (off < len) {
+        if (s->fpay_left > 0) {
+            uint64_t skip = len - off < s->fpay_left ? len - off : s->fpay_left;
+            off += (size_t)skip;
+            s->fpay_left -= skip;
+            continue;
+        }
+        s->fh[s->fh_len++] = data[off++];
+        if (s->fh_len < 2) {
+            continue;
+        }
+        uint8_t len7 = s->fh[1] & 0x7f;
+        size_t need = 2u + (len7 == 126 ? 2u : len7 == 127 ? 8u : 0u) + (s->fh[1] & 0x80 ? 4u : 0u);
+        if (s->fh_len < need) {
+            continue;
+        }
+        uint64_t plen = len7;
+        if (len7 >= 126) {
+            plen = 0;
+            for (size_t i = 0; i < (len7 == 126 ? 2u : 8u); ++i) {
+                plen = (plen << 8) | s->fh[2 + i];
+            }
+        }
+        uint8_t opcode = s->fh[0] & 0x0f;
+        bool fin = (s->fh[0] & 0x80) != 0;
+        s->fh_len = 0;
+        s->fpay_left = plen;
+        if (opcode == WSLAY_TEXT_FRAME || opcode == WSLAY_BINARY_FRAME ||
+            opcode == WSLAY_CONTINUATION_FRAME) {
+            // Control frames may sit between fragments; they do not count.
+            uint64_t so_far = opcode == WSLAY_CONTINUATION_FRAME ? s->fmsg_len : 0;
+            if (plen > s->srv->cfg.max_message_bytes ||
+                so_far + plen > s->srv->cfg.max_message_bytes) {
+                *too_big = true;
+                return off;
+            }
+            s->fmsg_len = fin ? 0 : so_far + plen;
+        }
+    }
+    return off;
+}
+
 void net__ws_feed(net_session* s, const uint8_t* data, size_t len) {
+    bool too_big = false;
+    // Once reading has ended (a close is under way) wslay reads nothing more
+    // and the tracker would be out of step; it is not needed then either.
+    size_t take = wslay_event_get_read_enabled(s->ws) ? scan_frames(s, data, len, &too_big) : len;
     s->rbuf = data;
-    s->rlen = len;
+    s->rlen = take;
     int rc = wslay_event_recv(s->ws);
     s->rbuf = NULL;
     s->rlen = 0;
+    if (too_big && s->state == NET__WS) {
+        // Refuse it from the header: 1009, and read no further. The frames
+        // before it in this read were handled above.
+        if (!s->close_queued) {
+            s->close_queued = true;
+            release_slots(s);
+            static const char reason[] = "message too big";
+            wslay_event_queue_close(s->ws, WSLAY_CODE_MESSAGE_TOO_BIG, (const uint8_t*)reason,
+                                    sizeof reason - 1);
+        }
+        wslay_event_shutdown_read(s->ws);
+    }
     net__ws_flush(s);
     if (rc != 0) {
         // A violation wslay's frame layer catches in a frame header (a
@@ -285,11 +358,23 @@ void net__ws_flush(net_session* s) {
             return;
         }
     }
-    if (queued_bytes(s) > cfg->send_hard_limit) {
+    size_t queued = queued_bytes(s);
+    if (queued > cfg->send_hard_limit) {
         // The peer does not read. Its queue is full of replies and events we
         // promised never to drop, so the session has to go.
         net__close_now(s);
         return;
+    }
+    // Backpressure: a client whose replies pile up is not read (so it cannot
+    // ask for more) until it has taken most of them. The gap between the two
+    // marks keeps a client near the limit from flapping.
+    if (queued > cfg->read_pause_limit) {
+        net__read_pause(s, true);
+    } else if (queued <= cfg->send_soft_limit) {
+        net__read_pause(s, false);
+        if (s->state != NET__WS) {
+            return;
+        }
     }
     if (!wslay_event_want_read(s->ws) && !wslay_event_want_write(s->ws)) {
         // Both close frames have passed (or reading failed): finish.

@@ -303,6 +303,18 @@ test('viewer renders the world and throws a ragdoll by mouse', { timeout: 60000 
       3000, 'the camera to orbit');
     assert.ok(!sent.slice(sentBefore).some((c) => c.op === 'drag'), 'orbiting sent no drag');
 
+    // Another client destroys the world: the page says so and shows none
+    // of it any more (there is no other world to move to).
+    assert.equal((await observer.send({ op: 'destroy_world', world })).ok, true);
+    const hudText = () => page.evaluate(() => [...document.querySelectorAll('#hud-values dd')].map((d) => d.textContent));
+    const gone = await until(hudText, (cells) => cells[0] === `${world} destroyed` && cells[1] === '–', 5000,
+      'the HUD to say the world was destroyed');
+    assert.equal(gone[7], '–', `entities after the destroy: ${gone}`);
+    assert.equal(await page.evaluate(() => window.__ragdolld.world), null);
+    assert.equal(await page.evaluate(() => window.__ragdolld.entities.size), 0);
+    assert.equal(await page.evaluate((id) => window.__ragdolld.screenOf(id, 0), rope.entity), null,
+      'the rope is no longer drawn');
+
     assert.deepEqual(pageErrors, [], 'no uncaught errors in the page');
 
     // After all that the server still shuts down cleanly (under ASan this

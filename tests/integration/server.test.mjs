@@ -5,6 +5,7 @@
 // are small and the suite also runs the server under AddressSanitizer.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import WebSocket from 'ws';
 import { Client, startServer, sleep } from '../lib/ragdolld.mjs';
 
 let server;
@@ -142,7 +143,9 @@ test('bad input gets the right error code and nothing else changes for anyone', 
     [`{"op":"apply_impulse","id":6,"world":${world},"entity":1,"particle":0,"impulse":[1e999,0,0]}`, 'not_finite'],
     [`{"op":"apply_impulse","id":7,"world":${world},"entity":123456,"particle":0,"impulse":[1,0,0]}`, 'not_found'],
     [`{"op":"drag","id":8,"world":${world},"entity":1,"particle":0,"target":[0,5000,0]}`, 'out_of_range'],
-    [`{"op":"spawn_cloth","id":9,"world":${world},"origin":[0,3,0],"cols":1000,"rows":1000,"spacing":0.1}`, 'too_large'],
+    [`{"op":"spawn_cloth","id":9,"world":${world},"origin":[0,3,0],"cols":1000,"rows":1000,"spacing":0.1}`, 'out_of_range'],
+    [`{"op":"spawn_rope","id":17,"world":${world},"anchor":[0,3,0],"segments":1001,"segment_length":0.1}`, 'out_of_range'],
+    [`{"op":"spawn_rope","id":18,"world":${world},"anchor":[0,3,0],"segments":0,"segment_length":0.1}`, 'out_of_range'],
     ['{"op":"subscribe","id":10,"world":99999}', 'not_found'],
     [`{"op":"set_params","id":11,"world":${world},"iterations":"many"}`, 'bad_request'],
     [`{"op":"set_params","id":12,"world":${world},"damping":-0.5}`, 'out_of_range'],
@@ -193,6 +196,120 @@ test('bad input gets the right error code and nothing else changes for anyone', 
   assert.ok(snaps.length >= 25 * secs * 0.9, `${snaps.length} snapshots in ${secs.toFixed(2)} s`);
   for (let i = 1; i < snaps.length; ++i) assert.ok(snaps[i].tick > snaps[i - 1].tick);
   await watcher.close();
+});
+
+test('a burst of describes of a big cloth neither starves other clients nor piles up', async () => {
+  // A 64 × 64 cloth: its describe reply is ~300 KB. 300 of them at once used
+  // to stall the whole server for seconds and queue ~90 MB for the client.
+  const setup = await Client.connect(server.url);
+  // 20 Hz keeps the cloth's stepping cheap (the suite also runs under ASan).
+  const { world } = await setup.send({ op: 'create_world', name: 'burst', tick_hz: 20 });
+  const cloth = await setup.send({ op: 'spawn_cloth', world, origin: [0, 10, 0], cols: 64, rows: 64, spacing: 0.05 });
+  assert.equal(cloth.ok, true, JSON.stringify(cloth));
+  // The first describe of an entity encodes it (once: tens of ms, more under
+  // ASan); the burst is about what comes after.
+  const first = await setup.send({ op: 'describe', world, entity: cloth.entity });
+  assert.equal(first.particle_count, 64 * 64);
+  // Structural 2·63·64 + shear 2·63² + bend 2·62·64 = 23,938 sticks.
+  assert.equal(first.sticks.length, 23938);
+
+  const watcher = await Client.connect(server.url);
+  await watcher.send({ op: 'subscribe', world: demoWorld(watcher), rate_hz: 30 });
+  await watcher.next((m) => m.ev === 'snapshot');
+  watcher.messages.length = 0;
+
+  // The burst client reads only the head of each ~300 KB reply: this process
+  // also times the watcher, and parsing megabytes of JSON would delay it.
+  const burst = new WebSocket(server.url, ['ragdolld.v1']);
+  await new Promise((resolve) => burst.once('open', resolve));
+  const replies = new Map(); // re -> 'ok' | error code
+  let extra = 0;
+  let checked = false;
+  const done = new Promise((resolve) => {
+    burst.on('message', (data) => {
+      const head = data.toString('latin1', 0, Math.min(data.length, 200));
+      const m = /^\{"re":(\d+),"(ok|error)"/.exec(head);
+      if (!m) return; // the welcome
+      const re = Number(m[1]);
+      if (replies.has(re)) extra++;
+      if (m[2] === 'ok') {
+        assert.ok(head.includes(`"entity":${cloth.entity},"kind":"cloth","particle_count":4096`), head);
+        // One in full: the same description as the first.
+        if (!checked) {
+          assert.deepEqual(JSON.parse(data).sticks, first.sticks);
+          checked = true;
+        }
+        replies.set(re, 'ok');
+      } else {
+        replies.set(re, JSON.parse(data).error.code);
+      }
+      if (replies.size === 300) resolve();
+    });
+  });
+  const t0 = Date.now();
+  for (let i = 1; i <= 300; ++i) burst.send(JSON.stringify({ op: 'describe', id: i, world, entity: cloth.entity }));
+  // The server keeps answering HTTP meanwhile.
+  const health = await fetch(`${server.http}/healthz`);
+  assert.equal(health.status, 200);
+  const healthMs = Date.now() - t0;
+  await done;
+
+  // One reply per command: the description, or rate_limited (retry later).
+  const codes = [...replies.values()];
+  const ok = codes.filter((c) => c === 'ok').length;
+  assert.ok(codes.every((c) => c === 'ok' || c === 'rate_limited'), `codes: ${[...new Set(codes)]}`);
+
+  // The other client kept getting snapshots: at least half of 30 Hz over 3 s.
+  await sleep(Math.max(0, 3000 - (Date.now() - t0)));
+  const secs = (Date.now() - t0) / 1000;
+  const snaps = watcher.snapshots();
+  const times = [t0, ...snaps.map((m) => m.receivedAt), Date.now()];
+  const gap = Math.max(...times.slice(1).map((t, i) => t - times[i]));
+  for (let i = 1; i < snaps.length; ++i) assert.ok(snaps[i].tick > snaps[i - 1].tick);
+  console.log(`describe burst: ${ok} of 300 answered, ${300 - ok} rate_limited; /healthz took ${healthMs} ms; ` +
+    `watcher got ${snaps.length} snapshots in ${secs.toFixed(2)} s, longest gap ${gap} ms`);
+  assert.ok(snaps.length >= 15 * secs, `${snaps.length} snapshots in ${secs.toFixed(2)} s`);
+  assert.equal(extra, 0, 'no extra replies');
+  assert.equal(replies.size, 300);
+  // The describe budget (8 MiB, less the first describe) holds ~27 replies.
+  assert.ok(ok >= 1 && ok <= 40, `${ok} answered`);
+
+  await setup.send({ op: 'destroy_world', world });
+  burst.close();
+  await watcher.close();
+  await setup.close();
+});
+
+test('too_large names the one limit exceeded, with the numbers, in full', async () => {
+  const c = await Client.connect(server.url);
+  const world = demoWorld(c);
+  const r = await c.send({ op: 'set_params', world, iterations: 100, substeps: 32 });
+  assert.equal(r.error.code, 'too_large');
+  // per pass × 100 × 32 > the default 10^6 per world.
+  const m = /^world (\d+) would need (\d+) solver projections per tick \((\d+) per pass x 100 iterations x 32 substeps\); the limit per world is 1000000$/.exec(r.error.message);
+  assert.ok(m, r.error.message);
+  assert.equal(Number(m[1]), world);
+  assert.equal(Number(m[2]), Number(m[3]) * 3200);
+  const big = await c.send({ op: 'spawn_cloth', world, origin: [0, 3, 0], cols: 256, rows: 256, spacing: 0.01 });
+  assert.equal(big.error.message, 'a 256 x 256 cloth has 65536 particles; a world holds at most 32768');
+  await c.close();
+});
+
+test('the world is the cube of ±1000 m on each axis, for every particle a spawn makes', async () => {
+  const c = await Client.connect(server.url);
+  const world = await freshWorld(c, 'cube', { gravity: [0, 0, 0] });
+  // 1559 m from the origin, but each coordinate within 1000 m: inside.
+  const corner = await c.send({ op: 'spawn_rope', world, anchor: [900, 900, -900], segments: 2, segment_length: 1 });
+  assert.equal(corner.ok, true, JSON.stringify(corner));
+  // The anchor is inside, the far end (x = 999 + 10 × 1) is not.
+  const out = await c.send({ op: 'spawn_rope', world, anchor: [999, 3, 0], segments: 10, segment_length: 1 });
+  assert.equal(out.error.code, 'out_of_range');
+  assert.equal(out.error.message, 'every particle of the new rope must lie in the world: x, y and z each within [-1000, 1000] m');
+  // A coordinate beyond 1000 in the command itself.
+  const far = await c.send({ op: 'spawn_ragdoll', world, position: [0, 1000.5, 0] });
+  assert.equal(far.error.code, 'out_of_range');
+  await c.send({ op: 'destroy_world', world });
+  await c.close();
 });
 
 test('every command gets exactly one reply; a command without id gets re: null', async () => {
@@ -417,6 +534,35 @@ test('HTTP: /healthz, the viewer, 404', async () => {
   assert.match(page.headers.get('content-type'), /text\/html/);
   assert.equal((await fetch(`${server.http}/no/such/file`)).status, 404);
   assert.equal((await fetch(`${server.http}/healthz`, { method: 'POST' })).status, 405);
+});
+
+test('--max-sessions: an upgrade beyond the cap gets 503; room comes back when a client leaves', async () => {
+  const s = await startServer(['--no-demo', '--max-sessions', '2']);
+  try {
+    const a = await Client.connect(s.url);
+    const b = await Client.connect(s.url);
+    // The status of a refused upgrade (ws reports it as 'unexpected-response').
+    const tryUpgrade = () => new Promise((resolve, reject) => {
+      const ws = new WebSocket(s.url, ['ragdolld.v1']);
+      ws.once('unexpected-response', (req, res) => { resolve(res.statusCode); req.destroy(); });
+      ws.once('open', () => { ws.close(); resolve(101); });
+      ws.once('error', (err) => { if (!/Unexpected server response/.test(err.message)) reject(err); });
+    });
+    assert.equal(await tryUpgrade(), 503);
+    const h = await (await fetch(`${s.http}/healthz`)).json();
+    assert.equal(h.sessions, 2, 'plain HTTP still answers at the cap');
+    assert.equal((await a.send({ op: 'list_worlds' })).ok, true, 'the admitted clients are unaffected');
+    await a.close();
+    let status = 0;
+    for (let i = 0; i < 40 && status !== 101; ++i) {
+      await sleep(50);
+      status = await tryUpgrade();
+    }
+    assert.equal(status, 101, 'a new client is admitted once one has left');
+    await b.close();
+  } finally {
+    assert.equal(await s.stop(), 0);
+  }
 });
 
 test('SIGTERM closes clients with 1001 and exits 0', async () => {

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 // ---------------------------------------------------------------------------
@@ -64,6 +65,7 @@ static void app_open(void* ctx, net_session* s) {
 // Commands of the echo application:
 //   "flood N"    N payloads of 4 KiB under one "latest" key, numbered
 //   "control N"  N text messages of 8 KiB, numbered (never dropped)
+//   "clock"      "clock:NS", the server's monotonic time when it read this
 //   "bye"        the server closes with 4000
 //   anything else is echoed back with its kind.
 static void app_message(void* ctx, net_session* s, const uint8_t* data, size_t len, bool binary) {
@@ -92,6 +94,11 @@ static void app_message(void* ctx, net_session* s, const uint8_t* data, size_t l
                 break;
             }
         }
+    } else if (strcmp(text, "clock") == 0) {
+        // When this message was read, on the clock of CLOCK_MONOTONIC.
+        char reply[64];
+        int m = snprintf(reply, sizeof reply, "clock:%llu", (unsigned long long)uv_hrtime());
+        net_session_send_text(s, reply, (size_t)m);
     } else if (strcmp(text, "bye") == 0) {
         net_session_close(s, 4000, "bye");
     } else {
@@ -118,7 +125,7 @@ static void loop_thread(void* arg) {
     uv_run(&f->loop, UV_RUN_DEFAULT);
 }
 
-static int setup(void** state) {
+static int start_with(void** state, void (*tweak)(net_config* cfg)) {
     fixture* f = calloc(1, sizeof *f);
     assert_int_equal(uv_loop_init(&f->loop), 0);
     snprintf(f->web_root, sizeof f->web_root, "/tmp/rd_net_test_%d", (int)getpid());
@@ -137,6 +144,9 @@ static int setup(void** state) {
     f->cfg.send_soft_limit = 64 * 1024;
     f->cfg.send_hard_limit = 1024 * 1024;
     f->cfg.handshake_timeout_ms = 1000;
+    if (tweak != NULL) {
+        tweak(&f->cfg);
+    }
     net_callbacks cb = {f, app_http, app_open, app_message, app_close};
     assert_int_equal(net_server_start(&f->loop, &f->cfg, &cb, &f->srv), 0);
     f->port = net_server_port(f->srv);
@@ -146,6 +156,29 @@ static int setup(void** state) {
     assert_int_equal(uv_thread_create(&f->thread, loop_thread, f), 0);
     *state = f;
     return 0;
+}
+
+static int setup(void** state) {
+    return start_with(state, NULL);
+}
+
+// Room for a client to fall far behind before the hard limit drops it.
+static void roomy_queues(net_config* cfg) {
+    cfg->send_soft_limit = 64 * 1024;
+    cfg->read_pause_limit = 256 * 1024;
+    cfg->send_hard_limit = 64 * 1024 * 1024;
+}
+
+static int setup_roomy(void** state) {
+    return start_with(state, roomy_queues);
+}
+
+static void two_sessions(net_config* cfg) {
+    cfg->max_sessions = 2;
+}
+
+static int setup_two_sessions(void** state) {
+    return start_with(state, two_sessions);
 }
 
 static int teardown(void** state) {
@@ -556,6 +589,44 @@ static void test_net_ws_protocol_violations_close_with_the_right_code(void** sta
     close(fd);
 }
 
+static void test_net_message_declared_too_big_is_refused_from_its_header(void** state) {
+    fixture* f = *state;
+    // A masked binary frame declaring 2^40 bytes, header only: no payload
+    // byte follows, yet the close (1009) must come at once, well within the
+    // socket's 5 s receive timeout (the idle timeout here is 60 s).
+    int fd = ws_open(f);
+    expect_text(fd, "welcome");
+    const uint8_t huge[] = {0x82, 0xff, 0, 0, 0x01, 0, 0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78};
+    send_all(fd, huge, sizeof huge);
+    assert_int_equal(ws_expect_close(fd), 1009);
+    close(fd);
+    // A fragmented text message: 600 bytes, then a continuation header
+    // declaring 600 more (1200 > the 1 KiB limit). A message sent in the same
+    // write before it is still answered.
+    fd = ws_open(f);
+    expect_text(fd, "welcome");
+    ws_send_text(fd, "hello");
+    static char part[600];
+    memset(part, 'p', sizeof part);
+    ws_send_frame(fd, 0x1, false, part, sizeof part, true);
+    const uint8_t more[] = {0x80, 0xfe, 0x02, 0x58, 1, 2, 3, 4}; // FIN, continuation, 600
+    send_all(fd, more, sizeof more);
+    expect_text(fd, "text:hello");
+    assert_int_equal(ws_expect_close(fd), 1009);
+    close(fd);
+    // Fragments within the limit still make one message (600 + 300 bytes).
+    fd = ws_open(f);
+    expect_text(fd, "welcome");
+    ws_send_frame(fd, 0x1, false, part, sizeof part, true);
+    ws_send_frame(fd, 0x0, true, part, 300, true);
+    char* body;
+    size_t len;
+    assert_int_equal(ws_read_frame(fd, &body, &len), 0x1);
+    assert_int_equal(len, strlen("text:") + 127); // the echo app copies 127 bytes
+    free(body);
+    close(fd);
+}
+
 static void test_net_latest_wins_while_control_messages_are_kept(void** state) {
     fixture* f = *state;
     int fd = ws_open_with(f, 4096);
@@ -622,6 +693,90 @@ static void test_net_client_that_never_reads_is_closed_at_the_hard_limit(void** 
     close(fd);
 }
 
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void test_net_a_client_behind_on_its_replies_is_not_read(void** state) {
+    fixture* f = *state;
+    // Replies pile up (8 MB for a client with a 4 KiB receive buffer: more
+    // than the loopback buffers hold) above the 256 KiB pause mark, so the
+    // server must stop reading this client. "clock" is sent right after but
+    // may only be read once the client has drained the queue to 64 KiB,
+    // which it starts doing half a second later.
+    int fd = ws_open_with(f, 4096);
+    expect_text(fd, "welcome");
+    ws_send_text(fd, "control 1000");
+    usleep(100 * 1000);
+    ws_send_text(fd, "clock");
+    usleep(500 * 1000);
+    uint64_t drain_start = now_ns();
+    int controls = 0;
+    unsigned long long read_at = 0;
+    while (read_at == 0) {
+        char* body;
+        size_t len;
+        assert_int_equal(ws_read_frame(fd, &body, &len), 0x1);
+        int n;
+        if (sscanf(body, "control %d;", &n) == 1) {
+            assert_int_equal(n, controls); // all of them, in order
+            controls++;
+        } else {
+            assert_int_equal(sscanf(body, "clock:%llu", &read_at), 1);
+        }
+        free(body);
+    }
+    print_message("backpressure: \"clock\" was read %.0f ms after the client began to drain\n",
+                  ((double)read_at - (double)drain_start) / 1e6);
+    assert_int_equal(controls, 1000);
+    assert_true(read_at > drain_start);
+    // Reading resumed: the session works as before.
+    ws_send_text(fd, "again");
+    expect_text(fd, "text:again");
+    close(fd);
+}
+
+static void test_net_sessions_beyond_the_cap_get_503(void** state) {
+    fixture* f = *state;
+    int a = ws_open(f);
+    expect_text(a, "welcome");
+    int b = ws_open(f);
+    expect_text(b, "welcome");
+    // A third upgrade is refused cleanly; plain HTTP still works.
+    int c = connect_to(f->port);
+    char req[512], resp[1024];
+    snprintf(req, sizeof req, upgrade_fmt, "");
+    send_all(c, req, strlen(req));
+    read_http(c, resp, sizeof resp);
+    assert_int_equal(http_status(resp), 503);
+    assert_non_null(strstr(resp, "Connection: close"));
+    char buf[16];
+    assert_int_equal(recv(c, buf, sizeof buf, 0), 0); // then the server closes
+    close(c);
+    assert_int_equal(request(f->port, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n", resp, sizeof resp),
+                     200);
+    // Once a session has gone, there is room again (its close is
+    // asynchronous: retry for up to 2 s).
+    close(a);
+    int status = 0;
+    for (int i = 0; i < 40 && status != 101; ++i) {
+        usleep(50 * 1000);
+        c = connect_to(f->port);
+        send_all(c, req, strlen(req));
+        read_http(c, resp, sizeof resp);
+        status = http_status(resp);
+        if (status != 101) {
+            close(c);
+        }
+    }
+    assert_int_equal(status, 101);
+    expect_text(c, "welcome");
+    close(c);
+    close(b);
+}
+
 static void test_net_stop_closes_sessions_with_going_away(void** state) {
     fixture* f = *state;
     int fd = ws_open(f);
@@ -662,10 +817,16 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_net_ws_round_trip_and_fragments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_net_ws_protocol_violations_close_with_the_right_code,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_net_message_declared_too_big_is_refused_from_its_header, setup, teardown),
         cmocka_unit_test_setup_teardown(test_net_latest_wins_while_control_messages_are_kept, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_net_client_that_never_reads_is_closed_at_the_hard_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_net_a_client_behind_on_its_replies_is_not_read,
+                                        setup_roomy, teardown),
+        cmocka_unit_test_setup_teardown(test_net_sessions_beyond_the_cap_get_503,
+                                        setup_two_sessions, teardown),
         cmocka_unit_test_setup_teardown(test_net_stop_closes_sessions_with_going_away, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_net_slow_handshake_is_dropped, setup, teardown),

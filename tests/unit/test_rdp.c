@@ -142,9 +142,23 @@ static void test_rdp_rejects_bad_input_with_the_right_code(void** state) {
     expect_code("{\"op\":\"set_params\",\"world\":1,\"damping\":1.5}", RDP_E_OUT_OF_RANGE);
     expect_code("{\"op\":\"set_params\",\"world\":1,\"iterations\":0}", RDP_E_OUT_OF_RANGE);
     expect_code("{\"op\":\"set_params\",\"world\":1}", RDP_E_BAD_REQUEST);
+    // Outside the documented range is out_of_range however far out (1-1000
+    // segments, 2-256 columns and rows); too_large is for capacities.
     expect_code("{\"op\":\"spawn_rope\",\"world\":1,\"anchor\":[0,1,0],\"segments\":5000,"
                 "\"segment_length\":0.1}",
-                RDP_E_TOO_LARGE);
+                RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"spawn_rope\",\"world\":1,\"anchor\":[0,1,0],\"segments\":1001,"
+                "\"segment_length\":0.1}",
+                RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"spawn_rope\",\"world\":1,\"anchor\":[0,1,0],\"segments\":1000,"
+                "\"segment_length\":0.1}",
+                RDP_OK);
+    expect_code("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":257,"
+                "\"rows\":10,\"spacing\":0.2}",
+                RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":2,"
+                "\"rows\":1,\"spacing\":0.2}",
+                RDP_E_OUT_OF_RANGE);
     expect_code("{\"op\":\"spawn_rope\",\"world\":1,\"anchor\":[0,1,0],\"segments\":0,"
                 "\"segment_length\":0.1}",
                 RDP_E_OUT_OF_RANGE);
@@ -156,7 +170,7 @@ static void test_rdp_rejects_bad_input_with_the_right_code(void** state) {
                 RDP_E_OUT_OF_RANGE);
     expect_code("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":1000,"
                 "\"rows\":10,\"spacing\":0.2}",
-                RDP_E_TOO_LARGE);
+                RDP_E_OUT_OF_RANGE);
     expect_code("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":10,"
                 "\"rows\":10,\"spacing\":0.2,\"pin\":\"left\"}",
                 RDP_E_BAD_REQUEST);
@@ -306,6 +320,48 @@ static void test_rdp_json_snapshot_rounds_and_sends_topology_on_request(void** s
     rdp_free(without);
 }
 
+static void test_rdp_describe_reply_splices_a_cached_body(void** state) {
+    (void)state;
+    rdp_entity_state e;
+    small_snapshot(&e);
+    size_t body_len = 0;
+    char* body = rdp_describe_body(&e, &body_len);
+    // PROTOCOL.md §3 describe: kind, particle_count and the §5.1 topology of a
+    // two-particle rope whose first particle is pinned.
+    assert_string_equal(body, "{\"kind\":\"rope\",\"particle_count\":2,\"sticks\":[[0,1]],"
+                              "\"radii\":[0.02,0.02],\"pinned\":[0]}");
+    assert_int_equal(body_len, strlen(body));
+    rdp_re re = {true, 7};
+    size_t len = 0;
+    char* spliced = rdp_reply_describe(re, 42, 9007199254740991ull, body, body_len, &len);
+    assert_string_equal(spliced,
+                        "{\"re\":7,\"ok\":true,\"tick\":42,\"entity\":9007199254740991,\"kind\":"
+                        "\"rope\",\"particle_count\":2,\"sticks\":[[0,1]],\"radii\":[0.02,0.02],"
+                        "\"pinned\":[0]}");
+    assert_int_equal(len, strlen(spliced));
+    // The same text as the general encoder.
+    rdp_reply_fields f;
+    memset(&f, 0, sizeof f);
+    f.has_tick = true;
+    f.tick = 42;
+    f.has_entity = true;
+    f.entity = 9007199254740991ull;
+    f.describe = &e;
+    char* whole = rdp_reply_ok(re, &f, NULL);
+    assert_string_equal(spliced, whole);
+    rdp_free(whole);
+    rdp_free(spliced);
+    // No id: "re" is null. An empty body still makes valid JSON.
+    rdp_re none = {false, 0};
+    spliced = rdp_reply_describe(none, 1, 2, "{}", 2, NULL);
+    assert_string_equal(spliced, "{\"re\":null,\"ok\":true,\"tick\":1,\"entity\":2}");
+    rdp_free(spliced);
+    // Only the body's bytes are read (no NUL needed); a non-object is refused.
+    assert_null(rdp_reply_describe(re, 1, 2, body, body_len - 1, NULL));
+    assert_null(rdp_reply_describe(re, 1, 2, "[]", 2, NULL));
+    rdp_free(body);
+}
+
 static void test_rdp_binary_snapshot_layout_and_round_trip(void** state) {
     (void)state;
     rdp_entity_state e;
@@ -386,6 +442,7 @@ int main(void) {
         cmocka_unit_test(test_rdp_never_reads_past_the_frame),
         cmocka_unit_test(test_rdp_reply_ok_carries_ids_exactly),
         cmocka_unit_test(test_rdp_json_snapshot_rounds_and_sends_topology_on_request),
+        cmocka_unit_test(test_rdp_describe_reply_splices_a_cached_body),
         cmocka_unit_test(test_rdp_binary_snapshot_layout_and_round_trip),
         cmocka_unit_test(test_rdp_events),
     };

@@ -38,13 +38,21 @@ typedef struct app_config {
     /// Skeletons and clips every world may use; NULL allows no characters.
     /// Not owned: it must outlive the server.
     const sim_library* library;
-    bool demo;               ///< Create the built-in demo world. Default true.
-    uint32_t max_worlds;     ///< Worlds at most. Default 16.
+    bool demo;           ///< Create the built-in demo world. Default true.
+    uint32_t max_worlds; ///< Worlds at most. Default 16.
+    /// WebSocket sessions at most; a further upgrade gets HTTP 503. Default
+    /// 1024; 0 means no limit.
+    uint32_t max_sessions;
     uint32_t max_catchup;    ///< Ticks one world may run per wake-up. Default 4.
     uint32_t inbox_capacity; ///< Commands queued per world at most. Default 1024.
     /// Solver projections per tick a world may need (sim_world_def
     /// max_solver_work). Default 10^6.
     uint64_t max_solver_work;
+    /// Solver projections all worlds together may need per 1/60 s: the sum
+    /// over worlds of work per tick × tick_hz / 60 (a 120 Hz world counts
+    /// double). A spawn or set_params beyond it gets too_large. Default
+    /// 1.5 × 10^6, about one core of the build machine (README).
+    uint64_t max_total_solver_work;
 } app_config;
 
 /// The defaults listed on app_config.

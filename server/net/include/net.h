@@ -95,13 +95,22 @@ typedef struct net_config {
     uint32_t ping_interval_ms;     ///< Ping a WebSocket that has been silent this long.
     uint32_t idle_timeout_ms;      ///< Close (1001) a WebSocket silent this long.
     size_t send_soft_limit;        ///< Bytes queued above which "latest" payloads wait.
-    size_t send_hard_limit;        ///< Bytes queued above which the session is closed (1008).
-    uint32_t cookie;               ///< Set by net_config_default().
+    /// Bytes queued above which the session's socket is no longer read, so a
+    /// client that does not read its replies cannot make more: reading
+    /// resumes once the queue has drained to send_soft_limit. Must lie in
+    /// [send_soft_limit, send_hard_limit].
+    size_t read_pause_limit;
+    size_t send_hard_limit; ///< Bytes queued above which the session is dropped.
+    /// WebSocket sessions at most; an upgrade beyond it is answered 503 and
+    /// the connection closed. 0 means no limit.
+    uint32_t max_sessions;
+    uint32_t cookie; ///< Set by net_config_default().
 } net_config;
 
 /// Defaults: 127.0.0.1:8080, no web root, "/ws", no subprotocol, 64 KiB
 /// messages, 8 KiB / 64 headers, 10 s handshake, ping after 20 s, close after
-/// 60 s, soft limit 256 KiB, hard limit 8 MiB.
+/// 60 s, soft limit 256 KiB, reading paused above 1 MiB, hard limit 8 MiB,
+/// 1024 sessions.
 net_config net_config_default(void);
 
 /// Binds, listens and starts accepting on `loop`. Strings in cfg are copied.
@@ -124,7 +133,8 @@ void net_server_stop(net_server* srv, uint16_t code, void (*done)(void* arg), vo
 
 /// Queues a text message that is never dropped (replies, events). Returns 0,
 /// or UV_ECANCELED when the session is closing (the message is discarded).
-/// Exceeding send_hard_limit closes the session with 1008.
+/// Exceeding send_hard_limit drops the connection at once (a close frame
+/// could not get through the full queue); on_close follows from the loop.
 int net_session_send_text(net_session* s, const char* data, size_t len);
 
 /// Queues a payload under `key` with "latest wins" semantics: if a payload
@@ -154,6 +164,13 @@ uint64_t net_session_id(const net_session* s);
 
 /// Payloads replaced before they were sent ("latest wins" drops).
 uint64_t net_session_dropped(const net_session* s);
+
+/// Bytes queued for the session and not yet handed to the kernel: libuv's
+/// write queue plus wslay's queue, the figure the send limits of net_config
+/// compare against ("latest" payloads still waiting are not counted: they
+/// are shared and replaced, not accumulated). 0 for a session not in
+/// WebSocket state.
+size_t net_session_queued_bytes(const net_session* s);
 
 /// Computes Sec-WebSocket-Accept for a Sec-WebSocket-Key (RFC 6455 §4.2.2):
 /// base64(SHA-1(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11")). `out` gets 28
