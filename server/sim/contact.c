@@ -115,12 +115,45 @@ static void wake_if_hit(sim_world* w, uint32_t a, uint32_t b) {
     }
 }
 
+// How fast body a's surface can move relative to body b's (b may be
+// SIM__NO_BODY: the static world), m/s.
+static float surface_speed(const sim_world* w, uint32_t a, uint32_t b) {
+    const sim__body* ba = &w->body[a];
+    const sim__body_info* ia = &w->binfo[a];
+    sim_vec3 v = ba->v;
+    float spin = v3_len(ba->w) * (ia->half_len + ia->radius);
+    if (b != SIM__NO_BODY) {
+        const sim__body* bb = &w->body[b];
+        const sim__body_info* ib = &w->binfo[b];
+        v = v3_sub(v, bb->v);
+        spin += v3_len(bb->w) * (ib->half_len + ib->radius);
+    }
+    return v3_len(v) + spin;
+}
+
+// The closing speed of dynamic body i against the ground and the boxes its
+// swept bounds reach this tick (0 when it reaches none).
+static float static_closing_speed(const sim_world* w, uint32_t i) {
+    const sim_vec3 lo = w->aabb_lo[i], hi = w->aabb_hi[i];
+    bool near = w->def.ground && lo.y < 0.0f;
+    for (uint32_t k = 0; k < w->box_count && !near; ++k) {
+        const sim_box* bx = &w->boxes[k];
+        near = overlap(v3_sub(bx->center, bx->half_extents), v3_add(bx->center, bx->half_extents),
+                       lo, hi);
+    }
+    return near ? surface_speed(w, i, SIM__NO_BODY) : 0.0f;
+}
+
 void sim__contacts_begin_tick(sim_world* w, float dt) {
+    w->closing_speed = 0.0f;
     memset(w->grid_head, 0xff, SIM__GRID_BUCKETS * sizeof *w->grid_head);
     w->grid_count = 0;
     w->pair_count = 0;
     for (uint32_t i = 0; i < w->b_count; ++i) {
         body_bounds(&w->body[i], &w->binfo[i], dt, &w->aabb_lo[i], &w->aabb_hi[i]);
+        if (w->body[i].inv_mass > 0.0f) {
+            w->closing_speed = fmaxf(w->closing_speed, static_closing_speed(w, i));
+        }
         // Particles are looked up by their own cell, so bodies reach a little
         // further in the grid than they do in pair tests.
         sim_vec3 lo = v3_sub(w->aabb_lo[i], v3(PARTICLE_MARGIN, PARTICLE_MARGIN, PARTICLE_MARGIN));
@@ -170,6 +203,7 @@ void sim__contacts_begin_tick(sim_world* w, float dt) {
             if (!may_collide(w, a, b) || w->pair_count == w->pair_cap) {
                 continue;
             }
+            w->closing_speed = fmaxf(w->closing_speed, surface_speed(w, a, b));
             w->pairs[w->pair_count].a = a < b ? a : b;
             w->pairs[w->pair_count].b = a < b ? b : a;
             w->pair_count++;

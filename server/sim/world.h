@@ -207,6 +207,10 @@ struct sim_world {
     sim_vec3* aabb_hi;
     sim__pair* pairs;
     uint32_t pair_count, pair_cap;
+    /// Fastest closing speed of this tick's possible contacts (a candidate
+    /// pair's relative surface speed, or a body's own near the ground or a
+    /// box), m/s: what the rigid substeps are split for.
+    float closing_speed;
     sim__contact* contacts;
     uint32_t contact_count, contact_cap;
 };
