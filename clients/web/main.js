@@ -1,5 +1,6 @@
 // The viewer's wiring: connection -> subscription -> snapshots -> scene and
 // HUD; sliders, the drop button and dragging -> commands.
+import * as THREE from 'three';
 import { Connection } from './net.js';
 import { WorldView } from './scene.js';
 import { installDrag } from './drag.js';
@@ -19,7 +20,7 @@ const state = {
   tickHz: 60,
   snapshots: 0,          // JSON snapshots received, all sessions
   last: null,            // the newest snapshot
-  entities: new Map(),   // entity id -> { kind, particles } of the newest snapshot
+  entities: new Map(),   // entity id -> its record in the newest snapshot
   head: null,            // { entity, tick, x, y, z } of the first ragdoll's head
   headSpeed: null,       // m/s
   describing: new Set(), // entity ids whose topology was asked for
@@ -47,7 +48,22 @@ window.__ragdolld = Object.freeze({
   get snapshots() { return state.snapshots; },
   get world() { return state.world; },
   get entities() { return state.entities; },
+  get camera() { return view?.camera.position.toArray() ?? null; },
   screenOf: (entity, particle) => view?.screenOf(entity, particle) ?? null,
+  screenOfBone: (entity, bone) => view?.screenOfBone(entity, bone) ?? null,
+  // Page coordinates of a world point [x, y, z], or null behind the camera.
+  project(p) {
+    const s = view?.project(new THREE.Vector3(...p));
+    return s && s.depth > 0 ? { x: s.x, y: s.y } : null;
+  },
+  // What a press at page point (x, y) would take, as plain data.
+  pickAt(x, y) {
+    const hit = view?.pickAt(x, y);
+    if (!hit) return null;
+    return hit.type === 'particle'
+      ? { type: hit.type, entity: hit.entity, particle: hit.particle }
+      : { type: hit.type, entity: hit.entity, bone: hit.bone, point: hit.point.toArray() };
+  },
 });
 
 /** Sends a command; an error reply or a failure is logged, the reply returned (or null). */
@@ -179,7 +195,7 @@ function onSnapshot(snap) {
   snapRate.add(now);
 
   state.entities.clear();
-  for (const e of snap.entities) state.entities.set(e.entity, { kind: e.kind, particles: e.particles });
+  for (const e of snap.entities) state.entities.set(e.entity, e);
 
   if (view) {
     for (const id of view.applySnapshot(snap, now)) describe(id);
@@ -197,8 +213,18 @@ async function describe(id) {
   state.describing.delete(id);
   const current = state.entities.get(id);
   if (!reply?.ok || world !== state.world || !current || view.bodies.has(id)) return;
-  if (current.particles.length !== reply.particle_count) return; // try again next snapshot
-  view.setBody({ ...reply, particles: current.particles });
+  if (current.kind === 'character') {
+    if (current.bones?.length !== reply.bones?.length) return; // try again next snapshot
+    view.setBody({
+      ...current, skeleton: reply.skeleton,
+      capsules: reply.bones.map((b) => [b.capsule.radius, b.capsule.half_length]),
+    });
+  } else if (current.kind === 'ball') {
+    view.setBody({ ...current, capsules: [[reply.radius, 0]] });
+  } else {
+    if (current.particles?.length !== reply.particle_count) return; // try again next snapshot
+    view.setBody({ ...reply, particles: current.particles });
+  }
 }
 
 // Head speed of the first ragdoll: |Δ head| over the time between the two
@@ -229,7 +255,7 @@ setInterval(() => {
   const now = performance.now();
   const s = state.last;
   const m = s?.metrics ?? {};
-  const particles = m.particles ?? s?.entities.reduce((n, e) => n + e.particles.length, 0);
+  const particles = m.particles ?? s?.entities.reduce((n, e) => n + (e.particles?.length ?? 0), 0);
   // A number the server could not compute arrives as null: show a dash
   // rather than stop updating the HUD.
   const num = (v) => typeof v === 'number' && Number.isFinite(v);
