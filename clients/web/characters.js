@@ -276,7 +276,7 @@ export class CharacterPanel {
       const facts = document.createElement('span');
       facts.className = 'facts';
       facts.textContent = `hit ${c.bone ?? '–'} · get-up ${c.clip ?? '–'}` +
-        (c.drive ? ` · kp ${c.drive.kp}` : '') + (c.limb !== 'none' ? ` · partial ${c.limb}` : '');
+        (c.drive ? ` · kp ${c.drive.kp}` : '') + (c.limb !== 'none' ? ` · partial ${LIMBS.find((l) => l.key === c.limb)?.label}` : '');
       row.append(name, state, facts);
       list.append(row);
     }
