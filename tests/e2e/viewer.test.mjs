@@ -150,6 +150,10 @@ async function withViewer(t, body) {
 
     // Another client destroys the world: the page says so and shows none
     // of it any more (there is no other world to move to).
+    const rope = latest().entities.find((e) => e.kind === 'rope');
+    assert.ok(rope, 'the demo world has a rope');
+    assert.notEqual(await page.evaluate((id) => window.__ragdolld.screenOf(id, 0), rope.entity), null,
+      'the rope is drawn before the destroy');
     assert.equal((await observer.send({ op: 'destroy_world', world })).ok, true);
     const hudText = () => page.evaluate(() => [...document.querySelectorAll('#hud-values dd')].map((d) => d.textContent));
     const gone = await until(hudText, (cells) => cells[0] === `${world} destroyed` && cells[1] === '–', 5000,
