@@ -21,7 +21,7 @@ const tmpB = new THREE.Vector3();
 const UP = new THREE.Vector3(0, 1, 0);
 const NO_ROTATION = new THREE.Quaternion();
 
-/** Creates the body for a topology-bearing entity record (snapshot or describe). */
+/** Creates the body for an entity record with its topology (see SnapshotStream.withTopology). */
 export function createBody(rec) {
   switch (rec.kind) {
     case 'ragdoll': return new Ragdoll(rec);
@@ -34,13 +34,6 @@ export function createBody(rec) {
       // capsules if it has poses.
       return rec.particles ? new Points(rec) : new Character(rec);
   }
-}
-
-/** Everything of an entity record that shapes its body, as one comparable string. */
-export function topologyKey(r) {
-  return r.particles
-    ? JSON.stringify([r.kind, r.particles.length, r.cols, r.rows, r.sticks, r.radii, r.pinned, r.names])
-    : JSON.stringify([r.kind, r.skeleton, r.capsules, r.bones?.map((b) => b.name)]);
 }
 
 class Body {
@@ -66,7 +59,7 @@ class Body {
     return this.id % 4294967296;
   }
 
-  /** Whether a snapshot record without topology fits this body. */
+  /** Whether a snapshot record fits this body. */
   accepts(rec) {
     return rec.particles?.length === this.n;
   }

@@ -110,26 +110,25 @@ export class CharacterPanel {
       : [...this.selection, id]);
   }
 
-  /** State (and, in topology snapshots, skeleton) of every character; gone ones are dropped. */
+  /**
+   * State of every character, and its skeleton and bone names once its
+   * topology is known; gone ones are dropped.
+   */
   onSnapshot(snap) {
     const seen = new Set();
     for (const e of snap.entities) {
       if (e.kind !== 'character') continue;
       seen.add(e.entity);
       const c = this.entry(e.entity);
-      if (e.skeleton) c.skeleton = e.skeleton;
-      if (e.bones) c.bones = e.bones.map((b) => b.name);
+      if (e.skeleton && c.skeleton !== e.skeleton) {
+        c.skeleton = e.skeleton;
+        c.bones = e.bones.map((b) => b.name);
+      }
       this.setState(c, e.state);
     }
     for (const id of this.info.keys()) if (!seen.has(id)) this.info.delete(id);
     if (this.selection.some((id) => !seen.has(id))) this.select(this.selection.filter((id) => seen.has(id)));
     else this.render();
-  }
-
-  /** The skeleton of a character whose topology came by describe. */
-  learn(id, skeleton) {
-    this.entry(id).skeleton = skeleton ?? null;
-    this.render();
   }
 
   /** character_state and settled events (they come before the snapshot that shows them). */

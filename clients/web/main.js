@@ -1,8 +1,9 @@
-// The viewer's wiring: connection -> subscription -> snapshots and events ->
-// scene, HUD and character panel; sliders, buttons, dragging and clicking ->
-// commands.
+// The viewer's wiring: connection -> subscription (binary snapshots, see
+// stream.js) -> snapshots and events -> scene, HUD and character panel;
+// sliders, buttons, dragging and clicking -> commands.
 import * as THREE from 'three';
 import { Connection } from './net.js';
+import { SnapshotStream, newStats } from './stream.js';
 import { WorldView } from './scene.js';
 import { installDrag } from './drag.js';
 import { installClick } from './click.js';
@@ -10,6 +11,7 @@ import { CharacterPanel } from './characters.js';
 import { ParamPanel, Hud, RateMeter, logMessage } from './ui.js';
 
 const SNAPSHOT_HZ = 30;
+const FORMAT = 'binary';
 const HUD_MS = 200;
 const BALL_SPEED = 14;       // m/s: from the camera to the middle of the demo in about half a second
 const SPAWN_RANGE = 8;       // m: farther than this in front of the camera, spawn at the orbit target
@@ -26,17 +28,19 @@ const worldButtons = [dropButton, $('throw-ball'), $('spawn-character')];
 const state = {
   worlds: [],            // from the welcome: [{ world, name, tick_hz, ... }]
   world: null,           // the subscribed world, once the reply is in
+  format: null,          // its snapshot format, as the subscribe reply says
+  stream: null,          // its SnapshotStream: decoder, acks, topology
   tickHz: 60,
-  snapshots: 0,          // JSON snapshots received, all sessions
   last: null,            // the newest snapshot
+  metrics: null,         // the newest metrics event's figures
   entities: new Map(),   // entity id -> its record in the newest snapshot
   head: null,            // { entity, tick, x, y, z } of the first ragdoll's head
   headSpeed: null,       // m/s
-  describing: new Set(), // entity ids whose topology was asked for
   orphan: null,          // a particle held when the connection dropped
 };
-const snapRate = new RateMeter();
-const byteRate = new RateMeter();
+const stats = newStats(); // binary frames, snapshots, deltas, acks, resyncs: all subscriptions
+const frameRate = new RateMeter(); // binary frames and their bytes
+const deltaRate = new RateMeter(); // decoded delta snapshots
 
 // ?world=N picks the world; otherwise the first one the server lists.
 const wanted = (() => {
@@ -54,7 +58,12 @@ try {
 // Read-only hooks for the browser test (tests/e2e).
 window.__ragdolld = Object.freeze({
   get webgl2() { return view?.webgl2 === true; },
-  get snapshots() { return state.snapshots; },
+  get snapshots() { return stats.snapshots; },
+  get format() { return state.format; },
+  // Counters since the page loaded: frames and bytes received (binary),
+  // snapshots decoded, deltas among them, acks sent, resyncs asked, frames
+  // that failed to decode, describes sent.
+  get stats() { return { ...stats }; },
   get world() { return state.world; },
   get entities() { return state.entities; },
   get selection() { return [...characters.selection]; },
@@ -189,7 +198,7 @@ const conn = new Connection(`${location.protocol === 'https:' ? 'wss' : 'ws'}://
     hud.status(s, text);
     if (s !== 'open') leaveWorld();
   },
-  bytes(n) { byteRate.add(performance.now(), n); },
+  binary: onBinary,
 });
 
 function onWelcome(msg) {
@@ -204,7 +213,7 @@ function onWelcome(msg) {
 }
 
 async function subscribe(world, fallback = null) {
-  const reply = await command({ op: 'subscribe', world, format: 'json', rate_hz: SNAPSHOT_HZ });
+  const reply = await command({ op: 'subscribe', world, format: FORMAT, rate_hz: SNAPSHOT_HZ });
   if (!reply || reply.error) {
     if (reply && fallback !== null) subscribe(fallback);
     return;
@@ -214,12 +223,22 @@ async function subscribe(world, fallback = null) {
 
 function enterWorld(reply) {
   view?.clear();
+  state.stream?.close();
   state.world = reply.world;
+  state.format = reply.format;
+  if (reply.format !== FORMAT) log(`subscribed with format ${reply.format}, not ${FORMAT}: no snapshots will show`);
+  // A new decoder for every subscription: baselines belong to one world and one session.
+  state.stream = new SnapshotStream(reply, {
+    send: (cmd) => conn.send(cmd).catch(() => null),
+    sendBinary: (bytes) => conn.sendBinary(bytes),
+    log,
+  }, stats);
   state.tickHz = reply.tick_hz;
+  state.last = null;
+  state.metrics = null;
   state.entities.clear();
   state.head = null;
   state.headSpeed = null;
-  state.describing.clear();
   characters.reset();
   if (view) {
     view.setStatics(reply.statics);
@@ -235,12 +254,17 @@ function enterWorld(reply) {
   state.orphan = null;
   const name = state.worlds.find((w) => w.world === reply.world)?.name;
   hud.set({ world: name ? `${reply.world} · ${name}` : String(reply.world) });
+  $('format').textContent = reply.format;
 }
 
 // The connection or the world is gone: stop sending to it. The last picture
 // stays on screen (the badge says why) until a new subscription replaces it.
 function leaveWorld() {
   state.world = null;
+  state.stream?.close();
+  state.stream = null;
+  state.format = null;
+  $('format').textContent = '';
   // The server keeps a drag until someone releases it, even after its
   // client is gone; remember the particle to let go of it once back.
   state.orphan = drag?.reset() ?? state.orphan;
@@ -251,8 +275,8 @@ function leaveWorld() {
 
 function onMessage(msg) {
   switch (msg.ev) {
-    case 'snapshot':
-      if (msg.world === state.world) onSnapshot(msg);
+    case 'metrics':
+      if (msg.world === state.world) state.metrics = msg.metrics;
       return;
     case 'params':
       if (msg.world === state.world) panel.setParams(msg.params);
@@ -273,6 +297,7 @@ function onMessage(msg) {
       view?.clear();
       view?.setStatics({ ground: true, boxes: [] });
       state.last = null;
+      state.metrics = null;
       state.entities.clear();
       state.head = null;
       state.headSpeed = null;
@@ -290,45 +315,32 @@ function onMessage(msg) {
   }
 }
 
-function onSnapshot(snap) {
+// A binary frame: decoded (and acknowledged) by the subscription's stream.
+// Frames with no subscription to go to (the world just went) are dropped.
+function onBinary(bytes) {
   const now = performance.now();
-  state.snapshots++;
-  state.last = snap;
-  snapRate.add(now);
+  frameRate.add(now, bytes.length);
+  const snap = state.stream?.receive(bytes, now);
+  if (!snap) return;
+  if (snap.delta) deltaRate.add(now);
+  onSnapshot(snap, now);
+}
 
+function onSnapshot(snap, now) {
+  state.last = snap;
   state.entities.clear();
   for (const e of snap.entities) state.entities.set(e.entity, e);
 
+  // An entity gets its body once its topology is known (describe has
+  // answered); until then it is not drawn.
   if (view) {
-    for (const id of view.applySnapshot(snap, now)) describe(id);
+    for (const id of view.applySnapshot(snap, now)) {
+      const rec = state.stream.withTopology(state.entities.get(id));
+      if (rec) view.setBody(rec);
+    }
   }
   characters.onSnapshot(snap);
   trackHead(snap);
-}
-
-// An entity without topology and without a body (should not happen with
-// JSON snapshots, which resend topology after any spawn): ask for it.
-async function describe(id) {
-  if (state.describing.has(id)) return;
-  state.describing.add(id);
-  const world = state.world;
-  const reply = await command({ op: 'describe', world, entity: id });
-  state.describing.delete(id);
-  const current = state.entities.get(id);
-  if (!reply?.ok || world !== state.world || !current || view.bodies.has(id)) return;
-  if (current.kind === 'character') {
-    if (current.bones?.length !== reply.bones?.length) return; // try again next snapshot
-    characters.learn(id, reply.skeleton);
-    view.setBody({
-      ...current, skeleton: reply.skeleton,
-      capsules: reply.bones.map((b) => [b.capsule.radius, b.capsule.half_length]),
-    });
-  } else if (current.kind === 'ball') {
-    view.setBody({ ...current, capsules: [[reply.radius, 0]] });
-  } else {
-    if (current.particles?.length !== reply.particle_count) return; // try again next snapshot
-    view.setBody({ ...reply, particles: current.particles });
-  }
 }
 
 // Head speed of the first ragdoll: |Δ head| over the time between the two
@@ -340,7 +352,7 @@ function trackHead(snap) {
     state.headSpeed = null;
     return;
   }
-  const names = view?.bodies.get(rag.entity)?.names;
+  const names = state.stream?.topologyOf(rag.entity)?.names;
   const i = Math.max(0, names ? names.indexOf('head') : 0);
   const [x, y, z] = rag.particles[i];
   const h = state.head;
@@ -354,30 +366,35 @@ function trackHead(snap) {
 }
 
 // The HUD refreshes at a steady pace so the rates fall to zero when the
-// snapshots stop, and numbers stay readable.
+// snapshots stop, and numbers stay readable. The world's figures come from
+// the metrics event (once a second); the rates count the binary frames.
 setInterval(() => {
   const now = performance.now();
   const s = state.last;
-  const m = s?.metrics ?? {};
-  const particles = m.particles ?? s?.entities.reduce((n, e) => n + (e.particles?.length ?? 0), 0);
+  const m = state.metrics ?? {};
   // A number the server could not compute arrives as null: show a dash
   // rather than stop updating the HUD.
   const num = (v) => typeof v === 'number' && Number.isFinite(v);
+  const count = (v, fallback) => (num(v) ? String(v) : s ? String(fallback()) : '–');
   // The sum over all sticks grows with the world; the mean per stick is the
   // figure to compare.
   const error = !num(m.constraint_error) ? '–'
     : num(m.sticks) && m.sticks > 0
       ? `${m.constraint_error.toFixed(3)} m (${(1000 * m.constraint_error / m.sticks).toFixed(2)} mm/stick)`
       : `${m.constraint_error.toFixed(4)} m`;
+  const frames = frameRate.rate(now);
+  const deltas = deltaRate.rate(now).count;
   hud.set({
     tick: s ? String(s.tick) : '–',
     head: !num(state.headSpeed) ? '–' : `${state.headSpeed.toFixed(2)} m/s`,
     error,
-    passes: m.solver_passes === undefined ? '–' : String(m.solver_passes),
-    sps: snapRate.rate(now).count.toFixed(0),
-    bps: formatBytes(byteRate.rate(now).size),
-    entities: s ? String(m.entities ?? s.entities.length) : '–',
-    particles: particles === undefined ? '–' : String(particles),
+    passes: num(m.solver_passes) ? String(m.solver_passes) : '–',
+    step: !num(m.step_ms) ? '–'
+      : `${m.step_ms.toFixed(2)} ms` + (num(m.overruns) && m.overruns > 0 ? `, ${m.overruns} late` : ''),
+    sps: frames.count === 0 ? '0' : `${frames.count.toFixed(0)}, ${Math.round(100 * deltas / frames.count)} % delta`,
+    bps: formatBytes(frames.size),
+    entities: count(m.entities, () => s.entities.length),
+    particles: count(m.particles, () => s.entities.reduce((n, e) => n + (e.particles?.length ?? 0), 0)),
   });
 }, HUD_MS);
 

@@ -1,6 +1,7 @@
 // The WebSocket link to ragdolld (protocol/PROTOCOL.md): commands with ids
-// whose replies resolve promises, events and snapshots handed to a callback,
-// and reconnection with exponential backoff when the socket closes.
+// whose replies resolve promises, events handed to a callback, binary frames
+// (snapshots, §5.2) handed to another, binary frames out (acks), and
+// reconnection with exponential backoff when the socket closes.
 
 const SUBPROTOCOL = 'ragdolld.v1';
 const REPLY_TIMEOUT_MS = 10000;
@@ -11,9 +12,9 @@ export class Connection {
   /**
    * handlers: {
    *   welcome(msg)          – a (re)connected session's welcome event,
-   *   message(msg, bytes)   – every other event or snapshot (and stray replies),
+   *   message(msg)          – every other event (and stray replies),
+   *   binary(bytes)         – a binary frame (Uint8Array): a snapshot,
    *   status(state, text)   – state is 'connecting' | 'open' | 'closed',
-   *   bytes(n)              – size of every frame received (for the HUD),
    * }
    */
   constructor(url, handlers) {
@@ -34,16 +35,15 @@ export class Connection {
   connect() {
     this.h.status('connecting', this.attempt === 0 ? 'connecting' : 'reconnecting');
     const ws = new WebSocket(this.url, SUBPROTOCOL);
+    // Snapshots are decoded as soon as they arrive: no Blob round trip.
+    ws.binaryType = 'arraybuffer';
     this.ws = ws;
     let welcomed = false;
     ws.onmessage = (e) => {
-      // Snapshots are JSON text here (we subscribe with format "json"); a
-      // binary frame would be a bug on either side, count it and skip it.
       if (typeof e.data !== 'string') {
-        this.h.bytes(e.data.size ?? e.data.byteLength ?? 0);
+        this.h.binary(new Uint8Array(e.data));
         return;
       }
-      this.h.bytes(utf8Length(e.data));
       let msg;
       try {
         msg = JSON.parse(e.data);
@@ -105,12 +105,12 @@ export class Connection {
       this.ws.send(JSON.stringify({ ...cmd, id }));
     });
   }
+
+  /** Sends a binary frame (an ack); false when not connected. */
+  sendBinary(bytes) {
+    if (!this.isOpen) return false;
+    this.ws.send(bytes);
+    return true;
+  }
 }
 
-// Bytes on the wire of a text frame. The server's JSON is ASCII in practice,
-// so the string length is exact and cheap; fall back to encoding otherwise.
-const NON_ASCII = /[^\x00-\x7f]/;
-const encoder = new TextEncoder();
-function utf8Length(s) {
-  return NON_ASCII.test(s) ? encoder.encode(s).length : s.length;
-}

@@ -3,7 +3,7 @@
 // that picking and the test need. Y is up and units are metres, as on the wire.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
-import { createBody, topologyKey } from './bodies.js';
+import { createBody } from './bodies.js';
 
 const BACKGROUND = 0x111418;
 const PICK_SLOP_PX = 10; // how far outside a particle's disc a click still grabs it
@@ -132,9 +132,10 @@ export class WorldView {
   }
 
   /**
-   * Applies one snapshot. Entities carrying topology are (re)built; others
-   * get new positions; bodies absent from the snapshot are removed. Returns
-   * the ids seen without topology that have no body yet (to describe).
+   * Applies one snapshot (records without topology): bodies get new
+   * positions, bodies absent from the snapshot are removed. Returns the ids
+   * that have no body yet (the caller builds one with setBody once it knows
+   * the entity's topology).
    */
   applySnapshot(snap, now) {
     if (this.lastSnapshotAt > 0) {
@@ -147,9 +148,7 @@ export class WorldView {
     for (const e of snap.entities) {
       seen.add(e.entity);
       const body = this.bodies.get(e.entity);
-      if ('sticks' in e || 'cols' in e || 'radii' in e || 'capsules' in e) {
-        this.setBody(e);
-      } else if (body?.accepts(e)) {
+      if (body?.accepts(e)) {
         body.setTarget(e);
       } else {
         unknown.push(e.entity);
@@ -164,20 +163,10 @@ export class WorldView {
     return unknown;
   }
 
-  /**
-   * (Re)builds a body from a record with topology (snapshot entity or
-   * describe reply). Topology comes again for every entity after any spawn
-   * or despawn; a body whose topology did not change just moves on.
-   */
+  /** (Re)builds an entity's body from a snapshot record with its topology. */
   setBody(rec) {
-    const old = this.bodies.get(rec.entity);
-    if (old && old.topologyKey === topologyKey(rec)) {
-      old.setTarget(rec);
-      return;
-    }
-    old?.dispose();
+    this.bodies.get(rec.entity)?.dispose();
     const body = createBody(rec);
-    body.topologyKey = topologyKey(rec);
     body.setSelected?.(this.selected.has(rec.entity));
     this.bodies.set(rec.entity, body);
     this.scene.add(body.group);

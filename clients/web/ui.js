@@ -76,15 +76,17 @@ export class ParamPanel {
   }
 }
 
-// HUD rows: key, label.
+// HUD rows: key, label. The rates count binary snapshot frames (the
+// subscription's format is shown in the HUD's header).
 const HUD_ROWS = [
   ['world', 'world'],
   ['tick', 'tick'],
   ['head', 'head speed'],
   ['error', 'constraint error'],
   ['passes', 'solver passes/tick'],
-  ['sps', 'snapshots/s'],
-  ['bps', 'received'],
+  ['step', 'step time'],
+  ['sps', 'binary frames/s'],
+  ['bps', 'binary bytes/s'],
   ['entities', 'entities'],
   ['particles', 'particles'],
 ];

@@ -1,10 +1,13 @@
 // Browser tests of the viewer (clients/web): a real ragdolld serves the page,
 // headless Chromium (Debian's, through playwright-core) renders it with
 // WebGL2 on SwiftShader, and what the mouse does must show in the world as
-// seen by a separate JSON subscription (the "observer"):
+// seen by a separate JSON subscription (the "observer"). The page itself
+// is on binary snapshots (PROTOCOL.md §5.2): it acks each one, and most are
+// deltas, far smaller than the observer's JSON.
 //
 // 1. a scripted drag moves a particle ragdoll's particle; along the way:
-//    snapshot flow, slider sync both ways, the drop button, orbiting;
+//    binary snapshot flow, acks and bytes against the observer's, slider
+//    sync both ways, the drop button, orbiting;
 // 2. a click on a character kills it (state "ragdoll", it falls), "Get up"
 //    raises it again ("getting_up", then "animated", standing), a second
 //    "Get up" shows the server's error in the log, "Partial" and
@@ -80,9 +83,11 @@ const SNAPSHOTS_KEPT = 150; // the observer's last 5 s at 30 Hz
 // page's world, runs body(v), and then checks that the page threw nothing
 // and the server exits cleanly. Tears everything down whatever happens.
 //
-// v: { page, server, observer, world, sub, latest(), sent, replies }, where
-// sent lists the commands the page sent (parsed) and replies maps their ids
-// to the replies the page received.
+// v: { page, server, observer, world, sub, latest(), firstSnapshot, sent,
+// acks, replies, observerBytes() }, where sent lists the commands the page
+// sent (parsed), acks its binary ack frames ({ world, tick, at }), replies
+// maps the commands' ids to the replies the page received, and
+// observerBytes() is what the observer has received so far (bytes).
 async function withViewer(t, body) {
   let server = null;
   let context = null;
@@ -106,11 +111,19 @@ async function withViewer(t, body) {
     const page = context.pages()[0] ?? await context.newPage();
     page.on('pageerror', (err) => pageErrors.push(err.message));
     // The commands the page sends, to tell a missed grab from a weak pull,
-    // and the replies it gets (snapshots are many and large: skip them).
+    // its acks, and the replies it gets (snapshots are many: skip them).
     const sent = [];
+    const acks = [];
     const replies = new Map();
     page.on('websocket', (ws) => {
       ws.on('framesent', (f) => {
+        if (typeof f.payload !== 'string') {
+          const b = Buffer.from(f.payload);
+          acks.push(b.length === 17 && b[0] === 0x41
+            ? { world: Number(b.readBigUInt64LE(1)), tick: Number(b.readBigUInt64LE(9)), at: Date.now() }
+            : { bad: b.toString('hex') });
+          return;
+        }
         try { sent.push(JSON.parse(f.payload)); } catch { /* not ours */ }
       });
       ws.on('framereceived', (f) => {
@@ -127,11 +140,15 @@ async function withViewer(t, body) {
     const first = await page.waitForFunction(() => window.__ragdolld?.snapshots > 0);
     await first.dispose();
     assert.equal(await page.evaluate(() => window.__ragdolld.webgl2), true, 'WebGL2 context');
+    assert.equal(await page.evaluate(() => window.__ragdolld.format), 'binary', 'the page subscribes to binary snapshots');
+    assert.equal(sent.find((c) => c.op === 'subscribe')?.format, 'binary');
 
     // The observer: a plain JSON subscription to the page's world.
     const world = await page.evaluate(() => window.__ragdolld.world);
     assert.equal(typeof world, 'number');
     observer = await Client.connect(server.url);
+    let observerBytes = 0;
+    observer.ws.on('message', (data) => { observerBytes += data.length; });
     const sub = await observer.send({ op: 'subscribe', world, format: 'json', rate_hz: 30 });
     assert.equal(sub.ok, true, JSON.stringify(sub));
     const latest = () => observer.snapshots(world).at(-1);
@@ -146,7 +163,17 @@ async function withViewer(t, body) {
       observer.messages = observer.messages.filter((m) => !old.has(m));
     }, 1000);
 
-    await body({ page, server, observer, world, sub, latest, firstSnapshot, sent, replies });
+    await body({
+      page, server, observer, world, sub, latest, firstSnapshot, sent, acks, replies,
+      observerBytes: () => observerBytes,
+    });
+
+    // However long the test ran, the stream never needed mending: every
+    // frame decoded, no resync, every ack well formed and for this world.
+    const stats = await page.evaluate(() => window.__ragdolld.stats);
+    assert.deepEqual([stats.errors, stats.resyncs], [0, 0], `stream: ${JSON.stringify(stats)}`);
+    assert.ok(stats.snapshots - stats.deltas <= 2, `full snapshots only at the start: ${JSON.stringify(stats)}`);
+    assert.ok(acks.length > 0 && acks.every((a) => a.world === world), `acks: ${JSON.stringify(acks.slice(-3))}`);
 
     // Another client destroys the world: the page says so and shows none
     // of it any more (there is no other world to move to).
@@ -155,10 +182,9 @@ async function withViewer(t, body) {
     assert.notEqual(await page.evaluate((id) => window.__ragdolld.screenOf(id, 0), rope.entity), null,
       'the rope is drawn before the destroy');
     assert.equal((await observer.send({ op: 'destroy_world', world })).ok, true);
-    const hudText = () => page.evaluate(() => [...document.querySelectorAll('#hud-values dd')].map((d) => d.textContent));
-    const gone = await until(hudText, (cells) => cells[0] === `${world} destroyed` && cells[1] === '–', 5000,
+    const gone = await until(() => hudCells(page), (h) => h.world === `${world} destroyed` && h.tick === '–', 5000,
       'the HUD to say the world was destroyed');
-    assert.equal(gone[7], '–', `entities after the destroy: ${gone}`);
+    assert.equal(gone.entities, '–', `entities after the destroy: ${JSON.stringify(gone)}`);
     assert.equal(await page.evaluate(() => window.__ragdolld.world), null);
     assert.equal(await page.evaluate(() => window.__ragdolld.entities.size), 0);
     assert.equal(await page.evaluate((id) => window.__ragdolld.screenOf(id, 0), rope.entity), null,
@@ -190,18 +216,54 @@ const screenshot = (page, name) => {
   return page.screenshot({ path: join(ARTIFACTS, name) });
 };
 
+// The HUD's values by label.
+const hudCells = (page) => page.evaluate(() => Object.fromEntries(
+  [...document.querySelectorAll('#hud-values dt')].map((dt) => [dt.textContent, dt.nextElementSibling.textContent])));
+
 // Two animation frames: software rendering is slow, the last one may be old.
 const twoFrames = (page) =>
   page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
 
 test('viewer renders the world and throws a ragdoll by mouse', { timeout: 90000 }, (t) => withViewer(t, async (v) => {
-  const { page, observer, world, sub, latest, sent } = v;
+  const { page, observer, world, sub, latest, sent, acks } = v;
 
-  // Snapshots keep coming: ~60 at 30 Hz in 2 s; ask for a quarter.
-  const n0 = await page.evaluate(() => window.__ragdolld.snapshots);
-  await sleep(2000);
-  const n1 = await page.evaluate(() => window.__ragdolld.snapshots);
-  assert.ok(n1 - n0 >= 15, `only ${n1 - n0} snapshots in 2 s`);
+  // Binary snapshots keep coming: ~60 at 30 Hz in 2 s; ask for a quarter.
+  // Nearly all are deltas, each is acked with its full tick, and the page
+  // receives well under half the bytes the JSON observer does for the same
+  // world at the same rate over the same time (about a fiftieth, measured).
+  const stats = () => page.evaluate(() => window.__ragdolld.stats);
+  const [s0, b0, a0, t0] = [await stats(), v.observerBytes(), acks.length, Date.now()];
+  await sleep(2500);
+  const [s1, b1, a1, t1] = [await stats(), v.observerBytes(), acks.length, Date.now()];
+  const seconds = (t1 - t0) / 1000;
+  const n = s1.snapshots - s0.snapshots;
+  const deltas = s1.deltas - s0.deltas;
+  const pageRate = (s1.bytes - s0.bytes) / seconds;
+  const observerRate = (b1 - b0) / seconds;
+  t.diagnostic(`over ${seconds.toFixed(1)} s: ${n} binary snapshots (${deltas} deltas), ` +
+    `${(pageRate / 1000).toFixed(1)} kB/s binary vs ${(observerRate / 1000).toFixed(1)} kB/s JSON ` +
+    `(${(observerRate / pageRate).toFixed(0)}x)`);
+  assert.ok(n >= 15, `only ${n} snapshots in ${seconds} s`);
+  assert.ok(deltas >= 0.9 * n, `${deltas} of ${n} snapshots were deltas`);
+  assert.ok(s1.frames - s0.frames === n, `frames that did not decode: ${JSON.stringify([s0, s1])}`);
+  assert.ok(pageRate > 0 && pageRate < observerRate / 2,
+    `binary ${pageRate.toFixed(0)} B/s, JSON ${observerRate.toFixed(0)} B/s`);
+  // Acks: one per snapshot (the page sends it right after decoding), full
+  // ticks that increase and that the world has reached.
+  const window_ = acks.slice(a0, a1);
+  assert.ok(Math.abs(window_.length - n) <= 3, `${window_.length} acks for ${n} snapshots`);
+  assert.ok(window_.every((a, i) => a.world === world && (i === 0 || a.tick > window_[i - 1].tick)),
+    `acks: ${JSON.stringify(window_.slice(0, 5))}`);
+  const newest = latest().tick;
+  assert.ok(acks.at(-1).tick <= newest + 2 && acks.at(-1).tick >= newest - 60,
+    `last ack ${acks.at(-1).tick}, the observer's newest tick ${newest}`);
+  // The HUD says what it counts.
+  const h = await hudCells(page);
+  assert.match(h['binary frames/s'], /^\d+, \d+ % delta$/, JSON.stringify(h));
+  assert.match(h['binary bytes/s'], /B\/s$/, JSON.stringify(h));
+  assert.equal(await page.locator('#format').textContent(), 'binary');
+  assert.match(h['solver passes/tick'], /^\d+$/, `metrics event in the HUD: ${JSON.stringify(h)}`);
+  assert.match(h.entities, /^\d+$/, JSON.stringify(h));
 
   // A parameter change made by another client must reach the page's
   // sliders. Full friction also settles the ragdolls sooner for aiming.
