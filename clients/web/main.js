@@ -39,8 +39,10 @@ const state = {
   orphan: null,          // a particle held when the connection dropped
 };
 const stats = newStats(); // binary frames, snapshots, deltas, acks, resyncs: all subscriptions
-const frameRate = new RateMeter(); // binary frames and their bytes
-const deltaRate = new RateMeter(); // decoded delta snapshots
+let received = 0;                   // bytes of every frame received, text and binary
+const byteRate = new RateMeter();   // every frame received and its bytes
+const snapRate = new RateMeter();   // decoded snapshots
+const deltaRate = new RateMeter();  // decoded delta snapshots
 
 // ?world=N picks the world; otherwise the first one the server lists.
 const wanted = (() => {
@@ -64,6 +66,10 @@ window.__ragdolld = Object.freeze({
   // snapshots decoded, deltas among them, acks sent, resyncs asked, frames
   // that failed to decode, describes sent.
   get stats() { return { ...stats }; },
+  // Bytes of every frame the page received (snapshots, events, replies).
+  get received() { return received; },
+  // Ids of the entities drawn (those whose topology is known).
+  get drawn() { return view ? [...view.bodies.keys()] : []; },
   get world() { return state.world; },
   get entities() { return state.entities; },
   get selection() { return [...characters.selection]; },
@@ -199,6 +205,10 @@ const conn = new Connection(`${location.protocol === 'https:' ? 'wss' : 'ws'}://
     if (s !== 'open') leaveWorld();
   },
   binary: onBinary,
+  bytes(n) {
+    received += n;
+    byteRate.add(performance.now(), n);
+  },
 });
 
 function onWelcome(msg) {
@@ -319,9 +329,9 @@ function onMessage(msg) {
 // Frames with no subscription to go to (the world just went) are dropped.
 function onBinary(bytes) {
   const now = performance.now();
-  frameRate.add(now, bytes.length);
   const snap = state.stream?.receive(bytes, now);
   if (!snap) return;
+  snapRate.add(now);
   if (snap.delta) deltaRate.add(now);
   onSnapshot(snap, now);
 }
@@ -367,7 +377,7 @@ function trackHead(snap) {
 
 // The HUD refreshes at a steady pace so the rates fall to zero when the
 // snapshots stop, and numbers stay readable. The world's figures come from
-// the metrics event (once a second); the rates count the binary frames.
+// the metrics event (once a second); the rates are measured here.
 setInterval(() => {
   const now = performance.now();
   const s = state.last;
@@ -382,7 +392,7 @@ setInterval(() => {
     : num(m.sticks) && m.sticks > 0
       ? `${m.constraint_error.toFixed(3)} m (${(1000 * m.constraint_error / m.sticks).toFixed(2)} mm/stick)`
       : `${m.constraint_error.toFixed(4)} m`;
-  const frames = frameRate.rate(now);
+  const snaps = snapRate.rate(now).count;
   const deltas = deltaRate.rate(now).count;
   hud.set({
     tick: s ? String(s.tick) : '–',
@@ -391,8 +401,8 @@ setInterval(() => {
     passes: num(m.solver_passes) ? String(m.solver_passes) : '–',
     step: !num(m.step_ms) ? '–'
       : `${m.step_ms.toFixed(2)} ms` + (num(m.overruns) && m.overruns > 0 ? `, ${m.overruns} late` : ''),
-    sps: frames.count === 0 ? '0' : `${frames.count.toFixed(0)}, ${Math.round(100 * deltas / frames.count)} % delta`,
-    bps: formatBytes(frames.size),
+    sps: snaps === 0 ? '0' : `${snaps.toFixed(0)} (${Math.round(100 * deltas / snaps)} % delta)`,
+    bps: formatBytes(byteRate.rate(now).size),
     entities: count(m.entities, () => s.entities.length),
     particles: count(m.particles, () => s.entities.reduce((n, e) => n + (e.particles?.length ?? 0), 0)),
   });

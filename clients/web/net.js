@@ -15,6 +15,7 @@ export class Connection {
    *   message(msg)          – every other event (and stray replies),
    *   binary(bytes)         – a binary frame (Uint8Array): a snapshot,
    *   status(state, text)   – state is 'connecting' | 'open' | 'closed',
+   *   bytes(n)              – size of every frame received, text or binary (for the HUD),
    * }
    */
   constructor(url, handlers) {
@@ -41,9 +42,11 @@ export class Connection {
     let welcomed = false;
     ws.onmessage = (e) => {
       if (typeof e.data !== 'string') {
+        this.h.bytes(e.data.byteLength);
         this.h.binary(new Uint8Array(e.data));
         return;
       }
+      this.h.bytes(utf8Length(e.data));
       let msg;
       try {
         msg = JSON.parse(e.data);
@@ -114,3 +117,10 @@ export class Connection {
   }
 }
 
+// Bytes on the wire of a text frame. The server's JSON is ASCII in practice,
+// so the string length is exact and cheap; fall back to encoding otherwise.
+const NON_ASCII = /[^\x00-\x7f]/;
+const encoder = new TextEncoder();
+function utf8Length(s) {
+  return NON_ASCII.test(s) ? encoder.encode(s).length : s.length;
+}

@@ -76,8 +76,9 @@ export class ParamPanel {
   }
 }
 
-// HUD rows: key, label. The rates count binary snapshot frames (the
-// subscription's format is shown in the HUD's header).
+// HUD rows: key, label. Snapshots/s counts decoded snapshots and the share
+// of deltas among them; "received" counts every frame (the subscription's
+// format is shown in the HUD's header).
 const HUD_ROWS = [
   ['world', 'world'],
   ['tick', 'tick'],
@@ -85,8 +86,8 @@ const HUD_ROWS = [
   ['error', 'constraint error'],
   ['passes', 'solver passes/tick'],
   ['step', 'step time'],
-  ['sps', 'binary frames/s'],
-  ['bps', 'binary bytes/s'],
+  ['sps', 'snapshots/s'],
+  ['bps', 'received'],
   ['entities', 'entities'],
   ['particles', 'particles'],
 ];
