@@ -11,7 +11,8 @@ import { BaselineError, Decoder, KIND, ackFrame, kindName, stateName, unwrapTick
 // A resync whose full snapshot never came (a newer delta replaced it in the
 // server's "latest wins" slot) is asked for again, but not more often.
 export const RESYNC_RETRY_MS = 500;
-// A describe that failed (rate_limited, say) is tried again after this.
+// A describe that failed is tried again after this, or after the wait a
+// rate_limited reply names ("retry in N ms"), whichever is longer.
 export const DESCRIBE_RETRY_MS = 1000;
 
 /** Counters over all of a page's subscriptions, for the HUD and the test. */
@@ -26,9 +27,11 @@ export class SnapshotStream {
    *   send(cmd)          – sends a command, resolves with the reply or null (never rejects),
    *   sendBinary(bytes)  – sends a binary frame, true if it went out,
    *   log(text, kind)    – the viewer's log,
+   *   now()              – optional clock in ms (performance.now by default),
    * }; stats: counters to add to (newStats()).
    */
   constructor(reply, link, stats = newStats()) {
+    this.now = link.now ?? (() => performance.now());
     this.world = reply.world;
     this.tick = reply.tick; // the newest full tick decoded (or subscribed at)
     this.link = link;
@@ -38,7 +41,7 @@ export class SnapshotStream {
     this.shapes = new Map(); // entity id -> { kind, count } (particles or bodies) in the newest snapshot
     this.describing = new Set();
     this.retryAt = new Map(); // entity id -> no describe before this time
-    this.resyncAt = -Infinity;
+    this.resyncAt = null; // when the pending resync was asked for; null when none is
     this.closed = false;
   }
 
@@ -53,7 +56,7 @@ export class SnapshotStream {
    * decoded; then a full snapshot has been asked for. Never throws for what
    * the frame holds.
    */
-  receive(bytes, now = performance.now()) {
+  receive(bytes, now = this.now()) {
     this.stats.frames++;
     this.stats.bytes += bytes.length;
     let snap;
@@ -79,6 +82,7 @@ export class SnapshotStream {
       this.resync(now);
       return null;
     }
+    if (!snap.delta) this.resyncAt = null; // what a resync asks for (or the first snapshot)
     this.tick = unwrapTick(this.tick, snap.tick16);
     if (this.link.sendBinary(ackFrame(this.world, this.tick))) this.stats.acks++;
     this.stats.snapshots++;
@@ -153,7 +157,8 @@ export class SnapshotStream {
       this.topology.set(id, reply);
       return;
     }
-    this.retryAt.set(id, performance.now() + DESCRIBE_RETRY_MS);
+    const wait = Number(/retry in (\d+) ms/.exec(reply?.error?.message ?? '')?.[1] ?? 0);
+    this.retryAt.set(id, this.now() + Math.max(DESCRIBE_RETRY_MS, wait));
     if (reply?.error?.code === 'not_found') return; // despawned meanwhile: the next snapshot drops it
     // One line for a burst (the log folds repeats), not one per entity.
     this.link.log(reply?.error
@@ -161,9 +166,10 @@ export class SnapshotStream {
       : reply ? `describe: entity ${id} does not match its snapshot; retrying` : 'describe: no reply; retrying');
   }
 
-  // Asks for a full snapshot, at most every RESYNC_RETRY_MS.
+  // Asks for a full snapshot once; again only if none came within
+  // RESYNC_RETRY_MS.
   resync(now) {
-    if (this.closed || now - this.resyncAt < RESYNC_RETRY_MS) return;
+    if (this.closed || (this.resyncAt !== null && now - this.resyncAt < RESYNC_RETRY_MS)) return;
     this.resyncAt = now;
     this.stats.resyncs++;
     this.link.send({ op: 'resync', world: this.world }).then((reply) => {
