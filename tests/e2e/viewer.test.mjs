@@ -84,10 +84,11 @@ const SNAPSHOTS_KEPT = 150; // the observer's last 5 s at 30 Hz
 // and the server exits cleanly. Tears everything down whatever happens.
 //
 // v: { page, server, observer, world, sub, latest(), firstSnapshot, sent,
-// acks, replies, observerBytes() }, where sent lists the commands the page
-// sent (parsed), acks its binary ack frames ({ world, tick, at }), replies
-// maps the commands' ids to the replies the page received, and
-// observerBytes() is what the observer has received so far (bytes).
+// acks, replies, pageBytes(), observerBytes() }, where sent lists the
+// commands the page sent (parsed), acks its binary ack frames ({ world,
+// tick, at }), replies maps the commands' ids to the replies the page
+// received, and pageBytes() and observerBytes() are the bytes of every
+// frame (text or binary) the page and the observer have received so far.
 async function withViewer(t, body) {
   let server = null;
   let context = null;
@@ -115,6 +116,7 @@ async function withViewer(t, body) {
     const sent = [];
     const acks = [];
     const replies = new Map();
+    let pageBytes = 0;
     page.on('websocket', (ws) => {
       ws.on('framesent', (f) => {
         if (typeof f.payload !== 'string') {
@@ -127,6 +129,7 @@ async function withViewer(t, body) {
         try { sent.push(JSON.parse(f.payload)); } catch { /* not ours */ }
       });
       ws.on('framereceived', (f) => {
+        pageBytes += typeof f.payload === 'string' ? Buffer.byteLength(f.payload) : f.payload.length;
         if (typeof f.payload !== 'string' || !f.payload.startsWith('{"re":')) return;
         try {
           const m = JSON.parse(f.payload);
@@ -165,14 +168,20 @@ async function withViewer(t, body) {
 
     await body({
       page, server, observer, world, sub, latest, firstSnapshot, sent, acks, replies,
+      pageBytes: () => pageBytes,
       observerBytes: () => observerBytes,
     });
 
-    // However long the test ran, the stream never needed mending: every
-    // frame decoded, no resync, every ack well formed and for this world.
+    // However long the test ran, the stream never needed mending (every
+    // frame decoded, no resync, every ack well formed and for this world)
+    // and nearly all snapshots were deltas. The server sends a full one
+    // first, and again when the page's newest ack is older than its 32
+    // baselines (about 1 s at 30 Hz): a page stalled by software rendering
+    // gets a few more, hence the margin.
     const stats = await page.evaluate(() => window.__ragdolld.stats);
+    t.diagnostic(`stream over the whole test: ${JSON.stringify(stats)}`);
     assert.deepEqual([stats.errors, stats.resyncs], [0, 0], `stream: ${JSON.stringify(stats)}`);
-    assert.ok(stats.snapshots - stats.deltas <= 2, `full snapshots only at the start: ${JSON.stringify(stats)}`);
+    assert.ok(stats.deltas >= 0.8 * (stats.snapshots - 1), `mostly deltas: ${JSON.stringify(stats)}`);
     assert.ok(acks.length > 0 && acks.every((a) => a.world === world), `acks: ${JSON.stringify(acks.slice(-3))}`);
 
     // Another client destroys the world: the page says so and shows none
@@ -227,42 +236,57 @@ const twoFrames = (page) =>
 test('viewer renders the world and throws a ragdoll by mouse', { timeout: 90000 }, (t) => withViewer(t, async (v) => {
   const { page, observer, world, sub, latest, sent, acks } = v;
 
-  // Binary snapshots keep coming: ~60 at 30 Hz in 2 s; ask for a quarter.
+  // Binary frames carry no topology: the page describes every entity it
+  // meets and draws it once the reply is in.
+  const ids = latest().entities.map((e) => e.entity);
+  await until(() => page.evaluate(() => window.__ragdolld.drawn), (d) => ids.every((id) => d.includes(id)), 10000,
+    `the page to draw all of ${JSON.stringify(ids)}`);
+  const described = sent.filter((c) => c.op === 'describe' && c.world === world).map((c) => c.entity);
+  assert.ok(ids.every((id) => described.includes(id)), `described ${JSON.stringify(described)}`);
+
+  // Binary snapshots keep coming: ~90 at 30 Hz in 3 s; ask for a quarter.
   // Nearly all are deltas, each is acked with its full tick, and the page
   // receives well under half the bytes the JSON observer does for the same
-  // world at the same rate over the same time (about a fiftieth, measured).
+  // world at the same rate over the same time (about a seventieth,
+  // measured). Both byte counts are every frame received, taken in this
+  // process: the page's from the browser's network events.
   const stats = () => page.evaluate(() => window.__ragdolld.stats);
-  const [s0, b0, a0, t0] = [await stats(), v.observerBytes(), acks.length, Date.now()];
-  await sleep(2500);
-  const [s1, b1, a1, t1] = [await stats(), v.observerBytes(), acks.length, Date.now()];
+  const s0 = await stats();
+  const [p0, b0, a0, t0] = [v.pageBytes(), v.observerBytes(), acks.length, Date.now()];
+  await sleep(3000);
+  const [p1, b1, a1, t1] = [v.pageBytes(), v.observerBytes(), acks.length, Date.now()];
+  const s1 = await stats();
   const seconds = (t1 - t0) / 1000;
   const n = s1.snapshots - s0.snapshots;
   const deltas = s1.deltas - s0.deltas;
-  const pageRate = (s1.bytes - s0.bytes) / seconds;
+  const pageRate = (p1 - p0) / seconds;
   const observerRate = (b1 - b0) / seconds;
-  t.diagnostic(`over ${seconds.toFixed(1)} s: ${n} binary snapshots (${deltas} deltas), ` +
-    `${(pageRate / 1000).toFixed(1)} kB/s binary vs ${(observerRate / 1000).toFixed(1)} kB/s JSON ` +
+  t.diagnostic(`over ${seconds.toFixed(1)} s: ${n} binary snapshots (${deltas} deltas), page ` +
+    `${(pageRate / 1000).toFixed(1)} kB/s vs JSON observer ${(observerRate / 1000).toFixed(1)} kB/s ` +
     `(${(observerRate / pageRate).toFixed(0)}x)`);
-  assert.ok(n >= 15, `only ${n} snapshots in ${seconds} s`);
-  assert.ok(deltas >= 0.9 * n, `${deltas} of ${n} snapshots were deltas`);
-  assert.ok(s1.frames - s0.frames === n, `frames that did not decode: ${JSON.stringify([s0, s1])}`);
+  assert.ok(n >= 22, `only ${n} snapshots in ${seconds} s`);
+  assert.ok(deltas >= 0.75 * n, `${deltas} of ${n} snapshots were deltas`);
+  assert.equal(s1.frames - s0.frames, n, `frames that did not decode: ${JSON.stringify([s0, s1])}`);
   assert.ok(pageRate > 0 && pageRate < observerRate / 2,
-    `binary ${pageRate.toFixed(0)} B/s, JSON ${observerRate.toFixed(0)} B/s`);
+    `page ${pageRate.toFixed(0)} B/s, JSON observer ${observerRate.toFixed(0)} B/s`);
   // Acks: one per snapshot (the page sends it right after decoding), full
   // ticks that increase and that the world has reached.
   const window_ = acks.slice(a0, a1);
-  assert.ok(Math.abs(window_.length - n) <= 3, `${window_.length} acks for ${n} snapshots`);
+  assert.ok(Math.abs(window_.length - n) <= 5, `${window_.length} acks for ${n} snapshots`);
   assert.ok(window_.every((a, i) => a.world === world && (i === 0 || a.tick > window_[i - 1].tick)),
     `acks: ${JSON.stringify(window_.slice(0, 5))}`);
   const newest = latest().tick;
   assert.ok(acks.at(-1).tick <= newest + 2 && acks.at(-1).tick >= newest - 60,
     `last ack ${acks.at(-1).tick}, the observer's newest tick ${newest}`);
-  // The HUD says what it counts.
+  // The HUD says what it counts: the format, the snapshot rate with the
+  // share of deltas, the bytes received, and the metrics event's figures.
   const h = await hudCells(page);
-  assert.match(h['binary frames/s'], /^\d+, \d+ % delta$/, JSON.stringify(h));
-  assert.match(h['binary bytes/s'], /B\/s$/, JSON.stringify(h));
+  assert.match(h['snapshots/s'], /^\d+ \(\d+ % delta\)$/, JSON.stringify(h));
+  assert.match(h.received, /B\/s$/, JSON.stringify(h));
   assert.equal(await page.locator('#format').textContent(), 'binary');
   assert.match(h['solver passes/tick'], /^\d+$/, `metrics event in the HUD: ${JSON.stringify(h)}`);
+  assert.match(h['constraint error'], /^\d+\.\d+ m/, JSON.stringify(h));
+  assert.match(h.tick, /^\d+$/, JSON.stringify(h));
   assert.match(h.entities, /^\d+$/, JSON.stringify(h));
 
   // A parameter change made by another client must reach the page's
@@ -456,8 +480,15 @@ test('viewer renders the world and throws a ragdoll by mouse', { timeout: 90000 
 
   // And "Drop ragdoll" spawns one.
   await page.click('#drop');
-  await until(async () => latest().entities.filter((e) => e.kind === 'ragdoll').length, (n) => n === ragdollIds.length + 1,
-    5000, 'the dropped ragdoll');
+  const dropped = (await until(async () => latest().entities.filter((e) => e.kind === 'ragdoll' && !ragdollIds.includes(e.entity)),
+    (r) => r.length === 1, 5000, 'the dropped ragdoll'))[0].entity;
+  // The page learns the newcomer's topology by describe and draws it...
+  const drawnIds = () => page.evaluate(() => window.__ragdolld.drawn);
+  await until(drawnIds, (d) => d.includes(dropped), 5000, `the page to draw the dropped ragdoll ${dropped}`);
+  // ...and when it is despawned it disappears.
+  assert.equal((await observer.send({ op: 'despawn', world, entity: dropped })).ok, true);
+  await until(drawnIds, (d) => !d.includes(dropped), 5000, `the despawned ragdoll ${dropped} to disappear`);
+  assert.equal(await page.evaluate((id) => window.__ragdolld.entities.has(id), dropped), false);
 
   // Dragging empty space orbits the camera (and grabs or hits nothing).
   // "Empty": the spot of a few, away from the panels, farthest from every
