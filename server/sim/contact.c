@@ -153,8 +153,9 @@ void sim__contacts_begin_tick(sim_world* w, float dt) {
         }
         // Particles are looked up by their own cell, so bodies reach a little
         // further in the grid than they do in pair tests.
-        sim_vec3 lo = v3_sub(w->aabb_lo[i], v3(PARTICLE_MARGIN, PARTICLE_MARGIN, PARTICLE_MARGIN));
-        sim_vec3 hi = v3_add(w->aabb_hi[i], v3(PARTICLE_MARGIN, PARTICLE_MARGIN, PARTICLE_MARGIN));
+        const float pm = w->p_count > 0 ? PARTICLE_MARGIN : 0.0f;
+        sim_vec3 lo = v3_sub(w->aabb_lo[i], v3(pm, pm, pm));
+        sim_vec3 hi = v3_add(w->aabb_hi[i], v3(pm, pm, pm));
         for (int32_t x = cell_of(lo.x); x <= cell_of(hi.x); ++x) {
             for (int32_t y = cell_of(lo.y); y <= cell_of(hi.y); ++y) {
                 for (int32_t z = cell_of(lo.z); z <= cell_of(hi.z); ++z) {
