@@ -506,13 +506,16 @@ static void put_entity_head(bitw* w, const rdp_qsnap* q, const rdp_qentity* e) {
     }
 }
 
-// Particles: changes (or, with no baseline, offsets from the previous
-// particle) predicted by the previous particle's; one exp-Golomb order per
-// axis.
+// Particles. With no baseline: the first particle's position, then each
+// particle's offset from the previous one, coded per axis as the change of
+// that offset (neighbours lie alike). Against a baseline: runs of particles
+// that did not move (each run a count) alternate with runs that did, whose
+// particles carry their change predicted by the previous one's in the run
+// (cloth and rope move together). One exp-Golomb order per axis.
 static bool put_particles(bitw* w, const rdp_qsnap* q, const rdp_qentity* e, const rdp_qsnap* bq,
                           const rdp_qentity* be) {
     const uint32_t n = e->count;
-    int64_t* d = malloc((size_t)(n > 0 ? n : 1) * sizeof *d);
+    int64_t* d = malloc((size_t)(3 * n + 3) * sizeof *d);
     if (d == NULL) {
         return false;
     }
@@ -522,19 +525,70 @@ static bool put_particles(bitw* w, const rdp_qsnap* q, const rdp_qentity* e, con
         for (int c = 0; c < 3 && n > 0; ++c) {
             put_fixed(w, v[c], ABS_BITS);
         }
-    }
-    for (int c = 0; c < 3; ++c) {
-        int64_t prev = 0;
-        for (uint32_t i = 0; i < n; ++i) {
-            int64_t x = b != NULL ? (int64_t)v[3 * i + c] - b[3 * i + c]
-                                  : (i == 0 ? 0 : (int64_t)v[3 * i + c] - v[3 * (i - 1) + c]);
-            d[i] = x - prev;
-            prev = x;
+        for (int c = 0; c < 3; ++c) {
+            int64_t prev = 0;
+            for (uint32_t i = 0; i < n; ++i) {
+                int64_t x = i == 0 ? 0 : (int64_t)v[3 * i + c] - v[3 * (i - 1) + c];
+                d[i] = x - prev;
+                prev = x;
+            }
+            unsigned k = best_k(d, n);
+            put_bits(w, k, 4);
+            for (uint32_t i = 0; i < n; ++i) {
+                put_sint(w, d[i], k);
+            }
         }
-        unsigned k = best_k(d, n);
-        put_bits(w, k, 4);
-        for (uint32_t i = 0; i < n; ++i) {
-            put_sint(w, d[i], k);
+        free(d);
+        return true;
+    }
+    // Against the baseline: the predicted changes of moved particles, per
+    // axis, to pick the orders.
+    size_t m = 0;
+    int64_t* dc[3] = {d, d + n + 1, d + 2 * n + 2};
+    for (uint32_t i = 0; i < n;) {
+        while (i < n && memcmp(v + 3 * i, b + 3 * i, 3 * sizeof *v) == 0) {
+            i++;
+        }
+        int64_t prev[3] = {0, 0, 0};
+        while (i < n && memcmp(v + 3 * i, b + 3 * i, 3 * sizeof *v) != 0) {
+            for (int c = 0; c < 3; ++c) {
+                int64_t x = (int64_t)v[3 * i + c] - b[3 * i + c];
+                dc[c][m] = x - prev[c];
+                prev[c] = x;
+            }
+            m++;
+            i++;
+        }
+    }
+    unsigned k[3];
+    for (int c = 0; c < 3; ++c) {
+        k[c] = best_k(dc[c], m);
+        put_bits(w, k[c], 4);
+    }
+    for (uint32_t i = 0; i < n;) {
+        uint32_t still = 0;
+        while (i + still < n &&
+               memcmp(v + 3 * (i + still), b + 3 * (i + still), 3 * sizeof *v) == 0) {
+            still++;
+        }
+        put_eg(w, still, 0);
+        i += still;
+        if (i == n) {
+            break;
+        }
+        uint32_t moved = 0;
+        while (i + moved < n &&
+               memcmp(v + 3 * (i + moved), b + 3 * (i + moved), 3 * sizeof *v) != 0) {
+            moved++;
+        }
+        put_eg(w, moved - 1, 0);
+        int64_t prev[3] = {0, 0, 0};
+        for (uint32_t r = 0; r < moved; ++r, ++i) {
+            for (int c = 0; c < 3; ++c) {
+                int64_t x = (int64_t)v[3 * i + c] - b[3 * i + c];
+                put_sint(w, x - prev[c], k[c]);
+                prev[c] = x;
+            }
         }
     }
     free(d);
@@ -786,23 +840,53 @@ static bool get_particles(bitr* r, rdp_qsnap* q, const rdp_qentity* e, const rdp
     const uint32_t n = e->count;
     int32_t* v = q->vals + e->offset;
     const int32_t* b = be != NULL ? bq->vals + be->offset : NULL;
-    int64_t first[3] = {0, 0, 0};
     if (b == NULL) {
+        int64_t first[3] = {0, 0, 0};
         for (int c = 0; c < 3 && n > 0; ++c) {
             first[c] = get_fixed(r, ABS_BITS);
         }
-    }
-    for (int c = 0; c < 3; ++c) {
-        unsigned k = (unsigned)get_bits(r, 4);
-        int64_t x = 0;
-        for (uint32_t i = 0; i < n && !r->bad; ++i) {
-            x += get_sint(r, k);
-            int64_t val =
-                b != NULL ? b[3 * i + c] + x : (i == 0 ? first[c] : v[3 * (i - 1) + c] + x);
-            if (val < INT32_MIN || val > INT32_MAX) {
+        for (int c = 0; c < 3; ++c) {
+            unsigned k = (unsigned)get_bits(r, 4);
+            int64_t x = 0;
+            for (uint32_t i = 0; i < n && !r->bad; ++i) {
+                x += get_sint(r, k);
+                int64_t val = i == 0 ? first[c] : v[3 * (i - 1) + c] + x;
+                if (val < INT32_MIN || val > INT32_MAX) {
+                    return false;
+                }
+                v[3 * i + c] = (int32_t)val;
+            }
+        }
+    } else {
+        unsigned k[3];
+        for (int c = 0; c < 3; ++c) {
+            k[c] = (unsigned)get_bits(r, 4);
+        }
+        for (uint32_t i = 0; i < n && !r->bad;) {
+            uint64_t still = get_eg(r, 0);
+            if (still > n - i) {
                 return false;
             }
-            v[3 * i + c] = (int32_t)val;
+            memcpy(v + 3 * i, b + 3 * i, (size_t)still * 3 * sizeof *v);
+            i += (uint32_t)still;
+            if (i == n) {
+                break;
+            }
+            uint64_t moved = get_eg(r, 0) + 1;
+            if (moved > n - i) {
+                return false;
+            }
+            int64_t x[3] = {0, 0, 0};
+            for (uint64_t m = 0; m < moved && !r->bad; ++m, ++i) {
+                for (int c = 0; c < 3; ++c) {
+                    x[c] += get_sint(r, k[c]);
+                    int64_t val = b[3 * i + c] + x[c];
+                    if (val < INT32_MIN || val > INT32_MAX) {
+                        return false;
+                    }
+                    v[3 * i + c] = (int32_t)val;
+                }
+            }
         }
     }
     for (uint32_t i = 0; i < 3 * n; ++i) {

@@ -190,14 +190,35 @@ function readParticles(r, e, be) {
   const n = e.count;
   const v = e.vals;
   const b = be !== null ? be.vals : null;
-  const first = [0, 0, 0];
-  if (b === null && n > 0) for (let c = 0; c < 3; c++) first[c] = r.fixed(ABS_BITS);
-  for (let c = 0; c < 3; c++) {
-    const k = r.bits(4);
-    let x = 0;
-    for (let i = 0; i < n; i++) {
-      x += r.sint(k);
-      v[3 * i + c] = b !== null ? b[3 * i + c] + x : i === 0 ? first[c] : v[3 * (i - 1) + c] + x;
+  if (b === null) {
+    const first = [0, 0, 0];
+    if (n > 0) for (let c = 0; c < 3; c++) first[c] = r.fixed(ABS_BITS);
+    for (let c = 0; c < 3; c++) {
+      const k = r.bits(4);
+      let x = 0;
+      for (let i = 0; i < n; i++) {
+        x += r.sint(k);
+        v[3 * i + c] = i === 0 ? first[c] : v[3 * (i - 1) + c] + x;
+      }
+    }
+  } else {
+    // Runs of particles that did not move, then runs that did.
+    const k = [r.bits(4), r.bits(4), r.bits(4)];
+    for (let i = 0; i < n;) {
+      const still = r.eg(0);
+      if (still > n - i) throw new RangeError('bad run');
+      for (let s = 0; s < 3 * still; s++) v[3 * i + s] = b[3 * i + s];
+      i += still;
+      if (i === n) break;
+      const moved = r.eg(0) + 1;
+      if (moved > n - i) throw new RangeError('bad run');
+      const x = [0, 0, 0];
+      for (let m = 0; m < moved; m++, i++) {
+        for (let c = 0; c < 3; c++) {
+          x[c] += r.sint(k[c]);
+          v[3 * i + c] = b[3 * i + c] + x[c];
+        }
+      }
     }
   }
   for (let i = 0; i < 3 * n; i++) e.f[i] = v[i] / POS_SCALE;
