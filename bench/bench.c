@@ -14,9 +14,16 @@
  *             ragdoll per tick over the whole fall and pile-up, N = 10, 100,
  *             300 (Box3D's ragdoll "rain" is ~300 humans of 14 bodies).
  *
- * Usage: ragdoll-bench [--ticks N] [--runs N] [--piles-only] [--assets DIR]
+ *   stream    bytes per binary snapshot (protocol version 2) at 30 Hz, each
+ *             a delta against the previous one (a client acking at once) or
+ *             against the one 3 back (100 ms of round trip): a humanoid
+ *             ragdolling down from 2 m, the same walking, a 32 × 32 cloth
+ *             swinging, and the demo world at rest; with raw floats beside.
+ *
+ * Usage: ragdoll-bench [--ticks N] [--runs N] [--piles-only] [--stream-only] [--assets DIR]
  */
 #include "assets.h"
+#include "rdp.h"
 #include "scenes.h"
 #include "sim.h"
 
@@ -153,9 +160,196 @@ static double time_pile(uint32_t n, int ticks, int runs) {
     return m;
 }
 
+// ---------------------------------------------------------------------------
+// Streaming: bytes per binary snapshot
+// ---------------------------------------------------------------------------
+
+// The snapshot a server would stream of w (what server/app does, minus
+// topology): particles, and characters' and balls' poses with skeletons.
+typedef struct stream_scratch {
+    rdp_entity_state ents[64];
+    float pose[64][7 * 32];
+    int parents[64][32];
+    float anchors[64][6 * 32];
+} stream_scratch;
+
+static void snapshot_of(sim_world* w, stream_scratch* st, rdp_snapshot* s) {
+    uint32_t n = sim_world_entity_count(w);
+    n = n > 64 ? 64 : n;
+    memset(s, 0, sizeof *s);
+    for (uint32_t i = 0; i < n; ++i) {
+        sim_entity_id id = sim_world_entity_at(w, i);
+        sim_entity_view v;
+        sim_entity_get_view(w, id, &v);
+        rdp_entity_state* e = &st->ents[i];
+        memset(e, 0, sizeof *e);
+        e->entity = sim_entity_id_store(id);
+        if (v.kind == SIM_ENTITY_CHARACTER) {
+            sim_character_view cv;
+            sim_character_get_view(w, id, &cv);
+            sim_bone_pose p[SIM_MAX_BONES];
+            int nb = sim_character_get_pose(w, id, p, NULL, NULL, SIM_MAX_BONES);
+            for (int b = 0; b < nb; ++b) {
+                const float f[7] = {p[b].p.x, p[b].p.y, p[b].p.z, p[b].q.x,
+                                    p[b].q.y, p[b].q.z, p[b].q.w};
+                memcpy(st->pose[i] + 7 * b, f, sizeof f);
+                st->parents[i][b] = cv.skeleton->bones[b].parent;
+                sim_joint_view j;
+                if (b > 0 && sim_character_joint_view(w, id, (uint32_t)b, &j) == SIM_OK) {
+                    const float a[6] = {j.anchor_parent.x, j.anchor_parent.y, j.anchor_parent.z,
+                                        j.anchor_child.x,  j.anchor_child.y,  j.anchor_child.z};
+                    memcpy(st->anchors[i] + 6 * b, a, sizeof a);
+                }
+            }
+            e->kind = RDP_KIND_CHARACTER;
+            e->body_count = (uint32_t)nb;
+            e->pose = st->pose[i];
+            e->parents = st->parents[i];
+            e->anchors = st->anchors[i];
+            e->state = sim_char_state_name(cv.state);
+        } else if (v.kind == SIM_ENTITY_BALL) {
+            sim_bone_pose p;
+            sim_ball_get(w, id, &p, NULL, NULL);
+            const float f[7] = {p.p.x, p.p.y, p.p.z, p.q.x, p.q.y, p.q.z, p.q.w};
+            memcpy(st->pose[i], f, sizeof f);
+            e->kind = RDP_KIND_BALL;
+            e->body_count = 1;
+            e->pose = st->pose[i];
+        } else {
+            e->kind = v.kind == SIM_ENTITY_CLOTH     ? RDP_KIND_CLOTH
+                      : v.kind == SIM_ENTITY_RAGDOLL ? RDP_KIND_RAGDOLL
+                                                     : RDP_KIND_ROPE;
+            e->particle_count = v.particle_count;
+            e->xyz = (const float*)v.pos;
+        }
+    }
+    s->world = 1;
+    s->tick = sim_world_tick(w);
+    s->entity_count = n;
+    s->entities = st->ents;
+}
+
+typedef void (*stream_poke)(sim_world* w, int tick, void* arg);
+
+// Steps w for `seconds`, quantizing a snapshot every second tick (30 Hz at
+// 60 Hz), and returns the mean bytes of a delta against the snapshot `lag`
+// back (and the mean full size and raw-float size in *full, *raw).
+static double stream_bytes(sim_world* w, double seconds, int lag, stream_poke poke, void* arg,
+                           double* full, double* raw) {
+    enum { HIST = 8 };
+    rdp_qsnap* hist[HIST];
+    for (int i = 0; i < HIST; ++i) {
+        hist[i] = rdp_qsnap_new();
+    }
+    static stream_scratch st;
+    uint8_t* buf = malloc(1 << 22);
+    double sum = 0.0, sum_full = 0.0, sum_raw = 0.0;
+    int count = 0, snaps = 0;
+    int ticks = (int)(seconds * 60.0);
+    for (int t = 0; t < ticks; ++t) {
+        if (poke != NULL) {
+            poke(w, t, arg);
+        }
+        sim_world_step(w);
+        if (t % 2 != 0) {
+            continue;
+        }
+        rdp_snapshot s;
+        snapshot_of(w, &st, &s);
+        rdp_qsnap* q = hist[snaps % HIST];
+        rdp_quantize(&s, q);
+        size_t nraw = 40;
+        for (uint32_t k = 0; k < s.entity_count; ++k) {
+            const rdp_entity_state* e = &s.entities[k];
+            nraw += 16 + (e->body_count > 0 ? 28u * e->body_count : 12u * e->particle_count);
+        }
+        if (snaps >= lag) {
+            const rdp_qsnap* base = hist[(snaps - lag) % HIST];
+            sum += (double)rdp_encode(q, base, buf, 1 << 22);
+            sum_full += (double)rdp_encode(q, NULL, buf, 1 << 22);
+            sum_raw += (double)nraw;
+            count++;
+        }
+        snaps++;
+    }
+    for (int i = 0; i < HIST; ++i) {
+        rdp_qsnap_free(hist[i]);
+    }
+    free(buf);
+    *full = sum_full / count;
+    *raw = sum_raw / count;
+    return sum / count;
+}
+
+static sim_world* stream_world(void) {
+    sim_world_def def = sim_world_def_default();
+    def.library = g_lib;
+    def.params.substeps = 4;
+    sim_world* w = NULL;
+    sim_world_create(&def, &w);
+    return w;
+}
+
+static void poke_cloth(sim_world* w, int tick, void* arg) {
+    // Every half second, a sideways push along the bottom row.
+    if (tick % 30 == 0) {
+        sim_entity_id id = *(sim_entity_id*)arg;
+        for (uint32_t i = 0; i < 32; ++i) {
+            sim_vec3 j = {0.0f, 0.0f, (tick / 30) % 2 ? 0.4f : -0.4f};
+            sim_entity_apply_impulse(w, id, 31 * 32 + i, j);
+        }
+    }
+}
+
+static void stream_figures(void) {
+    printf("stream: binary snapshots v2 at 30 Hz (60 Hz world), mean bytes per snapshot\n");
+    printf("  %-44s %9s %9s %9s %9s\n", "scene", "delta-1", "delta-3", "full", "raw f32");
+    for (int scene = 0; scene < 4; ++scene) {
+        double d[2], full = 0.0, raw = 0.0;
+        const char* name = "";
+        for (int l = 0; l < 2; ++l) {
+            int lag = l == 0 ? 1 : 3;
+            sim_world* w = stream_world();
+            sim_entity_id id;
+            stream_poke poke = NULL;
+            if (scene == 0) {
+                name = "humanoid (16 bones) ragdolling from 2 m, 3 s";
+                sim_character_def cd = sim_character_def_default();
+                cd.position = (sim_vec3){0.0f, 2.0f, 0.0f};
+                sim_world_spawn_character(w, &cd, &id);
+                sim_character_kill(w, id, (sim_vec3){0.0f, 3.5f, 0.0f}, (sim_vec3){0, 0, 40}, NULL);
+            } else if (scene == 1) {
+                name = "humanoid (16 bones) walking, 3 s";
+                sim_character_def cd = sim_character_def_default();
+                cd.clip = "walk";
+                sim_world_spawn_character(w, &cd, &id);
+            } else if (scene == 2) {
+                name = "32x32 cloth swinging, 3 s";
+                sim_scene_square_cloth(w, 32, 0.05f, 3.0f, &id);
+                poke = poke_cloth;
+            } else {
+                // Its characters killed: a world at rest has nothing animated.
+                name = "demo world at rest (ragdolls down, 30 s on), 3 s";
+                sim_scene_demo(w);
+                for (uint32_t k = 0; k < sim_world_entity_count(w); ++k) {
+                    sim_entity_id c = sim_world_entity_at(w, k);
+                    sim_character_kill(w, c, (sim_vec3){0.0f, 1.0f, 2.0f}, (sim_vec3){0, 0, 0},
+                                       NULL);
+                }
+                for (int t = 0; t < 1800; ++t) {
+                    sim_world_step(w);
+                }
+            }
+            d[l] = stream_bytes(w, 3.0, lag, poke, &id, &full, &raw);
+            sim_world_destroy(w);
+        }
+        printf("  %-44s %9.1f %9.1f %9.1f %9.1f\n", name, d[0], d[1], full, raw);
+    }
+}
+
 int main(int argc, char** argv) {
     int ticks = 300, runs = 7;
-    bool piles_only = false;
+    bool piles_only = false, stream_only = false;
     const char* assets = RD_ASSETS_DIR;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--ticks") == 0 && i + 1 < argc) {
@@ -166,9 +360,12 @@ int main(int argc, char** argv) {
             assets = argv[++i];
         } else if (strcmp(argv[i], "--piles-only") == 0) {
             piles_only = true;
+        } else if (strcmp(argv[i], "--stream-only") == 0) {
+            stream_only = true;
         } else {
             fprintf(stderr,
-                    "usage: ragdoll-bench [--ticks N] [--runs N] [--piles-only] [--assets DIR]\n");
+                    "usage: ragdoll-bench [--ticks N] [--runs N] [--piles-only] [--stream-only] "
+                    "[--assets DIR]\n");
             return 2;
         }
     }
@@ -180,6 +377,11 @@ int main(int argc, char** argv) {
     if (sim_library_create(&g_lib) != SIM_OK || app_assets_load(assets, g_lib, err, sizeof err)) {
         fprintf(stderr, "ragdoll-bench: assets: %s\n", err);
         return 1;
+    }
+    if (stream_only) {
+        stream_figures();
+        sim_library_destroy(g_lib);
+        return 0;
     }
     if (piles_only) {
         goto piles;
@@ -204,6 +406,8 @@ int main(int argc, char** argv) {
     printf("  ms per tick                  %8.3f\n", d * 1e3);
     printf("  ticks per second (one core)  %8.0f   (%.0fx real time at 60 Hz)\n", 1.0 / d,
            1.0 / d / 60.0);
+
+    stream_figures();
 
 piles:;
     // Box3D's rain: ~300 humans of 14 bodies, about 6 ms per step on a

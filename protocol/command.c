@@ -167,6 +167,10 @@ static const field_spec set_partial_fields[] = {
     {"bones", F_NAMES, true, 0, RDP_MAX_BONES, false, 0, OFF(bones), NULL, NULL, 0,
      RDP_GIVEN_BONES},
 };
+static const field_spec ack_fields[] = {
+    WORLD_FIELD,
+    {"tick", F_ID, true, 0, RDP_MAX_SAFE_INTEGER, false, 0, OFF(u.ack.tick), NULL, NULL, 0, 0},
+};
 static const field_spec play_fields[] = {
     WORLD_FIELD,
     ENTITY_FIELD,
@@ -211,6 +215,8 @@ static const op_spec ops[] = {
     {"set_drive", RDP_OP_SET_DRIVE, set_drive_fields, COUNT(set_drive_fields)},
     {"set_partial", RDP_OP_SET_PARTIAL, set_partial_fields, COUNT(set_partial_fields)},
     {"play", RDP_OP_PLAY, play_fields, COUNT(play_fields)},
+    {"ack", RDP_OP_ACK, ack_fields, COUNT(ack_fields)},
+    {"resync", RDP_OP_RESYNC, world_fields, COUNT(world_fields)},
 };
 
 const char* rdp_op_name(rdp_op op) {

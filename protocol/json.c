@@ -416,6 +416,24 @@ char* rdp_event_settled(uint64_t world, uint64_t tick, uint64_t entity, size_t* 
     return finish(root, len);
 }
 
+static cJSON* metrics_object(const rdp_metrics* mt, uint32_t entities) {
+    cJSON* m = cJSON_CreateObject();
+    cJSON_AddNumberToObject(m, "constraint_error", round(mt->constraint_error * 1e6) / 1e6);
+    cJSON_AddNumberToObject(m, "sticks", mt->sticks);
+    cJSON_AddNumberToObject(m, "solver_passes", mt->solver_passes);
+    cJSON_AddNumberToObject(m, "particles", mt->particles);
+    cJSON_AddNumberToObject(m, "entities", entities);
+    cJSON_AddNumberToObject(m, "step_ms", round(mt->step_ms * 1e3) / 1e3);
+    add_uint(m, "overruns", mt->overruns);
+    return m;
+}
+
+char* rdp_event_metrics(const rdp_snapshot* s, size_t* len) {
+    cJSON* root = world_event("metrics", s->world, s->tick);
+    cJSON_AddItemToObject(root, "metrics", metrics_object(&s->metrics, s->entity_count));
+    return finish(root, len);
+}
+
 char* rdp_snapshot_json(const rdp_snapshot* s, bool topology, size_t* len) {
     cJSON* root = world_event("snapshot", s->world, s->tick);
     cJSON* ents = cJSON_AddArrayToObject(root, "entities");
@@ -434,13 +452,6 @@ char* rdp_snapshot_json(const rdp_snapshot* s, bool topology, size_t* len) {
         }
         cJSON_AddItemToArray(ents, o);
     }
-    cJSON* m = cJSON_AddObjectToObject(root, "metrics");
-    cJSON_AddNumberToObject(m, "constraint_error", round(s->metrics.constraint_error * 1e6) / 1e6);
-    cJSON_AddNumberToObject(m, "sticks", s->metrics.sticks);
-    cJSON_AddNumberToObject(m, "solver_passes", s->metrics.solver_passes);
-    cJSON_AddNumberToObject(m, "particles", s->metrics.particles);
-    cJSON_AddNumberToObject(m, "entities", s->entity_count);
-    cJSON_AddNumberToObject(m, "step_ms", round(s->metrics.step_ms * 1e3) / 1e3);
-    add_uint(m, "overruns", s->metrics.overruns);
+    cJSON_AddItemToObject(root, "metrics", metrics_object(&s->metrics, s->entity_count));
     return finish(root, len);
 }

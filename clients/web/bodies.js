@@ -1,7 +1,8 @@
 // Meshes of the simulated entities. A body is built from an entity's topology
-// (sticks, radii, pinned, cols/rows) and then only moves: each snapshot gives
-// new particle positions, and every frame the body shows a blend of the
-// previous and the newest ones (see WorldView.render).
+// (sticks, radii, pinned, cols/rows for particle kinds; skeleton and capsules
+// for characters and balls) and then only moves: each snapshot gives new
+// particle positions or bone poses, and every frame the body shows a blend of
+// the previous and the newest ones (see WorldView.render).
 import * as THREE from 'three';
 
 const RAGDOLL_COLORS = [0xff8a5c, 0x5fb3ff, 0xffd166, 0x7ee0a1, 0xc792ea, 0xff6b9a];
@@ -10,6 +11,7 @@ const DEFAULT_RADIUS = 0.03;
 // Shared, never disposed: every body uses the same unit shapes, scaled.
 const SPHERE = new THREE.SphereGeometry(1, 16, 12);
 const CYLINDER = new THREE.CylinderGeometry(1, 1, 1, 8, 1, true); // along +Y, centred
+SPHERE.userData.shared = CYLINDER.userData.shared = true;
 
 const tmpM = new THREE.Matrix4();
 const tmpQ = new THREE.Quaternion();
@@ -25,8 +27,20 @@ export function createBody(rec) {
     case 'ragdoll': return new Ragdoll(rec);
     case 'rope': return new Rope(rec);
     case 'cloth': return new Cloth(rec);
-    default: return new Points(rec); // a future kind still shows up
+    case 'character': return new Character(rec);
+    case 'ball': return new Ball(rec);
+    default:
+      // A future kind still shows up: as points if it has particles, as
+      // capsules if it has poses.
+      return rec.particles ? new Points(rec) : new Character(rec);
   }
+}
+
+/** Everything of an entity record that shapes its body, as one comparable string. */
+export function topologyKey(r) {
+  return r.particles
+    ? JSON.stringify([r.kind, r.particles.length, r.cols, r.rows, r.sticks, r.radii, r.pinned, r.names])
+    : JSON.stringify([r.kind, r.skeleton, r.capsules, r.bones?.map((b) => b.name)]);
 }
 
 class Body {
@@ -42,7 +56,7 @@ class Body {
     this.prev = new Float32Array(3 * this.n);
     this.next = new Float32Array(3 * this.n);
     this.pos = new Float32Array(3 * this.n);
-    this.setTarget(rec.particles, true);
+    this.setTarget(rec, true);
     this.group = new THREE.Group();
     this.group.name = `${this.kind} ${this.id}`;
   }
@@ -52,12 +66,18 @@ class Body {
     return this.id % 4294967296;
   }
 
+  /** Whether a snapshot record without topology fits this body. */
+  accepts(rec) {
+    return rec.particles?.length === this.n;
+  }
+
   /**
    * New snapshot positions: the newest becomes the previous one, so the
    * body shows the segment between the last two snapshots. With jump, no
    * blending (a new body).
    */
-  setTarget(particles, jump = false) {
+  setTarget(rec, jump = false) {
+    const particles = rec.particles;
     if (!jump) this.prev.set(this.next);
     for (let i = 0; i < this.n; i++) {
       const p = particles[i];
@@ -82,7 +102,7 @@ class Body {
 
   dispose() {
     this.group.traverse((o) => {
-      if (o.geometry && o.geometry !== SPHERE && o.geometry !== CYLINDER) o.geometry.dispose();
+      if (o.geometry && !o.geometry.userData.shared) o.geometry.dispose();
       if (o.material) o.material.dispose();
       if (o.isInstancedMesh) o.dispose();
     });
@@ -257,6 +277,217 @@ class Points extends Body {
 
   update() {
     this.placeSpheres(this.points);
+  }
+}
+
+// Colours of a character's states, so what it is doing shows at a glance
+// (the panel's legend uses the same table).
+export const STATE_COLORS = {
+  animated: 0x4fd1c5,
+  ragdoll: 0xff5d5d,
+  getting_up: 0xffc14d,
+  partial: 0xb58cff,
+};
+const UNKNOWN_STATE_COLOR = 0xb0b0b0;
+const DEFAULT_CAPSULE = [0.05, 0.1]; // [radius, half length], should topology be missing
+
+// Capsule shapes are shared by every body with the same bone sizes (all
+// humanoids, all dogs) and never disposed. A capsule runs along the bone's
+// local +X, three.js builds it along +Y: rotate it once here.
+const capsules = new Map();
+function capsuleGeometry(radius, halfLength) {
+  const key = `${radius}|${halfLength}`;
+  let geo = capsules.get(key);
+  if (!geo) {
+    geo = new THREE.CapsuleGeometry(radius, 2 * halfLength, 5, 12);
+    geo.rotateZ(-Math.PI / 2);
+    geo.computeBoundingSphere();
+    geo.userData.shared = true;
+    capsules.set(key, geo);
+  }
+  return geo;
+}
+
+// A ball is a sphere in eight alternating octants (a beach ball), so that
+// its spin shows.
+const balls = new Map();
+function ballGeometry(radius) {
+  let geo = balls.get(radius);
+  if (!geo) {
+    geo = new THREE.SphereGeometry(radius, 24, 16).toNonIndexed();
+    const pos = geo.attributes.position;
+    const col = new Float32Array(pos.count * 3);
+    const light = new THREE.Color(0xf2f2f2);
+    const dark = new THREE.Color(0xe05a47);
+    for (let t = 0; t < pos.count; t += 3) {
+      // One colour per triangle, from its centroid, so seams stay sharp.
+      let x = 0, y = 0, z = 0;
+      for (let k = t; k < t + 3; k++) { x += pos.getX(k); y += pos.getY(k); z += pos.getZ(k); }
+      const c = x * y * z >= 0 ? light : dark;
+      for (let k = t; k < t + 3; k++) col.set([c.r, c.g, c.b], 3 * k);
+    }
+    geo.setAttribute('color', new THREE.BufferAttribute(col, 3));
+    geo.computeBoundingSphere();
+    geo.userData.shared = true;
+    balls.set(radius, geo);
+  }
+  return geo;
+}
+
+// The poses of a rigid entity record: a character's bones, or a ball's one body.
+function framesOf(rec) {
+  if (rec.bones) return rec.bones;
+  return rec.p ? [{ name: null, p: rec.p, q: rec.q ?? [0, 0, 0, 1] }] : [];
+}
+
+// Rigid bodies (characters, balls): one mesh per bone, posed from the
+// snapshot's p (capsule centre, m) and q (unit quaternion x, y, z, w).
+// Between snapshots, positions are blended linearly and rotations by slerp.
+// Every mesh carries { entity, bone, index } in userData for picking.
+class Rigid {
+  constructor(rec) {
+    const frames = framesOf(rec);
+    this.id = rec.entity;
+    this.kind = rec.kind;
+    this.n = frames.length;
+    this.names = frames.map((f) => f.name);
+    this.caps = frames.map((_, i) => rec.capsules?.[i] ?? DEFAULT_CAPSULE);
+    this.prevP = new Float32Array(3 * this.n);
+    this.nextP = new Float32Array(3 * this.n);
+    this.prevQ = new Float32Array(4 * this.n);
+    this.nextQ = new Float32Array(4 * this.n);
+    this.posQ = new Float32Array(4);
+    this.group = new THREE.Group();
+    this.group.name = `${this.kind} ${this.id}`;
+    this.meshes = [];
+  }
+
+  get slot() {
+    return this.id % 4294967296;
+  }
+
+  addMesh(geometry, material, index) {
+    const mesh = new THREE.Mesh(geometry, material);
+    mesh.castShadow = true;
+    mesh.userData = { entity: this.id, bone: this.names[index], index };
+    this.meshes.push(mesh);
+    this.group.add(mesh);
+  }
+
+  accepts(rec) {
+    return framesOf(rec).length === this.n;
+  }
+
+  setTarget(rec, jump = false) {
+    const frames = framesOf(rec);
+    if (!jump) {
+      this.prevP.set(this.nextP);
+      this.prevQ.set(this.nextQ);
+    }
+    for (let i = 0; i < this.n; i++) {
+      this.nextP.set(frames[i].p, 3 * i);
+      this.nextQ.set(frames[i].q, 4 * i);
+    }
+    if (jump) {
+      this.prevP.set(this.nextP);
+      this.prevQ.set(this.nextQ);
+      this.interpolate(1);
+    }
+  }
+
+  interpolate(alpha) {
+    const { prevP, nextP, prevQ, nextQ } = this;
+    for (let i = 0; i < this.n; i++) {
+      const m = this.meshes[i];
+      const a = 3 * i;
+      m.position.set(
+        prevP[a] + (nextP[a] - prevP[a]) * alpha,
+        prevP[a + 1] + (nextP[a + 1] - prevP[a + 1]) * alpha,
+        prevP[a + 2] + (nextP[a + 2] - prevP[a + 2]) * alpha);
+      // slerpFlat takes the short way round (q and -q are the same rotation).
+      THREE.Quaternion.slerpFlat(this.posQ, 0, prevQ, 4 * i, nextQ, 4 * i, alpha);
+      m.quaternion.fromArray(this.posQ);
+    }
+  }
+
+  /** Where bone i (or the bone of that name) is drawn, or null. */
+  positionOf(bone, out = new THREE.Vector3()) {
+    const i = typeof bone === 'number' ? bone : this.names.indexOf(bone);
+    return i >= 0 && i < this.n ? out.copy(this.meshes[i].position) : null;
+  }
+
+  dispose() {
+    this.group.traverse((o) => {
+      if (o.geometry && !o.geometry.userData.shared) o.geometry.dispose();
+      if (o.material) o.material.dispose();
+    });
+    this.group.removeFromParent();
+  }
+}
+
+// A character: capsule bones in one material whose colour follows the state,
+// and, while selected, a glow and a ring on the ground under it.
+class Character extends Rigid {
+  constructor(rec) {
+    super(rec);
+    this.skeleton = rec.skeleton ?? null;
+    this.state = undefined; // so that setState below always colours it
+    this.selected = false;
+    this.material = new THREE.MeshStandardMaterial({ roughness: 0.6, metalness: 0.05 });
+    for (let i = 0; i < this.n; i++) {
+      const [r, h] = this.caps[i];
+      this.addMesh(capsuleGeometry(r, h), this.material, i);
+    }
+    this.ring = new THREE.Mesh(
+      new THREE.RingGeometry(0.42, 0.5, 48).rotateX(-Math.PI / 2),
+      new THREE.MeshBasicMaterial({ color: 0xffffff, transparent: true, opacity: 0.85, depthWrite: false }));
+    this.ring.visible = false;
+    this.ring.renderOrder = 1;
+    this.group.add(this.ring);
+    this.setTarget(rec, true);
+    this.setState(rec.state ?? null);
+  }
+
+  setTarget(rec, jump = false) {
+    super.setTarget(rec, jump);
+    if (rec.state !== undefined) this.setState(rec.state);
+  }
+
+  setState(state) {
+    if (state === this.state) return;
+    this.state = state;
+    this.material.color.setHex(STATE_COLORS[state] ?? UNKNOWN_STATE_COLOR);
+    this.setSelected(this.selected);
+  }
+
+  setSelected(on) {
+    this.selected = on;
+    this.ring.visible = on;
+    // A faint glow in the body's own colour: selected, yet the state colour still reads.
+    this.material.emissive.copy(this.material.color).multiplyScalar(on ? 0.45 : 0);
+  }
+
+  interpolate(alpha) {
+    super.interpolate(alpha);
+    if (!this.ring.visible) return;
+    // Under the middle of the body, whatever pose it is in.
+    let x = 0;
+    let z = 0;
+    for (const m of this.meshes) {
+      x += m.position.x;
+      z += m.position.z;
+    }
+    this.ring.position.set(x / this.n, 0.005, z / this.n);
+  }
+}
+
+// A ball: one sphere of the topology's radius.
+class Ball extends Rigid {
+  constructor(rec) {
+    super(rec);
+    const material = new THREE.MeshStandardMaterial({ vertexColors: true, roughness: 0.45 });
+    for (let i = 0; i < this.n; i++) this.addMesh(ballGeometry(this.caps[i][0]), material, i);
+    this.setTarget(rec, true);
   }
 }
 

@@ -1,6 +1,7 @@
 // Grab-and-throw: press on a particle to hold it, move to pull it, let go to
 // throw it (the server's drag constraint moves it; its velocity is kept on
-// release). Pressing anywhere else is left to the orbit controls.
+// release). Pressing anywhere else is left to the orbit controls and, for a
+// click on a character or ball, to click.js.
 
 const SEND_INTERVAL_MS = 1000 / 30; // at most ~30 drag commands a second
 
@@ -50,8 +51,9 @@ export function installDrag(view, send, world) {
   // also starting an orbit.
   canvas.addEventListener('pointerdown', (e) => {
     if (grab || e.button !== 0 || world() === null) return;
-    const hit = view.pick(e.clientX, e.clientY);
-    if (!hit) return; // empty space: orbit
+    // pickAt, not pick: a particle behind a character is not grabbed through it.
+    const hit = view.pickAt(e.clientX, e.clientY);
+    if (hit?.type !== 'particle') return; // empty space or a rigid body: orbit or click
     view.controls.enabled = false;
     canvas.setPointerCapture(e.pointerId);
     const plane = view.facingPlane(hit.position);
@@ -72,7 +74,8 @@ export function installDrag(view, send, world) {
     if (!grab) {
       // Hover feedback only for a free mouse; the controls own other moves.
       if (e.buttons === 0 && e.pointerType === 'mouse') {
-        canvas.style.cursor = view.pick(e.clientX, e.clientY) ? 'grab' : '';
+        const type = view.pickAt(e.clientX, e.clientY)?.type;
+        canvas.style.cursor = type === 'particle' ? 'grab' : type === 'rigid' ? 'crosshair' : '';
       }
       return;
     }

@@ -1,17 +1,27 @@
-// The viewer's wiring: connection -> subscription -> snapshots -> scene and
-// HUD; sliders, the drop button and dragging -> commands.
+// The viewer's wiring: connection -> subscription -> snapshots and events ->
+// scene, HUD and character panel; sliders, buttons, dragging and clicking ->
+// commands.
+import * as THREE from 'three';
 import { Connection } from './net.js';
 import { WorldView } from './scene.js';
 import { installDrag } from './drag.js';
+import { installClick } from './click.js';
+import { CharacterPanel } from './characters.js';
 import { ParamPanel, Hud, RateMeter, logMessage } from './ui.js';
 
 const SNAPSHOT_HZ = 30;
 const HUD_MS = 200;
+const BALL_SPEED = 14;       // m/s: from the camera to the middle of the demo in about half a second
+const SPAWN_RANGE = 8;       // m: farther than this in front of the camera, spawn at the orbit target
+
+// Numbers go out at 0.1 mm (or 10⁻⁴ of a unit) like the server's: shorter frames, same physics.
+const round4 = (x) => Math.round(x * 1e4) / 1e4;
 
 const $ = (id) => document.getElementById(id);
 const hud = new Hud($('hud-values'), $('conn'));
 const log = (text, kind = 'error') => logMessage($('log'), text, kind);
 const dropButton = $('drop');
+const worldButtons = [dropButton, $('throw-ball'), $('spawn-character')];
 
 const state = {
   worlds: [],            // from the welcome: [{ world, name, tick_hz, ... }]
@@ -19,7 +29,7 @@ const state = {
   tickHz: 60,
   snapshots: 0,          // JSON snapshots received, all sessions
   last: null,            // the newest snapshot
-  entities: new Map(),   // entity id -> { kind, particles } of the newest snapshot
+  entities: new Map(),   // entity id -> its record in the newest snapshot
   head: null,            // { entity, tick, x, y, z } of the first ragdoll's head
   headSpeed: null,       // m/s
   describing: new Set(), // entity ids whose topology was asked for
@@ -47,7 +57,23 @@ window.__ragdolld = Object.freeze({
   get snapshots() { return state.snapshots; },
   get world() { return state.world; },
   get entities() { return state.entities; },
+  get selection() { return [...characters.selection]; },
+  get camera() { return view?.camera.position.toArray() ?? null; },
   screenOf: (entity, particle) => view?.screenOf(entity, particle) ?? null,
+  screenOfBone: (entity, bone) => view?.screenOfBone(entity, bone) ?? null,
+  // Page coordinates of a world point [x, y, z], or null behind the camera.
+  project(p) {
+    const s = view?.project(new THREE.Vector3(...p));
+    return s && s.depth > 0 ? { x: s.x, y: s.y } : null;
+  },
+  // What a press at page point (x, y) would take, as plain data.
+  pickAt(x, y) {
+    const hit = view?.pickAt(x, y);
+    if (!hit) return null;
+    return hit.type === 'particle'
+      ? { type: hit.type, entity: hit.entity, particle: hit.particle }
+      : { type: hit.type, entity: hit.entity, bone: hit.bone, point: hit.point.toArray() };
+  },
 });
 
 /** Sends a command; an error reply or a failure is logged, the reply returned (or null). */
@@ -68,7 +94,48 @@ const panel = new ParamPanel($('sliders'), (fields) => {
 
 const drag = view && installDrag(view, command, () => state.world);
 
-dropButton.disabled = true;
+const characters = new CharacterPanel({
+  title: $('char-title'), getup: $('getup'), active: $('drive-active'), limp: $('drive-limp'),
+  gain: $('drive-kp'), gainOut: $('drive-kp-out'), partial: $('partial'),
+  impulse: $('hit-impulse'), impulseOut: $('hit-impulse-out'), legend: $('legend'),
+  hudList: $('hud-selected'),
+}, {
+  command,
+  world: () => state.world,
+  log,
+  onSelect: (ids) => view?.setSelected(ids),
+});
+
+if (view) {
+  installClick(view, {
+    rigid(hit, e) {
+      const kind = state.entities.get(hit.entity)?.kind;
+      if (kind === 'ball') {
+        kick(hit);
+      } else if (e.shiftKey) {
+        characters.toggle(hit.entity); // select without hitting
+      } else {
+        characters.strike(hit);
+      }
+    },
+    empty(e) {
+      if (!e.shiftKey) characters.select([]);
+    },
+  }, () => state.world);
+  window.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape') characters.select([]);
+  });
+}
+
+// A click on a ball pushes it along the view ray, as hard as a hit.
+function kick(hit) {
+  command({
+    op: 'apply_impulse', world: state.world, entity: hit.entity,
+    impulse: hit.direction.toArray().map((d) => round4(d * characters.impulse)),
+  });
+}
+
+for (const b of worldButtons) b.disabled = true;
 dropButton.addEventListener('click', () => {
   if (state.world === null) return;
   command({
@@ -77,6 +144,41 @@ dropButton.addEventListener('click', () => {
     position: [Math.random() * 3 - 1.5, 4, 0],
     facing: (Math.random() * 2 - 1) * Math.PI,
   });
+});
+
+// A ball from just in front of the camera, along its view.
+$('throw-ball').addEventListener('click', () => {
+  if (state.world === null || !view) return;
+  const dir = view.camera.getWorldDirection(new THREE.Vector3());
+  const from = view.camera.position.clone().addScaledVector(dir, 0.6);
+  command({
+    op: 'spawn_ball', world: state.world,
+    position: from.toArray().map(round4),
+    velocity: dir.multiplyScalar(BALL_SPEED).toArray().map(round4),
+  });
+});
+
+// A character on the ground where the camera looks (or under the orbit
+// target when that is far or above the horizon), facing the camera; it
+// becomes the selection.
+$('spawn-character').addEventListener('click', async () => {
+  if (state.world === null || !view) return;
+  const cam = view.camera.position;
+  const rect = view.canvas.getBoundingClientRect();
+  const ground = new THREE.Plane(new THREE.Vector3(0, 1, 0), 0);
+  let at = view.pointOnPlane(rect.left + rect.width / 2, rect.top + rect.height / 2, ground);
+  if (!at || at.distanceTo(cam) > SPAWN_RANGE) at = view.controls.target.clone().setY(0);
+  // A little scatter, so that pressing twice does not stack two bodies in one place.
+  at.x += (Math.random() - 0.5) * 0.6;
+  at.z += (Math.random() - 0.5) * 0.6;
+  const reply = await command({
+    op: 'spawn_character', world: state.world,
+    position: [round4(at.x), 0, round4(at.z)],
+    // The skeleton faces +Z; turned by atan2(dx, dz) it faces the camera.
+    facing: round4(Math.atan2(cam.x - at.x, cam.z - at.z)),
+    skeleton: $('spawn-skeleton').value,
+  });
+  if (reply?.ok) characters.select([reply.entity]);
 });
 
 // Connect last: its status callback touches the panel, button and drag above.
@@ -118,13 +220,14 @@ function enterWorld(reply) {
   state.head = null;
   state.headSpeed = null;
   state.describing.clear();
+  characters.reset();
   if (view) {
     view.setStatics(reply.statics);
     view.interval = 1000 / reply.rate_hz;
   }
   panel.setParams(reply.params);
   panel.setEnabled(true);
-  dropButton.disabled = false;
+  for (const b of worldButtons) b.disabled = false;
   if (state.orphan?.world === reply.world) {
     // Quietly: the entity may be gone by now, which is fine.
     conn.send({ op: 'release', ...state.orphan }).catch(() => {});
@@ -142,7 +245,8 @@ function leaveWorld() {
   // client is gone; remember the particle to let go of it once back.
   state.orphan = drag?.reset() ?? state.orphan;
   panel.setEnabled(false);
-  dropButton.disabled = true;
+  for (const b of worldButtons) b.disabled = true;
+  characters.render();
 }
 
 function onMessage(msg) {
@@ -155,6 +259,10 @@ function onMessage(msg) {
       return;
     case 'entity_removed':
       if (msg.world === state.world) log(`entity ${msg.entity} was removed (${msg.reason})`, 'info');
+      return;
+    case 'character_state':
+    case 'settled':
+      if (msg.world === state.world) characters.onEvent(msg);
       return;
     case 'world_destroyed':
       if (msg.world !== state.world) return;
@@ -189,11 +297,12 @@ function onSnapshot(snap) {
   snapRate.add(now);
 
   state.entities.clear();
-  for (const e of snap.entities) state.entities.set(e.entity, { kind: e.kind, particles: e.particles });
+  for (const e of snap.entities) state.entities.set(e.entity, e);
 
   if (view) {
     for (const id of view.applySnapshot(snap, now)) describe(id);
   }
+  characters.onSnapshot(snap);
   trackHead(snap);
 }
 
@@ -207,8 +316,19 @@ async function describe(id) {
   state.describing.delete(id);
   const current = state.entities.get(id);
   if (!reply?.ok || world !== state.world || !current || view.bodies.has(id)) return;
-  if (current.particles.length !== reply.particle_count) return; // try again next snapshot
-  view.setBody({ ...reply, particles: current.particles });
+  if (current.kind === 'character') {
+    if (current.bones?.length !== reply.bones?.length) return; // try again next snapshot
+    characters.learn(id, reply.skeleton);
+    view.setBody({
+      ...current, skeleton: reply.skeleton,
+      capsules: reply.bones.map((b) => [b.capsule.radius, b.capsule.half_length]),
+    });
+  } else if (current.kind === 'ball') {
+    view.setBody({ ...current, capsules: [[reply.radius, 0]] });
+  } else {
+    if (current.particles?.length !== reply.particle_count) return; // try again next snapshot
+    view.setBody({ ...reply, particles: current.particles });
+  }
 }
 
 // Head speed of the first ragdoll: |Δ head| over the time between the two
@@ -239,7 +359,7 @@ setInterval(() => {
   const now = performance.now();
   const s = state.last;
   const m = s?.metrics ?? {};
-  const particles = m.particles ?? s?.entities.reduce((n, e) => n + e.particles.length, 0);
+  const particles = m.particles ?? s?.entities.reduce((n, e) => n + (e.particles?.length ?? 0), 0);
   // A number the server could not compute arrives as null: show a dash
   // rather than stop updating the HUD.
   const num = (v) => typeof v === 'number' && Number.isFinite(v);

@@ -3,7 +3,7 @@
 // that picking and the test need. Y is up and units are metres, as on the wire.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
-import { createBody } from './bodies.js';
+import { createBody, topologyKey } from './bodies.js';
 
 const BACKGROUND = 0x111418;
 const PICK_SLOP_PX = 10; // how far outside a particle's disc a click still grabs it
@@ -42,6 +42,7 @@ export class WorldView {
     this.addDragMarker();
 
     this.bodies = new Map(); // entity id -> Body
+    this.selected = new Set(); // entity ids
     // Interpolation: bodies show the segment between the last two snapshots,
     // from the previous one when the newest arrives to the newest one about
     // an interval (measured as it goes) later: at most one interval behind.
@@ -146,10 +147,10 @@ export class WorldView {
     for (const e of snap.entities) {
       seen.add(e.entity);
       const body = this.bodies.get(e.entity);
-      if ('sticks' in e || 'cols' in e || 'radii' in e) {
+      if ('sticks' in e || 'cols' in e || 'radii' in e || 'capsules' in e) {
         this.setBody(e);
-      } else if (body && body.n === e.particles.length) {
-        body.setTarget(e.particles);
+      } else if (body?.accepts(e)) {
+        body.setTarget(e);
       } else {
         unknown.push(e.entity);
       }
@@ -171,14 +172,21 @@ export class WorldView {
   setBody(rec) {
     const old = this.bodies.get(rec.entity);
     if (old && old.topologyKey === topologyKey(rec)) {
-      old.setTarget(rec.particles);
+      old.setTarget(rec);
       return;
     }
     old?.dispose();
     const body = createBody(rec);
     body.topologyKey = topologyKey(rec);
+    body.setSelected?.(this.selected.has(rec.entity));
     this.bodies.set(rec.entity, body);
     this.scene.add(body.group);
+  }
+
+  /** Marks these entity ids as selected (characters show a ring and glow). */
+  setSelected(ids) {
+    this.selected = new Set(ids);
+    for (const [id, body] of this.bodies) body.setSelected?.(this.selected.has(id));
   }
 
   setDrag(drag) {
@@ -209,7 +217,7 @@ export class WorldView {
   /** Rendered position of a particle, or null. */
   positionOf(entity, particle, out = new THREE.Vector3()) {
     const body = this.bodies.get(entity);
-    if (!body || !(particle >= 0 && particle < body.n)) return null;
+    if (!body?.pos || !(particle >= 0 && particle < body.n)) return null;
     return out.fromArray(body.pos, 3 * particle);
   }
 
@@ -235,11 +243,20 @@ export class WorldView {
     return s.depth > 0 ? { x: s.x, y: s.y } : null;
   }
 
+  /** Where a bone's centre (by name or index) is drawn on the page; null if hidden or unknown. */
+  screenOfBone(entity, bone) {
+    const p = this.bodies.get(entity)?.meshes ? this.bodies.get(entity).positionOf(bone) : null;
+    if (!p) return null;
+    const s = this.project(p);
+    return s.depth > 0 ? { x: s.x, y: s.y } : null;
+  }
+
   /**
    * The particle under a page point: every particle is projected with its
    * on-screen radius; a click inside a disc (or within PICK_SLOP_PX of it)
    * hits, the smallest miss distance wins and, among particles the point is
-   * inside of, the one nearest the camera. Returns { entity, particle, position } or null.
+   * inside of, the one nearest the camera. Returns { entity, particle, position, miss, depth }
+   * (miss in px, 0 when the point is inside the disc; depth in m) or null.
    */
   pick(clientX, clientY) {
     const rect = this.canvas.getBoundingClientRect();
@@ -248,6 +265,7 @@ export class WorldView {
     let best = null;
     const p = new THREE.Vector3();
     for (const body of this.bodies.values()) {
+      if (!body.pos) continue; // a rigid body: see raycast()
       for (let i = 0; i < body.n; i++) {
         p.fromArray(body.pos, 3 * i);
         const s = this.project(p, rect);
@@ -260,16 +278,61 @@ export class WorldView {
         }
       }
     }
-    return best && { entity: best.entity, particle: best.particle, position: best.position };
+    return best;
   }
 
-  /** The point under a page position on a plane, or null if the ray misses it. */
-  pointOnPlane(clientX, clientY, plane) {
+  /**
+   * The rigid body (character bone or ball) under a page point, by a ray
+   * against the meshes as last drawn. Returns { entity, bone (name, null for
+   * a ball), point (the hit on the surface), direction (the ray's, unit),
+   * depth } or null.
+   */
+  raycast(clientX, clientY) {
+    const meshes = [];
+    for (const body of this.bodies.values()) if (body.meshes) meshes.push(...body.meshes);
+    if (meshes.length === 0) return null;
+    this.setRay(clientX, clientY);
+    const hit = raycaster.intersectObjects(meshes, false)[0];
+    if (!hit) return null;
+    const depth = -tmpV.copy(hit.point).applyMatrix4(this.camera.matrixWorldInverse).z;
+    return {
+      entity: hit.object.userData.entity, bone: hit.object.userData.bone,
+      point: hit.point, direction: raycaster.ray.direction.clone(), depth,
+    };
+  }
+
+  /**
+   * What a press at a page point would take: { type: 'particle', ...pick() }
+   * or { type: 'rigid', ...raycast() }, or null. A capsule hit by the ray wins
+   * over a particle the pointer is merely near (PICK_SLOP_PX) or that lies
+   * behind it; a particle the pointer is on, in front, wins over the capsule.
+   */
+  pickAt(clientX, clientY) {
+    const particle = this.pick(clientX, clientY);
+    const rigid = this.raycast(clientX, clientY);
+    if (rigid && (!particle || particle.miss > 0 || particle.depth > rigid.depth)) {
+      return { type: 'rigid', ...rigid };
+    }
+    return particle && { type: 'particle', ...particle };
+  }
+
+  /** The view ray through a page point: { origin, direction } (unit), world space. */
+  rayAt(clientX, clientY) {
+    this.setRay(clientX, clientY);
+    return { origin: raycaster.ray.origin.clone(), direction: raycaster.ray.direction.clone() };
+  }
+
+  setRay(clientX, clientY) {
     const rect = this.canvas.getBoundingClientRect();
     tmpNdc.set(
       ((clientX - rect.left) / rect.width) * 2 - 1,
       -((clientY - rect.top) / rect.height) * 2 + 1);
     raycaster.setFromCamera(tmpNdc, this.camera);
+  }
+
+  /** The point under a page position on a plane, or null if the ray misses it. */
+  pointOnPlane(clientX, clientY, plane) {
+    this.setRay(clientX, clientY);
     return raycaster.ray.intersectPlane(plane, new THREE.Vector3());
   }
 
@@ -310,11 +373,6 @@ function isSoftwareGL() {
   const name = String(gl.getParameter(info ? info.UNMASKED_RENDERER_WEBGL : gl.RENDERER));
   gl.getExtension('WEBGL_lose_context')?.loseContext();
   return /swiftshader|llvmpipe|softpipe|software/i.test(name);
-}
-
-// Everything of an entity record that shapes its body, as one comparable string.
-function topologyKey(r) {
-  return JSON.stringify([r.kind, r.particles.length, r.cols, r.rows, r.sticks, r.radii, r.pinned, r.names]);
 }
 
 const tmpV = new THREE.Vector3();

@@ -105,6 +105,8 @@ typedef enum rdp_op {
     RDP_OP_SET_DRIVE,
     RDP_OP_SET_PARTIAL,
     RDP_OP_PLAY,
+    RDP_OP_ACK,
+    RDP_OP_RESYNC,
 } rdp_op;
 
 /// The wire name of an op ("spawn_rope", ...), or NULL for an unknown value.
@@ -211,6 +213,9 @@ typedef struct rdp_command {
         struct {
             char clip[RDP_MAX_BONE_NAME + 1];
         } play;
+        struct {
+            uint64_t tick; ///< The binary snapshot's full tick.
+        } ack;
         struct {
             rdp_vec3 target;
         } drag;
@@ -398,6 +403,10 @@ typedef struct rdp_entity_state {
     const char* skeleton;          ///< Topology: the skeleton's name.
     const char* clip;              ///< describe: the clip playing.
     const rdp_bone_desc* bones;    ///< describe: body_count bones.
+    // Characters, for binary snapshots (the skeleton the coder follows):
+    const int* parents;   ///< body_count parent indices, -1 for the root.
+    const float* anchors; ///< 6 × body_count: the joint to the parent in the parent's and
+                          ///< in the bone's body frame (x, y, z each), m.
 } rdp_entity_state;
 
 /// Per-world figures carried by JSON snapshots (PROTOCOL.md §5.1).
@@ -419,72 +428,118 @@ typedef struct rdp_snapshot {
     rdp_metrics metrics;
 } rdp_snapshot;
 
+/// Encodes {"ev": "metrics", "world", "tick", "metrics"} for s (binary
+/// subscribers get the metrics JSON snapshots carry this way).
+char* rdp_event_metrics(const rdp_snapshot* s, size_t* len);
+
 /// Encodes a JSON snapshot event; with `topology` every entity carries its
 /// topology fields. Positions are rounded to 0.1 mm. Returns a string to free
 /// with rdp_free(), or NULL on OOM.
 char* rdp_snapshot_json(const rdp_snapshot* s, bool topology, size_t* len);
 
-/// Size of the header of a binary snapshot, bytes.
-#define RDP_BIN_HEADER_BYTES 40
-/// Size of an entity header in a binary snapshot, bytes.
-#define RDP_BIN_ENTITY_BYTES 16
-/// Baseline value meaning "no baseline: a full snapshot".
-#define RDP_BIN_NO_BASELINE UINT64_MAX
-
-/// Bytes rdp_snapshot_binary() writes for s.
-size_t rdp_snapshot_binary_size(const rdp_snapshot* s);
-
-/// Writes s as a version-1 binary snapshot (PROTOCOL.md §5.2) into buf.
-/// Returns the bytes written, or 0 when cap is too small.
-size_t rdp_snapshot_binary(const rdp_snapshot* s, uint8_t* buf, size_t cap);
-
-/// A parsed binary snapshot header.
-typedef struct rdp_bin_header {
-    uint16_t version;
-    uint16_t flags;
-    uint64_t world;
-    uint64_t tick;
-    uint64_t baseline;
-    uint32_t entity_count;
-} rdp_bin_header;
-
-/// A cursor over a binary snapshot's entities. Points into the caller's
-/// buffer, which must outlive it.
-typedef struct rdp_bin_reader {
-    const uint8_t* buf;
-    size_t len;
-    size_t off;
-    uint32_t remaining;
-} rdp_bin_reader;
-
-/// One entity of a binary snapshot. Positions are read with
-/// rdp_bin_entity_position() and poses with rdp_bin_entity_pose() (the
-/// buffer may be unaligned).
-typedef struct rdp_bin_entity {
-    uint64_t entity;
-    rdp_kind kind;
-    uint8_t state;           ///< Characters: 0 animated, 1 ragdoll, 2 getting_up, 3 partial.
-    uint32_t particle_count; ///< Particles, or bodies for rigid kinds.
-    const uint8_t* xyz;      ///< 12 (particles) or 28 (bodies) × count bytes of little-endian f32.
-} rdp_bin_entity;
-
-/// Parses the header of a binary snapshot of `len` bytes and readies *rd.
-/// Returns RDP_OK, or RDP_E_BAD_REQUEST when the magic, version or size is
-/// wrong. Never reads past len.
-rdp_code rdp_bin_parse(const uint8_t* buf, size_t len, rdp_bin_header* hdr, rdp_bin_reader* rd);
-
-/// Reads the next entity. Returns 1 and fills *out, 0 at the end, or -1 when
-/// the buffer is truncated or malformed.
-int rdp_bin_next(rdp_bin_reader* rd, rdp_bin_entity* out);
-
-/// Reads particle i's position (m) from a parsed particle entity.
-void rdp_bin_entity_position(const rdp_bin_entity* e, uint32_t i, float out[3]);
-
-/// Reads body i's pose from a parsed rigid entity: x, y, z (m), qx, qy, qz, qw.
-void rdp_bin_entity_pose(const rdp_bin_entity* e, uint32_t i, float out[7]);
+// ---------------------------------------------------------------------------
+// Binary snapshots, version 2 (PROTOCOL.md §5.2)
+// ---------------------------------------------------------------------------
 
 /// The binary code of a character state name (0..3), 0 for an unknown one.
 uint8_t rdp_state_code(const char* state);
+
+/// Baselines a decoder keeps (and the server keeps per world): a delta
+/// against anything older is not sent.
+#define RDP_BASELINES 32
+
+/// One bone of a character as binary snapshots carry it: its parent and
+/// the joint's anchors in 0.1 mm steps.
+typedef struct rdp_qbone {
+    int8_t parent; ///< -1 for the root.
+    int16_t anchor_parent[3], anchor_child[3];
+} rdp_qbone;
+
+/// One entity of a quantized snapshot.
+typedef struct rdp_qentity {
+    uint64_t id;
+    uint8_t kind;    ///< rdp_kind.
+    uint8_t state;   ///< Characters: 0 animated, 1 ragdoll, 2 getting_up, 3 partial.
+    uint32_t count;  ///< Particles, or bodies for rigid kinds.
+    uint32_t offset; ///< First integer (and float) of the entity in vals (and f).
+    uint32_t skel;   ///< Characters: first bone in skel.
+} rdp_qentity;
+
+/// A snapshot in the integers binary snapshots carry (what baselines are),
+/// with the floats they decode to. Particles: 3 integers (1/1024 m) each,
+/// decoding to x, y, z (m). Bodies: 7 integers each (position, the index of
+/// the dropped quaternion component, three components of ±2047), decoding
+/// to x, y, z (m), qx, qy, qz, qw. A character's bones past the root hold
+/// the position residual and the rotation relative to the parent; their
+/// floats are the decoded world poses all the same.
+typedef struct rdp_qsnap {
+    uint64_t world;
+    uint64_t tick; ///< Encoder: the full tick. Decoder: the 16-bit tick on the wire.
+    uint32_t entity_count, ent_cap;
+    rdp_qentity* ents;
+    uint32_t val_count, val_cap;
+    int32_t* vals;
+    float* f; ///< Decoded floats, indexed like vals.
+    uint32_t skel_count, skel_cap;
+    rdp_qbone* skel;
+} rdp_qsnap;
+
+/// An empty quantized snapshot (NULL on OOM). Free with rdp_qsnap_free().
+rdp_qsnap* rdp_qsnap_new(void);
+
+/// Frees q (NULL is allowed).
+void rdp_qsnap_free(rdp_qsnap* q);
+
+/// Quantizes snapshot s into q (reusing q's memory). Characters need
+/// `parents` and `anchors` (without them their bones chain to bone 0 with
+/// zero anchors, which decodes as exactly, only less compactly). Errors
+/// (-1): out of memory, or a skeleton whose parents do not come first.
+int rdp_quantize(const rdp_snapshot* s, rdp_qsnap* q);
+
+/// Upper bound of the bytes rdp_encode() writes for q.
+size_t rdp_encode_bound(const rdp_qsnap* q);
+
+/// Encodes q as a binary snapshot, a delta against `base` (a snapshot the
+/// client has; NULL for a full one). Returns the bytes written, or 0 when
+/// cap is too small.
+size_t rdp_encode(const rdp_qsnap* q, const rdp_qsnap* base, uint8_t* buf, size_t cap);
+
+/// Decodes binary snapshots of one world, keeping the last RDP_BASELINES
+/// decoded ones as baselines. Opaque; not thread-safe.
+typedef struct rdp_decoder rdp_decoder;
+
+/// A new decoder (NULL on OOM). Free with rdp_decoder_free().
+rdp_decoder* rdp_decoder_new(void);
+
+/// Frees d (NULL is allowed).
+void rdp_decoder_free(rdp_decoder* d);
+
+/// Decodes one binary snapshot of `len` bytes (never reads past it). On
+/// success *out points at the decoded snapshot, owned by d and valid until
+/// RDP_BASELINES more decodes; its `tick` is the 16-bit tick on the wire
+/// (see rdp_tick_unwrap). Errors: RDP_E_BAD_REQUEST (malformed),
+/// RDP_E_NOT_FOUND (a delta against a baseline d does not have: ask the
+/// server for a full snapshot), RDP_E_INTERNAL (out of memory). On error
+/// d's baselines are unchanged.
+rdp_code rdp_decode(rdp_decoder* d, const uint8_t* buf, size_t len, const rdp_qsnap** out);
+
+/// The full tick nearest to `near` whose low 16 bits are tick16 (ticks on
+/// the wire wrap at 65536).
+uint64_t rdp_tick_unwrap(uint64_t near, uint16_t tick16);
+
+/// Whether 16-bit tick a is newer than b, modulo wrap-around (RFC 1982
+/// serial number arithmetic: within half the range).
+bool rdp_tick16_newer(uint16_t a, uint16_t b);
+
+/// Size of a client's binary ack frame, bytes: 'A', then the world and the
+/// tick (u64 each, little-endian).
+#define RDP_ACK_BYTES 17
+
+/// Writes an ack frame for (world, tick) into buf[RDP_ACK_BYTES].
+void rdp_ack_write(uint64_t world, uint64_t tick, uint8_t* buf);
+
+/// Parses an ack frame of len bytes. Returns false when it is not one.
+bool rdp_ack_parse(const uint8_t* buf, size_t len, uint64_t* world, uint64_t* tick);
 
 #ifdef __cplusplus
 }

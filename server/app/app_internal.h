@@ -44,6 +44,11 @@ typedef struct app_sub {
     uint32_t acc;     ///< Rate accumulator: a snapshot is due when it reaches tick_hz.
     bool topo_sent;   ///< Topology of topo_epoch was sent.
     uint32_t topo_epoch;
+    /// Binary: the newest tick the client acknowledged (its baseline), or
+    /// UINT64_MAX for none yet (it gets a full snapshot).
+    uint64_t acked;
+    bool full_next;       ///< Binary: the next snapshot is full (resync).
+    uint32_t metrics_acc; ///< Binary: snapshots sent (a metrics event every rate_hz).
 } app_sub;
 
 /// A particle a client is dragging; released for it if it disconnects.
@@ -105,6 +110,21 @@ typedef struct app_world {
     rdp_entity_state* ents;
     uint32_t* sticks;
     uint32_t sticks_cap;
+    // Binary snapshots: the last RDP_BASELINES quantized snapshots sent
+    // (the baselines clients may acknowledge), and this tick's encodings,
+    // one per baseline in use, shared by every client on it.
+    rdp_qsnap* qring[RDP_BASELINES];
+    uint32_t qnext;
+    rdp_qsnap* qcur; ///< This tick's, in qring; NULL until quantized.
+    struct {
+        uint64_t base; ///< Baseline tick, UINT64_MAX for the full snapshot.
+        net_blob* blob;
+    } bcache[8];
+    uint32_t bcache_count;
+    uint8_t* encbuf;
+    size_t encbuf_cap;
+    int* parents;   ///< Characters' parent bones, body_cap.
+    float* anchors; ///< Characters' joint anchors, 6 × body_cap.
     // Scratch for rigid bodies (bones, balls), max_bodies of each.
     float* poses;                           ///< 7 floats per body.
     float* body_radius;                     ///< m.
@@ -188,6 +208,18 @@ double app__wire(float f);
 
 /// Reads a world's parameters in wire form.
 rdp_params app__params_of(const app_world* w);
+
+/// The client's subscription to world `world`, or NULL.
+app_sub* app__sub_of(app_client* c, uint64_t world);
+
+/// Records that a binary subscriber holds the snapshot of `tick` (its new
+/// baseline). Ticks the world has not reached, or older than the one it
+/// acknowledged already, change nothing.
+void app__ack(const app_world* w, app_sub* sub, uint64_t tick);
+
+/// Handles a binary frame from a client: an ack (PROTOCOL.md §5.2), or an
+/// error reply for anything else.
+void app__binary_message(app_server* app, app_client* c, const uint8_t* data, size_t len);
 
 /// The wire kind of a simulator entity kind.
 rdp_kind app__kind_of(sim_entity_kind k);

@@ -670,6 +670,22 @@ void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
         app__unsubscribe(w, c);
         reply_ok(c, cmd, &f);
         return;
+    case RDP_OP_ACK:
+    case RDP_OP_RESYNC: {
+        app_sub* sub = app__sub_of(c, w->id);
+        if (sub == NULL || sub->format != RDP_FORMAT_BINARY) {
+            app__send_error(c, rdp_re_of(cmd), RDP_E_BAD_STATE,
+                            "acks and resyncs are for binary subscriptions");
+            return;
+        }
+        if (cmd->op == RDP_OP_ACK) {
+            app__ack(w, sub, cmd->u.ack.tick);
+        } else {
+            sub->full_next = true;
+        }
+        reply_ok(c, cmd, &f);
+        return;
+    }
     default:
         break;
     }

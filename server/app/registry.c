@@ -22,8 +22,12 @@ _Static_assert(sizeof(sim_vec3) == 3 * sizeof(float), "snapshots read sim_vec3 a
 static void cache_clear(app_world* w) {
     net_blob_unref(w->json_lean);
     net_blob_unref(w->json_full);
-    net_blob_unref(w->binary);
-    w->json_lean = w->json_full = w->binary = NULL;
+    w->json_lean = w->json_full = NULL;
+    for (uint32_t i = 0; i < w->bcache_count; ++i) {
+        net_blob_unref(w->bcache[i].blob);
+    }
+    w->bcache_count = 0;
+    w->qcur = NULL;
 }
 
 static void world_free(app_world* w) {
@@ -44,6 +48,12 @@ static void world_free(app_world* w) {
     free(w->body_radius);
     free(w->body_half_length);
     free(w->bone_names);
+    free(w->parents);
+    free(w->anchors);
+    free(w->encbuf);
+    for (uint32_t i = 0; i < RDP_BASELINES; ++i) {
+        rdp_qsnap_free(w->qring[i]);
+    }
     free(w);
 }
 
@@ -81,9 +91,20 @@ rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, 
     w->body_radius = calloc(w->body_cap, sizeof *w->body_radius);
     w->body_half_length = calloc(w->body_cap, sizeof *w->body_half_length);
     w->bone_names = calloc(w->body_cap, sizeof *w->bone_names);
+    w->parents = calloc(w->body_cap, sizeof *w->parents);
+    w->anchors = calloc(6 * (size_t)w->body_cap, sizeof *w->anchors);
+    for (uint32_t i = 0; i < RDP_BASELINES && w->parents != NULL; ++i) {
+        w->qring[i] = rdp_qsnap_new();
+        if (w->qring[i] != NULL) {
+            w->qring[i]->tick = UINT64_MAX; // holds nothing yet
+        } else {
+            free(w->parents);
+            w->parents = NULL; // reported below
+        }
+    }
     if (w->inbox == NULL || w->ents == NULL || w->topo == NULL || w->poses == NULL ||
         w->body_radius == NULL || w->body_half_length == NULL || w->bone_names == NULL ||
-        sim_world_create(&def, &w->sim) != SIM_OK) {
+        w->parents == NULL || w->anchors == NULL || sim_world_create(&def, &w->sim) != SIM_OK) {
         world_free(w);
         return RDP_E_INTERNAL;
     }
@@ -209,6 +230,36 @@ void app__topo_forget(app_world* w, uint64_t entity) {
     }
 }
 
+app_sub* app__sub_of(app_client* c, uint64_t world) {
+    for (uint32_t i = 0; i < c->sub_count; ++i) {
+        if (c->subs[i].world == world) {
+            return &c->subs[i];
+        }
+    }
+    return NULL;
+}
+
+void app__ack(const app_world* w, app_sub* sub, uint64_t tick) {
+    if (tick <= sim_world_tick(w->sim) && (sub->acked == UINT64_MAX || tick > sub->acked)) {
+        sub->acked = tick;
+    }
+}
+
+void app__binary_message(app_server* app, app_client* c, const uint8_t* data, size_t len) {
+    uint64_t world = 0, tick = 0;
+    app_world* w = NULL;
+    app_sub* sub = NULL;
+    if (rdp_ack_parse(data, len, &world, &tick) && (w = app__world_find(app, world)) != NULL &&
+        (sub = app__sub_of(c, world)) != NULL && sub->format == RDP_FORMAT_BINARY) {
+        app__ack(w, sub, tick);
+        return; // acks get no reply
+    }
+    rdp_re none = {false, 0};
+    app__send_error(c, none, RDP_E_BAD_REQUEST,
+                    "binary frames from clients are acks of a binary subscription: 'A', world "
+                    "and tick (u64 little-endian each)");
+}
+
 app_sub* app__subscribe(app_world* w, app_client* c, uint32_t format, uint32_t rate_hz,
                         rdp_code* err) {
     app_sub* sub = NULL;
@@ -238,6 +289,9 @@ app_sub* app__subscribe(app_world* w, app_client* c, uint32_t format, uint32_t r
         sub->world = w->id;
     }
     sub->format = format;
+    sub->acked = UINT64_MAX; // binary: a full snapshot first
+    sub->full_next = false;
+    sub->metrics_acc = 0;
     sub->rate_hz = rate_hz < w->tick_hz ? rate_hz : w->tick_hz;
     // The first snapshot is due at the next tick, the rest evenly spaced.
     sub->acc = w->tick_hz - sub->rate_hz;
@@ -343,6 +397,21 @@ uint32_t app__rigid_state(app_world* w, sim_entity_id id, sim_entity_kind kind, 
                   dz = b->tail.z - b->head.z;
             w->body_half_length[first + (uint32_t)i] = 0.5f * sqrtf(dx * dx + dy * dy + dz * dz);
         }
+        for (int i = 0; i < n; ++i) {
+            uint32_t at = first + (uint32_t)i;
+            w->parents[at] = cv.skeleton->bones[i].parent;
+            sim_joint_view j;
+            float* a = w->anchors + 6 * (size_t)at;
+            if (i > 0 && sim_character_joint_view(w->sim, id, (uint32_t)i, &j) == SIM_OK) {
+                const float v[6] = {j.anchor_parent.x, j.anchor_parent.y, j.anchor_parent.z,
+                                    j.anchor_child.x,  j.anchor_child.y,  j.anchor_child.z};
+                memcpy(a, v, sizeof v);
+            } else {
+                memset(a, 0, 6 * sizeof *a);
+            }
+        }
+        e->parents = w->parents + first;
+        e->anchors = w->anchors + 6 * (size_t)first;
         e->body_count = (uint32_t)n;
         e->state = sim_char_state_name(cv.state);
         e->bone_names = w->bone_names + first;
@@ -424,30 +493,88 @@ static net_blob* blob_from_text(char* text, size_t len) {
 }
 
 // The snapshot blob for a format, encoded at most once per tick.
-static net_blob* snapshot_blob(app_world* w, uint32_t format, bool topology) {
-    net_blob** slot = format == RDP_FORMAT_BINARY ? &w->binary
-                      : topology                  ? &w->json_full
-                                                  : &w->json_lean;
+// This tick's JSON snapshot, with or without topology, encoded once and
+// shared by every client that gets it.
+static net_blob* json_blob(app_world* w, bool topology) {
+    net_blob** slot = topology ? &w->json_full : &w->json_lean;
     if (*slot != NULL) {
         return *slot;
     }
     rdp_snapshot s;
-    if (!build_snapshot(w, topology && format == RDP_FORMAT_JSON, &s)) {
+    if (!build_snapshot(w, topology, &s)) {
         return NULL;
     }
-    if (format == RDP_FORMAT_BINARY) {
-        size_t n = rdp_snapshot_binary_size(&s);
-        net_blob* b = net_blob_create(NULL, n);
-        if (b != NULL) {
-            rdp_snapshot_binary(&s, b->data, n);
-        }
-        *slot = b;
-    } else {
-        size_t len = 0;
-        char* text = rdp_snapshot_json(&s, topology, &len);
-        *slot = blob_from_text(text, len);
-    }
+    size_t len = 0;
+    char* text = rdp_snapshot_json(&s, topology, &len);
+    *slot = blob_from_text(text, len);
     return *slot;
+}
+
+// This tick's quantized snapshot, made once (and kept as a baseline).
+static rdp_qsnap* quantized(app_world* w) {
+    if (w->qcur != NULL) {
+        return w->qcur;
+    }
+    rdp_snapshot s;
+    if (!build_snapshot(w, false, &s)) {
+        return NULL;
+    }
+    rdp_qsnap* q = w->qring[w->qnext];
+    if (rdp_quantize(&s, q) != 0) {
+        q->tick = UINT64_MAX;
+        return NULL;
+    }
+    w->qnext = (w->qnext + 1) % RDP_BASELINES;
+    w->qcur = q;
+    return q;
+}
+
+// The binary snapshot of this tick for a client whose baseline is `acked`
+// (a tick it acknowledged, or UINT64_MAX): a delta against it while it is
+// still among the world's baselines, else full. Encoded once per baseline
+// and shared by every client on it.
+static net_blob* binary_blob(app_world* w, uint64_t acked) {
+    rdp_qsnap* q = quantized(w);
+    if (q == NULL) {
+        return NULL;
+    }
+    const rdp_qsnap* base = NULL;
+    for (uint32_t i = 0; i < RDP_BASELINES && acked != UINT64_MAX; ++i) {
+        if (w->qring[i] != q && w->qring[i]->tick == acked) {
+            base = w->qring[i];
+        }
+    }
+    uint64_t key = base != NULL ? acked : UINT64_MAX;
+    for (uint32_t i = 0; i < w->bcache_count; ++i) {
+        if (w->bcache[i].base == key) {
+            return w->bcache[i].blob;
+        }
+    }
+    size_t cap = rdp_encode_bound(q);
+    if (cap > w->encbuf_cap) {
+        uint8_t* grown = realloc(w->encbuf, cap);
+        if (grown == NULL) {
+            return NULL;
+        }
+        w->encbuf = grown;
+        w->encbuf_cap = cap;
+    }
+    size_t n = rdp_encode(q, base, w->encbuf, w->encbuf_cap);
+    net_blob* b = n > 0 ? net_blob_create(w->encbuf, n) : NULL;
+    if (b == NULL) {
+        return NULL;
+    }
+    if (w->bcache_count == sizeof w->bcache / sizeof w->bcache[0]) {
+        // More baselines in use than slots: the oldest encoding goes (its
+        // clients already hold their reference).
+        net_blob_unref(w->bcache[0].blob);
+        memmove(&w->bcache[0], &w->bcache[1], (w->bcache_count - 1) * sizeof w->bcache[0]);
+        w->bcache_count--;
+    }
+    w->bcache[w->bcache_count].base = key;
+    w->bcache[w->bcache_count].blob = b;
+    w->bcache_count++;
+    return b;
 }
 
 static void send_snapshots(app_world* w) {
@@ -470,11 +597,26 @@ static void send_snapshots(app_world* w) {
             continue;
         }
         sub->acc -= w->tick_hz;
-        bool topology =
-            sub->format == RDP_FORMAT_JSON && (!sub->topo_sent || sub->topo_epoch != epoch);
-        net_blob* b = snapshot_blob(w, sub->format, topology);
+        bool binary = sub->format == RDP_FORMAT_BINARY;
+        bool topology = !binary && (!sub->topo_sent || sub->topo_epoch != epoch);
+        net_blob* b = binary ? binary_blob(w, sub->full_next ? UINT64_MAX : sub->acked)
+                             : json_blob(w, topology);
         if (b == NULL) {
             continue;
+        }
+        sub->full_next = false;
+        if (binary && sub->metrics_acc++ % sub->rate_hz == 0) {
+            // With the first snapshot and once a second after: the metrics
+            // JSON snapshots carry.
+            rdp_snapshot ms;
+            if (build_snapshot(w, false, &ms)) {
+                size_t len = 0;
+                char* text = rdp_event_metrics(&ms, &len);
+                if (text != NULL) {
+                    net_session_send_text(c->session, text, len);
+                    rdp_free(text);
+                }
+            }
         }
         if (topology) {
             // Topology must arrive: send it as a message that is never
@@ -487,7 +629,7 @@ static void send_snapshots(app_world* w) {
             }
         } else {
             // Positions only: latest wins for a client that falls behind.
-            net_session_send_latest(c->session, w->id, b, sub->format == RDP_FORMAT_BINARY);
+            net_session_send_latest(c->session, w->id, b, binary);
         }
     }
     cache_clear(w);

@@ -61,9 +61,8 @@ static void on_message(void* ctx, net_session* s, const uint8_t* data, size_t le
     if (c == NULL || app->shutting_down) {
         return;
     }
-    rdp_re none = {false, 0};
     if (binary) {
-        app__send_error(c, none, RDP_E_BAD_REQUEST, "commands are JSON text frames");
+        app__binary_message(app, c, data, len);
         return;
     }
     rdp_command cmd;

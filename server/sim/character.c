@@ -482,6 +482,12 @@ int sim_character_start_getup(sim_world* w, sim_entity_id id, float blend_time,
     bool face_down = q_rotate(rel, v3(0.0f, 0.0f, 1.0f)).y < 0.0f;
     const sim__clip* clip = sim__skel_clip(sk, face_down ? "getup_front" : "getup_back");
     if (clip == NULL) {
+        // A skeleton without get-up clips (the dog) glides into its idle
+        // pose instead, over at least a second.
+        clip = sim__skel_clip(sk, "idle");
+        blend_time = fmaxf(blend_time, 1.0f);
+    }
+    if (clip == NULL) {
         return SIM_E_UNKNOWN_NAME;
     }
     // Snapshot the pose the blend starts from.

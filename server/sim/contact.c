@@ -81,9 +81,6 @@ static bool may_collide(const sim_world* w, uint32_t a, uint32_t b) {
     return true;
 }
 
-static void closest_segments(sim_vec3 p0, sim_vec3 p1, sim_vec3 q0, sim_vec3 q1, sim_vec3* cp,
-                             sim_vec3* cq);
-
 // Whether two capsules can come within contact distance this tick: their
 // gap now against how far their surfaces can move toward each other in dt
 // (boxes overlapping is a much weaker test for long, thin bones).
@@ -93,7 +90,7 @@ static bool may_touch(const sim_world* w, uint32_t a, uint32_t b, float dt) {
     sim_vec3 a0, a1, b0, b1, ca, cb;
     sim__body_segment(ba, ia, &a0, &a1);
     sim__body_segment(bb, ib, &b0, &b1);
-    closest_segments(a0, a1, b0, b1, &ca, &cb);
+    sim__closest_segments(a0, a1, b0, b1, &ca, &cb);
     float reach = (v3_len(v3_sub(ba->v, bb->v)) + v3_len(ba->w) * (ia->half_len + ia->radius) +
                    v3_len(bb->w) * (ib->half_len + ib->radius)) *
                   dt;
@@ -226,9 +223,8 @@ static sim_vec3 closest_on_segment(sim_vec3 a, sim_vec3 b, sim_vec3 p, float* t_
     return v3_add(a, v3_scale(ab, t));
 }
 
-// Closest points between segments p0-p1 and q0-q1 (Ericson §5.1.9).
-static void closest_segments(sim_vec3 p0, sim_vec3 p1, sim_vec3 q0, sim_vec3 q1, sim_vec3* cp,
-                             sim_vec3* cq) {
+void sim__closest_segments(sim_vec3 p0, sim_vec3 p1, sim_vec3 q0, sim_vec3 q1, sim_vec3* cp,
+                           sim_vec3* cq) {
     sim_vec3 d1 = v3_sub(p1, p0), d2 = v3_sub(q1, q0), r = v3_sub(p0, q0);
     float a = v3_dot(d1, d1), e = v3_dot(d2, d2), f = v3_dot(d2, r);
     float s = 0.0f, t = 0.0f;
@@ -446,7 +442,7 @@ static void find_pair(sim_world* w, uint32_t ia, uint32_t ib, float h) {
     sim_vec3 a0, a1, b0, b1, ca, cb;
     sim__body_segment(&w->body[ia], fa, &a0, &a1);
     sim__body_segment(&w->body[ib], fb, &b0, &b1);
-    closest_segments(a0, a1, b0, b1, &ca, &cb);
+    sim__closest_segments(a0, a1, b0, b1, &ca, &cb);
     sim_vec3 d = v3_sub(ca, cb);
     float dist = v3_len(d), rr = fa->radius + fb->radius;
     if (dist >= rr + SPECULATIVE) {

@@ -131,37 +131,6 @@ static sim_quat frame_from(sim_vec3 x, sim_vec3 y_hint) {
     return q_from_basis(x, y, v3_cross(x, y));
 }
 
-// Closest distance between segments p0-p1 and q0-q1 (Ericson, Real-Time
-// Collision Detection, §5.1.9).
-static float segment_distance(sim_vec3 p0, sim_vec3 p1, sim_vec3 q0, sim_vec3 q1) {
-    sim_vec3 d1 = v3_sub(p1, p0), d2 = v3_sub(q1, q0), r = v3_sub(p0, q0);
-    float a = v3_dot(d1, d1), e = v3_dot(d2, d2), f = v3_dot(d2, r);
-    float s = 0.0f, t = 0.0f;
-    if (a <= 1e-12f && e <= 1e-12f) {
-        return v3_len(r);
-    }
-    if (a <= 1e-12f) {
-        t = fminf(fmaxf(f / e, 0.0f), 1.0f);
-    } else {
-        float c = v3_dot(d1, r);
-        if (e <= 1e-12f) {
-            s = fminf(fmaxf(-c / a, 0.0f), 1.0f);
-        } else {
-            float b = v3_dot(d1, d2), denom = a * e - b * b;
-            s = denom > 1e-12f ? fminf(fmaxf((b * f - c * e) / denom, 0.0f), 1.0f) : 0.0f;
-            t = (b * s + f) / e;
-            if (t < 0.0f) {
-                t = 0.0f;
-                s = fminf(fmaxf(-c / a, 0.0f), 1.0f);
-            } else if (t > 1.0f) {
-                t = 1.0f;
-                s = fminf(fmaxf((b - c) / a, 0.0f), 1.0f);
-            }
-        }
-    }
-    return v3_len(v3_sub(v3_add(p0, v3_scale(d1, s)), v3_add(q0, v3_scale(d2, t))));
-}
-
 // Principal moments of a solid capsule of mass m, radius r and segment
 // half-length h along local +X: a cylinder of length 2h and two hemispheres,
 // with the parallel-axis term for the hemispheres' centroids 3r/8 out.
@@ -312,7 +281,9 @@ int sim_library_add_skeleton(sim_library* lib, const sim_skeleton_def* def) {
             bool family = bp == (int)i || ap == (int)j ||
                           (bp >= 0 && def->bones[bp].parent == (int)i) ||
                           (ap >= 0 && def->bones[ap].parent == (int)j);
-            float d = segment_distance(a->head, a->tail, b->head, b->tail);
+            sim_vec3 ca, cb;
+            sim__closest_segments(a->head, a->tail, b->head, b->tail, &ca, &cb);
+            float d = v3_len(v3_sub(ca, cb));
             if (family || d < a->radius + b->radius + 0.01f) {
                 sk->no_collide[i] |= 1u << j;
                 sk->no_collide[j] |= 1u << i;

@@ -174,6 +174,11 @@ void sim__apply_angular_impulse(sim__body* a, sim__body* b, sim_vec3 L);
 /// Applies an impulse p (N·s) at world offset r to b's velocities.
 void sim__apply_impulse_at(sim__body* b, sim_vec3 r, sim_vec3 p);
 
+/// Closest points cp on segment p0-p1 and cq on q0-q1 (Ericson, Real-Time
+/// Collision Detection, §5.1.9); degenerate segments are points.
+void sim__closest_segments(sim_vec3 p0, sim_vec3 p1, sim_vec3 q0, sim_vec3 q1, sim_vec3* cp,
+                           sim_vec3* cq);
+
 /// Capsule segment end points of a body in the world.
 void sim__body_segment(const sim__body* b, const sim__body_info* bi, sim_vec3* p0, sim_vec3* p1);
 

@@ -7,6 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
 import { Client, startServer, sleep } from '../lib/ragdolld.mjs';
+import { Decoder, unwrapTick, ackFrame } from '../../clients/web/codec.js';
 
 let server;
 before(async () => { server = await startServer(); });
@@ -501,24 +502,84 @@ test('characters: active and partial ragdolls, balls, impulses on bones, and bad
   await c.close();
 });
 
-test('binary snapshots carry characters as 28-byte bone poses', async () => {
+test('binary snapshots: full, then deltas against acked baselines, matching the JSON stream', async () => {
   const c = await Client.connect(server.url);
-  const world = await freshWorld(c, 'binary characters');
+  const world = await freshWorld(c, 'binary');
   const e = (await c.send({ op: 'spawn_character', world, position: [1, 0, 2] })).entity;
-  await c.send({ op: 'subscribe', world, format: 'binary' });
-  const m = await c.next((x) => x.binary);
-  const buf = m.binary;
-  assert.equal(buf.toString('latin1', 0, 4), 'RDS1');
-  assert.equal(buf.readUInt32LE(32), 1); // one entity
-  const off = 40;
-  assert.equal(buf.readBigUInt64LE(off), BigInt(e));
-  assert.equal(buf[off + 8], 4); // character
-  assert.equal(buf[off + 9], 0); // animated
-  const n = buf.readUInt32LE(off + 12);
-  assert.equal(n, 16);
-  assert.equal(buf.length, 40 + 16 + 28 * n);
-  const pelvisY = buf.readFloatLE(off + 16 + 4);
-  assert.ok(Math.abs(pelvisY - 0.96) < 0.02, `pelvis y ${pelvisY}`);
+  const rope = (await c.send({ op: 'spawn_rope', world, anchor: [0, 3, 0], segments: 10, segment_length: 0.1 })).entity;
+  // A JSON watcher of the same world, to compare values tick by tick.
+  const j = await Client.connect(server.url);
+  await j.send({ op: 'subscribe', world, format: 'json', rate_hz: 60 });
+  const sub = await c.send({ op: 'subscribe', world, format: 'binary', rate_hz: 60 });
+  assert.equal(sub.format, 'binary');
+  const d = new Decoder();
+  const first = await c.next((x) => x.binary);
+  assert.equal(first.binary.toString('latin1', 0, 4), 'RDS2');
+  let s = d.decode(first.binary);
+  assert.equal(s.delta, false, 'the first snapshot is full');
+  let tick = unwrapTick(sub.tick, s.tick16);
+  const ch = s.entities.find((x) => x.entity === e);
+  assert.equal(ch.kind, 4);
+  assert.equal(ch.count, 16);
+  assert.ok(Math.abs(ch.f[1] - 0.96) < 0.02, `pelvis y ${ch.f[1]}`);
+  // Ack it: the next ones are deltas against it (or a later ack).
+  c.ws.send(ackFrame(world, tick));
+  let deltas = 0;
+  let compared = 0;
+  for (let n = 0; n < 40; n++) {
+    const m = await c.next((x) => x.binary);
+    s = d.decode(m.binary);
+    tick = unwrapTick(tick, s.tick16);
+    if (s.delta) deltas++;
+    c.ws.send(ackFrame(world, tick));
+    // The JSON stream at the same tick: the rope's particles within 1 mm
+    // (JSON rounds to 0.1 mm), the bones' positions too.
+    const js = j.snapshots(world).find((x) => x.tick === tick);
+    if (!js) continue;
+    compared++;
+    const r = s.entities.find((x) => x.entity === rope);
+    const jr = js.entities.find((x) => x.entity === rope);
+    jr.particles.forEach((p, i) => {
+      for (let k = 0; k < 3; k++) assert.ok(Math.abs(r.f[3 * i + k] - p[k]) <= 0.0011, `rope ${i}: ${r.f[3 * i + k]} vs ${p[k]}`);
+    });
+    const jc = js.entities.find((x) => x.entity === e);
+    const bc = s.entities.find((x) => x.entity === e);
+    jc.bones.forEach((b, i) => {
+      for (let k = 0; k < 3; k++) assert.ok(Math.abs(bc.f[7 * i + k] - b.p[k]) <= 0.0011, `bone ${b.name}`);
+    });
+  }
+  assert.ok(deltas >= 35, `${deltas} of 40 were deltas`);
+  // Metrics come as an event (binary snapshots carry none).
+  const mt = await c.next((x) => x.ev === 'metrics', 2000);
+  assert.equal(mt.world, world);
+  assert.ok(mt.metrics.sticks >= 10 && mt.metrics.solver_passes >= 1, JSON.stringify(mt.metrics));
+  assert.ok(compared >= 20, `${compared} ticks compared with the JSON stream`);
+  // The world left alone settles: a snapshot of it at rest is tiny.
+  await c.send({ op: 'despawn', world, entity: rope });
+  await sleep(4000); // the character idles; idle moves, so kill it and let it sleep
+  await c.send({ op: 'kill', world, entity: e, hit_point: [1, 1, 2], impulse: [0, 0, 0] });
+  await c.next((x) => x.ev === 'settled', 10000);
+  c.messages = c.messages.filter((x) => !x.binary);
+  const sizes = [];
+  for (let n = 0; n < 10; n++) {
+    const m = await c.next((x) => x.binary);
+    s = d.decode(m.binary);
+    tick = unwrapTick(tick, s.tick16);
+    c.ws.send(ackFrame(world, tick));
+    if (s.delta) sizes.push(m.binary.length);
+  }
+  assert.ok(sizes.length >= 5 && Math.max(...sizes) <= 64, `at rest: ${sizes} bytes`);
+  // resync asks for a full snapshot; so does not acking for 32 snapshots.
+  assert.equal((await c.send({ op: 'resync', world })).ok, true);
+  const full = await c.next((x) => x.binary && d.decode(x.binary).delta === false, 3000);
+  assert.ok(full);
+  const bad = await c.send({ op: 'ack', world: 999999, tick: 1 });
+  assert.equal(bad.error?.code, 'not_found');
+  // A binary frame that is not an ack gets an error reply, nothing else.
+  c.ws.send(Buffer.from([1, 2, 3]));
+  const err = await c.next((x) => x.error && x.re === null);
+  assert.equal(err.error.code, 'bad_request');
+  await j.close();
   await c.close();
 });
 

@@ -306,6 +306,18 @@ static void test_the_dog_ragdolls_and_rests(void** state) {
     assert_true(lowest > -0.01f); // On the ground, not through it.
     assert_true(p[0].p.y < 0.5f); // It fell (the pelvis stood at 0.55 m).
     assert_true(fastest < 0.01f);
+    // It has no get-up clips: it glides back into its idle pose, standing.
+    const char* clip = NULL;
+    assert_int_equal(sim_character_start_getup(w, id, 0.4f, &clip), SIM_OK);
+    assert_string_equal(clip, "idle");
+    for (int t = 0; t < 90; ++t) {
+        sim_world_step(w);
+    }
+    sim_character_view view;
+    sim_character_get_view(w, id, &view);
+    assert_int_equal(view.state, SIM_CHAR_ANIMATED);
+    sim_character_get_pose(w, id, p, NULL, NULL, SIM_MAX_BONES);
+    assert_float_equal(p[0].p.y - view.origin.y, 0.55, 0.02); // Pelvis at standing height.
     sim_world_destroy(w);
 }
 

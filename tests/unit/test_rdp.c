@@ -362,58 +362,6 @@ static void test_rdp_describe_reply_splices_a_cached_body(void** state) {
     rdp_free(body);
 }
 
-static void test_rdp_binary_snapshot_layout_and_round_trip(void** state) {
-    (void)state;
-    rdp_entity_state e;
-    rdp_snapshot s = small_snapshot(&e);
-    uint8_t buf[256];
-    size_t n = rdp_snapshot_binary(&s, buf, sizeof buf);
-    // PROTOCOL.md §5.2: 40-byte header + 16-byte entity header + 2 × 12 bytes.
-    assert_int_equal(n, 40 + 16 + 24);
-    assert_int_equal(rdp_snapshot_binary_size(&s), n);
-    assert_int_equal(rdp_snapshot_binary(&s, buf, n - 1), 0);
-    // The header, byte by byte as the table lays it out.
-    static const uint8_t header[40] = {
-        'R',  'D',  'S',  '1',  1,    0,    0,    0,    // magic, version, flags
-        1,    0,    0,    0,    0,    0,    0,    0,    // world 1
-        99,   0,    0,    0,    0,    0,    0,    0,    // tick 99
-        0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // no baseline
-        1,    0,    0,    0,    0,    0,    0,    0,    // 1 entity, reserved
-    };
-    assert_memory_equal(buf, header, sizeof header);
-    static const uint8_t ent[16] = {1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0};
-    assert_memory_equal(buf + 40, ent, sizeof ent);
-    // 1.0f is 0x3f800000, stored little-endian.
-    static const uint8_t one[4] = {0x00, 0x00, 0x80, 0x3f};
-    assert_memory_equal(buf + 56 + 4, one, 4);
-
-    rdp_bin_header h;
-    rdp_bin_reader rd;
-    assert_int_equal(rdp_bin_parse(buf, n, &h, &rd), RDP_OK);
-    assert_true(h.world == 1 && h.tick == 99 && h.baseline == RDP_BIN_NO_BASELINE);
-    assert_int_equal(h.entity_count, 1);
-    rdp_bin_entity be;
-    assert_int_equal(rdp_bin_next(&rd, &be), 1);
-    assert_true(be.entity == 4294967297ull);
-    assert_int_equal(be.kind, RDP_KIND_ROPE);
-    assert_int_equal(be.particle_count, 2);
-    for (uint32_t i = 0; i < 2; ++i) {
-        float p[3];
-        rdp_bin_entity_position(&be, i, p);
-        assert_memory_equal(p, &xyz[3 * i], sizeof p); // bit-exact floats
-    }
-    assert_int_equal(rdp_bin_next(&rd, &be), 0);
-
-    // Truncation and a wrong magic are detected, never read past.
-    for (size_t cut = 40; cut < n; ++cut) {
-        assert_int_equal(rdp_bin_parse(buf, cut, &h, &rd), RDP_OK);
-        assert_int_equal(rdp_bin_next(&rd, &be), -1);
-    }
-    assert_int_equal(rdp_bin_parse(buf, 39, &h, &rd), RDP_E_BAD_REQUEST);
-    buf[0] = 'X';
-    assert_int_equal(rdp_bin_parse(buf, n, &h, &rd), RDP_E_BAD_REQUEST);
-}
-
 static void test_rdp_events(void** state) {
     (void)state;
     rdp_world_info w = {5, "demo", 77, 60, 4};
@@ -443,7 +391,6 @@ int main(void) {
         cmocka_unit_test(test_rdp_reply_ok_carries_ids_exactly),
         cmocka_unit_test(test_rdp_json_snapshot_rounds_and_sends_topology_on_request),
         cmocka_unit_test(test_rdp_describe_reply_splices_a_cached_body),
-        cmocka_unit_test(test_rdp_binary_snapshot_layout_and_round_trip),
         cmocka_unit_test(test_rdp_events),
     };
     return cmocka_run_group_tests_name("rdp", tests, NULL, NULL);

@@ -596,10 +596,11 @@ int sim_character_kill(sim_world* w, sim_entity_id id, sim_vec3 hit_point, sim_v
 /// else "getup_back"), aligns the character's origin and facing with the
 /// body on the ground, and blends from the snapshot to the clip over
 /// blend_time seconds (positions lerp, rotations slerp); after the clip it
-/// plays "idle". *clip gets the clip's name (static storage of the library).
-/// Errors: SIM_E_STALE_ID, SIM_E_BAD_STATE (not a ragdoll),
+/// plays "idle". A skeleton without get-up clips blends into "idle" over
+/// at least 1 s. *clip gets the clip's name (static storage of the
+/// library). Errors: SIM_E_STALE_ID, SIM_E_BAD_STATE (not a ragdoll),
 /// SIM_E_OUT_OF_RANGE (blend_time outside [0, 5] s), SIM_E_UNKNOWN_NAME
-/// (the skeleton has no such clip).
+/// (the skeleton has no get-up clips and no idle).
 int sim_character_start_getup(sim_world* w, sim_entity_id id, float blend_time, const char** clip);
 
 /// Gives the dynamic bones of a ragdoll or partial ragdoll muscle tone: a

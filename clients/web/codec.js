@@ -1,0 +1,298 @@
+// Binary snapshots, version 2 (protocol/PROTOCOL.md §5.2): the decoder the
+// viewer and the JavaScript tests use. It mirrors protocol/codec.c step for
+// step (the same integers, the same closed-loop skeleton arithmetic in
+// double precision); the golden vectors in protocol/golden/ keep the two in
+// lockstep. No dependencies: plain ES module, browser or Node.
+
+const POS_SCALE = 1024; // integer steps per metre
+const ANCHOR_SCALE = 10000; // anchors: steps per metre
+const QUAT_SCALE = 2047 * Math.SQRT2;
+const ABS_BITS = 26;
+const FLAG_DELTA = 1;
+export const BASELINES = 32; // baselines a decoder keeps
+export const KIND = { rope: 1, cloth: 2, ragdoll: 3, character: 4, ball: 5 };
+export const KIND_NAME = ['unknown', 'rope', 'cloth', 'ragdoll', 'character', 'ball'];
+export const STATE_NAME = ['animated', 'ragdoll', 'getting_up', 'partial'];
+
+const isRigid = (kind) => kind === KIND.character || kind === KIND.ball;
+
+class BitReader {
+  constructor(bytes, start) {
+    this.b = bytes;
+    this.bit = start * 8;
+    this.end = bytes.length * 8;
+  }
+  bits(n) {
+    let v = 0;
+    for (let i = 0; i < n; i++) {
+      if (this.bit >= this.end) throw new RangeError('truncated snapshot');
+      const byte = this.b[this.bit >> 3];
+      v += ((byte >> (this.bit & 7)) & 1) * 2 ** i;
+      this.bit++;
+    }
+    return v;
+  }
+  eg(k) {
+    let len = 0;
+    while (this.bits(1) === 0) {
+      if (++len > 40) throw new RangeError('malformed code');
+    }
+    let m = 1;
+    for (let i = 0; i < len; i++) m = m * 2 + this.bits(1);
+    return (m - 1) * 2 ** k + this.bits(k);
+  }
+  sint(k) {
+    const u = this.eg(k);
+    return u % 2 === 1 ? -(u - 1) / 2 - 1 : u / 2;
+  }
+  fixed(n) {
+    const u = this.bits(n);
+    return u >= 2 ** (n - 1) ? u - 2 ** n : u;
+  }
+}
+
+function qmul(a, b) {
+  return [
+    a[3] * b[0] + a[0] * b[3] + a[1] * b[2] - a[2] * b[1],
+    a[3] * b[1] - a[0] * b[2] + a[1] * b[3] + a[2] * b[0],
+    a[3] * b[2] + a[0] * b[1] - a[1] * b[0] + a[2] * b[3],
+    a[3] * b[3] - a[0] * b[0] - a[1] * b[1] - a[2] * b[2],
+  ];
+}
+
+function qnormalize(q) {
+  const n = Math.hypot(q[0], q[1], q[2], q[3]);
+  return [q[0] / n, q[1] / n, q[2] / n, q[3] / n];
+}
+
+function qrotate(q, v) {
+  const t = [2 * (q[1] * v[2] - q[2] * v[1]), 2 * (q[2] * v[0] - q[0] * v[2]), 2 * (q[0] * v[1] - q[1] * v[0])];
+  return [
+    v[0] + q[3] * t[0] + q[1] * t[2] - q[2] * t[1],
+    v[1] + q[3] * t[1] + q[2] * t[0] - q[0] * t[2],
+    v[2] + q[3] * t[2] + q[0] * t[1] - q[1] * t[0],
+  ];
+}
+
+// Smallest three: [index of the dropped component, c, c, c] → unit quaternion.
+function quatDequantize(v, at) {
+  const big = v[at] & 3;
+  const q = [0, 0, 0, 0];
+  let sum = 0;
+  let k = 0;
+  for (let i = 0; i < 4; i++) {
+    if (i === big) continue;
+    q[i] = v[at + 1 + k++] / QUAT_SCALE;
+    sum += q[i] * q[i];
+  }
+  q[big] = Math.sqrt(sum < 1 ? 1 - sum : 0);
+  return qnormalize(q);
+}
+
+/**
+ * Decodes the binary snapshots of one world. decode(bytes) returns
+ * { world, tick16, delta, baseline16, entities: [{ entity, kind, state,
+ * count, f }] } where f (Float64Array) holds x, y, z per particle, or x, y,
+ * z, qx, qy, qz, qw per body. Throws a RangeError for a malformed frame and
+ * a BaselineError for a delta against a baseline it does not hold; either
+ * way its baselines are unchanged.
+ */
+export class Decoder {
+  constructor() {
+    this.ring = []; // newest last, at most BASELINES + 1
+  }
+
+  decode(input) {
+    const b = input instanceof Uint8Array ? input : new Uint8Array(input);
+    if (b.length < 8 || b[0] !== 0x52 || b[1] !== 0x44 || b[2] !== 0x53 || b[3] !== 0x32 || b[4] !== 2) {
+      throw new RangeError('not a version 2 binary snapshot');
+    }
+    const delta = (b[5] & FLAG_DELTA) !== 0;
+    const tick16 = b[6] | (b[7] << 8);
+    let head = 8;
+    let base = null;
+    let baseline16 = null;
+    if (delta) {
+      if (b.length < 10) throw new RangeError('truncated snapshot');
+      baseline16 = b[8] | (b[9] << 8);
+      head = 10;
+      base = this.ring.find((s) => s.tick16 === baseline16) ?? null;
+      if (base === null) throw new BaselineError(baseline16);
+    }
+    const r = new BitReader(b, head);
+    const world = r.eg(0);
+    const count = r.eg(0);
+    if (count > 65536) throw new RangeError('too many entities');
+    const entities = [];
+    let cursor = 0;
+    for (let k = 0; k < count; k++) {
+      let be = null;
+      let e;
+      if (delta && r.bits(1) === 1) {
+        const skip = r.eg(0);
+        if (cursor + skip >= base.entities.length) throw new RangeError('bad baseline index');
+        be = base.entities[cursor + skip];
+        cursor += skip + 1;
+        e = { entity: be.entity, kind: be.kind, state: be.state, count: be.count, skel: be.skel };
+      } else {
+        e = readHead(r);
+      }
+      const per = isRigid(e.kind) ? 7 : 3;
+      if (be !== null && r.bits(1) === 1) {
+        e.vals = be.vals;
+        e.f = be.f;
+        entities.push(e);
+        continue;
+      }
+      if (e.kind === KIND.character) e.state = r.bits(2);
+      e.vals = new Int32Array(per * e.count);
+      e.f = new Float64Array(per * e.count);
+      if (isRigid(e.kind)) readBodies(r, e, be);
+      else readParticles(r, e, be);
+      entities.push(e);
+    }
+    const snap = { world, tick16, delta, baseline16, entities };
+    this.ring.push(snap);
+    if (this.ring.length > BASELINES + 1) this.ring.shift();
+    return snap;
+  }
+}
+
+export class BaselineError extends Error {
+  constructor(baseline16) {
+    super(`no baseline ${baseline16}: ask for a full snapshot (resync)`);
+    this.baseline16 = baseline16;
+  }
+}
+
+function readHead(r) {
+  const lo = r.eg(0);
+  const hi = r.eg(0);
+  const e = { entity: hi * 2 ** 32 + lo, kind: r.bits(3), state: 0, count: r.eg(0), skel: null };
+  if (e.kind < 1 || e.kind > 5 || e.count > 1 << 20 || (e.kind === KIND.ball && e.count !== 1) ||
+      (e.kind === KIND.character && (e.count < 1 || e.count > 32))) {
+    throw new RangeError('bad entity header');
+  }
+  if (e.kind === KIND.character) {
+    e.skel = [];
+    for (let i = 0; i < e.count; i++) {
+      const parent = r.bits(5) - 1;
+      const ap = [r.fixed(16), r.fixed(16), r.fixed(16)].map((v) => v / ANCHOR_SCALE);
+      const ac = [r.fixed(16), r.fixed(16), r.fixed(16)].map((v) => v / ANCHOR_SCALE);
+      if ((i === 0) !== (parent < 0) || (i > 0 && parent >= i)) throw new RangeError('bad skeleton');
+      e.skel.push({ parent, ap, ac });
+    }
+  }
+  return e;
+}
+
+function readParticles(r, e, be) {
+  const n = e.count;
+  const v = e.vals;
+  const b = be !== null ? be.vals : null;
+  if (b === null) {
+    const first = [0, 0, 0];
+    if (n > 0) for (let c = 0; c < 3; c++) first[c] = r.fixed(ABS_BITS);
+    for (let c = 0; c < 3; c++) {
+      const k = r.bits(4);
+      let x = 0;
+      for (let i = 0; i < n; i++) {
+        x += r.sint(k);
+        v[3 * i + c] = i === 0 ? first[c] : v[3 * (i - 1) + c] + x;
+      }
+    }
+  } else {
+    // Runs of particles that did not move, then runs that did.
+    const k = [r.bits(4), r.bits(4), r.bits(4)];
+    for (let i = 0; i < n;) {
+      const still = r.eg(0);
+      if (still > n - i) throw new RangeError('bad run');
+      for (let s = 0; s < 3 * still; s++) v[3 * i + s] = b[3 * i + s];
+      i += still;
+      if (i === n) break;
+      const moved = r.eg(0) + 1;
+      if (moved > n - i) throw new RangeError('bad run');
+      const x = [0, 0, 0];
+      for (let m = 0; m < moved; m++, i++) {
+        for (let c = 0; c < 3; c++) {
+          x[c] += r.sint(k[c]);
+          v[3 * i + c] = b[3 * i + c] + x[c];
+        }
+      }
+    }
+  }
+  for (let i = 0; i < 3 * n; i++) e.f[i] = v[i] / POS_SCALE;
+}
+
+function readBodies(r, e, be) {
+  const n = e.count;
+  const chain = e.kind === KIND.character;
+  const k = [r.bits(4), r.bits(4), r.bits(4), r.bits(4)];
+  const base = be !== null ? be.vals : null;
+  const v = e.vals;
+  const dp = [];
+  const dq = [];
+  for (let i = 0; i < n; i++) {
+    const o = 7 * i;
+    const root = !chain || i === 0;
+    const same = base !== null && r.bits(1) === 1;
+    if (same) {
+      for (let c = 0; c < 7; c++) v[o + c] = base[o + c];
+    } else {
+      const kp = root ? k[0] : k[3];
+      const kr = root ? k[1] : k[2];
+      for (let c = 0; c < 3; c++) {
+        v[o + c] = base !== null ? base[o + c] + r.sint(kp) : root ? r.fixed(ABS_BITS) : r.sint(kp);
+      }
+      const sameIndex = base !== null && r.bits(1) === 1;
+      if (sameIndex) {
+        v[o + 3] = base[o + 3];
+        for (let c = 0; c < 3; c++) v[o + 4 + c] = base[o + 4 + c] + r.sint(kr);
+      } else {
+        v[o + 3] = r.bits(2);
+        for (let c = 0; c < 3; c++) v[o + 4 + c] = r.fixed(12);
+      }
+    }
+    // Decode: the root (or a ball) as is, a bone through its parent.
+    const rel = quatDequantize(v, o + 3);
+    let p;
+    let q;
+    if (root) {
+      p = [v[o] / POS_SCALE, v[o + 1] / POS_SCALE, v[o + 2] / POS_SCALE];
+      q = rel;
+    } else {
+      const s = e.skel[i];
+      const pp = dp[s.parent];
+      const pq = dq[s.parent];
+      q = qnormalize(qmul(pq, rel));
+      const ra = qrotate(pq, s.ap);
+      const rc = qrotate(q, s.ac);
+      p = [0, 1, 2].map((c) => pp[c] + ra[c] - rc[c] + v[o + c] / POS_SCALE);
+    }
+    dp.push(p);
+    dq.push(q);
+    e.f.set([p[0], p[1], p[2], q[0], q[1], q[2], q[3]], o);
+  }
+}
+
+/** The full tick nearest to `near` whose low 16 bits are tick16. */
+export function unwrapTick(near, tick16) {
+  let diff = (tick16 - (near % 65536) + 65536) % 65536;
+  if (diff >= 32768) diff -= 65536;
+  const t = near + diff;
+  return t < 0 ? t + 65536 : t;
+}
+
+/** An ack frame (17 bytes): 'A', then world and tick as u64 little-endian. */
+export function ackFrame(world, tick) {
+  const b = new Uint8Array(17);
+  const dv = new DataView(b.buffer);
+  b[0] = 0x41;
+  dv.setBigUint64(1, BigInt(world), true);
+  dv.setBigUint64(9, BigInt(tick), true);
+  return b;
+}
+
+/** The wire name of a kind or a character state. */
+export const kindName = (kind) => KIND_NAME[kind] ?? 'unknown';
+export const stateName = (state) => STATE_NAME[state] ?? 'animated';

@@ -1,0 +1,206 @@
+/*
+ * golden_gen.c: writes the golden vectors of binary snapshots (version 2)
+ * that the C and JavaScript decoders both check: protocol/golden/frameN.bin and
+ * vectors.json, which lists each frame's file, size, wire tick and the
+ * values it was encoded from (positions in m, orientations x, y, z, w).
+ *
+ * A small fixed world: a rope, a ball and a four-bone character, over four
+ * frames: a full one at tick 65534, deltas across the 16-bit wrap (65535,
+ * then 1 against 65535), and one where a new rope appears and the ball is
+ * gone. Run it only to change the format on purpose:
+ *
+ *   build/tests/unit/golden_gen protocol/golden
+ */
+#include "rdp.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct frame {
+    uint64_t tick;
+    int base; // index of the baseline frame, -1 for none
+    bool with_ball, with_rope2;
+} frame;
+
+static float rope[3 * 5], rope2[3 * 3], ball[7], chr[7 * 4];
+static const int parents[4] = {-1, 0, 1, 0};
+static const float anchors[6 * 4] = {0,    0, 0, 0,      0, 0, 0.1f,  0,     0, -0.2f, 0, 0,
+                                     0.2f, 0, 0, -0.15f, 0, 0, -0.1f, 0.05f, 0, 0.25f, 0, 0};
+
+static void axis_angle(float* q, double ax, double ay, double az, double a) {
+    double n = sqrt(ax * ax + ay * ay + az * az), s = sin(a / 2) / n;
+    q[0] = (float)(ax * s);
+    q[1] = (float)(ay * s);
+    q[2] = (float)(az * s);
+    q[3] = (float)cos(a / 2);
+}
+
+// The world at frame f: everything moves a little each frame.
+static void pose_at(int f) {
+    for (int i = 0; i < 5; ++i) {
+        rope[3 * i] = 1.0f + 0.3f * (float)i;
+        rope[3 * i + 1] = 2.0f - 0.01f * (float)(f * i);
+        rope[3 * i + 2] = -0.5f + 0.002f * (float)f;
+    }
+    for (int i = 0; i < 3; ++i) {
+        rope2[3 * i] = -3.0f;
+        rope2[3 * i + 1] = 1.0f + 0.25f * (float)i;
+        rope2[3 * i + 2] = 0.125f * (float)f;
+    }
+    ball[0] = 0.5f + 0.1f * (float)f;
+    ball[1] = 0.2f;
+    ball[2] = 4.0f;
+    axis_angle(ball + 3, 0, 0, 1, -0.5 * f);
+    // Character: a root and a chain of two, plus a side bone, posed by FK
+    // with small joint gaps (what a solver leaves).
+    double rootq[4];
+    float q0[4];
+    axis_angle(q0, 0, 1, 0, 0.3 + 0.05 * f);
+    for (int c = 0; c < 4; ++c) {
+        rootq[c] = q0[c];
+    }
+    (void)rootq;
+    chr[0] = -1.0f;
+    chr[1] = 0.9f - 0.02f * (float)f;
+    chr[2] = 2.0f;
+    memcpy(chr + 3, q0, sizeof q0);
+    for (int i = 1; i < 4; ++i) {
+        float* p = chr + 7 * i;
+        float qi[4];
+        axis_angle(qi, 1, 0.2 * i, 0, 0.2 * i + 0.07 * f);
+        memcpy(p + 3, qi, sizeof qi);
+        const float* pp = chr + 7 * parents[i];
+        // p = pp + rot(qp, ap) - rot(qi, ac) + gap
+        const float* ap = anchors + 6 * i;
+        const float* ac = ap + 3;
+        float ra[3], rc[3];
+        const float* qp = pp + 3;
+        for (int pass = 0; pass < 2; ++pass) {
+            const float* q = pass == 0 ? qp : qi;
+            const float* v = pass == 0 ? ap : ac;
+            float* o = pass == 0 ? ra : rc;
+            float t[3] = {2 * (q[1] * v[2] - q[2] * v[1]), 2 * (q[2] * v[0] - q[0] * v[2]),
+                          2 * (q[0] * v[1] - q[1] * v[0])};
+            o[0] = v[0] + q[3] * t[0] + q[1] * t[2] - q[2] * t[1];
+            o[1] = v[1] + q[3] * t[1] + q[2] * t[0] - q[0] * t[2];
+            o[2] = v[2] + q[3] * t[2] + q[0] * t[1] - q[1] * t[0];
+        }
+        for (int c = 0; c < 3; ++c) {
+            p[c] = pp[c] + ra[c] - rc[c] + 0.0013f * (float)(c + 1);
+        }
+    }
+}
+
+static void print_values(FILE* f, const float* v, int n) {
+    fprintf(f, "[");
+    for (int i = 0; i < n; ++i) {
+        fprintf(f, "%s%.9g", i ? ", " : "", (double)v[i]);
+    }
+    fprintf(f, "]");
+}
+
+int main(int argc, char** argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: golden_gen DIR\n");
+        return 2;
+    }
+    const frame frames[] = {{65534, -1, true, false},
+                            {65535, 0, true, false},
+                            {65537, 1, true, false},
+                            {65540, 2, false, true}};
+    const int nf = (int)(sizeof frames / sizeof frames[0]);
+    rdp_qsnap* q[4];
+    char path[1024];
+    snprintf(path, sizeof path, "%s/vectors.json", argv[1]);
+    FILE* js = fopen(path, "w");
+    if (js == NULL) {
+        perror(path);
+        return 1;
+    }
+    fprintf(js, "{\"format\": \"ragdolld binary snapshots, version 2 (PROTOCOL.md 5.2)\",\n"
+                " \"frames\": [\n");
+    for (int f = 0; f < nf; ++f) {
+        pose_at(f);
+        rdp_entity_state e[4];
+        memset(e, 0, sizeof e);
+        int n = 0;
+        e[n].entity = (1ull << 32) | 1;
+        e[n].kind = RDP_KIND_ROPE;
+        e[n].particle_count = 5;
+        e[n++].xyz = rope;
+        if (frames[f].with_ball) {
+            e[n].entity = (1ull << 32) | 2;
+            e[n].kind = RDP_KIND_BALL;
+            e[n].body_count = 1;
+            e[n++].pose = ball;
+        }
+        e[n].entity = (3ull << 32) | 3;
+        e[n].kind = RDP_KIND_CHARACTER;
+        e[n].body_count = 4;
+        e[n].pose = chr;
+        e[n].state = f < 2 ? "animated" : "ragdoll";
+        e[n].parents = parents;
+        e[n++].anchors = anchors;
+        if (frames[f].with_rope2) {
+            e[n].entity = (1ull << 32) | 4;
+            e[n].kind = RDP_KIND_ROPE;
+            e[n].particle_count = 3;
+            e[n++].xyz = rope2;
+        }
+        rdp_snapshot s;
+        memset(&s, 0, sizeof s);
+        s.world = 3;
+        s.tick = frames[f].tick;
+        s.entity_count = (uint32_t)n;
+        s.entities = e;
+        q[f] = rdp_qsnap_new();
+        if (rdp_quantize(&s, q[f]) != 0) {
+            return 1;
+        }
+        uint8_t buf[4096];
+        size_t len =
+            rdp_encode(q[f], frames[f].base >= 0 ? q[frames[f].base] : NULL, buf, sizeof buf);
+        snprintf(path, sizeof path, "%s/frame%d.bin", argv[1], f);
+        FILE* out = fopen(path, "wb");
+        if (out == NULL || len == 0 || fwrite(buf, 1, len, out) != len) {
+            perror(path);
+            return 1;
+        }
+        fclose(out);
+        fprintf(js,
+                "  {\"file\": \"frame%d.bin\", \"bytes\": %zu, \"tick\": %llu, \"tick16\": %u, "
+                "\"baseline16\": %s,\n   \"entities\": [\n",
+                f, len, (unsigned long long)frames[f].tick, (unsigned)(frames[f].tick & 0xffff),
+                frames[f].base >= 0
+                    ? (frames[f].base == 0 ? "65534" : (frames[f].base == 1 ? "65535" : "1"))
+                    : "null");
+        for (int k = 0; k < n; ++k) {
+            fprintf(js, "    {\"entity\": %llu, \"kind\": %d, \"state\": %s, \"values\": ",
+                    (unsigned long long)e[k].entity, e[k].kind,
+                    e[k].kind == RDP_KIND_CHARACTER ? (f < 2 ? "\"animated\"" : "\"ragdoll\"")
+                                                    : "null");
+            if (rdp_kind_is_rigid(e[k].kind)) {
+                print_values(js, e[k].pose, 7 * (int)e[k].body_count);
+            } else {
+                print_values(js, e[k].xyz, 3 * (int)e[k].particle_count);
+            }
+            // The integers on the wire, which both decoders must reproduce.
+            const rdp_qentity* qe = &q[f]->ents[k];
+            int per = rdp_kind_is_rigid(e[k].kind) ? 7 : 3;
+            fprintf(js, ",\n     \"ints\": [");
+            for (int i = 0; i < per * (int)qe->count; ++i) {
+                fprintf(js, "%s%d", i ? ", " : "", q[f]->vals[qe->offset + (uint32_t)i]);
+            }
+            fprintf(js, "]}%s\n", k + 1 < n ? "," : "");
+        }
+        fprintf(js, "   ]}%s\n", f + 1 < nf ? "," : "");
+    }
+    fprintf(js, " ]}\n");
+    fclose(js);
+    for (int f = 0; f < nf; ++f) {
+        rdp_qsnap_free(q[f]);
+    }
+    return 0;
+}
