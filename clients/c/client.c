@@ -220,6 +220,8 @@ rdc_config rdc_config_default(void) {
     cfg.max_message_bytes = 64u * 1024 * 1024;
     cfg.max_send_queue_bytes = 8u * 1024 * 1024;
     cfg.read_buffer_bytes = 64u * 1024;
+    cfg.decode_binary = true;
+    cfg.describe_characters = true;
     cfg.cookie = RDC__COOKIE;
     return cfg;
 }
@@ -388,7 +390,9 @@ static void sub_reply(rdc_client* c, rdc__pending* p, const rdc_reply* r) {
     }
     rdc_reply_cb cb = s->cb;
     void* arg = s->arg;
-    if (r->status == RDC_E_SERVER) {
+    if (r->status == 0) {
+        rdc__decoder_start_world(&c->dec, s->world, r->has_tick ? r->tick : 0);
+    } else if (r->status == RDC_E_SERVER) {
         // The server refused it (no such world any more, ...): retrying
         // after the next reconnect would only fail again.
         s->active = false;
@@ -604,16 +608,18 @@ int rdc_sendf(rdc_client* c, rdc_reply_cb cb, void* arg, const char* fmt, ...) {
     return rc;
 }
 
-// The acknowledgement hook of snapshot protocol version 2: sent without an
-// id, outside the pending list, when the decoder asks for it (version 1
-// never does).
-static void send_ack(rdc_client* c, const rdc__ack* ack) {
-    char text[96];
-    int n = snprintf(text, sizeof text, "{\"op\":\"ack\",\"world\":%llu,\"tick\":%llu}",
-                     (unsigned long long)ack->world, (unsigned long long)ack->tick);
-    if (c->connected && n > 0 && (size_t)n < sizeof text) {
-        queue_text(c, text, (size_t)n);
+// Queues a binary message (acks) on the open connection.
+static int queue_binary(rdc_client* c, const uint8_t* data, size_t len) {
+    rdc__conn* k = c->conn;
+    if (queued_bytes(k) + len > c->cfg.max_send_queue_bytes) {
+        return RDC_E_QUEUE_FULL;
     }
+    struct wslay_event_msg msg = {WSLAY_BINARY_FRAME, data, len};
+    if (wslay_event_queue_msg(k->ws, &msg) != 0) {
+        return UV_ENOMEM;
+    }
+    conn_flush(k);
+    return 0;
 }
 
 // ---------------------------------------------------------------------------
@@ -663,20 +669,70 @@ static void handle_reply(rdc_client* c, const cJSON* root, const cJSON* re, cons
     pending_finish(c, p, &r);
 }
 
+// The reply to a describe rdc sent for a character's bone names.
+typedef struct describe_ctx {
+    uint64_t world;
+    uint64_t entity;
+} describe_ctx;
+
+static void on_describe(rdc_client* c, const rdc_reply* r, void* arg) {
+    describe_ctx* dx = arg;
+    if (r->status != RDC_E_CLOSED) {
+        rdc__decoder_names(&c->dec, dx->world, dx->entity, r->status == 0 ? r->json : NULL);
+    }
+    free(dx);
+}
+
+// Sends what the decoder asked for: the ack frame (PROTOCOL.md §5.2), a
+// resync, describes. Failures to queue are left to the next snapshot (the
+// server codes against the newest ack it has; a lost resync is asked again).
+static void send_after_snapshot(rdc_client* c, const rdc__ack* ack) {
+    if (ack->wanted && c->connected) {
+        uint8_t frame[RDP_ACK_BYTES];
+        rdp_ack_write(ack->world, ack->tick, frame);
+        if (queue_binary(c, frame, sizeof frame) == 0) {
+            c->stats.acks++;
+        }
+    }
+    if (ack->resync && c->connected) {
+        c->stats.resyncs++;
+        rdc_sendf(c, NULL, NULL, "{\"op\":\"resync\",\"world\":%llu}",
+                  (unsigned long long)ack->world);
+    }
+    for (uint32_t i = 0; i < ack->describe_count; ++i) {
+        describe_ctx* dx = malloc(sizeof *dx);
+        if (dx == NULL) {
+            rdc__decoder_names(&c->dec, ack->world, ack->describe[i], NULL);
+            continue;
+        }
+        dx->world = ack->world;
+        dx->entity = ack->describe[i];
+        if (rdc_sendf(c, on_describe, dx, "{\"op\":\"describe\",\"world\":%llu,\"entity\":%llu}",
+                      (unsigned long long)ack->world, (unsigned long long)ack->describe[i]) != 0) {
+            rdc__decoder_names(&c->dec, ack->world, ack->describe[i], NULL);
+            free(dx);
+        }
+    }
+}
+
 static void deliver_snapshot(rdc_client* c, const uint8_t* data, size_t len, bool binary,
                              const cJSON* json) {
     rdc_snapshot s;
     rdc__ack ack;
-    if (rdc__decode_snapshot(&c->dec, data, len, binary, json, &s, &ack) != 0) {
+    if (binary) {
+        c->stats.binary_frames++;
+    }
+    int rc = rdc__decode_snapshot(&c->dec, data, len, binary, c->cfg.decode_binary,
+                                  c->cfg.describe_characters, json, &s, &ack);
+    // Acks first: the sooner the server has one, the sooner deltas shrink.
+    send_after_snapshot(c, &ack);
+    if (rc != 0) {
         c->stats.bad_snapshots++;
         return;
     }
     c->stats.snapshots++;
     if (c->cfg.on_snapshot != NULL) {
         c->cfg.on_snapshot(c, &s, c->cfg.user);
-    }
-    if (ack.wanted) {
-        send_ack(c, &ack);
     }
 }
 
@@ -697,7 +753,14 @@ static void handle_message(rdc_client* c, const uint8_t* data, size_t len, bool 
         handle_reply(c, root, re, (const char*)data, len);
     } else if (ev != NULL && strcmp(ev, "snapshot") == 0) {
         deliver_snapshot(c, data, len, false, root);
-    } else if (ev != NULL && c->cfg.on_event != NULL) {
+    } else if (ev != NULL) {
+        if (strcmp(ev, "metrics") == 0) {
+            rdc__decoder_metrics(&c->dec, root);
+        }
+        if (c->cfg.on_event == NULL) {
+            cJSON_Delete(root);
+            return;
+        }
         rdc_event e;
         e.name = ev;
         e.world = json_u64_or0(root, "world");

@@ -18,6 +18,7 @@
 #pragma once
 
 #include "rdc.h"
+#include "rdp.h"
 
 #include <http_parser.h>
 #include <wslay/wslay.h>
@@ -88,17 +89,49 @@ int rdc__hs_feed(rdc__hs* hs, const uint8_t* data, size_t len, size_t* used);
 // Snapshots (snapshot.c)
 // ---------------------------------------------------------------------------
 
-/// What the decoder asks the client to acknowledge after a snapshot. Always
-/// `wanted = false` for protocol version 1; version 2's deltas will need an
-/// `ack {world, tick}` per snapshot.
+/// Most characters a decode asks to `describe` at once.
+#define RDC__MAX_DESCRIBE 16
+
+/// What the client must send after a snapshot (decoded or not): the binary
+/// ack of PROTOCOL.md §5.2, a `resync` after a frame that could not be
+/// decoded (once per gap), and `describe` for characters whose bone names
+/// are unknown.
 typedef struct rdc__ack {
-    bool wanted;
+    bool wanted; ///< Send the ack frame for (world, tick).
+    bool resync; ///< Send {"op":"resync","world":world}.
     uint64_t world;
     uint64_t tick;
+    uint32_t describe_count;
+    uint64_t describe[RDC__MAX_DESCRIBE]; ///< Entity ids to describe (in `world`).
 } rdc__ack;
 
-/// Scratch for decoded snapshots (reused; grows) and, later, the baselines
-/// a delta decoder keeps per world.
+/// Bone names of one character, from its describe reply.
+typedef struct rdc__names {
+    uint64_t id;
+    bool pending;       ///< describe sent, no reply yet.
+    uint32_t count;     ///< Names (0 while pending).
+    const char** names; ///< count pointers, then the strings, one block.
+} rdc__names;
+
+/// What the decoder keeps about one world.
+typedef struct rdc__world {
+    uint64_t world;     ///< 0: a free slot.
+    rdp_decoder* dec;   ///< Binary: the baselines (created at the first frame).
+    uint64_t last_tick; ///< The newest full tick seen (the subscribe reply's at first).
+    bool resync_sent;   ///< A resync is out and no frame has decoded since.
+    uint32_t failed;    ///< Frames that failed since the resync was sent.
+    bool has_metrics;
+    rdc_metrics metrics; ///< The latest metrics event (binary subscribers).
+    rdc__names* names;   ///< Characters' bone names (binary).
+    uint32_t names_count, names_cap;
+} rdc__world;
+
+/// Worlds the decoder tracks at once (a subscription each, with room for
+/// subscriptions being replaced).
+#define RDC__MAX_WORLDS (2 * RDC_MAX_SUBSCRIPTIONS)
+
+/// Scratch for decoded snapshots (reused; grows) and what it keeps per
+/// world: version 2 baselines, ticks, metrics, bone names.
 typedef struct rdc__decoder {
     rdc_entity* ents;
     uint32_t ents_cap;
@@ -106,23 +139,45 @@ typedef struct rdc__decoder {
     size_t floats_cap;
     const char** names;
     size_t names_cap;
+    rdc__world worlds[RDC__MAX_WORLDS];
 } rdc__decoder;
 
 /// THE snapshot decoder: every snapshot the client receives goes through
 /// this one function, so a new wire format is a change here alone.
-/// `binary`: a binary message of `len` bytes at `data`; else a JSON text
-/// message whose parsed form is `json` (an object with "ev": "snapshot").
-/// Fills *out (pointing into d's scratch and into json; valid until the next
-/// call) and *ack. Returns 0 or RDC_E_PROTOCOL for a malformed snapshot.
-int rdc__decode_snapshot(rdc__decoder* d, const uint8_t* data, size_t len, bool binary,
-                         const cJSON* json, rdc_snapshot* out, rdc__ack* ack);
+/// `binary`: a binary message of `len` bytes at `data`, decoded (version 2)
+/// when `decode` is true, else only its world and tick are read; else a
+/// JSON text message whose parsed form is `json` (an object with "ev":
+/// "snapshot"). `describe`: ask for the bone names of unknown characters.
+/// Fills *out (pointing into d's scratch, its baselines and json; valid
+/// until the next call) and *ack (also on failure: a resync). Returns 0,
+/// RDC_E_PROTOCOL for a snapshot that cannot be decoded, or UV_ENOMEM.
+int rdc__decode_snapshot(rdc__decoder* d, const uint8_t* data, size_t len, bool binary, bool decode,
+                         bool describe, const cJSON* json, rdc_snapshot* out, rdc__ack* ack);
 
-/// Forgets what the decoder keeps about a world (baselines): called when a
-/// (re)subscription starts or ends. Nothing for version 1.
+/// Reads the world and the 16-bit tick of a binary snapshot without
+/// decoding it (PROTOCOL.md §5.2: the header's tick, the bit stream's first
+/// code). Returns false when it is not a version 2 snapshot.
+bool rdc__binary_peek(const uint8_t* data, size_t len, uint64_t* world, uint16_t* tick16,
+                      bool* delta);
+
+/// A (re)subscription to `world` was granted at `tick`: its binary frames
+/// start afresh (the server sends a full one first) and ticks unwrap near
+/// `tick`.
+void rdc__decoder_start_world(rdc__decoder* d, uint64_t world, uint64_t tick);
+
+/// Keeps the metrics of a `metrics` event (PROTOCOL.md §4) for its world.
+void rdc__decoder_metrics(rdc__decoder* d, const cJSON* ev);
+
+/// The describe reply for character `id` of `world` (json NULL when the
+/// describe failed: it is asked again at the entity's next snapshot).
+void rdc__decoder_names(rdc__decoder* d, uint64_t world, uint64_t id, const cJSON* json);
+
+/// Forgets what the decoder keeps about a world: called when a
+/// subscription ends.
 void rdc__decoder_forget_world(rdc__decoder* d, uint64_t world);
 
 /// Forgets everything (a new connection). Keeps the scratch.
 void rdc__decoder_reset(rdc__decoder* d);
 
-/// Frees the scratch.
+/// Frees the scratch and everything kept.
 void rdc__decoder_free(rdc__decoder* d);

@@ -1,16 +1,19 @@
 /*
  * snapshot.c: decoding snapshots (PROTOCOL.md §5) into rdc_snapshot's plain
- * arrays, JSON (§5.1) and binary version 1 (§5.2, read with protocol/'s
- * rdp_bin_* reader).
+ * arrays: JSON (§5.1) and binary version 2 (§5.2, quantized and
+ * delta-coded against the snapshot the client acknowledged; decoded by
+ * protocol/'s rdp_decode()).
  *
- * Everything goes through rdc__decode_snapshot(), the one entry point, so
- * that the coming binary version 2 (quantized, delta-coded against the
- * snapshot the client acknowledged) is a change in this file: its decoder
- * keeps baselines in rdc__decoder, and asks for `ack {world, tick}` through
- * rdc__ack, which client.c sends. Version 1 never asks.
+ * Everything goes through rdc__decode_snapshot(), the one entry point. Per
+ * world it keeps an rdp_decoder (the last RDP_BASELINES decoded frames, the
+ * baselines deltas refer to), the newest full tick (ticks travel as their
+ * low 16 bits), whether a resync is out, the latest metrics event, and the
+ * bone names of the characters it has met (binary frames carry no names;
+ * client.c sends the `describe`s and the acks this file asks for through
+ * rdc__ack).
  *
- * It owns the scratch arrays the decoded snapshot points into; it does not
- * own the message or the parsed JSON (client.c's).
+ * It owns the scratch arrays and what it keeps per world; it does not own
+ * the message or the parsed JSON (client.c's).
  */
 #include "rdc_internal.h"
 #include "rdp.h"
@@ -94,17 +97,73 @@ static bool reserve(rdc__decoder* d, uint32_t n, size_t f, size_t k) {
     return true;
 }
 
+// ---------------------------------------------------------------------------
+// Per world
+// ---------------------------------------------------------------------------
+
+static void names_clear(rdc__world* w) {
+    for (uint32_t i = 0; i < w->names_count; ++i) {
+        free(w->names[i].names);
+    }
+    free(w->names);
+    w->names = NULL;
+    w->names_count = w->names_cap = 0;
+}
+
+static void world_clear(rdc__world* w) {
+    rdp_decoder_free(w->dec);
+    names_clear(w);
+    memset(w, 0, sizeof *w);
+}
+
+static rdc__world* world_find(rdc__decoder* d, uint64_t world) {
+    for (int i = 0; i < RDC__MAX_WORLDS; ++i) {
+        if (d->worlds[i].world == world) {
+            return &d->worlds[i];
+        }
+    }
+    return NULL;
+}
+
+// The slot of a world, taken when it has none. NULL when every slot is in
+// use (more worlds than subscriptions: someone subscribed behind rdc's back).
+static rdc__world* world_get(rdc__decoder* d, uint64_t world) {
+    rdc__world* w = world_find(d, world);
+    if (w == NULL && world != 0 && (w = world_find(d, 0)) != NULL) {
+        w->world = world;
+    }
+    return w;
+}
+
+void rdc__decoder_start_world(rdc__decoder* d, uint64_t world, uint64_t tick) {
+    rdc__world* w = world_get(d, world);
+    if (w == NULL) {
+        return;
+    }
+    // The server starts a (re)subscription with a full frame: old baselines
+    // are of no use, and names stay valid (ids are never reused).
+    rdp_decoder_free(w->dec);
+    w->dec = NULL;
+    w->last_tick = tick;
+    w->resync_sent = false;
+    w->failed = 0;
+}
+
 void rdc__decoder_forget_world(rdc__decoder* d, uint64_t world) {
-    // Version 1 snapshots are complete: there is no baseline to forget.
-    (void)d;
-    (void)world;
+    rdc__world* w = world_find(d, world);
+    if (w != NULL && world != 0) {
+        world_clear(w);
+    }
 }
 
 void rdc__decoder_reset(rdc__decoder* d) {
-    (void)d;
+    for (int i = 0; i < RDC__MAX_WORLDS; ++i) {
+        world_clear(&d->worlds[i]);
+    }
 }
 
 void rdc__decoder_free(rdc__decoder* d) {
+    rdc__decoder_reset(d);
     free(d->ents);
     free(d->floats);
     free(d->names);
@@ -159,6 +218,8 @@ static uint32_t json_body_count(const cJSON* e, rdc_kind kind, const cJSON** bon
     *bones = cJSON_GetObjectItemCaseSensitive(e, "bones");
     return cJSON_IsArray(*bones) ? (uint32_t)cJSON_GetArraySize(*bones) : 0;
 }
+
+static bool metrics_read(const cJSON* m, rdc_metrics* out);
 
 static int decode_json(rdc__decoder* d, const cJSON* json, rdc_snapshot* out) {
     const cJSON* ents = cJSON_GetObjectItemCaseSensitive(json, "entities");
@@ -248,6 +309,9 @@ static int decode_json(rdc__decoder* d, const cJSON* json, rdc_snapshot* out) {
         }
     }
     out->format = RDC_FORMAT_JSON;
+    out->decoded = true;
+    out->has_metrics =
+        metrics_read(cJSON_GetObjectItemCaseSensitive(json, "metrics"), &out->metrics);
     out->entity_count = n;
     out->entities = d->ents;
     out->json = json;
@@ -255,65 +319,271 @@ static int decode_json(rdc__decoder* d, const cJSON* json, rdc_snapshot* out) {
 }
 
 // ---------------------------------------------------------------------------
-// Binary, version 1 (PROTOCOL.md §5.2)
+// Metrics
 // ---------------------------------------------------------------------------
 
-static int decode_binary_v1(rdc__decoder* d, const uint8_t* data, size_t len, rdc_snapshot* out) {
-    rdp_bin_header hdr;
-    rdp_bin_reader rd;
-    if (rdp_bin_parse(data, len, &hdr, &rd) != RDP_OK || hdr.baseline != RDP_BIN_NO_BASELINE) {
-        return RDC_E_PROTOCOL;
+static double json_num(const cJSON* o, const char* key) {
+    const cJSON* v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) && isfinite(v->valuedouble) ? v->valuedouble : 0;
+}
+
+static uint32_t json_count(const cJSON* o, const char* key) {
+    double v = json_num(o, key);
+    return v > 0 && v < 4294967296.0 ? (uint32_t)v : 0;
+}
+
+// Reads a "metrics" object (PROTOCOL.md §5.1). False when there is none.
+static bool metrics_read(const cJSON* m, rdc_metrics* out) {
+    if (!cJSON_IsObject(m)) {
+        return false;
     }
-    // First pass: validates the layout and sizes the arrays.
-    rdp_bin_reader first = rd;
-    rdp_bin_entity be;
-    uint32_t n = 0;
-    size_t nf = 0;
-    int r;
-    while ((r = rdp_bin_next(&first, &be)) == 1) {
-        if (be.kind < RDP_KIND_ROPE || be.kind > RDP_KIND_BALL) {
+    out->constraint_error = json_num(m, "constraint_error");
+    out->sticks = json_count(m, "sticks");
+    out->solver_passes = json_count(m, "solver_passes");
+    out->particles = json_count(m, "particles");
+    out->entities = json_count(m, "entities");
+    out->step_ms = json_num(m, "step_ms");
+    double o = json_num(m, "overruns");
+    out->overruns = o > 0 && o <= RDP_MAX_SAFE_INTEGER ? (uint64_t)o : 0;
+    return true;
+}
+
+void rdc__decoder_metrics(rdc__decoder* d, const cJSON* ev) {
+    uint64_t world;
+    rdc__world* w;
+    rdc_metrics m;
+    memset(&m, 0, sizeof m);
+    if (json_u64(ev, "world", &world) && (w = world_find(d, world)) != NULL && world != 0 &&
+        metrics_read(cJSON_GetObjectItemCaseSensitive(ev, "metrics"), &m)) {
+        w->metrics = m;
+        w->has_metrics = true;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Bone names of characters in binary snapshots (from describe replies)
+// ---------------------------------------------------------------------------
+
+static rdc__names* names_find(rdc__world* w, uint64_t id) {
+    for (uint32_t i = 0; i < w->names_count; ++i) {
+        if (w->names[i].id == id) {
+            return &w->names[i];
+        }
+    }
+    return NULL;
+}
+
+static rdc__names* names_add(rdc__world* w, uint64_t id) {
+    if (w->names_count == w->names_cap) {
+        uint32_t cap = w->names_cap == 0 ? 8 : 2 * w->names_cap;
+        rdc__names* grown = realloc(w->names, cap * sizeof *grown);
+        if (grown == NULL) {
+            return NULL;
+        }
+        w->names = grown;
+        w->names_cap = cap;
+    }
+    rdc__names* n = &w->names[w->names_count++];
+    memset(n, 0, sizeof *n);
+    n->id = id;
+    return n;
+}
+
+static void names_remove(rdc__world* w, rdc__names* n) {
+    free(n->names);
+    *n = w->names[--w->names_count];
+}
+
+void rdc__decoder_names(rdc__decoder* d, uint64_t world, uint64_t id, const cJSON* json) {
+    rdc__world* w = world != 0 ? world_find(d, world) : NULL;
+    rdc__names* n = w != NULL ? names_find(w, id) : NULL;
+    if (n == NULL || !n->pending) {
+        return; // forgotten meanwhile (unsubscribed, reconnected, despawned)
+    }
+    const cJSON* bones = json != NULL ? cJSON_GetObjectItemCaseSensitive(json, "bones") : NULL;
+    int count = cJSON_IsArray(bones) ? cJSON_GetArraySize(bones) : 0;
+    size_t bytes = 0;
+    const cJSON* b;
+    cJSON_ArrayForEach(b, bones) {
+        const char* name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b, "name"));
+        if (name == NULL) {
+            count = 0;
+            break;
+        }
+        bytes += strlen(name) + 1;
+    }
+    const char** block = count > 0 ? malloc((size_t)count * sizeof(char*) + bytes) : NULL;
+    if (block == NULL) {
+        names_remove(w, n); // asked again at the entity's next snapshot
+        return;
+    }
+    char* text = (char*)(block + count);
+    int i = 0;
+    cJSON_ArrayForEach(b, bones) {
+        const char* name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b, "name"));
+        size_t len = strlen(name) + 1;
+        memcpy(text, name, len);
+        block[i++] = text;
+        text += len;
+    }
+    n->pending = false;
+    n->count = (uint32_t)count;
+    n->names = block;
+}
+
+// Sets the bone names of the characters of a binary snapshot, asks for
+// those not known yet, and forgets those of characters that are gone.
+static void names_apply(rdc__world* w, rdc_snapshot* out, rdc_entity* ents, bool describe,
+                        rdc__ack* ack) {
+    for (uint32_t i = 0; i < out->entity_count; ++i) {
+        rdc_entity* e = &ents[i];
+        if (e->kind != RDC_KIND_CHARACTER) {
             continue;
         }
-        n++;
-        nf += (is_rigid((rdc_kind)be.kind) ? 7u : 3u) * (size_t)be.particle_count;
+        rdc__names* n = names_find(w, e->id);
+        if (n != NULL && !n->pending && n->count == e->count) {
+            e->bone_names = n->names;
+        } else if (n == NULL && describe && ack->describe_count < RDC__MAX_DESCRIBE &&
+                   (n = names_add(w, e->id)) != NULL) {
+            n->pending = true;
+            ack->describe[ack->describe_count++] = e->id;
+        }
     }
-    if (r < 0) {
+    // Gone from the world: forget (ids are never reused, so this only
+    // bounds the memory). A pending one waits for its reply.
+    for (uint32_t k = 0; k < w->names_count;) {
+        rdc__names* n = &w->names[k];
+        bool seen = n->pending;
+        for (uint32_t i = 0; i < out->entity_count && !seen; ++i) {
+            seen = ents[i].id == n->id;
+        }
+        if (seen) {
+            k++;
+        } else {
+            names_remove(w, n);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Binary, version 2 (PROTOCOL.md §5.2)
+// ---------------------------------------------------------------------------
+
+bool rdc__binary_peek(const uint8_t* data, size_t len, uint64_t* world, uint16_t* tick16,
+                      bool* delta) {
+    static const uint8_t magic[4] = {'R', 'D', 'S', '2'};
+    if (data == NULL || len < 8 || memcmp(data, magic, 4) != 0 || data[4] != 2) {
+        return false;
+    }
+    *delta = (data[5] & 1u) != 0;
+    *tick16 = (uint16_t)(data[6] | data[7] << 8);
+    size_t head = *delta ? 10 : 8;
+    // The world is the stream's first code, ue(0): L − 1 zero bits, then
+    // world + 1 in L bits from the most significant; bits are taken from
+    // each byte least significant first.
+    size_t bit = 0, nbits = (len > head ? len - head : 0) * 8;
+    const uint8_t* p = data + head;
+    unsigned zeros = 0;
+    while (bit < nbits && ((p[bit >> 3] >> (bit & 7)) & 1u) == 0) {
+        bit++;
+        if (++zeros > 40) {
+            return false;
+        }
+    }
+    if (bit + 1 + zeros > nbits) {
+        return false;
+    }
+    uint64_t m = 1;
+    bit++;
+    for (unsigned i = 0; i < zeros; ++i, ++bit) {
+        m = (m << 1) | ((p[bit >> 3] >> (bit & 7)) & 1u);
+    }
+    *world = m - 1;
+    return true;
+}
+
+static int decode_binary(rdc__decoder* d, const uint8_t* data, size_t len, bool decode,
+                         bool describe, rdc_snapshot* out, rdc__ack* ack) {
+    uint64_t world;
+    uint16_t tick16;
+    bool delta;
+    if (!rdc__binary_peek(data, len, &world, &tick16, &delta)) {
         return RDC_E_PROTOCOL;
     }
-    if (!reserve(d, n, nf, 0)) {
+    rdc__world* w = world_get(d, world);
+    if (w == NULL) {
+        return RDC_E_PROTOCOL;
+    }
+    out->world = world;
+    out->format = RDC_FORMAT_BINARY;
+    out->delta = delta;
+    out->data = data;
+    out->has_metrics = w->has_metrics;
+    out->metrics = w->metrics;
+    uint64_t tick = rdp_tick_unwrap(w->last_tick, tick16);
+    if (!decode) {
+        out->tick = tick;
+        w->last_tick = tick > w->last_tick ? tick : w->last_tick;
+        return 0;
+    }
+    if (w->dec == NULL && (w->dec = rdp_decoder_new()) == NULL) {
         return UV_ENOMEM;
     }
-    uint32_t i = 0;
-    size_t fi = 0;
-    while (rdp_bin_next(&rd, &be) == 1) {
-        if (be.kind < RDP_KIND_ROPE || be.kind > RDP_KIND_BALL) {
-            continue;
+    const rdp_qsnap* q = NULL;
+    rdp_code rc = rdp_decode(w->dec, data, len, &q);
+    if (rc != RDP_OK) {
+        // A delta against a baseline we lack, or a frame we cannot read:
+        // ask for a full one, once per gap (the frames already on their way
+        // fail too). Should the resync go unanswered, ask again after a
+        // while rather than never.
+        if (rc == RDP_E_INTERNAL) {
+            return UV_ENOMEM;
         }
-        rdc_entity* x = &d->ents[i++];
+        if (!w->resync_sent || ++w->failed >= 64) {
+            w->resync_sent = true;
+            w->failed = 0;
+            ack->resync = true;
+            ack->world = world;
+        }
+        return RDC_E_PROTOCOL;
+    }
+    w->resync_sent = false;
+    w->failed = 0;
+    if (!reserve(d, q->entity_count, 0, 0)) {
+        return UV_ENOMEM;
+    }
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < q->entity_count; ++i) {
+        const rdp_qentity* qe = &q->ents[i];
+        if (qe->kind < RDP_KIND_ROPE || qe->kind > RDP_KIND_BALL) {
+            continue; // a kind this client does not know
+        }
+        rdc_entity* x = &d->ents[n++];
         memset(x, 0, sizeof *x);
-        x->id = be.entity;
-        x->kind = (rdc_kind)be.kind;
-        x->count = be.particle_count;
+        x->id = qe->id;
+        x->kind = (rdc_kind)qe->kind;
+        x->count = qe->count;
+        // The floats are the decoder's own (valid for RDP_BASELINES more
+        // decodes): no copy.
         if (is_rigid(x->kind)) {
-            x->state = x->kind == RDC_KIND_CHARACTER && be.state < 4 ? (rdc_char_state)be.state
-                                                                     : RDC_CHAR_ANIMATED;
-            x->pose = d->floats + fi;
-            for (uint32_t b = 0; b < be.particle_count; ++b, fi += 7) {
-                rdp_bin_entity_pose(&be, b, d->floats + fi);
-            }
+            x->state = x->kind == RDC_KIND_CHARACTER && qe->state < 4 ? (rdc_char_state)qe->state
+                                                                      : RDC_CHAR_ANIMATED;
+            x->pose = q->f + qe->offset;
         } else {
-            x->xyz = d->floats + fi;
-            for (uint32_t p = 0; p < be.particle_count; ++p, fi += 3) {
-                rdp_bin_entity_position(&be, p, d->floats + fi);
-            }
+            x->xyz = q->f + qe->offset;
         }
     }
-    out->world = hdr.world;
-    out->tick = hdr.tick;
-    out->format = RDC_FORMAT_BINARY;
+    out->tick = tick;
     out->entity_count = n;
     out->entities = d->ents;
-    out->json = NULL;
+    out->decoded = true;
+    names_apply(w, out, d->ents, describe, ack);
+    if (tick > w->last_tick) {
+        w->last_tick = tick;
+    }
+    ack->wanted = true;
+    ack->world = world;
+    ack->tick = tick;
     return 0;
 }
 
@@ -321,19 +591,13 @@ static int decode_binary_v1(rdc__decoder* d, const uint8_t* data, size_t len, rd
 // The entry point
 // ---------------------------------------------------------------------------
 
-int rdc__decode_snapshot(rdc__decoder* d, const uint8_t* data, size_t len, bool binary,
-                         const cJSON* json, rdc_snapshot* out, rdc__ack* ack) {
+int rdc__decode_snapshot(rdc__decoder* d, const uint8_t* data, size_t len, bool binary, bool decode,
+                         bool describe, const cJSON* json, rdc_snapshot* out, rdc__ack* ack) {
     memset(out, 0, sizeof *out);
     memset(ack, 0, sizeof *ack);
-    out->bytes = len;
     int rc;
     if (binary) {
-        // The version sits at the same offset in every version's header;
-        // version 2 gets its own decoder (and asks for acks) here.
-        if (len < 6 || (data[4] | (data[5] << 8)) != 1) {
-            return RDC_E_PROTOCOL;
-        }
-        rc = decode_binary_v1(d, data, len, out);
+        rc = decode_binary(d, data, len, decode, describe, out, ack);
     } else {
         rc = decode_json(d, json, out);
     }
@@ -348,6 +612,7 @@ int rdc__decode_snapshot(rdc__decoder* d, const uint8_t* data, size_t len, bool 
         size_t nf = (e->xyz != NULL ? 3u : 7u) * (size_t)e->count;
         for (size_t k = 0; f != NULL && k < nf; ++k) {
             if (!isfinite(f[k])) {
+                ack->wanted = false;
                 return RDC_E_PROTOCOL;
             }
         }

@@ -113,6 +113,8 @@ static void server_stop(server* s, int sig) {
 // ---------------------------------------------------------------------------
 
 #define MAX_BODIES 32
+/// JSON frames the peer keeps for comparison.
+#define RING 128
 
 /// What a test learns from replies, events and snapshots.
 typedef struct fixture {
@@ -147,6 +149,17 @@ typedef struct fixture {
     char bone0[32];
     uint32_t rope_count;
     float rope[MAX_BODIES * 3];
+    // Binary frames: sizes of full frames and deltas.
+    uint64_t full_frames, delta_frames, full_bytes, delta_bytes, undecoded;
+    // A second client, subscribed to the same world in JSON: its frames by
+    // tick, for comparing with the binary ones.
+    rdc_client* peer;
+    bool peer_closed;
+    uint64_t peer_tick[RING];
+    float peer_pose[RING][MAX_BODIES * 7];
+    float peer_rope[RING][MAX_BODIES * 3];
+    uint64_t compared;
+    double worst_pos, worst_quat;
 } fixture;
 
 static void on_wake(uv_timer_t* t) {
@@ -178,6 +191,19 @@ static void on_event(rdc_client* c, const rdc_event* ev, void* user) {
     }
 }
 
+// The angle between two rotations (x, y, z, w), radians: of the relative
+// rotation conj(a)·b, as 2·atan2(|v|, |w|), which stays accurate for small
+// angles (acos of a dot product near 1 does not).
+static double quat_angle(const float* a, const float* b) {
+    double ax = -a[0], ay = -a[1], az = -a[2], aw = a[3];
+    double bx = b[0], by = b[1], bz = b[2], bw = b[3];
+    double w = aw * bw - ax * bx - ay * by - az * bz;
+    double x = aw * bx + ax * bw + ay * bz - az * by;
+    double y = aw * by - ax * bz + ay * bw + az * bx;
+    double z = aw * bz + ax * by - ay * bx + az * bw;
+    return 2 * atan2(sqrt(x * x + y * y + z * z), fabs(w));
+}
+
 static void on_snapshot(rdc_client* c, const rdc_snapshot* s, void* user) {
     (void)c;
     fixture* f = user;
@@ -193,8 +219,7 @@ static void on_snapshot(rdc_client* c, const rdc_snapshot* s, void* user) {
         f->char_state = ch->state;
         f->char_bodies = ch->count;
         memcpy(f->pose, ch->pose, 7 * sizeof(float) * ch->count);
-        snprintf(f->bone0, sizeof f->bone0, "%s",
-                 ch->bone_names != NULL ? ch->bone_names[0] : "");
+        snprintf(f->bone0, sizeof f->bone0, "%s", ch->bone_names != NULL ? ch->bone_names[0] : "");
     }
     const rdc_entity* rope = rdc_snapshot_find(s, f->watch_rope);
     if (rope != NULL && rope->count <= MAX_BODIES) {
@@ -202,6 +227,50 @@ static void on_snapshot(rdc_client* c, const rdc_snapshot* s, void* user) {
         f->rope_count = rope->count;
         memcpy(f->rope, rope->xyz, 3 * sizeof(float) * rope->count);
     }
+    if (s->format == RDC_FORMAT_BINARY && !s->decoded) {
+        f->undecoded++;
+    }
+    if (s->format == RDC_FORMAT_BINARY) {
+        f->full_frames += !s->delta;
+        f->full_bytes += s->delta ? 0 : s->bytes;
+        f->delta_frames += s->delta;
+        f->delta_bytes += s->delta ? s->bytes : 0;
+    }
+    // The same tick as the JSON peer saw it: within the binary format's
+    // 0.49 mm plus JSON's 0.05 mm rounding, and its 0.06° (q or -q).
+    uint32_t slot = (uint32_t)(s->tick % RING);
+    if (f->peer != NULL && s->decoded && s->format == RDC_FORMAT_BINARY && ch != NULL &&
+        rope != NULL && f->peer_tick[slot] == s->tick) {
+        for (uint32_t b = 0; b < ch->count && b < MAX_BODIES; ++b) {
+            const float* p = ch->pose + 7 * b;
+            const float* q = f->peer_pose[slot] + 7 * b;
+            for (int k = 0; k < 3; ++k) {
+                double d = fabs((double)p[k] - q[k]);
+                f->worst_pos = d > f->worst_pos ? d : f->worst_pos;
+            }
+            double angle = quat_angle(p + 3, q + 3);
+            f->worst_quat = angle > f->worst_quat ? angle : f->worst_quat;
+        }
+        for (uint32_t k = 0; k < 3 * rope->count && k < 3 * MAX_BODIES; ++k) {
+            double d = fabs((double)rope->xyz[k] - f->peer_rope[slot][k]);
+            f->worst_pos = d > f->worst_pos ? d : f->worst_pos;
+        }
+        f->compared++;
+    }
+}
+
+static void on_peer_snapshot(rdc_client* c, const rdc_snapshot* s, void* user) {
+    (void)c;
+    fixture* f = user;
+    const rdc_entity* ch = rdc_snapshot_find(s, f->watch_character);
+    const rdc_entity* rope = rdc_snapshot_find(s, f->watch_rope);
+    if (ch == NULL || rope == NULL || ch->count > MAX_BODIES || rope->count > MAX_BODIES) {
+        return;
+    }
+    uint32_t slot = (uint32_t)(s->tick % RING);
+    f->peer_tick[slot] = s->tick;
+    memcpy(f->peer_pose[slot], ch->pose, 7 * sizeof(float) * ch->count);
+    memcpy(f->peer_rope[slot], rope->xyz, 3 * sizeof(float) * rope->count);
 }
 
 static int setup_with(void** state, bool demo) {
@@ -234,7 +303,7 @@ static int setup_demo(void** state) {
         assert_true(cond);                                                                         \
     } while (0)
 
-static void open_client(fixture* f, int port, const char* path) {
+static void open_client_with(fixture* f, int port, const char* path, bool decode) {
     char url[128];
     snprintf(url, sizeof url, "ws://127.0.0.1:%d%s", port, path);
     rdc_config cfg = rdc_config_default();
@@ -243,7 +312,12 @@ static void open_client(fixture* f, int port, const char* path) {
     cfg.on_state = on_state;
     cfg.on_event = on_event;
     cfg.on_snapshot = on_snapshot;
+    cfg.decode_binary = decode;
     assert_int_equal(rdc_open(&f->loop, &cfg, &f->c), 0);
+}
+
+static void open_client(fixture* f, int port, const char* path) {
+    open_client_with(f, port, path, true);
 }
 
 static void connect_client(fixture* f) {
@@ -256,8 +330,17 @@ static void on_closed(rdc_client* c, void* arg) {
     ((fixture*)arg)->closed = true;
 }
 
+static void on_peer_closed(rdc_client* c, void* arg) {
+    (void)c;
+    ((fixture*)arg)->peer_closed = true;
+}
+
 static int teardown(void** state) {
     fixture* f = *state;
+    if (f->peer != NULL) {
+        rdc_close(f->peer, on_peer_closed, f);
+        RUN_UNTIL(f, f->peer_closed, 5000);
+    }
     if (f->c != NULL && !f->closed) {
         rdc_close(f->c, on_closed, f);
         RUN_UNTIL(f, f->closed, 5000);
@@ -313,8 +396,7 @@ static uint64_t make_world(fixture* f) {
     assert_int_equal(call(f, "{\"op\":\"create_world\",\"name\":\"rdc test\"}"), 0);
     uint64_t world = reply_u64(f, "world");
     char cmd[256];
-    snprintf(cmd, sizeof cmd,
-             "{\"op\":\"spawn_character\",\"world\":%llu,\"position\":[1,0,2]}",
+    snprintf(cmd, sizeof cmd, "{\"op\":\"spawn_character\",\"world\":%llu,\"position\":[1,0,2]}",
              (unsigned long long)world);
     assert_int_equal(call(f, cmd), 0);
     f->watch_character = reply_u64(f, "entity");
@@ -379,24 +461,62 @@ static void test_rdc_binary_snapshots_decode_to_the_same_values(void** state) {
     fixture* f = *state;
     connect_client(f);
     uint64_t world = make_world(f);
-    assert_int_equal(rdc_subscribe(f->c, world, RDC_FORMAT_BINARY, 30, on_sub, f), 0);
-    RUN_UNTIL(f, f->sub_replies == 1, 5000);
-    uint64_t first = f->snapshots;
-    RUN_UNTIL(f, f->snapshots >= first + 15 && f->have_character && f->have_rope, 10000);
+    // The peer: the same world in JSON, every tick.
+    char url[128];
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d/ws", f->srv.port);
+    rdc_config cfg = rdc_config_default();
+    cfg.url = url;
+    cfg.user = f;
+    cfg.on_snapshot = on_peer_snapshot;
+    assert_int_equal(rdc_open(&f->loop, &cfg, &f->peer), 0);
+    assert_int_equal(rdc_subscribe(f->peer, world, RDC_FORMAT_JSON, 60, on_sub, f), 0);
+    RUN_UNTIL(f, f->sub_replies == 1, 10000);
+    assert_int_equal(rdc_subscribe(f->c, world, RDC_FORMAT_BINARY, 60, on_sub, f), 0);
+    RUN_UNTIL(f, f->sub_replies == 2, 5000);
+    // A second of snapshots, most of them compared tick by tick.
+    RUN_UNTIL(f, f->compared >= 40 && f->have_character && f->have_rope, 20000);
     assert_int_equal(f->last_format, RDC_FORMAT_BINARY);
-    assert_string_equal(f->bone0, ""); // binary snapshots carry no names
+    assert_false(f->bad_order);
+    assert_true(f->worst_pos <= 1e-3);
+    assert_true(f->worst_quat <= 0.1 * 3.14159265358979 / 180);
     check_character_and_rope(f);
-    // In binary the anchor is the float itself, not a rounding of it.
+    // The rope's anchor lies on the 1/1024 m grid: exact.
     assert_true(f->rope[0] == -2.0f && f->rope[1] == 4.0f && f->rope[2] == 1.0f);
-    // Describe confirms the bone order the binary snapshot relies on.
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "{\"op\":\"describe\",\"world\":%llu,\"entity\":%llu}",
-             (unsigned long long)world, (unsigned long long)f->watch_character);
-    assert_int_equal(call(f, cmd), 0);
-    const cJSON* bones = cJSON_GetObjectItem(f->reply, "bones");
-    assert_int_equal(cJSON_GetArraySize(bones), 16);
-    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(bones, 0), "name")->valuestring,
-                        "pelvis");
+    // Bone names come from the describe rdc sent by itself.
+    RUN_UNTIL(f, strcmp(f->bone0, "pelvis") == 0, 5000);
+
+    // Every frame was acknowledged, so after the first full one the server
+    // sent deltas against them, smaller than full frames.
+    rdc_stats st;
+    rdc_get_stats(f->c, &st);
+    assert_int_equal(st.bad_snapshots, 0);
+    assert_int_equal(st.resyncs, 0);
+    assert_true(st.acks >= st.snapshots - 1);
+    assert_true(f->full_frames >= 1 && f->full_frames <= 2);
+    assert_true(f->delta_frames >= 40);
+    double full = (double)f->full_bytes / (double)f->full_frames;
+    double delta = (double)f->delta_bytes / (double)f->delta_frames;
+    print_message("binary: full frame %.0f bytes, delta %.1f bytes on average (%llu frames)\n",
+                  full, delta, (unsigned long long)f->delta_frames);
+    assert_true(delta < 0.75 * full);
+}
+
+static void test_rdc_undecoded_frames_are_counted_and_stay_full(void** state) {
+    fixture* f = *state;
+    open_client_with(f, f->srv.port, "/ws", false);
+    RUN_UNTIL(f, f->connected == 1, 10000);
+    uint64_t world = make_world(f);
+    assert_int_equal(rdc_subscribe(f->c, world, RDC_FORMAT_BINARY, 30, on_sub, f), 0);
+    RUN_UNTIL(f, f->sub_replies == 1 && f->snapshots >= 20, 10000);
+    // Never acknowledged: every frame is a full one, and none is decoded.
+    assert_int_equal(f->undecoded, f->snapshots);
+    assert_int_equal(f->delta_frames, 0);
+    assert_false(f->bad_order);
+    assert_false(f->have_character);
+    rdc_stats st;
+    rdc_get_stats(f->c, &st);
+    assert_int_equal(st.acks, 0);
+    assert_int_equal(st.binary_frames, st.snapshots);
 }
 
 static void test_rdc_kill_names_a_bone_and_makes_a_ragdoll(void** state) {
@@ -476,6 +596,12 @@ static void test_rdc_reconnects_after_a_restart_and_subscribes_again(void** stat
     rdc_get_stats(f->c, &st);
     assert_int_equal(st.connects, 2);
     assert_int_equal(st.disconnects, 1);
+    // The new server's frames decode from scratch (the subscription starts
+    // with a full one), and are deltas again soon after.
+    assert_int_equal(st.bad_snapshots, 0);
+    assert_int_equal(st.resyncs, 0);
+    uint64_t deltas = f->delta_frames;
+    RUN_UNTIL(f, f->delta_frames >= deltas + 5, 5000);
     assert_true(st.connect_failures >= 3);
 
     // The backoff: the n-th wait drawn from [w/2, w], w = 100 ms doubling.
@@ -556,6 +682,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(
             test_rdc_json_snapshots_show_a_standing_character_and_a_rope, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rdc_binary_snapshots_decode_to_the_same_values, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rdc_undecoded_frames_are_counted_and_stay_full, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rdc_kill_names_a_bone_and_makes_a_ragdoll, setup,
                                         teardown),

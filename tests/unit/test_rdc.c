@@ -1,8 +1,9 @@
 /*
  * test_rdc.c: unit tests of the C client's parts that do no I/O: URLs, the
  * handshake request and response (RFC 6455 §4.1-4.2 vectors), and the
- * snapshot decoder on snapshots written by hand from PROTOCOL.md §5 (not by
- * the server's encoder). tests/integration/test_rdc_server.c runs the
+ * snapshot decoder: binary version 2 on the golden vectors of
+ * protocol/golden/ (expected values from vectors.json), JSON on snapshots
+ * written by hand from PROTOCOL.md §5.1. tests/integration/test_rdc_server.c runs the
  * client against a real server.
  */
 // cmocka.h needs these four before it (cmocka docs); keep the order.
@@ -18,6 +19,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 // ---------------------------------------------------------------------------
@@ -54,8 +56,8 @@ static void test_rdc_url_parsing(void** state) {
     assert_string_equal(host, "[::1]:9000");
 
     // Not ours: other schemes (no TLS client), user info, port 0, garbage.
-    const char* bad[] = {"http://h/ws", "wss://h/ws", "ws://user@h/ws", "ws://h:0/ws",
-                         "ws:///ws",    "ws//h",      "",               "ws://h/a b"};
+    const char* bad[] = {"http://h/ws", "wss://h/ws", "ws://user@h/ws", "ws://h:0/ws", "ws:///ws",
+                         "ws//h",       "",           "ws://h/a b"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
         assert_int_equal(rdc__url_parse(bad[i], &u), RDC_E_URL);
     }
@@ -175,122 +177,232 @@ static void test_rdc_handshake_response_is_checked(void** state) {
 // Snapshots
 // ---------------------------------------------------------------------------
 
-static uint8_t* put_u16(uint8_t* p, uint16_t v) {
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-    return p + 2;
+// The golden vectors of protocol/golden/ (written by tests/unit/golden_gen.c,
+// checked by the codec's own tests and by the JavaScript decoder): four
+// frames of world 3 across the 16-bit tick wrap, a full one and deltas.
+// The expected values come from vectors.json, not from rdc.
+
+#define GOLDEN_WORLD 3 // golden_gen.c's world
+
+static uint8_t* read_golden(const char* name, size_t* len) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", RD_GOLDEN_DIR, name);
+    FILE* f = fopen(path, "rb");
+    assert_non_null(f);
+    static uint8_t buf[4][1 << 20];
+    static int slot;
+    uint8_t* out = buf[slot++ % 4];
+    *len = fread(out, 1, sizeof buf[0], f);
+    fclose(f);
+    return out;
 }
 
-static uint8_t* put_u32(uint8_t* p, uint32_t v) {
-    for (int i = 0; i < 4; ++i) {
-        p[i] = (uint8_t)(v >> (8 * i));
+static cJSON* read_vectors(void) {
+    size_t len;
+    uint8_t* text = read_golden("vectors.json", &len);
+    cJSON* v = cJSON_ParseWithLength((const char*)text, len);
+    assert_non_null(v);
+    return v;
+}
+
+// Checks a decoded snapshot against one frame of vectors.json.
+static void check_frame(const rdc_snapshot* s, const cJSON* frame) {
+    assert_int_equal(s->world, GOLDEN_WORLD);
+    assert_int_equal(s->tick, (uint64_t)cJSON_GetObjectItem(frame, "tick")->valuedouble);
+    assert_true(s->decoded);
+    assert_int_equal(s->delta, !cJSON_IsNull(cJSON_GetObjectItem(frame, "baseline16")));
+    const cJSON* ents = cJSON_GetObjectItem(frame, "entities");
+    assert_int_equal(s->entity_count, cJSON_GetArraySize(ents));
+    uint32_t i = 0;
+    const cJSON* e;
+    cJSON_ArrayForEach(e, ents) {
+        const rdc_entity* x = &s->entities[i++];
+        assert_int_equal(x->id, (uint64_t)cJSON_GetObjectItem(e, "entity")->valuedouble);
+        assert_int_equal(x->kind, cJSON_GetObjectItem(e, "kind")->valueint);
+        const cJSON* st = cJSON_GetObjectItem(e, "state");
+        if (cJSON_IsString(st)) {
+            assert_string_equal(rdc_char_state_name(x->state), st->valuestring);
+        }
+        const cJSON* vals = cJSON_GetObjectItem(e, "values");
+        bool rigid = x->kind == RDC_KIND_CHARACTER || x->kind == RDC_KIND_BALL;
+        const float* f = rigid ? x->pose : x->xyz;
+        assert_non_null(f);
+        assert_null(rigid ? x->xyz : x->pose);
+        assert_int_equal((int)x->count * (rigid ? 7 : 3), cJSON_GetArraySize(vals));
+        // "values" are what the frame was made from: positions come back
+        // within the quantization's 0.49 mm (PROTOCOL.md §5.2, 1/1024 m
+        // steps; 0.5 mm here), orientations within its 0.06° (q and -q are
+        // one rotation).
+        for (int k = 0; k < cJSON_GetArraySize(vals); ++k) {
+            double want = cJSON_GetArrayItem(vals, k)->valuedouble;
+            if (!rigid || k % 7 < 3) {
+                assert_true(fabs((double)f[k] - want) <= 0.5e-3);
+            } else if (k % 7 == 3) {
+                double dot = 0;
+                for (int c = 0; c < 4; ++c) {
+                    dot += (double)f[k + c] * cJSON_GetArrayItem(vals, k + c)->valuedouble;
+                }
+                double angle = 2 * acos(fmin(1.0, fabs(dot)));
+                assert_true(angle <= 0.06 * 3.14159265358979 / 180 * 1.01);
+            }
+        }
+        // Particles are the listed integers in 1/1024 m steps, exactly.
+        const cJSON* ints = cJSON_GetObjectItem(e, "ints");
+        for (int k = 0; !rigid && k < cJSON_GetArraySize(ints); ++k) {
+            assert_true(f[k] == (float)(cJSON_GetArrayItem(ints, k)->valuedouble / 1024.0));
+        }
     }
-    return p + 4;
 }
 
-static uint8_t* put_u64(uint8_t* p, uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-        p[i] = (uint8_t)(v >> (8 * i));
-    }
-    return p + 8;
-}
-
-static uint8_t* put_f32(uint8_t* p, float f) {
-    uint32_t bits;
-    memcpy(&bits, &f, 4);
-    return put_u32(p, bits);
-}
-
-// A binary snapshot laid out by hand after PROTOCOL.md §5.2: world 7, tick
-// 1234, a rope of 2 particles and a character of 2 bones in state 1
-// (ragdoll). Returns its size.
-static size_t hand_binary(uint8_t* buf) {
-    uint8_t* p = buf;
-    memcpy(p, "RDS1", 4);
-    p = put_u16(p + 4, 1);      // version
-    p = put_u16(p, 0);          // flags
-    p = put_u64(p, 7);          // world
-    p = put_u64(p, 1234);       // tick
-    p = put_u64(p, UINT64_MAX); // no baseline
-    p = put_u32(p, 2);          // entities
-    p = put_u32(p, 0);
-    p = put_u64(p, 4294967297ull); // the rope
-    *p++ = 1;
-    *p++ = 0;
-    *p++ = 0;
-    *p++ = 0;
-    p = put_u32(p, 2);
-    const float rope[6] = {-2.0f, 4.0f, 1.0f, -1.75f, 3.5f, 1.25f};
-    for (int i = 0; i < 6; ++i) {
-        p = put_f32(p, rope[i]);
-    }
-    p = put_u64(p, 4294967298ull); // the character
-    *p++ = 4;
-    *p++ = 1;
-    *p++ = 0;
-    *p++ = 0;
-    p = put_u32(p, 2);
-    const float bones[14] = {1.0f, 0.96f, 2.0f, 0.0f,   0.0f, 0.70710677f, 0.70710677f,
-                             1.0f, 1.11f, 2.0f, 0.5f, 0.5f, 0.5f,        0.5f};
-    for (int i = 0; i < 14; ++i) {
-        p = put_f32(p, bones[i]);
-    }
-    return (size_t)(p - buf);
-}
-
-static void test_rdc_decodes_binary_v1_written_by_hand(void** state) {
+static void test_rdc_decodes_the_golden_binary_frames(void** state) {
     (void)state;
-    uint8_t buf[256];
-    size_t len = hand_binary(buf);
-    assert_int_equal(len, 40 + 16 + 24 + 16 + 56);
+    cJSON* vec = read_vectors();
+    const cJSON* frames = cJSON_GetObjectItem(vec, "frames");
+    assert_int_equal(cJSON_GetArraySize(frames), 4);
     rdc__decoder d;
     memset(&d, 0, sizeof d);
+    // The subscribe reply's tick, a little before the first frame.
+    rdc__decoder_start_world(&d, GOLDEN_WORLD, 65530);
     rdc_snapshot s;
     rdc__ack ack;
-    assert_int_equal(rdc__decode_snapshot(&d, buf, len, true, NULL, &s, &ack), 0);
-    assert_false(ack.wanted); // version 1 is never acknowledged
-    assert_int_equal(s.world, 7);
-    assert_int_equal(s.tick, 1234);
-    assert_int_equal(s.format, RDC_FORMAT_BINARY);
-    assert_int_equal(s.bytes, len);
-    assert_null(s.json);
-    assert_int_equal(s.entity_count, 2);
-    const rdc_entity* rope = rdc_snapshot_find(&s, 4294967297ull);
-    assert_non_null(rope);
-    assert_int_equal(rope->kind, RDC_KIND_ROPE);
-    assert_int_equal(rope->count, 2);
-    assert_null(rope->pose);
-    assert_true(rope->xyz[0] == -2.0f && rope->xyz[1] == 4.0f && rope->xyz[2] == 1.0f);
-    assert_true(rope->xyz[3] == -1.75f && rope->xyz[4] == 3.5f && rope->xyz[5] == 1.25f);
-    const rdc_entity* ch = rdc_snapshot_find(&s, 4294967298ull);
-    assert_non_null(ch);
-    assert_int_equal(ch->kind, RDC_KIND_CHARACTER);
-    assert_int_equal(ch->state, RDC_CHAR_RAGDOLL);
-    assert_int_equal(ch->count, 2);
-    assert_null(ch->xyz);
-    assert_null(ch->bone_names); // binary carries no names
-    assert_int_equal(rdc_entity_bone(ch, "pelvis"), -1);
-    assert_true(ch->pose[1] == 0.96f && ch->pose[6] == 0.70710677f && ch->pose[8] == 1.11f &&
-                ch->pose[13] == 0.5f);
-    assert_null(rdc_snapshot_find(&s, 42));
-
-    // Truncated anywhere: refused, never read past the end.
-    for (size_t cut = 0; cut < len; ++cut) {
-        assert_int_equal(rdc__decode_snapshot(&d, buf, cut, true, NULL, &s, &ack),
-                         RDC_E_PROTOCOL);
+    uint64_t character = 12884901891ull;
+    int n = 0;
+    const cJSON* fr;
+    cJSON_ArrayForEach(fr, frames) {
+        size_t len;
+        uint8_t* buf = read_golden(cJSON_GetObjectItem(fr, "file")->valuestring, &len);
+        assert_int_equal(len, cJSON_GetObjectItem(fr, "bytes")->valueint);
+        uint64_t world;
+        uint16_t tick16;
+        bool delta;
+        assert_true(rdc__binary_peek(buf, len, &world, &tick16, &delta));
+        assert_int_equal(world, GOLDEN_WORLD);
+        assert_int_equal(tick16, cJSON_GetObjectItem(fr, "tick16")->valueint);
+        assert_int_equal(rdc__decode_snapshot(&d, buf, len, true, true, true, NULL, &s, &ack), 0);
+        check_frame(&s, fr);
+        assert_int_equal(s.bytes, len);
+        assert_ptr_equal(s.data, buf);
+        assert_null(s.json);
+        // Every decoded frame is acknowledged with its full tick.
+        assert_true(ack.wanted);
+        assert_false(ack.resync);
+        assert_int_equal(ack.world, GOLDEN_WORLD);
+        assert_int_equal(ack.tick, s.tick);
+        const rdc_entity* ch = rdc_snapshot_find(&s, character);
+        assert_non_null(ch);
+        if (n == 0) {
+            // A character not met before: its names are asked for, once.
+            assert_int_equal(ack.describe_count, 1);
+            assert_int_equal(ack.describe[0], character);
+            assert_null(ch->bone_names);
+        } else if (n == 1) {
+            assert_int_equal(ack.describe_count, 0); // still pending
+            assert_null(ch->bone_names);
+            cJSON* reply = cJSON_Parse("{\"re\":5,\"ok\":true,\"bones\":[{\"name\":\"pelvis\"},"
+                                       "{\"name\":\"spine\"},{\"name\":\"head\"},"
+                                       "{\"name\":\"tail\"}]}");
+            rdc__decoder_names(&d, GOLDEN_WORLD, character, reply);
+            cJSON_Delete(reply);
+        } else {
+            assert_int_equal(ack.describe_count, 0);
+            assert_int_equal(rdc_entity_bone(ch, "head"), 2);
+            assert_int_equal(rdc_entity_bone(ch, "tail"), 3);
+            assert_int_equal(rdc_entity_bone(ch, "wing"), -1);
+        }
+        n++;
     }
-    // A delta against a baseline, or another version: not version 1's.
-    uint8_t other[256];
-    memcpy(other, buf, len);
-    put_u64(other + 24, 1200);
-    assert_int_equal(rdc__decode_snapshot(&d, other, len, true, NULL, &s, &ack), RDC_E_PROTOCOL);
-    memcpy(other, buf, len);
-    put_u16(other + 4, 2);
-    assert_int_equal(rdc__decode_snapshot(&d, other, len, true, NULL, &s, &ack), RDC_E_PROTOCOL);
-    // A position that is not finite.
-    memcpy(other, buf, len);
-    put_f32(other + 56, INFINITY);
-    assert_int_equal(rdc__decode_snapshot(&d, other, len, true, NULL, &s, &ack), RDC_E_PROTOCOL);
+    rdc__decoder_free(&d);
+    cJSON_Delete(vec);
+}
+
+static void test_rdc_asks_for_a_resync_once_per_gap(void** state) {
+    (void)state;
+    size_t len0, len1, len2;
+    uint8_t* f0 = read_golden("frame0.bin", &len0);
+    uint8_t* f1 = read_golden("frame1.bin", &len1);
+    uint8_t* f2 = read_golden("frame2.bin", &len2);
+    rdc__decoder d;
+    memset(&d, 0, sizeof d);
+    rdc__decoder_start_world(&d, GOLDEN_WORLD, 65530);
+    rdc_snapshot s;
+    rdc__ack ack;
+    // Deltas against a baseline this client never decoded: a resync, once.
+    assert_int_equal(rdc__decode_snapshot(&d, f1, len1, true, true, false, NULL, &s, &ack),
+                     RDC_E_PROTOCOL);
+    assert_true(ack.resync);
+    assert_false(ack.wanted);
+    assert_int_equal(ack.world, GOLDEN_WORLD);
+    assert_int_equal(rdc__decode_snapshot(&d, f2, len2, true, true, false, NULL, &s, &ack),
+                     RDC_E_PROTOCOL);
+    assert_false(ack.resync);
+    // The full frame the resync brings decodes, and the gap is over.
+    assert_int_equal(rdc__decode_snapshot(&d, f0, len0, true, true, false, NULL, &s, &ack), 0);
+    assert_int_equal(s.tick, 65534);
+    assert_false(s.delta);
+    assert_int_equal(ack.describe_count, 0); // describe off
+    // A malformed frame is a new gap: a resync again.
+    uint8_t bad[16];
+    memcpy(bad, f0, sizeof bad);
+    assert_int_equal(rdc__decode_snapshot(&d, bad, 9, true, true, false, NULL, &s, &ack),
+                     RDC_E_PROTOCOL);
+    assert_true(ack.resync);
+    // Truncated anywhere: refused, never read past the end.
+    rdc__decoder fresh;
+    memset(&fresh, 0, sizeof fresh);
+    for (size_t cut = 0; cut < len0; ++cut) {
+        uint8_t* copy = malloc(cut > 0 ? cut : 1);
+        memcpy(copy, f0, cut);
+        assert_int_equal(rdc__decode_snapshot(&fresh, copy, cut, true, true, false, NULL, &s, &ack),
+                         RDC_E_PROTOCOL);
+        free(copy);
+    }
+    rdc__decoder_free(&fresh);
+    rdc__decoder_free(&d);
+}
+
+static void test_rdc_counts_frames_without_decoding_them(void** state) {
+    (void)state;
+    size_t len;
+    uint8_t* f1 = read_golden("frame1.bin", &len);
+    rdc__decoder d;
+    memset(&d, 0, sizeof d);
+    rdc__decoder_start_world(&d, GOLDEN_WORLD, 65500);
+    rdc_snapshot s;
+    rdc__ack ack;
+    // decode off: a delta frame needs no baseline; world and tick are read.
+    assert_int_equal(rdc__decode_snapshot(&d, f1, len, true, false, true, NULL, &s, &ack), 0);
+    assert_false(s.decoded);
+    assert_true(s.delta);
+    assert_int_equal(s.world, GOLDEN_WORLD);
+    assert_int_equal(s.tick, 65535);
+    assert_int_equal(s.entity_count, 0);
+    assert_int_equal(s.bytes, len);
+    assert_false(ack.wanted || ack.resync || ack.describe_count > 0);
+    rdc__decoder_free(&d);
+}
+
+static void test_rdc_keeps_metrics_events(void** state) {
+    (void)state;
+    rdc__decoder d;
+    memset(&d, 0, sizeof d);
+    rdc__decoder_start_world(&d, GOLDEN_WORLD, 65530);
+    cJSON* ev = cJSON_Parse("{\"ev\":\"metrics\",\"world\":3,\"tick\":65533,\"metrics\":"
+                            "{\"constraint_error\":0.0125,\"sticks\":22,\"solver_passes\":8,"
+                            "\"particles\":731,\"entities\":4,\"step_ms\":0.25,\"overruns\":2}}");
+    rdc__decoder_metrics(&d, ev);
+    cJSON_Delete(ev);
+    size_t len;
+    uint8_t* f0 = read_golden("frame0.bin", &len);
+    rdc_snapshot s;
+    rdc__ack ack;
+    assert_int_equal(rdc__decode_snapshot(&d, f0, len, true, true, false, NULL, &s, &ack), 0);
+    assert_true(s.has_metrics);
+    assert_true(s.metrics.constraint_error == 0.0125 && s.metrics.step_ms == 0.25);
+    assert_int_equal(s.metrics.sticks, 22);
+    assert_int_equal(s.metrics.solver_passes, 8);
+    assert_int_equal(s.metrics.particles, 731);
+    assert_int_equal(s.metrics.entities, 4);
+    assert_int_equal(s.metrics.overruns, 2);
     rdc__decoder_free(&d);
 }
 
@@ -315,13 +427,15 @@ static void test_rdc_decodes_json_snapshots(void** state) {
     memset(&d, 0, sizeof d);
     rdc_snapshot s;
     rdc__ack ack;
-    assert_int_equal(
-        rdc__decode_snapshot(&d, (const uint8_t*)text, sizeof text - 1, false, json, &s, &ack), 0);
+    assert_int_equal(rdc__decode_snapshot(&d, (const uint8_t*)text, sizeof text - 1, false, true,
+                                          true, json, &s, &ack),
+                     0);
     assert_false(ack.wanted);
     assert_int_equal(s.world, 3);
     assert_int_equal(s.tick, 120);
     assert_int_equal(s.format, RDC_FORMAT_JSON);
     assert_ptr_equal(s.json, json);
+    assert_true(s.decoded && s.has_metrics && s.metrics.step_ms == 0.2);
     assert_int_equal(s.entity_count, 3);
     assert_int_equal(s.entities[0].kind, RDC_KIND_CLOTH);
     assert_int_equal(s.entities[0].count, 2);
@@ -350,7 +464,7 @@ static void test_rdc_decodes_json_snapshots(void** state) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
         json = cJSON_Parse(bad[i]);
         assert_int_equal(rdc__decode_snapshot(&d, (const uint8_t*)bad[i], strlen(bad[i]), false,
-                                              json, &s, &ack),
+                                              true, true, json, &s, &ack),
                          RDC_E_PROTOCOL);
         cJSON_Delete(json);
     }
@@ -375,7 +489,10 @@ int main(void) {
         cmocka_unit_test(test_rdc_handshake_key_and_accept_match_rfc6455),
         cmocka_unit_test(test_rdc_handshake_request_lines),
         cmocka_unit_test(test_rdc_handshake_response_is_checked),
-        cmocka_unit_test(test_rdc_decodes_binary_v1_written_by_hand),
+        cmocka_unit_test(test_rdc_decodes_the_golden_binary_frames),
+        cmocka_unit_test(test_rdc_asks_for_a_resync_once_per_gap),
+        cmocka_unit_test(test_rdc_counts_frames_without_decoding_them),
+        cmocka_unit_test(test_rdc_keeps_metrics_events),
         cmocka_unit_test(test_rdc_decodes_json_snapshots),
         cmocka_unit_test(test_rdc_error_names),
     };

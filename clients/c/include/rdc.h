@@ -142,20 +142,49 @@ typedef struct rdc_entity {
     /// (unit quaternion). NULL for particle kinds. A character's bones come
     /// in skeleton order (parents first).
     const float* pose;
-    /// Characters in JSON snapshots: count bone names, in pose order. NULL
-    /// otherwise (binary snapshots carry no names: `describe` the entity
-    /// once; the order never changes while the entity lives).
+    /// Characters: count bone names, in pose order. JSON snapshots carry
+    /// them; binary ones do not, so rdc sends `describe` once for each
+    /// character id it has not seen (config describe_characters) and fills
+    /// this in from the reply. NULL until it is known (and for other kinds).
     const char* const* bone_names;
 } rdc_entity;
 
+/// Per-world figures (PROTOCOL.md §5.1 "metrics"): carried by every JSON
+/// snapshot, and sent to binary subscribers once a second as a `metrics`
+/// event (rdc keeps the latest per world and attaches it to each binary
+/// snapshot).
+typedef struct rdc_metrics {
+    double constraint_error; ///< Σ |length − rest length| over all sticks, m.
+    uint32_t sticks;         ///< Sticks the error sums over.
+    uint32_t solver_passes;  ///< iterations × substeps.
+    uint32_t particles;      ///< Particles in the world.
+    uint32_t entities;       ///< Entities in the world.
+    double step_ms;          ///< Wall time of the last tick's step, ms.
+    uint64_t overruns;       ///< Ticks dropped because stepping fell behind.
+} rdc_metrics;
+
 /// A world's state at one tick, decoded.
 typedef struct rdc_snapshot {
-    uint64_t world;             ///< The world.
-    uint64_t tick;              ///< The tick it shows; strictly increasing per subscription.
-    rdc_format format;          ///< How it arrived.
+    uint64_t world;    ///< The world.
+    uint64_t tick;     ///< The tick it shows (full, unwrapped); increasing per subscription.
+    rdc_format format; ///< How it arrived.
+    /// Whether the entities were decoded. False only for binary snapshots of
+    /// a client whose config has decode_binary = false: then entity_count is
+    /// 0, world and tick are read from the frame without decoding it, and
+    /// `data` holds the frame.
+    bool decoded;
+    /// Binary: whether the frame was a delta against a baseline (PROTOCOL.md
+    /// §5.2; rdc acknowledges every frame it decodes, so after the first
+    /// full frame they are deltas). False for JSON.
+    bool delta;
     uint32_t entity_count;      ///< Entities in `entities`.
     const rdc_entity* entities; ///< The entities, in the server's order.
     size_t bytes;               ///< Size of the WebSocket message it came in, bytes.
+    const uint8_t* data;        ///< Binary: the message itself (`bytes` long); NULL for JSON.
+    /// Whether `metrics` holds something: always for JSON snapshots; for
+    /// binary ones once the world's first `metrics` event has arrived.
+    bool has_metrics;
+    rdc_metrics metrics; ///< The world's latest metrics (see has_metrics).
     /// The JSON snapshot as received (topology, metrics: PROTOCOL.md §5.1),
     /// or NULL for a binary one.
     const cJSON* json;
@@ -276,6 +305,17 @@ typedef struct rdc_config {
     size_t max_message_bytes;    ///< Largest message accepted from the server (64 MiB).
     size_t max_send_queue_bytes; ///< Bytes waiting to be sent beyond which sends fail (8 MiB).
     size_t read_buffer_bytes;    ///< Size of the socket read buffer (64 KiB; at least 1 KiB).
+    /// Decode binary snapshots (true). Decoding acknowledges each frame (a
+    /// binary ack frame, PROTOCOL.md §5.2) so that the server sends deltas,
+    /// and asks for `resync` when a frame cannot be decoded. With false,
+    /// binary frames are neither decoded nor acknowledged (the server then
+    /// keeps sending full snapshots); on_snapshot still sees each one, with
+    /// `decoded` false. For load generators that only count frames.
+    bool decode_binary;
+    /// Send `describe` for each character met in a binary snapshot whose
+    /// bone names are unknown, so that rdc_entity.bone_names gets filled
+    /// (true). Needs decode_binary.
+    bool describe_characters;
     void* user;                  ///< Passed to the callbacks below.
     rdc_state_cb on_state;       ///< Connection up/down, or NULL.
     rdc_event_cb on_event;       ///< Events, or NULL.
@@ -370,6 +410,9 @@ typedef struct rdc_stats {
     uint64_t messages_rx;      ///< WebSocket messages received (replies, events, snapshots).
     uint64_t snapshots;        ///< Snapshots decoded and delivered.
     uint64_t bad_snapshots;    ///< Snapshots that could not be decoded (dropped).
+    uint64_t resyncs;          ///< `resync` requests sent after such a failure (one per gap).
+    uint64_t acks;             ///< Binary ack frames sent.
+    uint64_t binary_frames;    ///< Binary messages received (decoded or not).
     uint64_t commands;         ///< Commands sent.
     uint64_t replies;          ///< Replies matched to a command.
     uint64_t connects;         ///< Successful handshakes.
