@@ -65,6 +65,10 @@ typedef struct load_scenario {
     double weight_sum;
     bool reconnect;
     bool cleanup; ///< Despawn what clients spawned, at the end.
+    /// Decode (and acknowledge) binary snapshots (true). With false they are
+    /// only counted: no decoding, no acks, so the server keeps sending full
+    /// frames; commands that aim at "$ragdoll" and the like find nothing.
+    bool decode;
     uint64_t seed;
 } load_scenario;
 

@@ -345,7 +345,7 @@ static void on_snapshot(rdc_client* c, const rdc_snapshot* snap, void* user) {
         }
         s->last_tick = snap->tick;
         world_view* v = &r->views[i];
-        if (snap->tick > v->tick) {
+        if (snap->decoded && snap->tick > v->tick) {
             v->tick = snap->tick;
             v->count = snap->entity_count < 256 ? snap->entity_count : 256;
             for (uint32_t k = 0; k < v->count; ++k) {
@@ -394,6 +394,9 @@ static void start_client(load_run* r, client* cl) {
     cfg.reconnect = r->sc.reconnect;
     cfg.read_buffer_bytes = 16 * 1024; // thousands of clients: keep each small
     cfg.reply_timeout_ms = 10000;
+    cfg.decode_binary = r->sc.decode;
+    // Only the scenario's commands: no describes of the client's own.
+    cfg.describe_characters = false;
     cfg.user = cl;
     cfg.on_state = on_state;
     cfg.on_snapshot = on_snapshot;
@@ -551,7 +554,7 @@ static void on_sigint(uv_signal_t* h, int signum) {
 
 typedef struct summary {
     double run_s;
-    uint64_t snapshots, missing, bad_snapshots;
+    uint64_t snapshots, missing, bad_snapshots, resyncs, binary_frames;
     double per_client_mean, per_client_min, per_client_max; ///< Snapshots/s, per subscription.
     double expected;                                        ///< The granted rate (mean).
     uint32_t measured;                                      ///< Subscriptions measured.
@@ -570,6 +573,8 @@ static void summarize(load_run* r, summary* s) {
         s->bytes_rx += st.bytes_rx;
         s->bytes_tx += st.bytes_tx;
         s->bad_snapshots += st.bad_snapshots;
+        s->resyncs += st.resyncs;
+        s->binary_frames += st.binary_frames;
         for (uint32_t k = 0; k < r->sc.sub_count; ++k) {
             client_sub* cs = &cl->subs[k];
             s->snapshots += cs->snapshots;
@@ -665,8 +670,12 @@ static void report(load_run* r) {
            "(granted %.1f/s)\n",
            (unsigned long long)s.snapshots, (double)s.snapshots / (s.run_s > 0 ? s.run_s : 1),
            s.per_client_mean, s.per_client_min, s.per_client_max, s.expected);
-    printf("gaps         %llu snapshots missing (from their ticks), %llu undecodable\n",
-           (unsigned long long)s.missing, (unsigned long long)s.bad_snapshots);
+    printf("gaps         %llu snapshots missing (from their ticks), %llu undecodable, %llu "
+           "resyncs\n",
+           (unsigned long long)s.missing, (unsigned long long)s.bad_snapshots,
+           (unsigned long long)s.resyncs);
+    printf("binary       %llu frames, %s\n", (unsigned long long)s.binary_frames,
+           r->sc.decode ? "decoded and acknowledged" : "counted only (decode: false)");
     printf("bytes        %s received (%s/s), %s sent\n", rx, rxs, tx);
     printf("commands     %llu sent, %llu replied, %llu skipped (nothing to aim at yet)\n",
            (unsigned long long)r->sent, (unsigned long long)r->replied,
@@ -706,6 +715,9 @@ static void report(load_run* r) {
     cJSON_AddNumberToObject(sn, "granted_rate_hz", s.expected);
     cJSON_AddNumberToObject(sn, "missing", (double)s.missing);
     cJSON_AddNumberToObject(sn, "undecodable", (double)s.bad_snapshots);
+    cJSON_AddNumberToObject(sn, "resyncs", (double)s.resyncs);
+    cJSON_AddNumberToObject(sn, "binary_frames", (double)s.binary_frames);
+    cJSON_AddBoolToObject(sn, "decoded", r->sc.decode);
     cJSON* by = cJSON_AddObjectToObject(o, "bytes");
     cJSON_AddNumberToObject(by, "received", (double)s.bytes_rx);
     cJSON_AddNumberToObject(by, "sent", (double)s.bytes_tx);
@@ -801,6 +813,8 @@ static void usage(FILE* f) {
             "  --duration S       seconds of load (at most %.0f)\n"
             "  --ramp R           clients started per second (0: all at once)\n"
             "  --json FILE        also write the report as JSON\n"
+            "  --no-decode        count binary snapshots without decoding or acknowledging\n"
+            "                     them (scenario \"decode\": false)\n"
             "  --allow-remote     allow a server that is not on this machine (loopback only\n"
             "                     otherwise)\n"
             "  --quiet            no progress lines\n"
@@ -814,13 +828,19 @@ static void usage(FILE* f) {
 static int run_load(load_run* r, int argc, char** argv) {
     const char* url = NULL;
     double clients = -1, duration = -1, ramp = -1;
-    bool allow_remote = false;
+    bool allow_remote = false, no_decode = false;
     static const struct option opts[] = {
-        {"url", required_argument, NULL, 'u'},      {"clients", required_argument, NULL, 'c'},
-        {"duration", required_argument, NULL, 'd'}, {"ramp", required_argument, NULL, 'r'},
-        {"json", required_argument, NULL, 'j'},     {"allow-remote", no_argument, NULL, 'R'},
-        {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},        {NULL, 0, NULL, 0},
+        {"url", required_argument, NULL, 'u'},
+        {"clients", required_argument, NULL, 'c'},
+        {"duration", required_argument, NULL, 'd'},
+        {"ramp", required_argument, NULL, 'r'},
+        {"json", required_argument, NULL, 'j'},
+        {"allow-remote", no_argument, NULL, 'R'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {"no-decode", no_argument, NULL, 'D'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
     };
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -846,6 +866,9 @@ static int run_load(load_run* r, int argc, char** argv) {
             break;
         case 'q':
             r->quiet = true;
+            break;
+        case 'D':
+            no_decode = true;
             break;
         case 'h':
             usage(stdout);
@@ -886,6 +909,9 @@ static int run_load(load_run* r, int argc, char** argv) {
     if (ramp >= 0) {
         r->sc.ramp_per_s = ramp;
     }
+    if (no_decode) {
+        r->sc.decode = false;
+    }
     int rc = load_scenario_check(&r->sc, err, sizeof err);
     int loop_ok = rc == 0 ? url_is_loopback(r->sc.url, err, sizeof err) : -1;
     if (rc != 0 || loop_ok < 0) {
@@ -901,14 +927,21 @@ static int run_load(load_run* r, int argc, char** argv) {
     }
     r->rng = r->sc.seed != 0 ? r->sc.seed : (uv_hrtime() | 1);
 
-    // One descriptor per client, and some to spare.
+    // One descriptor per client, and some to spare: the soft limit goes up
+    // to the hard one (often 1024 soft against 524288 hard), which a
+    // process may do without privileges.
     struct rlimit lim;
-    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < r->sc.clients + 64u) {
-        lim.rlim_cur = lim.rlim_max < r->sc.clients + 64u ? lim.rlim_max : r->sc.clients + 64u;
-        setrlimit(RLIMIT_NOFILE, &lim);
-        getrlimit(RLIMIT_NOFILE, &lim);
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0) {
+        if (lim.rlim_cur < lim.rlim_max) {
+            lim.rlim_cur = lim.rlim_max;
+            if (setrlimit(RLIMIT_NOFILE, &lim) != 0) {
+                getrlimit(RLIMIT_NOFILE, &lim);
+            }
+        }
         if (lim.rlim_cur < r->sc.clients + 16u) {
-            fprintf(stderr, "ragdoll-load: warning: only %llu file descriptors for %u clients\n",
+            fprintf(stderr,
+                    "ragdoll-load: warning: only %llu file descriptors for %u clients (raise "
+                    "the hard limit: ulimit -Hn)\n",
                     (unsigned long long)lim.rlim_cur, r->sc.clients);
         }
     }

@@ -85,6 +85,7 @@ int load_scenario_read(const char* path, load_scenario* sc, char* err, size_t ca
     sc->ramp_per_s = 0;
     sc->duration_s = 10;
     sc->cleanup = true;
+    sc->decode = true;
     sc->seed = 0;
     char* text = read_file(path);
     if (text == NULL) {
@@ -110,10 +111,13 @@ int load_scenario_read(const char* path, load_scenario* sc, char* err, size_t ca
         !opt_num(root, "ramp_per_s", &sc->ramp_per_s) || sc->ramp_per_s < 0 ||
         !opt_num(root, "duration_s", &sc->duration_s) || !(sc->duration_s > 0) ||
         !opt_bool(root, "reconnect", &sc->reconnect) || !opt_bool(root, "cleanup", &sc->cleanup) ||
-        !opt_num(root, "seed", &seed) || !whole(seed, 0, 9007199254740991.0)) {
+        !opt_bool(root, "decode", &sc->decode) || !opt_num(root, "seed", &seed) ||
+        !whole(seed, 0, 9007199254740991.0)) {
         fail(err, cap,
              "\"clients\" (a whole number > 0), \"ramp_per_s\" (>= 0), \"duration_s\" (> 0), "
-             "\"seed\" (a whole number >= 0), \"reconnect\" and \"cleanup\" (true/false) have "
+             "\"seed\" (a whole number >= 0), \"reconnect\", \"cleanup\" and \"decode\" "
+             "(true/false) "
+             "have "
              "the wrong type or value");
         goto out;
     }
