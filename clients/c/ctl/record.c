@@ -52,6 +52,7 @@ typedef struct stream {
     // Replay: ids the log's replies named, and what they are now.
     uint64_t map_old[256], map_new[256];
     uint32_t nmap;
+    double last_entity, last_world; ///< Record: what "$entity" and "$world" stand for.
     ctl_buf line;
 } stream;
 
@@ -193,6 +194,29 @@ static void on_record_reply(rdc_client* c, const rdc_reply* r, void* arg) {
     if (r->text != NULL) {
         log_line(s, "recv", r->text, r->len, false);
     }
+    // What "$entity" and "$world" stand for in the commands that follow.
+    const cJSON* e = r->json != NULL ? cJSON_GetObjectItemCaseSensitive(r->json, "entity") : NULL;
+    const cJSON* w = r->json != NULL ? cJSON_GetObjectItemCaseSensitive(r->json, "world") : NULL;
+    if (r->status == 0 && cJSON_IsNumber(e)) {
+        s->last_entity = e->valuedouble;
+    }
+    if (r->status == 0 && cJSON_IsNumber(w)) {
+        s->last_world = w->valuedouble;
+    }
+}
+
+// record: "$entity" and "$world" in a command are the ids the latest reply
+// that named one returned (a spawn's entity, a create_world's world).
+static void resolve(stream* s, cJSON* cmd) {
+    static const char* const keys[] = {"world", "entity"};
+    for (int k = 0; k < 2; ++k) {
+        cJSON* v = cJSON_GetObjectItemCaseSensitive(cmd, keys[k]);
+        double id = k == 0 ? s->last_world : s->last_entity;
+        const char* want = k == 0 ? "$world" : "$entity";
+        if (cJSON_IsString(v) && strcmp(v->valuestring, want) == 0 && id > 0) {
+            cJSON_ReplaceItemInObjectCaseSensitive(cmd, keys[k], cJSON_CreateNumber(id));
+        }
+    }
 }
 
 static void on_replay_reply(rdc_client* c, const rdc_reply* r, void* arg);
@@ -225,6 +249,7 @@ static void send_due(stream* s) {
             rc = rdc_send(x->c, tc->cmd, on_replay_reply, tc, &id);
             s->outstanding += rc == 0;
         } else {
+            resolve(s, tc->cmd);
             rc = rdc_send(x->c, tc->cmd, on_record_reply, s, &id);
         }
         if (rc != 0) {
@@ -677,7 +702,9 @@ const ctl_cmd ctl_cmd_record = {
             "`ragdollctl replay` sends the log's commands again.\n\n"
             "  --commands FILE  commands to send while recording: one JSON object per line,\n"
             "                   with \"at\": seconds after the start (default: the line\n"
-            "                   above's); - reads them from stdin\n"
+            "                   above's); - reads them from stdin. \"$entity\" and\n"
+            "                   \"$world\" stand for the ids the latest reply that named\n"
+            "                   one returned (a spawn's entity, a create_world's world)\n"
             "  --format F       json (default) or binary\n"
             "  --rate HZ        snapshots per second (30)\n",
     .parse = parse_record,
