@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
     if (rdc_open(uv_default_loop(), &cfg, &c) != 0) {
         return 1;
     }
-    rdc_subscribe(c, 1, RDC_FORMAT_JSON, 30, NULL, NULL); // world 1 is the demo
+    rdc_subscribe(c, 1, RDC_FORMAT_BINARY, 30, NULL, NULL); // world 1 is the demo
     uv_run(uv_default_loop(), UV_RUN_DEFAULT);
     return uv_loop_close(uv_default_loop()) == 0 ? 0 : 1;
 }
