@@ -1,10 +1,12 @@
 /*
- * test_rdc.c: unit tests of the C client's parts that do no I/O: URLs, the
- * handshake request and response (RFC 6455 §4.1-4.2 vectors), and the
- * snapshot decoder: binary version 2 on the golden vectors of
- * protocol/golden/ (expected values from vectors.json), JSON on snapshots
- * written by hand from PROTOCOL.md §5.1. tests/integration/test_rdc_server.c runs the
- * client against a real server.
+ * test_rdc.c: unit tests of the C client's parts: URLs, the handshake
+ * request and response (RFC 6455 §4.1-4.2 vectors), the snapshot decoder
+ * (binary version 2 on the golden vectors of protocol/golden/, expected
+ * values from vectors.json; JSON on snapshots written by hand from
+ * PROTOCOL.md §5.1), and the masking of the frames rdc sends (RFC 6455
+ * §5.3), read by a hand-written server on a real loop.
+ * tests/integration/test_rdc_server.c runs the client against a real
+ * server.
  */
 // cmocka.h needs these four before it (cmocka docs); keep the order.
 // clang-format off
@@ -17,6 +19,7 @@
 
 #include "rdc_internal.h"
 
+#include <arpa/inet.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -471,6 +474,198 @@ static void test_rdc_decodes_json_snapshots(void** state) {
     rdc__decoder_free(&d);
 }
 
+// ---------------------------------------------------------------------------
+// Masking (RFC 6455 §5.3), on a real loop: a hand-written server on
+// 127.0.0.1:0 accepts rdc's handshake and reads its frames byte by byte.
+// ---------------------------------------------------------------------------
+
+typedef struct mask_server {
+    uv_loop_t loop;
+    uv_tcp_t listener, conn;
+    bool conn_open;
+    uint8_t in[8192];
+    size_t in_len;
+    bool upgraded;
+    int frames;           ///< Client frames read so far.
+    uint8_t keys[2][4];   ///< The masking keys of the first two.
+    char payload[2][256]; ///< Their unmasked payloads.
+    bool all_masked;
+    rdc_client* c;
+    bool connected, replied, closed;
+    int reply_status;
+} mask_server;
+
+static void ms_on_write(uv_write_t* req, int status) {
+    (void)status;
+    free(req);
+}
+
+static void ms_write(mask_server* m, const void* data, size_t len) {
+    uv_write_t* req = malloc(sizeof *req + len);
+    assert_non_null(req);
+    memcpy(req + 1, data, len);
+    uv_buf_t buf = uv_buf_init((char*)(req + 1), (unsigned)len);
+    assert_int_equal(uv_write(req, (uv_stream_t*)&m->conn, &buf, 1, ms_on_write), 0);
+}
+
+static void ms_alloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf) {
+    (void)suggested;
+    mask_server* m = h->data;
+    *buf = uv_buf_init((char*)m->in + m->in_len, (unsigned)(sizeof m->in - m->in_len));
+}
+
+// Answers the upgrade request, then reads the client's frames.
+static void ms_consume(mask_server* m) {
+    if (!m->upgraded) {
+        m->in[m->in_len < sizeof m->in ? m->in_len : sizeof m->in - 1] = '\0';
+        char* end = strstr((char*)m->in, "\r\n\r\n");
+        char* key = strstr((char*)m->in, "Sec-WebSocket-Key: ");
+        if (end == NULL || key == NULL) {
+            return;
+        }
+        char k[25];
+        memcpy(k, key + 19, 24);
+        k[24] = '\0';
+        char accept[29];
+        rdc__ws_accept(k, accept); // checked against RFC 6455 above
+        char resp[256];
+        int n = snprintf(resp, sizeof resp,
+                         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                         "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n"
+                         "Sec-WebSocket-Protocol: ragdolld.v1\r\n\r\n",
+                         accept);
+        ms_write(m, resp, (size_t)n);
+        size_t used = (size_t)(end + 4 - (char*)m->in);
+        memmove(m->in, m->in + used, m->in_len - used);
+        m->in_len -= used;
+        m->upgraded = true;
+    }
+    // Frames: FIN + opcode, MASK + 7-bit length (commands here are short),
+    // the 4-byte key, the masked payload.
+    while (m->in_len >= 6) {
+        size_t len = m->in[1] & 0x7f;
+        assert_true(len < 126);
+        if (m->in_len < 6 + len) {
+            return;
+        }
+        m->all_masked &= (m->in[1] & 0x80) != 0;
+        if ((m->in[0] & 0x0f) == 0x1 && m->frames < 2) {
+            assert_int_equal(m->in[0], 0x81); // FIN, text
+            memcpy(m->keys[m->frames], m->in + 2, 4);
+            for (size_t i = 0; i < len; ++i) {
+                m->payload[m->frames][i] = (char)(m->in[6 + i] ^ m->in[2 + i % 4]);
+            }
+            m->payload[m->frames][len] = '\0';
+            m->frames++;
+            if (m->frames == 1) {
+                // An unmasked reply, as a server sends (RFC 6455 §5.1).
+                const char reply[] = "{\"re\":1,\"ok\":true}";
+                uint8_t frame[64] = {0x81, (uint8_t)(sizeof reply - 1)};
+                memcpy(frame + 2, reply, sizeof reply - 1);
+                ms_write(m, frame, 2 + sizeof reply - 1);
+            }
+        }
+        memmove(m->in, m->in + 6 + len, m->in_len - 6 - len);
+        m->in_len -= 6 + len;
+    }
+}
+
+static void ms_read(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
+    (void)buf;
+    mask_server* m = s->data;
+    if (nread > 0) {
+        m->in_len += (size_t)nread;
+        ms_consume(m);
+    } else if (nread < 0 && m->conn_open) {
+        m->conn_open = false;
+        uv_close((uv_handle_t*)&m->conn, NULL);
+    }
+}
+
+static void ms_accept(uv_stream_t* l, int status) {
+    mask_server* m = l->data;
+    assert_int_equal(status, 0);
+    uv_tcp_init(&m->loop, &m->conn);
+    m->conn.data = m;
+    m->conn_open = true;
+    assert_int_equal(uv_accept(l, (uv_stream_t*)&m->conn), 0);
+    uv_read_start((uv_stream_t*)&m->conn, ms_alloc, ms_read);
+}
+
+static void ms_state(rdc_client* c, const rdc_status* st, void* user) {
+    (void)c;
+    ((mask_server*)user)->connected = st->state == RDC_CONNECTED;
+}
+
+static void ms_reply(rdc_client* c, const rdc_reply* r, void* arg) {
+    (void)c;
+    mask_server* m = arg;
+    m->replied = true;
+    m->reply_status = r->status;
+}
+
+static void ms_closed(rdc_client* c, void* arg) {
+    (void)c;
+    ((mask_server*)arg)->closed = true;
+}
+
+static void test_rdc_masks_every_frame_with_a_fresh_key(void** state) {
+    (void)state;
+    mask_server* m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    m->all_masked = true;
+    assert_int_equal(uv_loop_init(&m->loop), 0);
+    uv_tcp_init(&m->loop, &m->listener);
+    m->listener.data = m;
+    struct sockaddr_in addr;
+    uv_ip4_addr("127.0.0.1", 0, &addr);
+    assert_int_equal(uv_tcp_bind(&m->listener, (const struct sockaddr*)&addr, 0), 0);
+    assert_int_equal(uv_listen((uv_stream_t*)&m->listener, 4, ms_accept), 0);
+    struct sockaddr_in bound;
+    int blen = sizeof bound;
+    uv_tcp_getsockname(&m->listener, (struct sockaddr*)&bound, &blen);
+    char url[64];
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d/ws", ntohs(bound.sin_port));
+    rdc_config cfg = rdc_config_default();
+    cfg.url = url;
+    cfg.reconnect = false;
+    cfg.user = m;
+    cfg.on_state = ms_state;
+    assert_int_equal(rdc_open(&m->loop, &cfg, &m->c), 0);
+    uint64_t deadline = uv_hrtime() + 10000000000ull;
+    while (!m->connected && uv_hrtime() < deadline) {
+        uv_run(&m->loop, UV_RUN_ONCE);
+    }
+    assert_true(m->connected);
+    assert_int_equal(rdc_sendf(m->c, ms_reply, m, "{\"op\":\"list_worlds\"}"), 0);
+    assert_int_equal(rdc_sendf(m->c, NULL, NULL, "{\"op\":\"list_worlds\",\"x\":1}"), 0);
+    while ((m->frames < 2 || !m->replied) && uv_hrtime() < deadline) {
+        uv_run(&m->loop, UV_RUN_ONCE);
+    }
+    assert_int_equal(m->frames, 2);
+    assert_true(m->all_masked);
+    // Unmasked with its key, each payload is the command, with rdc's id.
+    assert_string_equal(m->payload[0], "{\"op\":\"list_worlds\",\"id\":1}");
+    assert_string_equal(m->payload[1], "{\"op\":\"list_worlds\",\"x\":1,\"id\":2}");
+    // A new key per frame (equal by chance once in 2^32).
+    assert_memory_not_equal(m->keys[0], m->keys[1], 4);
+    // And the server's unmasked reply reached the callback.
+    assert_true(m->replied);
+    assert_int_equal(m->reply_status, 0);
+    rdc_close(m->c, ms_closed, m);
+    while (!m->closed && uv_hrtime() < deadline) {
+        uv_run(&m->loop, UV_RUN_ONCE);
+    }
+    assert_true(m->closed);
+    if (m->conn_open) {
+        uv_close((uv_handle_t*)&m->conn, NULL);
+    }
+    uv_close((uv_handle_t*)&m->listener, NULL);
+    uv_run(&m->loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&m->loop), 0);
+    free(m);
+}
+
 static void test_rdc_error_names(void** state) {
     (void)state;
     assert_string_equal(rdc_err_name(0), "OK");
@@ -494,6 +689,7 @@ int main(void) {
         cmocka_unit_test(test_rdc_counts_frames_without_decoding_them),
         cmocka_unit_test(test_rdc_keeps_metrics_events),
         cmocka_unit_test(test_rdc_decodes_json_snapshots),
+        cmocka_unit_test(test_rdc_masks_every_frame_with_a_fresh_key),
         cmocka_unit_test(test_rdc_error_names),
     };
     return cmocka_run_group_tests_name("rdc", tests, NULL, NULL);
