@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/// ragdollctl's exit codes (clients/c/README.md).
 enum ctl_exit {
     CTL_OK = 0,
     CTL_SERVER_ERROR = 1,
@@ -25,6 +26,7 @@ enum ctl_exit {
     CTL_CONNECTION = 3,
 };
 
+/// The run of one ragdollctl command (below).
 typedef struct ctl ctl;
 
 /// A subcommand: parses its arguments before connecting, then runs once

@@ -52,6 +52,7 @@ extern "C" {
 #define RDC_API
 #endif
 
+/// Lets the compiler check rdc_sendf()'s format against its arguments.
 #if defined(__GNUC__)
 #define RDC_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
 #else
@@ -202,6 +203,8 @@ RDC_API int rdc_entity_bone(const rdc_entity* e, const char* name);
 // Replies, events, connection state
 // ---------------------------------------------------------------------------
 
+/// A client: one connection to a ragdolld server that rdc keeps up
+/// (opaque; from rdc_open(), freed by rdc_close()).
 typedef struct rdc_client rdc_client;
 
 /// The outcome of one command: the server's reply, or why none came.
@@ -258,7 +261,7 @@ typedef enum rdc_conn_state {
 
 /// A change of connection state.
 typedef struct rdc_status {
-    rdc_conn_state state;
+    rdc_conn_state state; ///< Up or down.
     /// RDC_DISCONNECTED: why (a libuv code such as UV_ECONNREFUSED or UV_EOF,
     /// or RDC_E_HANDSHAKE, RDC_E_PROTOCOL, RDC_E_TIMEOUT); 0 after a close
     /// the server started with a close frame.
@@ -408,7 +411,7 @@ typedef struct rdc_stats {
     uint64_t bytes_rx;         ///< Bytes read from the socket (handshake and frames).
     uint64_t bytes_tx;         ///< Bytes written to the socket.
     uint64_t messages_rx;      ///< WebSocket messages received (replies, events, snapshots).
-    uint64_t snapshots;        ///< Snapshots decoded and delivered.
+    uint64_t snapshots;        ///< Snapshots delivered to on_snapshot (decoded, or counted).
     uint64_t bad_snapshots;    ///< Snapshots that could not be decoded (dropped).
     uint64_t resyncs;          ///< `resync` requests sent after such a failure (one per gap).
     uint64_t acks;             ///< Binary ack frames sent.

@@ -17,10 +17,10 @@
 #include <stdint.h>
 
 /// Hard caps: a run is bounded in size and time whatever the file says.
-#define LOAD_MAX_CLIENTS    5000
-#define LOAD_MAX_DURATION_S 3600.0
-#define LOAD_MAX_CMD_RATE   100.0 ///< Commands per client per second.
-#define LOAD_MAX_MIX        32
+#define LOAD_MAX_CLIENTS    5000   ///< Clients in one run.
+#define LOAD_MAX_DURATION_S 3600.0 ///< Seconds of load in one run.
+#define LOAD_MAX_CMD_RATE   100.0  ///< Commands per client per second.
+#define LOAD_MAX_MIX        32     ///< Entries in a command mix.
 
 // ---------------------------------------------------------------------------
 // Random numbers (xorshift64*, Vigna 2016): per run, no global state.
@@ -106,6 +106,7 @@ cJSON* load_command_build(const load_mix* m, const load_view* v);
 // Latency histogram (stats.c)
 // ---------------------------------------------------------------------------
 
+/// Buckets of load_hist: 64 exact ones, then 32 per power of two up to 2^40 µs.
 #define LOAD_HIST_BUCKETS 1280
 
 /// Latencies in microseconds: exact below 64 µs, then 32 buckets per power
