@@ -756,6 +756,16 @@ static void handle_message(rdc_client* c, const uint8_t* data, size_t len, bool 
     } else if (ev != NULL) {
         if (strcmp(ev, "metrics") == 0) {
             rdc__decoder_metrics(&c->dec, root);
+        } else if (strcmp(ev, "world_destroyed") == 0) {
+            // The server has ended the subscription: do not ask again after
+            // a reconnect.
+            uint64_t world = json_u64_or0(root, "world");
+            int i = world != 0 ? find_sub(c, world) : -1;
+            if (i >= 0) {
+                c->subs[i].active = false;
+                c->subs[i].gen++;
+                rdc__decoder_forget_world(&c->dec, world);
+            }
         }
         if (c->cfg.on_event == NULL) {
             cJSON_Delete(root);

@@ -63,7 +63,7 @@ typedef struct fixture {
     cJSON* reply; ///< Owned copy.
     int sub_replies, sub_failures;
     // Events.
-    int character_ragdoll_events;
+    int character_ragdoll_events, world_destroyed;
     uint64_t event_entity;
     // Snapshots of the entities a test watches.
     uint64_t watch_character, watch_rope;
@@ -112,6 +112,7 @@ static void on_event(rdc_client* c, const rdc_event* ev, void* user) {
     (void)c;
     fixture* f = user;
     const char* state = cJSON_GetStringValue(cJSON_GetObjectItem(ev->json, "state"));
+    f->world_destroyed += strcmp(ev->name, "world_destroyed") == 0;
     if (strcmp(ev->name, "character_state") == 0 && state != NULL &&
         strcmp(state, "ragdoll") == 0) {
         f->character_ragdoll_events++;
@@ -569,6 +570,26 @@ static void test_rdc_dropped_connection_comes_back(void** state) {
     assert_true(f->snapshots <= before + 1); // at most one already on its way
 }
 
+static void test_rdc_forgets_a_subscription_whose_world_is_destroyed(void** state) {
+    fixture* f = *state;
+    connect_client(f);
+    uint64_t world = make_world(f);
+    assert_int_equal(rdc_subscribe(f->c, world, RDC_FORMAT_BINARY, 30, on_sub, f), 0);
+    RUN_UNTIL(f, f->sub_replies == 1 && f->snapshots >= 3, 10000);
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "{\"op\":\"destroy_world\",\"world\":%llu}",
+             (unsigned long long)world);
+    assert_int_equal(call(f, cmd), 0);
+    RUN_UNTIL(f, f->world_destroyed == 1, 5000);
+    // After a reconnect nothing is subscribed again (it would fail with
+    // not_found).
+    rdc_disconnect(f->c);
+    RUN_UNTIL(f, f->connected == 2, 10000);
+    assert_int_equal(call(f, "{\"op\":\"list_worlds\"}"), 0);
+    assert_int_equal(f->sub_replies, 1);
+    assert_int_equal(f->sub_failures, 0);
+}
+
 static void test_rdc_close_fails_waiting_commands(void** state) {
     fixture* f = *state;
     connect_client(f);
@@ -620,6 +641,8 @@ int main(void) {
                                         setup_demo, teardown),
         cmocka_unit_test_setup_teardown(test_rdc_dropped_connection_comes_back, setup_demo,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_rdc_forgets_a_subscription_whose_world_is_destroyed,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_rdc_close_fails_waiting_commands, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rdc_refused_handshakes_and_connections_are_reported,
                                         setup, teardown),

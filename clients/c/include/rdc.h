@@ -390,8 +390,9 @@ RDC_API int rdc_vsendf(rdc_client* c, rdc_reply_cb cb, void* arg, const char* fm
 /// it and subscribes again after every reconnect. cb (may be NULL) is
 /// called with each (re)subscription's reply: first for this one, then
 /// once per reconnect. A subscription whose (re)subscribe fails with a
-/// server error is forgotten; one that fails because the connection went
-/// is kept. Subscribing again to the same world replaces the earlier
+/// server error is forgotten, and so is one whose world the server reports
+/// destroyed (`world_destroyed`); one that fails because the connection
+/// went is kept. Subscribing again to the same world replaces the earlier
 /// subscription (format, rate, callback). When not connected the
 /// subscription is remembered and sent once connected.
 /// Returns 0, RDC_E_TOO_MANY (beyond RDC_MAX_SUBSCRIPTIONS worlds),
