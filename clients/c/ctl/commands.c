@@ -1,0 +1,838 @@
+/*
+ * commands.c: ragdollctl's subcommands that send one command of
+ * PROTOCOL.md §3 and print its reply, described by tables: positional
+ * arguments and options map onto the command's JSON fields.
+ *
+ * ragdollctl checks the shape of its arguments (a number where a number
+ * goes, three of them in a vector, required options present: else exit 2);
+ * the server checks their values (ranges, ids: exit 1 with its error).
+ */
+#include "ctl.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+// ---------------------------------------------------------------------------
+// Parsing helpers
+// ---------------------------------------------------------------------------
+
+bool ctl_parse_uint(const char* s, uint64_t lo, uint64_t hi, uint64_t* out) {
+    if (s == NULL || *s < '0' || *s > '9') {
+        return false; // strtoull would take "-1" and " 1"
+    }
+    errno = 0;
+    char* end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < lo || v > hi) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool ctl_parse_id(const char* s, uint64_t* out) {
+    return ctl_parse_uint(s, 0, 9007199254740991ull, out);
+}
+
+bool ctl_parse_double(const char* s, double* out) {
+    if (s == NULL || *s == '\0') {
+        return false;
+    }
+    errno = 0;
+    char* end;
+    double v = strtod(s, &end);
+    if (errno == ERANGE || *end != '\0' || !isfinite(v)) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+bool ctl_parse_vec3(const char* s, double out[3]) {
+    char buf[256];
+    if (s == NULL || strlen(s) >= sizeof buf) {
+        return false;
+    }
+    strcpy(buf, s);
+    char* p = buf;
+    for (int i = 0; i < 3; ++i) {
+        char* comma = strchr(p, ',');
+        if ((i < 2) != (comma != NULL)) {
+            return false;
+        }
+        if (comma != NULL) {
+            *comma = '\0';
+        }
+        if (!ctl_parse_double(p, &out[i])) {
+            return false;
+        }
+        p = comma != NULL ? comma + 1 : p;
+    }
+    return true;
+}
+
+void ctl_add_vec3(cJSON* obj, const char* key, const double v[3]) {
+    cJSON* a = cJSON_AddArrayToObject(obj, key);
+    for (int i = 0; i < 3; ++i) {
+        cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Strings
+// ---------------------------------------------------------------------------
+
+static void buf_reserve(ctl_buf* b, size_t more) {
+    if (b->len + more + 1 <= b->cap) {
+        return;
+    }
+    size_t cap = b->cap == 0 ? 4096 : b->cap;
+    while (cap < b->len + more + 1) {
+        cap *= 2;
+    }
+    char* d = realloc(b->data, cap);
+    if (d == NULL) {
+        fprintf(stderr, "ragdollctl: out of memory\n");
+        exit(CTL_CONNECTION);
+    }
+    b->data = d;
+    b->cap = cap;
+}
+
+void ctl_buf_append(ctl_buf* b, const char* s, size_t len) {
+    buf_reserve(b, len);
+    memcpy(b->data + b->len, s, len);
+    b->len += len;
+    b->data[b->len] = '\0';
+}
+
+void ctl_buf_printf(ctl_buf* b, const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char small[256];
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        return;
+    }
+    if ((size_t)n < sizeof small) {
+        ctl_buf_append(b, small, (size_t)n);
+        return;
+    }
+    buf_reserve(b, (size_t)n);
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+void ctl_buf_free(ctl_buf* b) {
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+// Appends a float rounded to `digits` decimals, without a trailing "-0".
+static void put_num(ctl_buf* b, float v, int digits) {
+    double scale = digits == 4 ? 1e4 : 1e5;
+    double r = round((double)v * scale) / scale;
+    if (r == 0) {
+        r = 0; // -0 prints as "-0"
+    }
+    ctl_buf_printf(b, "%.*g", digits + 6, r);
+}
+
+void ctl_snapshot_line(ctl_buf* b, const rdc_snapshot* s) {
+    ctl_buf_printf(
+        b, "{\"ev\":\"snapshot\",\"world\":%llu,\"tick\":%llu,\"format\":\"%s\",\"entities\":[",
+        (unsigned long long)s->world, (unsigned long long)s->tick,
+        s->format == RDC_FORMAT_BINARY ? "binary" : "json");
+    for (uint32_t i = 0; i < s->entity_count; ++i) {
+        const rdc_entity* e = &s->entities[i];
+        ctl_buf_printf(b, "%s{\"entity\":%llu,\"kind\":\"%s\"", i > 0 ? "," : "",
+                       (unsigned long long)e->id, rdc_kind_name(e->kind));
+        if (e->pose != NULL) {
+            if (e->kind == RDC_KIND_CHARACTER) {
+                ctl_buf_printf(b, ",\"state\":\"%s\"", rdc_char_state_name(e->state));
+            }
+            ctl_buf_append(b, ",\"bodies\":[", 11);
+            for (uint32_t k = 0; k < e->count; ++k) {
+                const float* p = e->pose + 7 * k;
+                ctl_buf_append(b, k > 0 ? ",[" : "[", k > 0 ? 2 : 1);
+                for (int j = 0; j < 7; ++j) {
+                    if (j > 0) {
+                        ctl_buf_append(b, ",", 1);
+                    }
+                    put_num(b, p[j], j < 3 ? 4 : 5);
+                }
+                ctl_buf_append(b, "]", 1);
+            }
+        } else {
+            ctl_buf_append(b, ",\"particles\":[", 14);
+            for (uint32_t k = 0; k < e->count; ++k) {
+                const float* p = e->xyz + 3 * k;
+                ctl_buf_append(b, k > 0 ? ",[" : "[", k > 0 ? 2 : 1);
+                for (int j = 0; j < 3; ++j) {
+                    if (j > 0) {
+                        ctl_buf_append(b, ",", 1);
+                    }
+                    put_num(b, p[j], 4);
+                }
+                ctl_buf_append(b, "]", 1);
+            }
+        }
+        ctl_buf_append(b, "]}", 2);
+    }
+    ctl_buf_append(b, "]}", 2);
+}
+
+// ---------------------------------------------------------------------------
+// Table-driven commands
+// ---------------------------------------------------------------------------
+
+typedef enum arg_type {
+    A_ID,     ///< world or entity id
+    A_UINT,   ///< unsigned integer
+    A_NUM,    ///< number
+    A_VEC3,   ///< X,Y,Z
+    A_STR,    ///< string
+    A_NAMES,  ///< option: comma-separated names; positional: the rest of the arguments
+    A_SECONDS ///< ragdollctl's own --seconds (not sent)
+} arg_type;
+
+typedef struct arg_spec {
+    const char* name;  ///< Option name (without "--") or positional's name in the synopsis.
+    const char* field; ///< JSON field.
+    arg_type type;
+    bool required;
+} arg_spec;
+
+#define MAX_ARGS 8
+
+/// A subcommand that sends one command: ctl_cmd first, so that the table
+/// entry can be found from x->cmd.
+typedef struct simple_cmd {
+    ctl_cmd base;
+    const char* op;
+    arg_spec pos[4];         ///< Positional arguments, in order (name NULL ends).
+    arg_spec opts[MAX_ARGS]; ///< Options (name NULL ends).
+    void (*print_ok)(ctl* x, const rdc_reply* r);
+} simple_cmd;
+
+static bool add_arg(cJSON* o, const arg_spec* a, const char* v, ctl* x) {
+    uint64_t u;
+    double d, vec[3];
+    switch (a->type) {
+    case A_ID:
+        if (!ctl_parse_id(v, &u)) {
+            return false;
+        }
+        cJSON_AddNumberToObject(o, a->field, (double)u);
+        return true;
+    case A_UINT:
+        if (!ctl_parse_uint(v, 0, 4294967295u, &u)) {
+            return false;
+        }
+        cJSON_AddNumberToObject(o, a->field, (double)u);
+        return true;
+    case A_NUM:
+        if (!ctl_parse_double(v, &d)) {
+            return false;
+        }
+        cJSON_AddNumberToObject(o, a->field, d);
+        return true;
+    case A_VEC3:
+        if (!ctl_parse_vec3(v, vec)) {
+            return false;
+        }
+        ctl_add_vec3(o, a->field, vec);
+        return true;
+    case A_STR:
+        cJSON_AddStringToObject(o, a->field, v);
+        return true;
+    case A_NAMES: {
+        cJSON* arr = cJSON_AddArrayToObject(o, a->field);
+        const char* p = v;
+        while (*p != '\0') {
+            const char* comma = strchr(p, ',');
+            size_t n = comma != NULL ? (size_t)(comma - p) : strlen(p);
+            char name[64];
+            if (n == 0 || n >= sizeof name) {
+                return false;
+            }
+            memcpy(name, p, n);
+            name[n] = '\0';
+            cJSON_AddItemToArray(arr, cJSON_CreateString(name));
+            p += n + (comma != NULL);
+        }
+        return true;
+    }
+    case A_SECONDS:
+        if (!ctl_parse_double(v, &x->seconds) || x->seconds < 0) {
+            return false;
+        }
+        return true;
+    }
+    return false;
+}
+
+static const char* type_hint(arg_type t) {
+    switch (t) {
+    case A_ID:
+        return "an id";
+    case A_UINT:
+        return "an unsigned integer";
+    case A_NUM:
+        return "a number";
+    case A_VEC3:
+        return "X,Y,Z";
+    case A_STR:
+        return "a string";
+    case A_NAMES:
+        return "NAME[,NAME...]";
+    case A_SECONDS:
+        return "seconds";
+    }
+    return "";
+}
+
+// Parses argv against a simple_cmd's table into x->request.
+static int parse_simple(ctl* x, const simple_cmd* sc, int argc, char** argv) {
+    // Usage lines name the variant (spawn rope ...); --help is the command's.
+    const ctl_cmd* cmd = &sc->base;
+    struct option lo[MAX_ARGS + 2];
+    int nopt = 0;
+    for (; sc->opts[nopt].name != NULL; ++nopt) {
+        lo[nopt] = (struct option){sc->opts[nopt].name, required_argument, NULL, nopt};
+    }
+    lo[nopt] = (struct option){"help", no_argument, NULL, 'h'};
+    lo[nopt + 1] = (struct option){NULL, 0, NULL, 0};
+    bool given[MAX_ARGS] = {false};
+    cJSON* o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "op", sc->op);
+    x->request = o;
+    int c;
+    while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        if (c == 'h') {
+            ctl_help(x->cmd);
+            x->finished = true;
+            return CTL_OK;
+        }
+        if (c < 0 || c >= nopt) {
+            return ctl_usage(cmd, "unknown option");
+        }
+        const arg_spec* a = &sc->opts[c];
+        if (given[c] || !add_arg(o, a, optarg, x)) {
+            return ctl_usage(cmd, given[c] ? "--%s given twice" : "--%s wants %s, not \"%s\"",
+                             a->name, type_hint(a->type), optarg);
+        }
+        given[c] = true;
+    }
+    for (int i = 0; i < nopt; ++i) {
+        if (sc->opts[i].required && !given[i]) {
+            return ctl_usage(cmd, "--%s is required", sc->opts[i].name);
+        }
+    }
+    int ai = optind;
+    for (int p = 0; p < 4 && sc->pos[p].name != NULL; ++p) {
+        const arg_spec* a = &sc->pos[p];
+        if (a->type == A_NAMES) {
+            // The rest of the arguments, possibly none.
+            cJSON* arr = cJSON_AddArrayToObject(o, a->field);
+            for (; ai < argc; ++ai) {
+                cJSON_AddItemToArray(arr, cJSON_CreateString(argv[ai]));
+            }
+            break;
+        }
+        if (ai >= argc) {
+            return ctl_usage(cmd, "%s is missing", a->name);
+        }
+        if (!add_arg(o, a, argv[ai], x)) {
+            return ctl_usage(cmd, "%s wants %s, not \"%s\"", a->name, type_hint(a->type), argv[ai]);
+        }
+        ai++;
+    }
+    if (ai < argc) {
+        return ctl_usage(cmd, "unexpected argument \"%s\"", argv[ai]);
+    }
+    x->print_ok = sc->print_ok;
+    return 0;
+}
+
+static int parse_table(ctl* x, int argc, char** argv) {
+    return parse_simple(x, (const simple_cmd*)x->cmd, argc, argv);
+}
+
+// ---------------------------------------------------------------------------
+// Human output
+// ---------------------------------------------------------------------------
+
+static double num(const cJSON* o, const char* key) {
+    const cJSON* v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+static const char* str(const cJSON* o, const char* key) {
+    const char* s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, key));
+    return s != NULL ? s : "?";
+}
+
+static void print_list(ctl* x, const rdc_reply* r) {
+    (void)x;
+    const cJSON* worlds = cJSON_GetObjectItemCaseSensitive(r->json, "worlds");
+    printf("%-6s %-24s %10s %6s %8s\n", "WORLD", "NAME", "TICK", "HZ", "ENTITIES");
+    const cJSON* w;
+    cJSON_ArrayForEach(w, worlds) {
+        printf("%-6.0f %-24s %10.0f %6.0f %8.0f\n", num(w, "world"), str(w, "name"), num(w, "tick"),
+               num(w, "tick_hz"), num(w, "entities"));
+    }
+}
+
+static void print_world(ctl* x, const rdc_reply* r) {
+    (void)x;
+    printf("world %.0f\n", num(r->json, "world"));
+}
+
+static void print_entity(ctl* x, const rdc_reply* r) {
+    (void)x;
+    printf("entity %.0f\n", num(r->json, "entity"));
+}
+
+static void print_tick(ctl* x, const rdc_reply* r) {
+    (void)x;
+    printf("ok (tick %llu)\n", (unsigned long long)r->tick);
+}
+
+static void print_bone(ctl* x, const rdc_reply* r) {
+    (void)x;
+    printf("bone %s\n", str(r->json, "bone"));
+}
+
+static void print_clip(ctl* x, const rdc_reply* r) {
+    (void)x;
+    printf("clip %s\n", str(r->json, "clip"));
+}
+
+static void print_params_of(const cJSON* p) {
+    const cJSON* g = cJSON_GetObjectItemCaseSensitive(p, "gravity");
+    printf("gravity     %g %g %g\n", cJSON_GetArrayItem(g, 0)->valuedouble,
+           cJSON_GetArrayItem(g, 1)->valuedouble, cJSON_GetArrayItem(g, 2)->valuedouble);
+    printf("damping     %g\n", num(p, "damping"));
+    printf("iterations  %g\n", num(p, "iterations"));
+    printf("substeps    %g\n", num(p, "substeps"));
+    printf("bounciness  %g\n", num(p, "bounciness"));
+    printf("friction    %g\n", num(p, "friction"));
+}
+
+static void print_params(ctl* x, const rdc_reply* r) {
+    (void)x;
+    const cJSON* p = cJSON_GetObjectItemCaseSensitive(r->json, "params");
+    if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(p, "gravity")) != 3) {
+        printf("ok\n");
+        return;
+    }
+    print_params_of(p);
+}
+
+static void print_describe(ctl* x, const rdc_reply* r) {
+    (void)x;
+    const cJSON* j = r->json;
+    const char* kind = str(j, "kind");
+    printf("entity %.0f: %s\n", num(j, "entity"), kind);
+    const cJSON* bones = cJSON_GetObjectItemCaseSensitive(j, "bones");
+    if (cJSON_IsArray(bones)) {
+        printf("skeleton %s, state %s, clip %s, %d bones:\n", str(j, "skeleton"), str(j, "state"),
+               str(j, "clip"), cJSON_GetArraySize(bones));
+        const cJSON* b;
+        cJSON_ArrayForEach(b, bones) {
+            const cJSON* joint = cJSON_GetObjectItemCaseSensitive(b, "joint");
+            const cJSON* cap = cJSON_GetObjectItemCaseSensitive(b, "capsule");
+            printf("  %-14s parent %-14s %5.2f kg  capsule r %.3f m, half length %.3f m  %s\n",
+                   str(b, "name"),
+                   cJSON_IsString(cJSON_GetObjectItemCaseSensitive(b, "parent")) ? str(b, "parent")
+                                                                                 : "-",
+                   num(b, "mass"), num(cap, "radius"), num(cap, "half_length"),
+                   joint != NULL ? str(joint, "type") : "root");
+        }
+        return;
+    }
+    if (strcmp(kind, "ball") == 0) {
+        printf("radius %g m\n", num(j, "radius"));
+        return;
+    }
+    const cJSON* pinned = cJSON_GetObjectItemCaseSensitive(j, "pinned");
+    printf("%.0f particles, %d sticks, %d pinned", num(j, "particle_count"),
+           cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "sticks")),
+           cJSON_GetArraySize(pinned));
+    if (cJSON_GetObjectItemCaseSensitive(j, "cols") != NULL) {
+        printf(", grid %.0f x %.0f", num(j, "cols"), num(j, "rows"));
+    }
+    printf("\n");
+}
+
+// ---------------------------------------------------------------------------
+// The table
+// ---------------------------------------------------------------------------
+
+#define WORLD_POS                                                                                  \
+    { "WORLD", "world", A_ID, true }
+#define ENTITY_POS                                                                                 \
+    { "ENTITY", "entity", A_ID, true }
+
+static void start_simple(ctl* x) {
+    ctl_send_request(x);
+}
+
+#define SIMPLE(name_, synopsis_, help_, op_, ...)                                                  \
+    {                                                                                              \
+        .base = {.name = name_,                                                                    \
+                 .synopsis = synopsis_,                                                            \
+                 .help = help_,                                                                    \
+                 .parse = parse_table,                                                             \
+                 .start = start_simple},                                                           \
+        .op = op_, __VA_ARGS__                                                                     \
+    }
+
+static const simple_cmd cmd_list =
+    SIMPLE("list", "", "Lists the server's worlds: id, name, tick, tick rate, entities.\n",
+           "list_worlds", .print_ok = print_list);
+
+static const simple_cmd cmd_create =
+    SIMPLE("create", "NAME [--tick-hz N]",
+           "Creates a world and prints its id.\n\n"
+           "  --tick-hz N   simulation steps per second, 1-240 (60)\n",
+           "create_world", .pos = {{"NAME", "name", A_STR, true}},
+           .opts = {{"tick-hz", "tick_hz", A_UINT, false}}, .print_ok = print_world);
+
+static const simple_cmd cmd_destroy =
+    SIMPLE("destroy", "WORLD", "Destroys a world and everything in it.\n", "destroy_world",
+           .pos = {WORLD_POS}, .print_ok = print_tick);
+
+static const simple_cmd spawn_rope =
+    SIMPLE("spawn", "rope WORLD --anchor X,Y,Z --segments N --segment-length M [--mass KG]", "",
+           "spawn_rope", .pos = {WORLD_POS},
+           .opts = {{"anchor", "anchor", A_VEC3, true},
+                    {"segments", "segments", A_UINT, true},
+                    {"segment-length", "segment_length", A_NUM, true},
+                    {"mass", "mass", A_NUM, false}},
+           .print_ok = print_entity);
+
+static const simple_cmd spawn_cloth =
+    SIMPLE("spawn",
+           "cloth WORLD --origin X,Y,Z --cols N --rows N --spacing M [--pin top|none] [--mass KG]",
+           "", "spawn_cloth", .pos = {WORLD_POS},
+           .opts = {{"origin", "origin", A_VEC3, true},
+                    {"cols", "cols", A_UINT, true},
+                    {"rows", "rows", A_UINT, true},
+                    {"spacing", "spacing", A_NUM, true},
+                    {"pin", "pin", A_STR, false},
+                    {"mass", "mass", A_NUM, false}},
+           .print_ok = print_entity);
+
+static const simple_cmd spawn_ragdoll =
+    SIMPLE("spawn", "ragdoll WORLD --position X,Y,Z [--facing RAD] [--mass KG]", "",
+           "spawn_ragdoll", .pos = {WORLD_POS},
+           .opts = {{"position", "position", A_VEC3, true},
+                    {"facing", "facing", A_NUM, false},
+                    {"mass", "mass", A_NUM, false}},
+           .print_ok = print_entity);
+
+static const simple_cmd spawn_character = SIMPLE(
+    "spawn", "character WORLD --position X,Y,Z [--facing RAD] [--skeleton NAME] [--clip NAME]", "",
+    "spawn_character", .pos = {WORLD_POS},
+    .opts = {{"position", "position", A_VEC3, true},
+             {"facing", "facing", A_NUM, false},
+             {"skeleton", "skeleton", A_STR, false},
+             {"clip", "clip", A_STR, false}},
+    .print_ok = print_entity);
+
+static const simple_cmd spawn_ball =
+    SIMPLE("spawn", "ball WORLD --position X,Y,Z [--velocity X,Y,Z] [--radius M] [--mass KG]", "",
+           "spawn_ball", .pos = {WORLD_POS},
+           .opts = {{"position", "position", A_VEC3, true},
+                    {"velocity", "velocity", A_VEC3, false},
+                    {"radius", "radius", A_NUM, false},
+                    {"mass", "mass", A_NUM, false}},
+           .print_ok = print_entity);
+
+static const simple_cmd* const spawn_kinds[] = {&spawn_rope, &spawn_ragdoll, &spawn_cloth,
+                                                &spawn_character, &spawn_ball};
+
+static int parse_spawn(ctl* x, int argc, char** argv) {
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        ctl_help(x->cmd);
+        x->finished = true;
+        return CTL_OK;
+    }
+    if (argc < 2) {
+        return ctl_usage(x->cmd, "what to spawn is missing");
+    }
+    for (size_t i = 0; i < sizeof spawn_kinds / sizeof spawn_kinds[0]; ++i) {
+        const simple_cmd* k = spawn_kinds[i];
+        if (strncmp(k->base.synopsis, argv[1], strlen(argv[1])) == 0 &&
+            k->base.synopsis[strlen(argv[1])] == ' ') {
+            return parse_simple(x, k, argc - 1, argv + 1);
+        }
+    }
+    return ctl_usage(x->cmd, "cannot spawn \"%s\"", argv[1]);
+}
+
+static const ctl_cmd cmd_spawn = {
+    .name = "spawn",
+    .synopsis = "rope|cloth|ragdoll|character|ball WORLD OPTIONS...",
+    .help = "Spawns an entity and prints its id.\n\n"
+            "  spawn rope WORLD --anchor X,Y,Z --segments N --segment-length M [--mass KG]\n"
+            "      a chain of N+1 particles along +X from the anchor, the first pinned\n"
+            "  spawn cloth WORLD --origin X,Y,Z --cols N --rows N --spacing M [--pin top|none]\n"
+            "              [--mass KG]\n"
+            "      a grid from its top-left corner, columns along +X, rows along -Y\n"
+            "  spawn ragdoll WORLD --position X,Y,Z [--facing RAD] [--mass KG]\n"
+            "      a 16-particle ragdoll, pelvis at the position\n"
+            "  spawn character WORLD --position X,Y,Z [--facing RAD] [--skeleton NAME]\n"
+            "              [--clip NAME]\n"
+            "      a rigid-body character standing on the position (humanoid, idle)\n"
+            "  spawn ball WORLD --position X,Y,Z [--velocity X,Y,Z] [--radius M] [--mass KG]\n"
+            "      a rigid ball (a projectile)\n\n"
+            "Values are checked by the server (PROTOCOL.md section 3 gives the ranges).\n",
+    .parse = parse_spawn,
+    .start = start_simple,
+};
+
+static const simple_cmd cmd_despawn =
+    SIMPLE("despawn", "WORLD ENTITY", "Removes an entity.\n", "despawn",
+           .pos = {WORLD_POS, ENTITY_POS}, .print_ok = print_tick);
+
+static const simple_cmd cmd_describe =
+    SIMPLE("describe", "WORLD ENTITY",
+           "Describes an entity: its kind and topology; a character's skeleton, state, clip\n"
+           "and bones. --json prints the whole reply (joints, frames, limits).\n",
+           "describe", .pos = {WORLD_POS, ENTITY_POS}, .print_ok = print_describe);
+
+static const simple_cmd cmd_kill =
+    SIMPLE("kill", "WORLD ENTITY --hit-point X,Y,Z --impulse X,Y,Z",
+           "Kills a character: it becomes a ragdoll, and the impulse (N s) is applied to the bone\n"
+           "nearest the hit point (m), which is printed.\n",
+           "kill", .pos = {WORLD_POS, ENTITY_POS},
+           .opts = {{"hit-point", "hit_point", A_VEC3, true}, {"impulse", "impulse", A_VEC3, true}},
+           .print_ok = print_bone);
+
+static const simple_cmd cmd_getup =
+    SIMPLE("getup", "WORLD ENTITY [--blend-time S]",
+           "Gets a ragdoll character up; prints the clip chosen (getup_front or getup_back).\n\n"
+           "  --blend-time S   blend from the lying pose into the clip, 0-5 s (0.4)\n",
+           "start_getup", .pos = {WORLD_POS, ENTITY_POS},
+           .opts = {{"blend-time", "blend_time", A_NUM, false}}, .print_ok = print_clip);
+
+static const simple_cmd cmd_drive =
+    SIMPLE("drive", "WORLD ENTITY --kp KP --kd KD [--bones NAME,...] [--ramp-time S]",
+           "Gives a character's dynamic bones muscle toward the animation (active ragdoll):\n"
+           "torque = kp (target - angle) - kd (angular speed). kp = kd = 0 is limp.\n\n"
+           "  --kp KP            stiffness, N m/rad\n"
+           "  --kd KD            damping, N m s/rad\n"
+           "  --bones NAME,...   only these bones (default all)\n"
+           "  --ramp-time S      reach the new gains over S seconds (0)\n",
+           "set_drive", .pos = {WORLD_POS, ENTITY_POS},
+           .opts = {{"kp", "kp", A_NUM, true},
+                    {"kd", "kd", A_NUM, true},
+                    {"bones", "bones", A_NAMES, false},
+                    {"ramp-time", "ramp_time", A_NUM, false}},
+           .print_ok = print_tick);
+
+static const simple_cmd cmd_partial =
+    SIMPLE("partial", "WORLD ENTITY [BONE...]",
+           "Makes the named bones (and their children) physical while the rest animates;\n"
+           "no bones ends it.\n",
+           "set_partial", .pos = {WORLD_POS, ENTITY_POS, {"BONE", "bones", A_NAMES, false}},
+           .print_ok = print_tick);
+
+static const simple_cmd cmd_play =
+    SIMPLE("play", "WORLD ENTITY CLIP", "Switches a character's animation clip.\n", "play",
+           .pos = {WORLD_POS, ENTITY_POS, {"CLIP", "clip", A_STR, true}}, .print_ok = print_tick);
+
+static const simple_cmd cmd_impulse =
+    SIMPLE("impulse", "WORLD ENTITY --impulse X,Y,Z [--particle N | --bone NAME [--point X,Y,Z]]",
+           "Applies an impulse (N s): to a particle of a rope, cloth or ragdoll (--particle), to\n"
+           "a bone of a character (--bone, at --point or its centre), or to a ball.\n",
+           "apply_impulse", .pos = {WORLD_POS, ENTITY_POS},
+           .opts = {{"impulse", "impulse", A_VEC3, true},
+                    {"particle", "particle", A_UINT, false},
+                    {"bone", "bone", A_STR, false},
+                    {"point", "point", A_VEC3, false}},
+           .print_ok = print_tick);
+
+static const simple_cmd cmd_release = SIMPLE(
+    "release", "WORLD ENTITY PARTICLE", "Releases a dragged particle.\n", "release",
+    .pos = {WORLD_POS, ENTITY_POS, {"PARTICLE", "particle", A_UINT, true}}, .print_ok = print_tick);
+
+// drag holds the particle while ragdollctl runs: the server releases what a
+// client drags when it disconnects.
+typedef struct drag_state {
+    uv_timer_t timer;
+    bool timer_open;
+} drag_state;
+
+static void drag_free(void* p) {
+    free(p);
+}
+
+static void on_drag_timer_closed(uv_handle_t* h) {
+    (void)h;
+}
+
+static void drag_stop(ctl* x) {
+    drag_state* d = x->sub;
+    if (d->timer_open) {
+        d->timer_open = false;
+        uv_close((uv_handle_t*)&d->timer, on_drag_timer_closed);
+    }
+}
+
+static void on_drag_timer(uv_timer_t* t) {
+    ctl* x = t->data;
+    drag_stop(x);
+    ctl_finish(x, CTL_OK); // disconnecting releases the particle
+}
+
+static void on_drag_reply(rdc_client* c, const rdc_reply* r, void* arg) {
+    ctl* x = arg;
+    if (r->status != 0) {
+        drag_stop(x);
+        ctl_on_reply(c, r, arg);
+        return;
+    }
+    if (x->json) {
+        printf("%.*s\n", (int)r->len, r->text);
+    } else if (x->seconds > 0) {
+        printf("dragging; released in %g s (or on Ctrl-C)\n", x->seconds);
+    } else {
+        printf("dragging; Ctrl-C releases\n");
+    }
+    fflush(stdout);
+    drag_state* d = x->sub;
+    if (x->seconds > 0) {
+        uv_timer_start(&d->timer, on_drag_timer, (uint64_t)(x->seconds * 1000), 0);
+    }
+}
+
+static void start_drag(ctl* x) {
+    drag_state* d = x->sub;
+    uv_timer_init(x->loop, &d->timer);
+    d->timer.data = x;
+    d->timer_open = true;
+    x->stop = drag_stop;
+    int rc = rdc_send(x->c, x->request, on_drag_reply, x, NULL);
+    if (rc != 0) {
+        drag_stop(x);
+        fprintf(stderr, "ragdollctl: cannot send: %s\n", rdc_strerror(rc));
+        ctl_finish(x, CTL_CONNECTION);
+    }
+}
+
+static int parse_drag(ctl* x, int argc, char** argv);
+
+static const simple_cmd cmd_drag = {
+    .base = {.name = "drag",
+             .synopsis = "WORLD ENTITY PARTICLE --target X,Y,Z [--seconds S]",
+             .help = "Drags a particle toward the target and holds it until Ctrl-C or --seconds\n"
+                     "S have passed: the server releases a client's drags when it disconnects.\n",
+             .parse = parse_drag,
+             .start = start_drag,
+             .stops_on_signal = true},
+    .op = "drag",
+    .pos = {WORLD_POS, ENTITY_POS, {"PARTICLE", "particle", A_UINT, true}},
+    .opts = {{"target", "target", A_VEC3, true}, {"seconds", NULL, A_SECONDS, false}},
+    .print_ok = print_tick,
+};
+
+static int parse_drag(ctl* x, int argc, char** argv) {
+    int rc = parse_simple(x, &cmd_drag, argc, argv);
+    if (rc == 0 && !x->finished) {
+        x->sub = calloc(1, sizeof(drag_state));
+        x->sub_free = drag_free;
+        if (x->sub == NULL) {
+            return CTL_USAGE;
+        }
+    }
+    return rc;
+}
+
+// params get WORLD: there is no command that only reads parameters; a
+// subscription's reply carries them (and ending the connection ends it).
+static const simple_cmd params_get =
+    SIMPLE("params", "get WORLD", "", "subscribe", .pos = {WORLD_POS}, .print_ok = print_params);
+
+static const simple_cmd params_set =
+    SIMPLE("params",
+           "set WORLD [--gravity X,Y,Z] [--damping D] [--iterations N] [--substeps N]\n"
+           "                  [--bounciness B] [--friction F]",
+           "", "set_params", .pos = {WORLD_POS},
+           .opts = {{"gravity", "gravity", A_VEC3, false},
+                    {"damping", "damping", A_NUM, false},
+                    {"iterations", "iterations", A_UINT, false},
+                    {"substeps", "substeps", A_UINT, false},
+                    {"bounciness", "bounciness", A_NUM, false},
+                    {"friction", "friction", A_NUM, false}},
+           .print_ok = print_params);
+
+static int parse_params(ctl* x, int argc, char** argv) {
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        ctl_help(x->cmd);
+        x->finished = true;
+        return CTL_OK;
+    }
+    if (argc < 2 || (strcmp(argv[1], "get") != 0 && strcmp(argv[1], "set") != 0)) {
+        return ctl_usage(x->cmd, "params wants get or set");
+    }
+    bool get = strcmp(argv[1], "get") == 0;
+    int rc = parse_simple(x, get ? &params_get : &params_set, argc - 1, argv + 1);
+    if (rc != 0 || x->finished) {
+        return rc;
+    }
+    if (get) {
+        cJSON_AddNumberToObject(x->request, "rate_hz", 1);
+    } else if (cJSON_GetArraySize(x->request) <= 2) {
+        return ctl_usage(x->cmd, "set wants at least one parameter");
+    }
+    return 0;
+}
+
+static const ctl_cmd cmd_params = {
+    .name = "params",
+    .synopsis = "get WORLD | set WORLD [--gravity X,Y,Z] [--damping D] ...",
+    .help = "Reads or changes a world's parameters.\n\n"
+            "  params get WORLD\n"
+            "  params set WORLD [--gravity X,Y,Z] [--damping D] [--iterations N]\n"
+            "                   [--substeps N] [--bounciness B] [--friction F]\n\n"
+            "  --gravity X,Y,Z  m/s^2            --damping D     velocity kept per substep, 0-1\n"
+            "  --iterations N   solver passes    --substeps N    substeps per tick\n"
+            "  --bounciness B   0-1              --friction F    0-1\n\n"
+            "set changes only what is given, and prints the parameters after the change.\n",
+    .parse = parse_params,
+    .start = start_simple,
+};
+
+const ctl_cmd* const ctl_commands[] = {
+    &cmd_list.base,
+    &cmd_create.base,
+    &cmd_destroy.base,
+    &cmd_spawn,
+    &cmd_despawn.base,
+    &cmd_describe.base,
+    &cmd_kill.base,
+    &cmd_getup.base,
+    &cmd_drive.base,
+    &cmd_partial.base,
+    &cmd_play.base,
+    &cmd_impulse.base,
+    &cmd_drag.base,
+    &cmd_release.base,
+    &cmd_params,
+    &ctl_cmd_watch,
+    &ctl_cmd_record,
+    &ctl_cmd_replay,
+    NULL,
+};

@@ -1,0 +1,269 @@
+/*
+ * ragdollctl.c: the ragdollctl program: global options, choosing the
+ * subcommand, connecting through rdc, and turning outcomes into exit codes
+ * (ctl.h). What each subcommand sends and prints is commands.c's and
+ * record.c's.
+ */
+#include "ctl.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_URL "ws://127.0.0.1:8080/ws"
+
+static void usage_global(FILE* f) {
+    fprintf(f,
+            "usage: ragdollctl [--url URL] [--token T] [--json] [--timeout S] COMMAND [ARGS...]\n"
+            "\n"
+            "Talks to a ragdolld server (protocol/PROTOCOL.md).\n"
+            "\n"
+            "options:\n"
+            "  --url URL      server WebSocket URL (default " DEFAULT_URL ")\n"
+            "  --token T      sent as \"Authorization: Bearer T\" in the handshake; reserved\n"
+            "                 for access control: ragdolld ignores it today\n"
+            "  --json         print the server's raw reply JSON (for scripts)\n"
+            "  --timeout S    seconds to wait for the connection and for each reply (10)\n"
+            "  --help         this text; COMMAND --help describes a command\n"
+            "  --version      the version\n"
+            "\n"
+            "commands:\n");
+    for (int i = 0; ctl_commands[i] != NULL; ++i) {
+        fprintf(f, "  %-9s %s\n", ctl_commands[i]->name, ctl_commands[i]->synopsis);
+    }
+    fprintf(f, "\n"
+               "exit codes: 0 success, 1 the server replied with an error (its code and\n"
+               "message are printed), 2 usage error, 3 cannot connect or connection lost.\n");
+}
+
+int ctl_usage(const ctl_cmd* cmd, const char* fmt, ...) {
+    fprintf(stderr, "ragdollctl %s: ", cmd->name);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nusage: ragdollctl %s %s\n(ragdollctl %s --help for more)\n", cmd->name,
+            cmd->synopsis, cmd->name);
+    return CTL_USAGE;
+}
+
+void ctl_help(const ctl_cmd* cmd) {
+    printf("usage: ragdollctl [global options] %s %s\n\n%s", cmd->name, cmd->synopsis, cmd->help);
+}
+
+// ---------------------------------------------------------------------------
+// Finishing
+// ---------------------------------------------------------------------------
+
+static void on_signal_closed(uv_handle_t* h) {
+    (void)h;
+}
+
+void ctl_finish(ctl* x, int code) {
+    if (x->finished) {
+        return;
+    }
+    x->finished = true;
+    x->exit_code = code;
+    if (x->stop != NULL) {
+        x->stop(x);
+    }
+    rdc_close(x->c, NULL, NULL);
+    if (x->signal_open) {
+        x->signal_open = false;
+        uv_close((uv_handle_t*)&x->sigint, on_signal_closed);
+    }
+}
+
+void ctl_print_error(const rdc_reply* r) {
+    fprintf(stderr, "error: %s: %s\n", r->code, r->message);
+}
+
+void ctl_on_reply(rdc_client* c, const rdc_reply* r, void* arg) {
+    (void)c;
+    ctl* x = arg;
+    if (r->status != 0 && r->status != RDC_E_SERVER) {
+        fprintf(stderr, "ragdollctl: no reply: %s\n", rdc_strerror(r->status));
+        ctl_finish(x, CTL_CONNECTION);
+        return;
+    }
+    if (x->json) {
+        printf("%.*s\n", (int)r->len, r->text);
+    }
+    if (r->status == RDC_E_SERVER) {
+        ctl_print_error(r);
+        ctl_finish(x, CTL_SERVER_ERROR);
+        return;
+    }
+    if (!x->json) {
+        if (x->print_ok != NULL) {
+            x->print_ok(x, r);
+        } else {
+            printf("ok\n");
+        }
+    }
+    ctl_finish(x, CTL_OK);
+}
+
+void ctl_send_request(ctl* x) {
+    int rc = rdc_send(x->c, x->request, ctl_on_reply, x, NULL);
+    if (rc != 0) {
+        fprintf(stderr, "ragdollctl: cannot send: %s\n", rdc_strerror(rc));
+        ctl_finish(x, rc == RDC_E_NOT_CONNECTED ? CTL_CONNECTION : CTL_USAGE);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Connection
+// ---------------------------------------------------------------------------
+
+static void on_state(rdc_client* c, const rdc_status* st, void* user) {
+    (void)c;
+    ctl* x = user;
+    if (x->finished) {
+        return;
+    }
+    if (st->state == RDC_CONNECTED) {
+        x->cmd->start(x);
+        return;
+    }
+    if (st->was_connected) {
+        fprintf(stderr, "ragdollctl: connection to %s lost: %s", x->url,
+                st->error == 0 ? "the server closed it" : rdc_strerror(st->error));
+    } else {
+        fprintf(stderr, "ragdollctl: cannot connect to %s: %s", x->url, rdc_strerror(st->error));
+    }
+    if (st->close_code != 0) {
+        fprintf(stderr, " (close code %u)", (unsigned)st->close_code);
+    }
+    if (st->http_status != 0) {
+        fprintf(stderr, " (HTTP %d)", st->http_status);
+    }
+    fprintf(stderr, "\n");
+    ctl_finish(x, CTL_CONNECTION);
+}
+
+static void on_sigint(uv_signal_t* h, int signum) {
+    (void)signum;
+    ctl_finish(h->data, CTL_OK);
+}
+
+int main(int argc, char** argv) {
+    ctl x;
+    memset(&x, 0, sizeof x);
+    x.url = DEFAULT_URL;
+    x.timeout_ms = 10000;
+
+    static const struct option opts[] = {
+        {"url", required_argument, NULL, 'u'},
+        {"token", required_argument, NULL, 't'},
+        {"json", no_argument, NULL, 'j'},
+        {"timeout", required_argument, NULL, 'T'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    int o;
+    // "+": stop at the first non-option, the command; its options are its own.
+    while ((o = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+        switch (o) {
+        case 'u':
+            x.url = optarg;
+            break;
+        case 't':
+            x.token = optarg;
+            break;
+        case 'j':
+            x.json = true;
+            break;
+        case 'T': {
+            double s;
+            if (!ctl_parse_double(optarg, &s) || s <= 0 || s > 86400) {
+                fprintf(stderr, "ragdollctl: --timeout wants seconds in (0, 86400], not %s\n",
+                        optarg);
+                return CTL_USAGE;
+            }
+            x.timeout_ms = (uint32_t)ceil(s * 1000);
+            break;
+        }
+        case 'h':
+            usage_global(stdout);
+            return CTL_OK;
+        case 'V':
+            printf("ragdollctl " RDC_VERSION "\n");
+            return CTL_OK;
+        default:
+            usage_global(stderr);
+            return CTL_USAGE;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "ragdollctl: no command given\n");
+        usage_global(stderr);
+        return CTL_USAGE;
+    }
+    const char* name = argv[optind];
+    for (int i = 0; ctl_commands[i] != NULL; ++i) {
+        if (strcmp(ctl_commands[i]->name, name) == 0) {
+            x.cmd = ctl_commands[i];
+        }
+    }
+    if (x.cmd == NULL) {
+        fprintf(stderr, "ragdollctl: unknown command \"%s\"\n", name);
+        usage_global(stderr);
+        return CTL_USAGE;
+    }
+    int sub_argc = argc - optind;
+    char** sub_argv = argv + optind;
+    optind = 0; // getopt_long starts over (GNU: 0 also re-reads its settings)
+    int rc = x.cmd->parse(&x, sub_argc, sub_argv);
+    if (rc != 0 || x.finished) {
+        cJSON_Delete(x.request);
+        if (x.sub_free != NULL) {
+            x.sub_free(x.sub);
+        }
+        return rc;
+    }
+
+    // A reader that goes away (| head) must end us quietly, not by SIGPIPE
+    // in the middle of a write to the server.
+    signal(SIGPIPE, SIG_IGN);
+    x.loop = uv_default_loop();
+    rdc_config cfg = rdc_config_default();
+    cfg.url = x.url;
+    cfg.token = x.token;
+    cfg.reconnect = false;
+    cfg.connect_timeout_ms = x.timeout_ms;
+    cfg.reply_timeout_ms = x.timeout_ms;
+    cfg.on_state = on_state;
+    cfg.user = &x;
+    ctl_stream_config(&x, &cfg);
+    rc = rdc_open(x.loop, &cfg, &x.c);
+    if (rc != 0) {
+        fprintf(stderr, "ragdollctl: %s: %s\n", x.url, rdc_strerror(rc));
+        cJSON_Delete(x.request);
+        if (x.sub_free != NULL) {
+            x.sub_free(x.sub);
+        }
+        return rc == RDC_E_URL || rc == RDC_E_CONFIG ? CTL_USAGE : CTL_CONNECTION;
+    }
+    if (x.cmd->stops_on_signal) {
+        uv_signal_init(x.loop, &x.sigint);
+        x.sigint.data = &x;
+        uv_signal_start_oneshot(&x.sigint, on_sigint, SIGINT);
+        x.signal_open = true;
+    }
+    uv_run(x.loop, UV_RUN_DEFAULT);
+    cJSON_Delete(x.request);
+    if (x.sub_free != NULL) {
+        x.sub_free(x.sub);
+    }
+    if (uv_loop_close(x.loop) != 0) {
+        fprintf(stderr, "ragdollctl: internal error: handles left open\n");
+    }
+    fflush(stdout);
+    return x.exit_code;
+}

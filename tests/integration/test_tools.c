@@ -1,0 +1,408 @@
+/*
+ * test_tools.c: the command-line programs built on rdc, run as processes
+ * against a real ragdolld (server_proc.c): ragdollctl's exit codes (0 ok,
+ * 1 an error reply, 2 usage, 3 no connection), `watch` for N snapshots,
+ * `record` then `replay`, and a short ragdoll-load run (50 clients for
+ * 5 s against the demo world) whose JSON report must show no connection
+ * failures, no command errors and at least half the nominal snapshot rate.
+ *
+ * The programs come from $RAGDOLLCTL and $RAGDOLL_LOAD, the scenario from
+ * $RD_LOAD_SCENARIO, the server from $RAGDOLLD. Expected values come from
+ * PROTOCOL.md and the commands given, not from the programs.
+ */
+// cmocka.h needs these four before it (cmocka docs); keep the order.
+// clang-format off
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include "server_proc.h"
+
+#include <cJSON.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define OUT_CAP (1 << 20)
+
+/// What a run of a program left behind.
+typedef struct run_result {
+    int exit_code; ///< Its exit status, or -1 when it did not exit normally in time.
+    char out[OUT_CAP];
+    size_t out_len;
+    char err[16384];
+    size_t err_len;
+} run_result;
+
+typedef struct fixture {
+    server srv;
+    char url[64];
+    run_result r;
+} fixture;
+
+static const char* env_or(const char* name, const char* fallback) {
+    const char* v = getenv(name);
+    return v != NULL ? v : fallback;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+// Reads what is there from fd into buf (NUL-terminated). False at EOF.
+static bool drain(int fd, char* buf, size_t cap, size_t* len) {
+    char tmp[4096];
+    ssize_t n = read(fd, tmp, sizeof tmp);
+    if (n <= 0) {
+        return false;
+    }
+    size_t take = (size_t)n < cap - 1 - *len ? (size_t)n : cap - 1 - *len;
+    memcpy(buf + *len, tmp, take);
+    *len += take;
+    buf[*len] = '\0';
+    return true;
+}
+
+// Runs argv (argv[0] a path) with stdout and stderr captured, for at most
+// timeout_s seconds (then it is killed and exit_code is -1).
+static void run(run_result* r, char* const argv[], double timeout_s) {
+    memset(r, 0, sizeof *r);
+    int out[2], err[2];
+    assert_int_equal(pipe(out), 0);
+    assert_int_equal(pipe(err), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(out[1], STDOUT_FILENO);
+        dup2(err[1], STDERR_FILENO);
+        close(out[0]);
+        close(out[1]);
+        close(err[0]);
+        close(err[1]);
+        int devnull = open("/dev/null", O_RDONLY);
+        dup2(devnull, STDIN_FILENO);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(out[1]);
+    close(err[1]);
+    bool out_open = true, err_open = true;
+    double deadline = now_s() + timeout_s;
+    while ((out_open || err_open) && now_s() < deadline) {
+        struct pollfd p[2] = {{out_open ? out[0] : -1, POLLIN, 0},
+                              {err_open ? err[0] : -1, POLLIN, 0}};
+        if (poll(p, 2, 100) <= 0) {
+            continue;
+        }
+        if (p[0].revents != 0) {
+            out_open = drain(out[0], r->out, sizeof r->out, &r->out_len);
+        }
+        if (p[1].revents != 0) {
+            err_open = drain(err[0], r->err, sizeof r->err, &r->err_len);
+        }
+    }
+    close(out[0]);
+    close(err[0]);
+    if (out_open || err_open) {
+        kill(pid, SIGKILL);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    r->exit_code = !out_open && !err_open && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    if (r->exit_code != 0) {
+        print_message("%s exited %d; stderr:\n%s\n", argv[0], r->exit_code, r->err);
+    }
+}
+
+// Runs ragdollctl with the fixture's server URL and up to 12 arguments.
+static int ctl(fixture* f, const char* const* args) {
+    char* argv[16];
+    int n = 0;
+    argv[n++] = (char*)env_or("RAGDOLLCTL", "build/clients/c/ragdollctl");
+    argv[n++] = "--url";
+    argv[n++] = f->url;
+    for (int i = 0; args[i] != NULL && n < 15; ++i) {
+        argv[n++] = (char*)args[i];
+    }
+    argv[n] = NULL;
+    run(&f->r, argv, 60);
+    return f->r.exit_code;
+}
+
+static int setup(void** state) {
+    fixture* f = calloc(1, sizeof *f);
+    assert_non_null(f);
+    if (server_start(&f->srv, 0, true) != 0) {
+        fail_msg("ragdolld did not start (set RAGDOLLD to its path)");
+    }
+    snprintf(f->url, sizeof f->url, "ws://127.0.0.1:%d/ws", f->srv.port);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void** state) {
+    fixture* f = *state;
+    server_stop(&f->srv, SIGTERM);
+    free(f);
+    return 0;
+}
+
+// Calls fn on each line of text that parses as a JSON object.
+static int each_json_line(char* text, void (*fn)(const cJSON* o, void* arg), void* arg) {
+    int n = 0;
+    for (char* line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        cJSON* o = cJSON_Parse(line);
+        assert_true(cJSON_IsObject(o));
+        fn(o, arg);
+        cJSON_Delete(o);
+        n++;
+    }
+    return n;
+}
+
+// ---------------------------------------------------------------------------
+// ragdollctl
+// ---------------------------------------------------------------------------
+
+static void test_ragdollctl_exit_codes(void** state) {
+    fixture* f = *state;
+    // 0: the demo world is world 1 (README).
+    assert_int_equal(ctl(f, (const char*[]){"list", NULL}), 0);
+    assert_non_null(strstr(f->r.out, "demo"));
+    assert_int_equal(ctl(f, (const char*[]){"--json", "list", NULL}), 0);
+    cJSON* reply = cJSON_Parse(f->r.out);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(reply, "ok")));
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(reply, "worlds")), 1);
+    cJSON_Delete(reply);
+    assert_int_equal(ctl(f, (const char*[]){"--json", "spawn", "ball", "1", "--position", "0,3,0",
+                                            "--radius", "0.25", NULL}),
+                     0);
+    reply = cJSON_Parse(f->r.out);
+    const cJSON* entity = cJSON_GetObjectItem(reply, "entity");
+    assert_true(cJSON_IsNumber(entity));
+    char id[32];
+    snprintf(id, sizeof id, "%.0f", entity->valuedouble);
+    cJSON_Delete(reply);
+    assert_int_equal(ctl(f, (const char*[]){"--json", "describe", "1", id, NULL}), 0);
+    reply = cJSON_Parse(f->r.out);
+    assert_string_equal(cJSON_GetObjectItem(reply, "kind")->valuestring, "ball");
+    assert_true(cJSON_GetObjectItem(reply, "radius")->valuedouble == 0.25);
+    cJSON_Delete(reply);
+    assert_int_equal(ctl(f, (const char*[]){"despawn", "1", id, NULL}), 0);
+
+    // 1: the server's error reply, its code on stderr.
+    assert_int_equal(ctl(f, (const char*[]){"despawn", "1", id, NULL}), 1);
+    assert_non_null(strstr(f->r.err, "not_found"));
+    assert_int_equal(ctl(f, (const char*[]){"create", "w", "--tick-hz", "1000", NULL}), 1);
+    assert_non_null(strstr(f->r.err, "out_of_range"));
+
+    // 2: usage, before any connection (a server is not even needed).
+    assert_int_equal(ctl(f, (const char*[]){"spawn", NULL}), 2);
+    assert_int_equal(ctl(f, (const char*[]){"spawn", "ball", "one", "--position", "0,3,0", NULL}),
+                     2);
+    assert_int_equal(ctl(f, (const char*[]){"teleport", NULL}), 2);
+    assert_int_equal(ctl(f, (const char*[]){"kill", "1", NULL}), 2);
+    assert_int_equal(ctl(f, (const char*[]){"spawn", "--help", NULL}), 0);
+    assert_non_null(strstr(f->r.out, "usage: ragdollctl"));
+
+    // 3: nobody listening.
+    int port = server_free_port();
+    assert_true(port > 0);
+    snprintf(f->url, sizeof f->url, "ws://127.0.0.1:%d/ws", port);
+    assert_int_equal(ctl(f, (const char*[]){"list", NULL}), 3);
+    assert_non_null(strstr(f->r.err, "connection refused"));
+}
+
+typedef struct watch_seen {
+    int snapshots, other;
+    uint64_t last_tick;
+    bool ordered, entities;
+    char format[16];
+} watch_seen;
+
+static void on_watch_line(const cJSON* o, void* arg) {
+    watch_seen* w = arg;
+    const char* ev = cJSON_GetStringValue(cJSON_GetObjectItem(o, "ev"));
+    assert_non_null(ev);
+    if (strcmp(ev, "snapshot") != 0) {
+        w->other++;
+        return;
+    }
+    uint64_t tick = (uint64_t)cJSON_GetObjectItem(o, "tick")->valuedouble;
+    w->ordered &= tick > w->last_tick;
+    w->last_tick = tick;
+    w->entities &= cJSON_GetArraySize(cJSON_GetObjectItem(o, "entities")) >= 1;
+    snprintf(w->format, sizeof w->format, "%s",
+             cJSON_GetStringValue(cJSON_GetObjectItem(o, "format")));
+    w->snapshots++;
+}
+
+static void test_ragdollctl_watch_prints_n_snapshots(void** state) {
+    fixture* f = *state;
+    const char* formats[] = {"json", "binary"};
+    for (int i = 0; i < 2; ++i) {
+        assert_int_equal(ctl(f, (const char*[]){"watch", "1", "--count", "5", "--format",
+                                                formats[i], "--rate", "20", NULL}),
+                         0);
+        watch_seen w = {0, 0, 0, true, true, ""};
+        each_json_line(f->r.out, on_watch_line, &w);
+        assert_int_equal(w.snapshots, 5);
+        assert_true(w.ordered);
+        assert_true(w.entities);
+        assert_string_equal(w.format, formats[i]);
+    }
+}
+
+typedef struct log_seen {
+    int header, sends, replies, snapshots, errors;
+    double last_t;
+    bool ordered;
+} log_seen;
+
+static void on_log_line(const cJSON* o, void* arg) {
+    log_seen* s = arg;
+    if (cJSON_GetObjectItem(o, "ragdollctl_log") != NULL) {
+        s->header++;
+        return;
+    }
+    double t = cJSON_GetObjectItem(o, "t")->valuedouble;
+    s->ordered &= t >= s->last_t;
+    s->last_t = t;
+    const cJSON* recv = cJSON_GetObjectItem(o, "recv");
+    if (cJSON_GetObjectItem(o, "send") != NULL) {
+        s->sends++;
+    } else if (cJSON_GetObjectItem(recv, "re") != NULL) {
+        s->replies++;
+        s->errors += cJSON_GetObjectItem(recv, "error") != NULL;
+    } else if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(recv, "ev")), "snapshot") == 0) {
+        s->snapshots++;
+    }
+}
+
+static void test_ragdollctl_record_then_replay(void** state) {
+    fixture* f = *state;
+    char dir[] = "/tmp/rd_tools_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char cmds[128], log[128];
+    snprintf(cmds, sizeof cmds, "%s/commands.jsonl", dir);
+    snprintf(log, sizeof log, "%s/run.jsonl", dir);
+    FILE* fp = fopen(cmds, "w");
+    assert_non_null(fp);
+    fprintf(fp, "{\"at\":0.1,\"op\":\"spawn_ball\",\"world\":1,\"position\":[0,3,0]}\n"
+                "{\"at\":0.3,\"op\":\"apply_impulse\",\"world\":1,\"entity\":\"$entity\","
+                "\"impulse\":[0,5,0]}\n"
+                "{\"at\":0.5,\"op\":\"despawn\",\"world\":1,\"entity\":\"$entity\"}\n");
+    fclose(fp);
+    assert_int_equal(ctl(f, (const char*[]){"record", "1", log, "--commands", cmds, "--seconds",
+                                            "1.5", "--rate", "10", NULL}),
+                     0);
+    fp = fopen(log, "r");
+    assert_non_null(fp);
+    static char text[OUT_CAP];
+    size_t len = fread(text, 1, sizeof text - 1, fp);
+    text[len] = '\0';
+    fclose(fp);
+    log_seen s = {0, 0, 0, 0, 0, 0, true};
+    each_json_line(text, on_log_line, &s);
+    assert_int_equal(s.header, 1);
+    assert_int_equal(s.sends, 4); // subscribe, then the three commands
+    assert_int_equal(s.replies, 4);
+    assert_int_equal(s.errors, 0);
+    assert_true(s.snapshots >= 8); // 1.5 s at 10 Hz, with a wide margin
+    assert_true(s.ordered);
+
+    // The replay sends the three commands (with the ball's new id) and
+    // they succeed again.
+    assert_int_equal(ctl(f, (const char*[]){"replay", log, "--speed", "2", NULL}), 0);
+    assert_non_null(strstr(f->r.out, "spawn_ball"));
+    assert_non_null(strstr(f->r.out, "despawn"));
+    int oks = 0;
+    for (const char* p = f->r.out; (p = strstr(p, " ok")) != NULL; ++p) {
+        oks++;
+    }
+    assert_int_equal(oks, 3);
+    // A log whose command fails now: exit 1 (the world is gone).
+    assert_int_equal(ctl(f, (const char*[]){"replay", log, "--world", "77", NULL}), 1);
+    unlink(cmds);
+    unlink(log);
+    rmdir(dir);
+}
+
+// ---------------------------------------------------------------------------
+// ragdoll-load
+// ---------------------------------------------------------------------------
+
+static void test_ragdoll_load_50_clients_for_5_seconds(void** state) {
+    fixture* f = *state;
+    char json[] = "/tmp/rd_load_XXXXXX";
+    int fd = mkstemp(json);
+    assert_true(fd >= 0);
+    close(fd);
+    char* argv[] = {(char*)env_or("RAGDOLL_LOAD", "build/clients/c/ragdoll-load"),
+                    "--url",
+                    f->url,
+                    "--clients",
+                    "50",
+                    "--duration",
+                    "5",
+                    "--quiet",
+                    "--json",
+                    json,
+                    (char*)env_or("RD_LOAD_SCENARIO", "clients/c/scenarios/demo.json"),
+                    NULL};
+    run(&f->r, argv, 120);
+    assert_int_equal(f->r.exit_code, 0);
+    print_message("%s", f->r.out);
+    FILE* fp = fopen(json, "r");
+    assert_non_null(fp);
+    static char text[65536];
+    size_t len = fread(text, 1, sizeof text - 1, fp);
+    text[len] = '\0';
+    fclose(fp);
+    unlink(json);
+    cJSON* rep = cJSON_Parse(text);
+    assert_non_null(rep);
+    const cJSON* conn = cJSON_GetObjectItem(rep, "connections");
+    assert_int_equal(cJSON_GetObjectItem(conn, "established")->valueint, 50);
+    assert_int_equal(cJSON_GetObjectItem(conn, "failed")->valueint, 0);
+    assert_int_equal(cJSON_GetObjectItem(conn, "lost")->valueint, 0);
+    // The demo scenario's mix (impulses on ragdolls, kills of characters,
+    // balls spawned and despawned by their owner, list_worlds) has no
+    // command that can fail on a healthy server.
+    const cJSON* cmd = cJSON_GetObjectItem(rep, "commands");
+    assert_int_equal(cJSON_GetObjectItem(cmd, "error_total")->valueint, 0);
+    assert_true(cJSON_GetObjectItem(cmd, "replied")->valueint >= 50); // ~1/s per client
+    // The scenario asks for 30 Hz: every client gets at least half of it.
+    const cJSON* sn = cJSON_GetObjectItem(rep, "snapshots");
+    assert_int_equal(cJSON_GetObjectItem(sn, "granted_rate_hz")->valueint, 30);
+    double min =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(sn, "per_client_per_s"), "min")->valuedouble;
+    assert_true(min >= 15);
+    assert_int_equal(cJSON_GetObjectItem(sn, "undecodable")->valueint, 0);
+    assert_int_equal(cJSON_GetObjectItem(sn, "resyncs")->valueint, 0);
+    cJSON_Delete(rep);
+}
+
+int main(void) {
+    signal(SIGPIPE, SIG_IGN);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_ragdollctl_exit_codes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ragdollctl_watch_prints_n_snapshots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ragdollctl_record_then_replay, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ragdoll_load_50_clients_for_5_seconds, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests_name("tools", tests, NULL, NULL);
+}

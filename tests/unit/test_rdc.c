@@ -1,0 +1,696 @@
+/*
+ * test_rdc.c: unit tests of the C client's parts: URLs, the handshake
+ * request and response (RFC 6455 §4.1-4.2 vectors), the snapshot decoder
+ * (binary version 2 on the golden vectors of protocol/golden/, expected
+ * values from vectors.json; JSON on snapshots written by hand from
+ * PROTOCOL.md §5.1), and the masking of the frames rdc sends (RFC 6455
+ * §5.3), read by a hand-written server on a real loop.
+ * tests/integration/test_rdc_server.c runs the client against a real
+ * server.
+ */
+// cmocka.h needs these four before it (cmocka docs); keep the order.
+// clang-format off
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include "rdc_internal.h"
+
+#include <arpa/inet.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// ---------------------------------------------------------------------------
+// URLs and the handshake
+// ---------------------------------------------------------------------------
+
+static void test_rdc_url_parsing(void** state) {
+    (void)state;
+    rdc__url u;
+    char host[300];
+    assert_int_equal(rdc__url_parse("ws://127.0.0.1:8080/ws", &u), 0);
+    assert_string_equal(u.host, "127.0.0.1");
+    assert_int_equal(u.port, 8080);
+    assert_string_equal(u.path, "/ws");
+    assert_false(u.ipv6);
+    assert_int_equal(rdc__url_host_header(&u, host, sizeof host), 0);
+    assert_string_equal(host, "127.0.0.1:8080");
+
+    // Defaults: port 80, path /ws.
+    assert_int_equal(rdc__url_parse("ws://example.com", &u), 0);
+    assert_string_equal(u.host, "example.com");
+    assert_int_equal(u.port, 80);
+    assert_string_equal(u.path, "/ws");
+    assert_int_equal(rdc__url_host_header(&u, host, sizeof host), 0);
+    assert_string_equal(host, "example.com");
+
+    // IPv6 literal, query kept, fragment dropped.
+    assert_int_equal(rdc__url_parse("ws://[::1]:9000/x/y?a=1#frag", &u), 0);
+    assert_string_equal(u.host, "::1");
+    assert_true(u.ipv6);
+    assert_int_equal(u.port, 9000);
+    assert_string_equal(u.path, "/x/y?a=1");
+    assert_int_equal(rdc__url_host_header(&u, host, sizeof host), 0);
+    assert_string_equal(host, "[::1]:9000");
+
+    // Not ours: other schemes (no TLS client), user info, port 0, garbage.
+    const char* bad[] = {"http://h/ws", "wss://h/ws", "ws://user@h/ws", "ws://h:0/ws", "ws:///ws",
+                         "ws//h",       "",           "ws://h/a b"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        assert_int_equal(rdc__url_parse(bad[i], &u), RDC_E_URL);
+    }
+    assert_int_equal(rdc__url_parse(NULL, &u), RDC_E_URL);
+}
+
+static void test_rdc_handshake_key_and_accept_match_rfc6455(void** state) {
+    (void)state;
+    // RFC 6455 §4.1: the nonce "the sample nonce" is sent as
+    // dGhlIHNhbXBsZSBub25jZQ==, and §1.3 gives the accept value.
+    char key[25], accept[29];
+    rdc__ws_key((const uint8_t*)"the sample nonce", key);
+    assert_string_equal(key, "dGhlIHNhbXBsZSBub25jZQ==");
+    rdc__ws_accept(key, accept);
+    assert_string_equal(accept, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+}
+
+static void test_rdc_handshake_request_lines(void** state) {
+    (void)state;
+    rdc__url u;
+    assert_int_equal(rdc__url_parse("ws://localhost:8080/ws", &u), 0);
+    char req[1024];
+    size_t n = rdc__handshake_request(&u, "dGhlIHNhbXBsZSBub25jZQ==", "s3cret", req, sizeof req);
+    assert_true(n > 0 && n == strlen(req));
+    assert_non_null(strstr(req, "GET /ws HTTP/1.1\r\n"));
+    assert_non_null(strstr(req, "\r\nHost: localhost:8080\r\n"));
+    assert_non_null(strstr(req, "\r\nUpgrade: websocket\r\n"));
+    assert_non_null(strstr(req, "\r\nConnection: Upgrade\r\n"));
+    assert_non_null(strstr(req, "\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"));
+    assert_non_null(strstr(req, "\r\nSec-WebSocket-Version: 13\r\n"));
+    assert_non_null(strstr(req, "\r\nSec-WebSocket-Protocol: ragdolld.v1\r\n"));
+    assert_non_null(strstr(req, "\r\nAuthorization: Bearer s3cret\r\n"));
+    assert_string_equal(req + n - 4, "\r\n\r\n");
+    // No token, no Authorization header; too small a buffer, nothing.
+    n = rdc__handshake_request(&u, "dGhlIHNhbXBsZSBub25jZQ==", NULL, req, sizeof req);
+    assert_null(strstr(req, "Authorization"));
+    assert_int_equal(rdc__handshake_request(&u, "k", NULL, req, 32), 0);
+}
+
+// Feeds a response to a fresh reader, `step` bytes at a time; returns the
+// first non-zero result and the bytes it said belonged to the response.
+static int feed(const char* key, const char* resp, size_t len, size_t step, size_t* used,
+                int* status) {
+    rdc__hs hs;
+    rdc__hs_init(&hs, key);
+    size_t off = 0;
+    while (off < len) {
+        size_t n = len - off < step ? len - off : step;
+        size_t u = 0;
+        int rc = rdc__hs_feed(&hs, (const uint8_t*)resp + off, n, &u);
+        if (rc != 0) {
+            *used = off + u;
+            *status = hs.status;
+            return rc;
+        }
+        off += n;
+    }
+    *status = hs.status;
+    return 0;
+}
+
+static void test_rdc_handshake_response_is_checked(void** state) {
+    (void)state;
+    const char* key = "dGhlIHNhbXBsZSBub25jZQ==";
+    const char ok[] = "HTTP/1.1 101 Switching Protocols\r\n"
+                      "Upgrade: websocket\r\n"
+                      "Connection: Upgrade\r\n"
+                      "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"
+                      "Sec-WebSocket-Protocol: ragdolld.v1\r\n"
+                      "\r\n"
+                      "\x81\x02hi"; // a frame right behind it
+    size_t head = strlen(ok) - 4;
+    size_t used;
+    int status;
+    // Whole, and one byte at a time: the frame is not the response's.
+    assert_int_equal(feed(key, ok, sizeof ok - 1, sizeof ok, &used, &status), 1);
+    assert_int_equal(used, head);
+    assert_int_equal(status, 101);
+    assert_int_equal(feed(key, ok, sizeof ok - 1, 1, &used, &status), 1);
+    assert_int_equal(used, head);
+
+    // Without a subprotocol (the server chose none): allowed.
+    const char none[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: WebSocket\r\n"
+                        "Connection: keep-alive, Upgrade\r\n"
+                        "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
+    assert_int_equal(feed(key, none, sizeof none - 1, 7, &used, &status), 1);
+
+    // Refusals.
+    const char wrong_accept[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                                "Connection: Upgrade\r\n"
+                                "Sec-WebSocket-Accept: AAAAAAAAAAAAAAAAAAAAAAAAAAA=\r\n\r\n";
+    assert_int_equal(feed(key, wrong_accept, sizeof wrong_accept - 1, 100, &used, &status),
+                     RDC_E_HANDSHAKE);
+    const char other_proto[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                               "Connection: Upgrade\r\n"
+                               "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"
+                               "Sec-WebSocket-Protocol: chat\r\n\r\n";
+    assert_int_equal(feed(key, other_proto, sizeof other_proto - 1, 100, &used, &status),
+                     RDC_E_HANDSHAKE);
+    const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\n"
+                        "Content-Length: 18\r\n\r\ntoo many sessions\n";
+    assert_int_equal(feed(key, busy, sizeof busy - 1, 100, &used, &status), RDC_E_HANDSHAKE);
+    assert_int_equal(status, 503);
+    const char not_http[] = "SSH-2.0-OpenSSH_9.2\r\n";
+    assert_int_equal(feed(key, not_http, sizeof not_http - 1, 100, &used, &status),
+                     RDC_E_HANDSHAKE);
+    // Headers that never end are cut off at 8 KiB.
+    static char endless[16384];
+    size_t n = (size_t)snprintf(endless, sizeof endless, "HTTP/1.1 101 Switching Protocols\r\n");
+    while (n + 32 < sizeof endless) {
+        n += (size_t)snprintf(endless + n, sizeof endless - n, "X-Filler: 0123456789abcdef\r\n");
+    }
+    assert_int_equal(feed(key, endless, n, 512, &used, &status), RDC_E_HANDSHAKE);
+}
+
+// ---------------------------------------------------------------------------
+// Snapshots
+// ---------------------------------------------------------------------------
+
+// The golden vectors of protocol/golden/ (written by tests/unit/golden_gen.c,
+// checked by the codec's own tests and by the JavaScript decoder): four
+// frames of world 3 across the 16-bit tick wrap, a full one and deltas.
+// The expected values come from vectors.json, not from rdc.
+
+#define GOLDEN_WORLD 3 // golden_gen.c's world
+
+static uint8_t* read_golden(const char* name, size_t* len) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", RD_GOLDEN_DIR, name);
+    FILE* f = fopen(path, "rb");
+    assert_non_null(f);
+    static uint8_t buf[4][1 << 20];
+    static int slot;
+    uint8_t* out = buf[slot++ % 4];
+    *len = fread(out, 1, sizeof buf[0], f);
+    fclose(f);
+    return out;
+}
+
+static cJSON* read_vectors(void) {
+    size_t len;
+    uint8_t* text = read_golden("vectors.json", &len);
+    cJSON* v = cJSON_ParseWithLength((const char*)text, len);
+    assert_non_null(v);
+    return v;
+}
+
+// Checks a decoded snapshot against one frame of vectors.json.
+static void check_frame(const rdc_snapshot* s, const cJSON* frame) {
+    assert_int_equal(s->world, GOLDEN_WORLD);
+    assert_int_equal(s->tick, (uint64_t)cJSON_GetObjectItem(frame, "tick")->valuedouble);
+    assert_true(s->decoded);
+    assert_int_equal(s->delta, !cJSON_IsNull(cJSON_GetObjectItem(frame, "baseline16")));
+    const cJSON* ents = cJSON_GetObjectItem(frame, "entities");
+    assert_int_equal(s->entity_count, cJSON_GetArraySize(ents));
+    uint32_t i = 0;
+    const cJSON* e;
+    cJSON_ArrayForEach(e, ents) {
+        const rdc_entity* x = &s->entities[i++];
+        assert_int_equal(x->id, (uint64_t)cJSON_GetObjectItem(e, "entity")->valuedouble);
+        assert_int_equal(x->kind, cJSON_GetObjectItem(e, "kind")->valueint);
+        const cJSON* st = cJSON_GetObjectItem(e, "state");
+        if (cJSON_IsString(st)) {
+            assert_string_equal(rdc_char_state_name(x->state), st->valuestring);
+        }
+        const cJSON* vals = cJSON_GetObjectItem(e, "values");
+        bool rigid = x->kind == RDC_KIND_CHARACTER || x->kind == RDC_KIND_BALL;
+        const float* f = rigid ? x->pose : x->xyz;
+        assert_non_null(f);
+        assert_null(rigid ? x->xyz : x->pose);
+        assert_int_equal((int)x->count * (rigid ? 7 : 3), cJSON_GetArraySize(vals));
+        // "values" are what the frame was made from: positions come back
+        // within the quantization's 0.49 mm (PROTOCOL.md §5.2, 1/1024 m
+        // steps; 0.5 mm here), orientations within its 0.06° (q and -q are
+        // one rotation).
+        for (int k = 0; k < cJSON_GetArraySize(vals); ++k) {
+            double want = cJSON_GetArrayItem(vals, k)->valuedouble;
+            if (!rigid || k % 7 < 3) {
+                assert_true(fabs((double)f[k] - want) <= 0.5e-3);
+            } else if (k % 7 == 3) {
+                double dot = 0;
+                for (int c = 0; c < 4; ++c) {
+                    dot += (double)f[k + c] * cJSON_GetArrayItem(vals, k + c)->valuedouble;
+                }
+                double angle = 2 * acos(fmin(1.0, fabs(dot)));
+                assert_true(angle <= 0.06 * 3.14159265358979 / 180 * 1.01);
+            }
+        }
+        // Particles are the listed integers in 1/1024 m steps, exactly.
+        const cJSON* ints = cJSON_GetObjectItem(e, "ints");
+        for (int k = 0; !rigid && k < cJSON_GetArraySize(ints); ++k) {
+            assert_true(f[k] == (float)(cJSON_GetArrayItem(ints, k)->valuedouble / 1024.0));
+        }
+    }
+}
+
+static void test_rdc_decodes_the_golden_binary_frames(void** state) {
+    (void)state;
+    cJSON* vec = read_vectors();
+    const cJSON* frames = cJSON_GetObjectItem(vec, "frames");
+    assert_int_equal(cJSON_GetArraySize(frames), 4);
+    rdc__decoder d;
+    memset(&d, 0, sizeof d);
+    // The subscribe reply's tick, a little before the first frame.
+    rdc__decoder_start_world(&d, GOLDEN_WORLD, 65530);
+    rdc_snapshot s;
+    rdc__ack ack;
+    uint64_t character = 12884901891ull;
+    int n = 0;
+    const cJSON* fr;
+    cJSON_ArrayForEach(fr, frames) {
+        size_t len;
+        uint8_t* buf = read_golden(cJSON_GetObjectItem(fr, "file")->valuestring, &len);
+        assert_int_equal(len, cJSON_GetObjectItem(fr, "bytes")->valueint);
+        uint64_t world;
+        uint16_t tick16;
+        bool delta;
+        assert_true(rdc__binary_peek(buf, len, &world, &tick16, &delta));
+        assert_int_equal(world, GOLDEN_WORLD);
+        assert_int_equal(tick16, cJSON_GetObjectItem(fr, "tick16")->valueint);
+        assert_int_equal(rdc__decode_snapshot(&d, buf, len, true, true, true, NULL, &s, &ack), 0);
+        check_frame(&s, fr);
+        assert_int_equal(s.bytes, len);
+        assert_ptr_equal(s.data, buf);
+        assert_null(s.json);
+        // Every decoded frame is acknowledged with its full tick.
+        assert_true(ack.wanted);
+        assert_false(ack.resync);
+        assert_int_equal(ack.world, GOLDEN_WORLD);
+        assert_int_equal(ack.tick, s.tick);
+        const rdc_entity* ch = rdc_snapshot_find(&s, character);
+        assert_non_null(ch);
+        if (n == 0) {
+            // A character not met before: its names are asked for, once.
+            assert_int_equal(ack.describe_count, 1);
+            assert_int_equal(ack.describe[0], character);
+            assert_null(ch->bone_names);
+        } else if (n == 1) {
+            assert_int_equal(ack.describe_count, 0); // still pending
+            assert_null(ch->bone_names);
+            cJSON* reply = cJSON_Parse("{\"re\":5,\"ok\":true,\"bones\":[{\"name\":\"pelvis\"},"
+                                       "{\"name\":\"spine\"},{\"name\":\"head\"},"
+                                       "{\"name\":\"tail\"}]}");
+            rdc__decoder_names(&d, GOLDEN_WORLD, character, reply);
+            cJSON_Delete(reply);
+        } else {
+            assert_int_equal(ack.describe_count, 0);
+            assert_int_equal(rdc_entity_bone(ch, "head"), 2);
+            assert_int_equal(rdc_entity_bone(ch, "tail"), 3);
+            assert_int_equal(rdc_entity_bone(ch, "wing"), -1);
+        }
+        n++;
+    }
+    rdc__decoder_free(&d);
+    cJSON_Delete(vec);
+}
+
+static void test_rdc_asks_for_a_resync_once_per_gap(void** state) {
+    (void)state;
+    size_t len0, len1, len2;
+    uint8_t* f0 = read_golden("frame0.bin", &len0);
+    uint8_t* f1 = read_golden("frame1.bin", &len1);
+    uint8_t* f2 = read_golden("frame2.bin", &len2);
+    rdc__decoder d;
+    memset(&d, 0, sizeof d);
+    rdc__decoder_start_world(&d, GOLDEN_WORLD, 65530);
+    rdc_snapshot s;
+    rdc__ack ack;
+    // Deltas against a baseline this client never decoded: a resync, once.
+    assert_int_equal(rdc__decode_snapshot(&d, f1, len1, true, true, false, NULL, &s, &ack),
+                     RDC_E_PROTOCOL);
+    assert_true(ack.resync);
+    assert_false(ack.wanted);
+    assert_int_equal(ack.world, GOLDEN_WORLD);
+    assert_int_equal(rdc__decode_snapshot(&d, f2, len2, true, true, false, NULL, &s, &ack),
+                     RDC_E_PROTOCOL);
+    assert_false(ack.resync);
+    // The full frame the resync brings decodes, and the gap is over.
+    assert_int_equal(rdc__decode_snapshot(&d, f0, len0, true, true, false, NULL, &s, &ack), 0);
+    assert_int_equal(s.tick, 65534);
+    assert_false(s.delta);
+    assert_int_equal(ack.describe_count, 0); // describe off
+    // A malformed frame is a new gap: a resync again.
+    uint8_t bad[16];
+    memcpy(bad, f0, sizeof bad);
+    assert_int_equal(rdc__decode_snapshot(&d, bad, 9, true, true, false, NULL, &s, &ack),
+                     RDC_E_PROTOCOL);
+    assert_true(ack.resync);
+    // Truncated anywhere: refused, never read past the end.
+    rdc__decoder fresh;
+    memset(&fresh, 0, sizeof fresh);
+    for (size_t cut = 0; cut < len0; ++cut) {
+        uint8_t* copy = malloc(cut > 0 ? cut : 1);
+        memcpy(copy, f0, cut);
+        assert_int_equal(rdc__decode_snapshot(&fresh, copy, cut, true, true, false, NULL, &s, &ack),
+                         RDC_E_PROTOCOL);
+        free(copy);
+    }
+    rdc__decoder_free(&fresh);
+    rdc__decoder_free(&d);
+}
+
+static void test_rdc_counts_frames_without_decoding_them(void** state) {
+    (void)state;
+    size_t len;
+    uint8_t* f1 = read_golden("frame1.bin", &len);
+    rdc__decoder d;
+    memset(&d, 0, sizeof d);
+    rdc__decoder_start_world(&d, GOLDEN_WORLD, 65500);
+    rdc_snapshot s;
+    rdc__ack ack;
+    // decode off: a delta frame needs no baseline; world and tick are read.
+    assert_int_equal(rdc__decode_snapshot(&d, f1, len, true, false, true, NULL, &s, &ack), 0);
+    assert_false(s.decoded);
+    assert_true(s.delta);
+    assert_int_equal(s.world, GOLDEN_WORLD);
+    assert_int_equal(s.tick, 65535);
+    assert_int_equal(s.entity_count, 0);
+    assert_int_equal(s.bytes, len);
+    assert_false(ack.wanted || ack.resync || ack.describe_count > 0);
+    rdc__decoder_free(&d);
+}
+
+static void test_rdc_keeps_metrics_events(void** state) {
+    (void)state;
+    rdc__decoder d;
+    memset(&d, 0, sizeof d);
+    rdc__decoder_start_world(&d, GOLDEN_WORLD, 65530);
+    cJSON* ev = cJSON_Parse("{\"ev\":\"metrics\",\"world\":3,\"tick\":65533,\"metrics\":"
+                            "{\"constraint_error\":0.0125,\"sticks\":22,\"solver_passes\":8,"
+                            "\"particles\":731,\"entities\":4,\"step_ms\":0.25,\"overruns\":2}}");
+    rdc__decoder_metrics(&d, ev);
+    cJSON_Delete(ev);
+    size_t len;
+    uint8_t* f0 = read_golden("frame0.bin", &len);
+    rdc_snapshot s;
+    rdc__ack ack;
+    assert_int_equal(rdc__decode_snapshot(&d, f0, len, true, true, false, NULL, &s, &ack), 0);
+    assert_true(s.has_metrics);
+    assert_true(s.metrics.constraint_error == 0.0125 && s.metrics.step_ms == 0.25);
+    assert_int_equal(s.metrics.sticks, 22);
+    assert_int_equal(s.metrics.solver_passes, 8);
+    assert_int_equal(s.metrics.particles, 731);
+    assert_int_equal(s.metrics.entities, 4);
+    assert_int_equal(s.metrics.overruns, 2);
+    rdc__decoder_free(&d);
+}
+
+static void test_rdc_decodes_json_snapshots(void** state) {
+    (void)state;
+    // PROTOCOL.md §5.1, with a ball, a character and a cloth; an entity of
+    // a kind this client does not know is skipped.
+    const char text[] =
+        "{\"ev\":\"snapshot\",\"world\":3,\"tick\":120,\"entities\":["
+        "{\"entity\":4294967297,\"kind\":\"cloth\",\"particles\":[[0,2,0],[0.1,2,0]],"
+        "\"cols\":2,\"rows\":1},"
+        "{\"entity\":4294967299,\"kind\":\"character\",\"state\":\"getting_up\",\"bones\":["
+        "{\"name\":\"pelvis\",\"p\":[0.5,0.96,-1],\"q\":[0,0,0.70711,0.70711]},"
+        "{\"name\":\"spine\",\"p\":[0.5,1.11,-1],\"q\":[0,0,0.70711,0.70711]}]},"
+        "{\"entity\":4294967300,\"kind\":\"ball\",\"p\":[0,1.2,-3],\"q\":[0,0,0,1],"
+        "\"capsules\":[[0.2,0]]},"
+        "{\"entity\":4294967301,\"kind\":\"spaceship\",\"particles\":[[1,1,1]]}],"
+        "\"metrics\":{\"step_ms\":0.2}}";
+    cJSON* json = cJSON_Parse(text);
+    assert_non_null(json);
+    rdc__decoder d;
+    memset(&d, 0, sizeof d);
+    rdc_snapshot s;
+    rdc__ack ack;
+    assert_int_equal(rdc__decode_snapshot(&d, (const uint8_t*)text, sizeof text - 1, false, true,
+                                          true, json, &s, &ack),
+                     0);
+    assert_false(ack.wanted);
+    assert_int_equal(s.world, 3);
+    assert_int_equal(s.tick, 120);
+    assert_int_equal(s.format, RDC_FORMAT_JSON);
+    assert_ptr_equal(s.json, json);
+    assert_true(s.decoded && s.has_metrics && s.metrics.step_ms == 0.2);
+    assert_int_equal(s.entity_count, 3);
+    assert_int_equal(s.entities[0].kind, RDC_KIND_CLOTH);
+    assert_int_equal(s.entities[0].count, 2);
+    assert_true(s.entities[0].xyz[3] == 0.1f && s.entities[0].xyz[4] == 2.0f);
+    const rdc_entity* ch = &s.entities[1];
+    assert_int_equal(ch->kind, RDC_KIND_CHARACTER);
+    assert_int_equal(ch->state, RDC_CHAR_GETTING_UP);
+    assert_int_equal(ch->count, 2);
+    assert_int_equal(rdc_entity_bone(ch, "spine"), 1);
+    assert_int_equal(rdc_entity_bone(ch, "head"), -1);
+    assert_true(ch->pose[7 + 1] == 1.11f && ch->pose[6] == 0.70711f);
+    const rdc_entity* ball = &s.entities[2];
+    assert_int_equal(ball->kind, RDC_KIND_BALL);
+    assert_int_equal(ball->count, 1);
+    assert_true(ball->pose[1] == 1.2f && ball->pose[2] == -3.0f && ball->pose[6] == 1.0f);
+    cJSON_Delete(json);
+
+    // Malformed: a particle with two coordinates, a pose without q, no tick.
+    const char* bad[] = {
+        "{\"ev\":\"snapshot\",\"world\":3,\"tick\":1,\"entities\":[{\"entity\":1,\"kind\":"
+        "\"rope\",\"particles\":[[0,1]]}]}",
+        "{\"ev\":\"snapshot\",\"world\":3,\"tick\":1,\"entities\":[{\"entity\":1,\"kind\":"
+        "\"ball\",\"p\":[0,1,2]}]}",
+        "{\"ev\":\"snapshot\",\"world\":3,\"entities\":[]}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        json = cJSON_Parse(bad[i]);
+        assert_int_equal(rdc__decode_snapshot(&d, (const uint8_t*)bad[i], strlen(bad[i]), false,
+                                              true, true, json, &s, &ack),
+                         RDC_E_PROTOCOL);
+        cJSON_Delete(json);
+    }
+    rdc__decoder_free(&d);
+}
+
+// ---------------------------------------------------------------------------
+// Masking (RFC 6455 §5.3), on a real loop: a hand-written server on
+// 127.0.0.1:0 accepts rdc's handshake and reads its frames byte by byte.
+// ---------------------------------------------------------------------------
+
+typedef struct mask_server {
+    uv_loop_t loop;
+    uv_tcp_t listener, conn;
+    bool conn_open;
+    uint8_t in[8192];
+    size_t in_len;
+    bool upgraded;
+    int frames;           ///< Client frames read so far.
+    uint8_t keys[2][4];   ///< The masking keys of the first two.
+    char payload[2][256]; ///< Their unmasked payloads.
+    bool all_masked;
+    rdc_client* c;
+    bool connected, replied, closed;
+    int reply_status;
+} mask_server;
+
+static void ms_on_write(uv_write_t* req, int status) {
+    (void)status;
+    free(req);
+}
+
+static void ms_write(mask_server* m, const void* data, size_t len) {
+    uv_write_t* req = malloc(sizeof *req + len);
+    assert_non_null(req);
+    memcpy(req + 1, data, len);
+    uv_buf_t buf = uv_buf_init((char*)(req + 1), (unsigned)len);
+    assert_int_equal(uv_write(req, (uv_stream_t*)&m->conn, &buf, 1, ms_on_write), 0);
+}
+
+static void ms_alloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf) {
+    (void)suggested;
+    mask_server* m = h->data;
+    *buf = uv_buf_init((char*)m->in + m->in_len, (unsigned)(sizeof m->in - m->in_len));
+}
+
+// Answers the upgrade request, then reads the client's frames.
+static void ms_consume(mask_server* m) {
+    if (!m->upgraded) {
+        m->in[m->in_len < sizeof m->in ? m->in_len : sizeof m->in - 1] = '\0';
+        char* end = strstr((char*)m->in, "\r\n\r\n");
+        char* key = strstr((char*)m->in, "Sec-WebSocket-Key: ");
+        if (end == NULL || key == NULL) {
+            return;
+        }
+        char k[25];
+        memcpy(k, key + 19, 24);
+        k[24] = '\0';
+        char accept[29];
+        rdc__ws_accept(k, accept); // checked against RFC 6455 above
+        char resp[256];
+        int n = snprintf(resp, sizeof resp,
+                         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                         "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n"
+                         "Sec-WebSocket-Protocol: ragdolld.v1\r\n\r\n",
+                         accept);
+        ms_write(m, resp, (size_t)n);
+        size_t used = (size_t)(end + 4 - (char*)m->in);
+        memmove(m->in, m->in + used, m->in_len - used);
+        m->in_len -= used;
+        m->upgraded = true;
+    }
+    // Frames: FIN + opcode, MASK + 7-bit length (commands here are short),
+    // the 4-byte key, the masked payload.
+    while (m->in_len >= 6) {
+        size_t len = m->in[1] & 0x7f;
+        assert_true(len < 126);
+        if (m->in_len < 6 + len) {
+            return;
+        }
+        m->all_masked &= (m->in[1] & 0x80) != 0;
+        if ((m->in[0] & 0x0f) == 0x1 && m->frames < 2) {
+            assert_int_equal(m->in[0], 0x81); // FIN, text
+            memcpy(m->keys[m->frames], m->in + 2, 4);
+            for (size_t i = 0; i < len; ++i) {
+                m->payload[m->frames][i] = (char)(m->in[6 + i] ^ m->in[2 + i % 4]);
+            }
+            m->payload[m->frames][len] = '\0';
+            m->frames++;
+            if (m->frames == 1) {
+                // An unmasked reply, as a server sends (RFC 6455 §5.1).
+                const char reply[] = "{\"re\":1,\"ok\":true}";
+                uint8_t frame[64] = {0x81, (uint8_t)(sizeof reply - 1)};
+                memcpy(frame + 2, reply, sizeof reply - 1);
+                ms_write(m, frame, 2 + sizeof reply - 1);
+            }
+        }
+        memmove(m->in, m->in + 6 + len, m->in_len - 6 - len);
+        m->in_len -= 6 + len;
+    }
+}
+
+static void ms_read(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
+    (void)buf;
+    mask_server* m = s->data;
+    if (nread > 0) {
+        m->in_len += (size_t)nread;
+        ms_consume(m);
+    } else if (nread < 0 && m->conn_open) {
+        m->conn_open = false;
+        uv_close((uv_handle_t*)&m->conn, NULL);
+    }
+}
+
+static void ms_accept(uv_stream_t* l, int status) {
+    mask_server* m = l->data;
+    assert_int_equal(status, 0);
+    uv_tcp_init(&m->loop, &m->conn);
+    m->conn.data = m;
+    m->conn_open = true;
+    assert_int_equal(uv_accept(l, (uv_stream_t*)&m->conn), 0);
+    uv_read_start((uv_stream_t*)&m->conn, ms_alloc, ms_read);
+}
+
+static void ms_state(rdc_client* c, const rdc_status* st, void* user) {
+    (void)c;
+    ((mask_server*)user)->connected = st->state == RDC_CONNECTED;
+}
+
+static void ms_reply(rdc_client* c, const rdc_reply* r, void* arg) {
+    (void)c;
+    mask_server* m = arg;
+    m->replied = true;
+    m->reply_status = r->status;
+}
+
+static void ms_closed(rdc_client* c, void* arg) {
+    (void)c;
+    ((mask_server*)arg)->closed = true;
+}
+
+static void test_rdc_masks_every_frame_with_a_fresh_key(void** state) {
+    (void)state;
+    mask_server* m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    m->all_masked = true;
+    assert_int_equal(uv_loop_init(&m->loop), 0);
+    uv_tcp_init(&m->loop, &m->listener);
+    m->listener.data = m;
+    struct sockaddr_in addr;
+    uv_ip4_addr("127.0.0.1", 0, &addr);
+    assert_int_equal(uv_tcp_bind(&m->listener, (const struct sockaddr*)&addr, 0), 0);
+    assert_int_equal(uv_listen((uv_stream_t*)&m->listener, 4, ms_accept), 0);
+    struct sockaddr_in bound;
+    int blen = sizeof bound;
+    uv_tcp_getsockname(&m->listener, (struct sockaddr*)&bound, &blen);
+    char url[64];
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d/ws", ntohs(bound.sin_port));
+    rdc_config cfg = rdc_config_default();
+    cfg.url = url;
+    cfg.reconnect = false;
+    cfg.user = m;
+    cfg.on_state = ms_state;
+    assert_int_equal(rdc_open(&m->loop, &cfg, &m->c), 0);
+    uint64_t deadline = uv_hrtime() + 10000000000ull;
+    while (!m->connected && uv_hrtime() < deadline) {
+        uv_run(&m->loop, UV_RUN_ONCE);
+    }
+    assert_true(m->connected);
+    assert_int_equal(rdc_sendf(m->c, ms_reply, m, "{\"op\":\"list_worlds\"}"), 0);
+    assert_int_equal(rdc_sendf(m->c, NULL, NULL, "{\"op\":\"list_worlds\",\"x\":1}"), 0);
+    while ((m->frames < 2 || !m->replied) && uv_hrtime() < deadline) {
+        uv_run(&m->loop, UV_RUN_ONCE);
+    }
+    assert_int_equal(m->frames, 2);
+    assert_true(m->all_masked);
+    // Unmasked with its key, each payload is the command, with rdc's id.
+    assert_string_equal(m->payload[0], "{\"op\":\"list_worlds\",\"id\":1}");
+    assert_string_equal(m->payload[1], "{\"op\":\"list_worlds\",\"x\":1,\"id\":2}");
+    // A new key per frame (equal by chance once in 2^32).
+    assert_memory_not_equal(m->keys[0], m->keys[1], 4);
+    // And the server's unmasked reply reached the callback.
+    assert_true(m->replied);
+    assert_int_equal(m->reply_status, 0);
+    rdc_close(m->c, ms_closed, m);
+    while (!m->closed && uv_hrtime() < deadline) {
+        uv_run(&m->loop, UV_RUN_ONCE);
+    }
+    assert_true(m->closed);
+    if (m->conn_open) {
+        uv_close((uv_handle_t*)&m->conn, NULL);
+    }
+    uv_close((uv_handle_t*)&m->listener, NULL);
+    uv_run(&m->loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&m->loop), 0);
+    free(m);
+}
+
+static void test_rdc_error_names(void** state) {
+    (void)state;
+    assert_string_equal(rdc_err_name(0), "OK");
+    assert_string_equal(rdc_err_name(RDC_E_TIMEOUT), "RDC_E_TIMEOUT");
+    assert_string_equal(rdc_err_name(UV_ECONNREFUSED), "ECONNREFUSED");
+    assert_string_equal(rdc_strerror(RDC_E_NOT_CONNECTED), "not connected");
+    assert_string_equal(rdc_strerror(UV_ECONNREFUSED), uv_strerror(UV_ECONNREFUSED));
+    assert_string_equal(rdc_kind_name(RDC_KIND_CHARACTER), "character");
+    assert_string_equal(rdc_kind_name((rdc_kind)9), "unknown");
+    assert_string_equal(rdc_char_state_name(RDC_CHAR_PARTIAL), "partial");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rdc_url_parsing),
+        cmocka_unit_test(test_rdc_handshake_key_and_accept_match_rfc6455),
+        cmocka_unit_test(test_rdc_handshake_request_lines),
+        cmocka_unit_test(test_rdc_handshake_response_is_checked),
+        cmocka_unit_test(test_rdc_decodes_the_golden_binary_frames),
+        cmocka_unit_test(test_rdc_asks_for_a_resync_once_per_gap),
+        cmocka_unit_test(test_rdc_counts_frames_without_decoding_them),
+        cmocka_unit_test(test_rdc_keeps_metrics_events),
+        cmocka_unit_test(test_rdc_decodes_json_snapshots),
+        cmocka_unit_test(test_rdc_masks_every_frame_with_a_fresh_key),
+        cmocka_unit_test(test_rdc_error_names),
+    };
+    return cmocka_run_group_tests_name("rdc", tests, NULL, NULL);
+}
