@@ -171,6 +171,24 @@ int net__write(net_session* s, const void* data, size_t len) {
     if (uv_is_closing((uv_handle_t*)&s->tcp)) {
         return UV_ECANCELED;
     }
+    // A WebSocket session with nothing queued writes straight from the
+    // caller's buffer; only what the socket does not take now is copied and
+    // queued. (HTTP responses always queue: closing after them hangs off
+    // on_write.)
+    if (s->state == NET__WS && uv_stream_get_write_queue_size((uv_stream_t*)&s->tcp) == 0) {
+        uv_buf_t now = uv_buf_init((char*)data, (unsigned)len);
+        int n = uv_try_write((uv_stream_t*)&s->tcp, &now, 1);
+        if (n == (int)len) {
+            return 0;
+        }
+        if (n < 0 && n != UV_EAGAIN) {
+            return n;
+        }
+        if (n > 0) {
+            data = (const char*)data + n;
+            len -= (size_t)n;
+        }
+    }
     write_req* w = malloc(sizeof *w + len);
     if (w == NULL) {
         return UV_ENOMEM;
