@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 typedef struct program {
@@ -34,6 +35,20 @@ int main(int argc, char** argv) {
     int rc = app_config_parse(argc, argv, &cfg, stdout, stderr);
     if (rc != 0) {
         return rc > 0 ? 0 : 2;
+    }
+    // Each client is a file descriptor: make room for --max-sessions of them
+    // (and the listener, the loop's own and the asset files) within the hard
+    // limit, or say how many the server can really hold.
+    struct rlimit nofile;
+    rlim_t want = (rlim_t)cfg.max_sessions + 64;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < want) {
+        nofile.rlim_cur = want < nofile.rlim_max ? want : nofile.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &nofile) != 0 || nofile.rlim_cur < want) {
+            fprintf(stderr,
+                    "ragdolld: warning: %llu open files at most (RLIMIT_NOFILE): fewer than "
+                    "--max-sessions %u clients can connect\n",
+                    (unsigned long long)nofile.rlim_cur, cfg.max_sessions);
+        }
     }
     // libuv writes without MSG_NOSIGNAL: a client that vanishes mid-write
     // must not kill the server.
