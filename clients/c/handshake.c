@@ -2,19 +2,18 @@
  * handshake.c: the client side of the WebSocket opening handshake (RFC 6455
  * §4.1): parsing ws:// URLs, the upgrade request with a random key and the
  * subprotocol offer, and checking the server's response (parsed by
- * http_parser; SHA-1 and base64 from nettle). No I/O: client.c moves the
+ * http_parser; the accept key from rdws.h). No I/O: client.c moves the
  * bytes.
  */
 #include "rdc_internal.h"
+#include "rdws.h"
 
 #include <nettle/base64.h>
-#include <nettle/sha1.h>
 
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
-static const char ws_guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
 enum { H_UPGRADE, H_CONNECTION, H_ACCEPT, H_PROTOCOL, H_COUNT };
 
@@ -99,17 +98,6 @@ int rdc__url_host_header(const rdc__url* u, char* out, size_t cap) {
 void rdc__ws_key(const uint8_t nonce[16], char out[25]) {
     base64_encode_raw(out, 16, nonce);
     out[BASE64_ENCODE_RAW_LENGTH(16)] = '\0';
-}
-
-void rdc__ws_accept(const char* key, char out[29]) {
-    struct sha1_ctx ctx;
-    uint8_t digest[SHA1_DIGEST_SIZE];
-    sha1_init(&ctx);
-    sha1_update(&ctx, strlen(key), (const uint8_t*)key);
-    sha1_update(&ctx, sizeof ws_guid - 1, (const uint8_t*)ws_guid);
-    sha1_digest(&ctx, SHA1_DIGEST_SIZE, digest);
-    base64_encode_raw(out, SHA1_DIGEST_SIZE, digest);
-    out[BASE64_ENCODE_RAW_LENGTH(SHA1_DIGEST_SIZE)] = '\0';
 }
 
 size_t rdc__handshake_request(const rdc__url* u, const char* key, const char* token, char* out,
@@ -205,31 +193,7 @@ void rdc__hs_init(rdc__hs* hs, const char* key) {
     http_parser_init(&hs->parser, HTTP_RESPONSE);
     hs->parser.data = hs;
     hs->cur = -1;
-    rdc__ws_accept(key, hs->expect_accept);
-}
-
-// True when the comma-separated list contains `token` (case-insensitive,
-// white space around items ignored).
-static bool has_token(const char* list, const char* token) {
-    size_t tlen = strlen(token);
-    const char* p = list;
-    while (*p != '\0') {
-        while (*p == ' ' || *p == '\t' || *p == ',') {
-            p++;
-        }
-        const char* start = p;
-        while (*p != '\0' && *p != ',') {
-            p++;
-        }
-        const char* end = p;
-        while (end > start && (end[-1] == ' ' || end[-1] == '\t')) {
-            end--;
-        }
-        if ((size_t)(end - start) == tlen && strncasecmp(start, token, tlen) == 0) {
-            return true;
-        }
-    }
-    return false;
+    rdws_accept_key(key, strlen(key), hs->expect_accept);
 }
 
 // Trims white space around a header value in place.
@@ -259,8 +223,8 @@ int rdc__hs_feed(rdc__hs* hs, const uint8_t* data, size_t len, size_t* used) {
     if (hs->status != 101 || hs->too_long) {
         return RDC_E_HANDSHAKE;
     }
-    if (!has_token(hs->val[H_UPGRADE], "websocket") ||
-        !has_token(hs->val[H_CONNECTION], "upgrade") ||
+    if (!rdws_has_token(hs->val[H_UPGRADE], "websocket") ||
+        !rdws_has_token(hs->val[H_CONNECTION], "upgrade") ||
         strcmp(trimmed(hs->val[H_ACCEPT]), hs->expect_accept) != 0) {
         return RDC_E_HANDSHAKE;
     }

@@ -52,9 +52,6 @@ int rdc__url_host_header(const rdc__url* u, char* out, size_t cap);
 /// Sec-WebSocket-Key for 16 random bytes: their base64 (24 characters + NUL).
 void rdc__ws_key(const uint8_t nonce[16], char out[25]);
 
-/// Sec-WebSocket-Accept for a key (RFC 6455 §4.2.2): 28 characters + NUL.
-void rdc__ws_accept(const char* key, char out[29]);
-
 /// Writes the HTTP upgrade request. Returns its length, or 0 when it does not
 /// fit in cap bytes.
 size_t rdc__handshake_request(const rdc__url* u, const char* key, const char* token, char* out,

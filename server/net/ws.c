@@ -16,50 +16,13 @@
  * wslay's own queue (FIELD-NOTES, "WebSocket and libuv pitfalls").
  */
 #include "net_internal.h"
+#include "rdws.h"
 
 #include <nettle/base64.h>
-#include <nettle/sha1.h>
 
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-static const char ws_guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-
-void net_ws_accept_key(const char* key, size_t key_len, char out[29]) {
-    struct sha1_ctx ctx;
-    uint8_t digest[SHA1_DIGEST_SIZE];
-    sha1_init(&ctx);
-    sha1_update(&ctx, key_len, (const uint8_t*)key);
-    sha1_update(&ctx, sizeof ws_guid - 1, (const uint8_t*)ws_guid);
-    sha1_digest(&ctx, SHA1_DIGEST_SIZE, digest);
-    base64_encode_raw(out, SHA1_DIGEST_SIZE, digest);
-    out[BASE64_ENCODE_RAW_LENGTH(SHA1_DIGEST_SIZE)] = '\0';
-}
-
-// True when the comma-separated header value contains `token`
-// (case-insensitive, surrounding white space ignored).
-static bool has_token(const char* list, const char* token) {
-    size_t tlen = strlen(token);
-    const char* p = list;
-    while (*p != '\0') {
-        while (*p == ' ' || *p == '\t' || *p == ',') {
-            p++;
-        }
-        const char* start = p;
-        while (*p != '\0' && *p != ',') {
-            p++;
-        }
-        const char* end = p;
-        while (end > start && (end[-1] == ' ' || end[-1] == '\t')) {
-            end--;
-        }
-        if ((size_t)(end - start) == tlen && strncasecmp(start, token, tlen) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
 
 // A valid key is base64 of exactly 16 bytes (RFC 6455 §4.1, item 7).
 static bool valid_key(const char* key, size_t len) {
@@ -160,8 +123,8 @@ static void ws_timer_cb(uv_timer_t* t);
 void net__ws_upgrade(net_session* s, const uint8_t* rest, size_t rest_len) {
     net_server* srv = s->srv;
     const char* bad = NULL;
-    if (!has_token(s->hval[NET__H_UPGRADE], "websocket") ||
-        !has_token(s->hval[NET__H_CONNECTION], "upgrade")) {
+    if (!rdws_has_token(s->hval[NET__H_UPGRADE], "websocket") ||
+        !rdws_has_token(s->hval[NET__H_CONNECTION], "upgrade")) {
         bad = "expected Upgrade: websocket and Connection: Upgrade\n";
     } else if (strcmp(s->hval[NET__H_VERSION], "13") != 0) {
         net__http_respond(s, 426, "text/plain; charset=utf-8", "Sec-WebSocket-Version: 13\r\n",
@@ -174,7 +137,7 @@ void net__ws_upgrade(net_session* s, const uint8_t* rest, size_t rest_len) {
     bool echo_protocol = false;
     if (bad == NULL && s->hlen[NET__H_PROTOCOL] > 0) {
         if (srv->cfg.subprotocol != NULL &&
-            has_token(s->hval[NET__H_PROTOCOL], srv->cfg.subprotocol)) {
+            rdws_has_token(s->hval[NET__H_PROTOCOL], srv->cfg.subprotocol)) {
             echo_protocol = true;
         } else {
             bad = "unsupported subprotocol\n";
@@ -196,7 +159,7 @@ void net__ws_upgrade(net_session* s, const uint8_t* rest, size_t rest_len) {
     wslay_event_config_set_max_recv_msg_length(s->ws, srv->cfg.max_message_bytes);
 
     char accept[29];
-    net_ws_accept_key(s->hval[NET__H_KEY], s->hlen[NET__H_KEY], accept);
+    rdws_accept_key(s->hval[NET__H_KEY], s->hlen[NET__H_KEY], accept);
     char resp[512];
     int n = snprintf(resp, sizeof resp,
                      "HTTP/1.1 101 Switching Protocols\r\n"

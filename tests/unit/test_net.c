@@ -16,6 +16,7 @@
 // clang-format on
 
 #include "net.h"
+#include "rdws.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -416,7 +417,7 @@ static void test_net_accept_key_matches_rfc6455_vector(void** state) {
     (void)state;
     char out[29];
     const char* key = "dGhlIHNhbXBsZSBub25jZQ==";
-    net_ws_accept_key(key, strlen(key), out);
+    rdws_accept_key(key, strlen(key), out);
     assert_string_equal(out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="); // RFC 6455 §1.3
 }
 

@@ -18,6 +18,7 @@
 // clang-format on
 
 #include "rdc_internal.h"
+#include "rdws.h"
 
 #include <arpa/inet.h>
 #include <math.h>
@@ -74,7 +75,7 @@ static void test_rdc_handshake_key_and_accept_match_rfc6455(void** state) {
     char key[25], accept[29];
     rdc__ws_key((const uint8_t*)"the sample nonce", key);
     assert_string_equal(key, "dGhlIHNhbXBsZSBub25jZQ==");
-    rdc__ws_accept(key, accept);
+    rdws_accept_key(key, strlen(key), accept);
     assert_string_equal(accept, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
 }
 
@@ -527,7 +528,7 @@ static void ms_consume(mask_server* m) {
         memcpy(k, key + 19, 24);
         k[24] = '\0';
         char accept[29];
-        rdc__ws_accept(k, accept); // checked against RFC 6455 above
+        rdws_accept_key(k, strlen(k), accept); // checked against RFC 6455 above
         char resp[256];
         int n = snprintf(resp, sizeof resp,
                          "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"

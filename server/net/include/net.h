@@ -172,11 +172,6 @@ uint64_t net_session_dropped(const net_session* s);
 /// WebSocket state.
 size_t net_session_queued_bytes(const net_session* s);
 
-/// Computes Sec-WebSocket-Accept for a Sec-WebSocket-Key (RFC 6455 §4.2.2):
-/// base64(SHA-1(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11")). `out` gets 28
-/// characters and a NUL.
-void net_ws_accept_key(const char* key, size_t key_len, char out[29]);
-
 #ifdef __cplusplus
 }
 #endif
