@@ -226,18 +226,6 @@ rdc_config rdc_config_default(void) {
     return cfg;
 }
 
-static char* dup_string(const char* s) {
-    if (s == NULL) {
-        return NULL;
-    }
-    size_t n = strlen(s) + 1;
-    char* d = malloc(n);
-    if (d != NULL) {
-        memcpy(d, s, n);
-    }
-    return d;
-}
-
 static void on_tick(uv_timer_t* t);
 static void on_retry(uv_timer_t* t);
 
@@ -262,8 +250,8 @@ int rdc_open(uv_loop_t* loop, const rdc_config* cfg, rdc_client** out) {
     c->loop = loop;
     c->cfg = *cfg;
     c->url = url;
-    c->url_text = dup_string(cfg->url);
-    c->token = dup_string(cfg->token);
+    c->url_text = cfg->url != NULL ? strdup(cfg->url) : NULL;
+    c->token = cfg->token != NULL ? strdup(cfg->token) : NULL;
     if (c->url_text == NULL || (cfg->token != NULL && c->token == NULL)) {
         free(c->url_text);
         free(c->token);

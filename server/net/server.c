@@ -302,18 +302,6 @@ static void on_connection(uv_stream_t* server, int status) {
     }
 }
 
-static char* dup_or_null(const char* s) {
-    if (s == NULL) {
-        return NULL;
-    }
-    size_t n = strlen(s) + 1;
-    char* d = malloc(n);
-    if (d != NULL) {
-        memcpy(d, s, n);
-    }
-    return d;
-}
-
 int net_server_start(uv_loop_t* loop, const net_config* cfg, const net_callbacks* cb,
                      net_server** out) {
     if (loop == NULL || cfg == NULL || out == NULL || cfg->cookie != NET__COOKIE ||
@@ -339,10 +327,10 @@ int net_server_start(uv_loop_t* loop, const net_config* cfg, const net_callbacks
     if (cb != NULL) {
         srv->cb = *cb;
     }
-    srv->host = dup_or_null(cfg->host);
-    srv->web_root = dup_or_null(cfg->web_root);
-    srv->ws_path = dup_or_null(cfg->ws_path);
-    srv->subprotocol = dup_or_null(cfg->subprotocol);
+    srv->host = cfg->host != NULL ? strdup(cfg->host) : NULL;
+    srv->web_root = cfg->web_root != NULL ? strdup(cfg->web_root) : NULL;
+    srv->ws_path = cfg->ws_path != NULL ? strdup(cfg->ws_path) : NULL;
+    srv->subprotocol = cfg->subprotocol != NULL ? strdup(cfg->subprotocol) : NULL;
     srv->cfg.host = srv->host;
     srv->cfg.web_root = srv->web_root;
     srv->cfg.ws_path = srv->ws_path;
