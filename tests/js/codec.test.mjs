@@ -7,9 +7,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Decoder, BaselineError, unwrapTick, ackFrame } from '../../clients/web/codec.js';
 
-const GOLDEN = join(import.meta.dirname, '../../protocol/golden');
+// (import.meta.dirname needs Node 20.11; Debian 12 ships Node 18.)
+const GOLDEN = fileURLToPath(new URL('../../protocol/golden', import.meta.url));
 const vectors = JSON.parse(readFileSync(join(GOLDEN, 'vectors.json'), 'utf8'));
 
 const angle = (a, b) => 2 * Math.acos(Math.min(1, Math.abs(a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3])));

@@ -8,9 +8,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { DESCRIBE_RETRY_MS, RESYNC_RETRY_MS, SnapshotStream } from '../../clients/web/stream.js';
 
-const GOLDEN = join(import.meta.dirname, '../../protocol/golden');
+// (import.meta.dirname needs Node 20.11; Debian 12 ships Node 18.)
+const GOLDEN = fileURLToPath(new URL('../../protocol/golden', import.meta.url));
 const vectors = JSON.parse(readFileSync(join(GOLDEN, 'vectors.json'), 'utf8'));
 const frame = (i) => readFileSync(join(GOLDEN, vectors.frames[i].file));
 
