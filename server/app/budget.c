@@ -82,6 +82,10 @@ static const char* kind_of_op(rdp_op op) {
         return "rope";
     case RDP_OP_SPAWN_CLOTH:
         return "cloth";
+    case RDP_OP_SPAWN_CHARACTER:
+        return "character";
+    case RDP_OP_SPAWN_BALL:
+        return "ball";
     default:
         return "ragdoll";
     }
@@ -112,6 +116,8 @@ int app__admit_spawn(app_server* app, const app_world* w, const rdp_command* cmd
     }
     uint32_t particles = sim_world_particle_count(app->scratch);
     uint32_t constraints = sim_world_constraint_count(app->scratch);
+    uint32_t bodies = sim_world_body_count(app->scratch);
+    uint32_t joints = sim_world_joint_count(app->scratch);
     uint64_t work = sim_world_solver_work(app->scratch);
     sim_world_despawn(app->scratch, id);
 
@@ -128,6 +134,19 @@ int app__admit_spawn(app_server* app, const app_world* w, const rdp_command* cmd
         snprintf(msg, cap,
                  "world %llu holds %u constraints and this %s adds %u; a world holds at most %u",
                  world, have_c, kind, constraints, w->def.max_constraints);
+        return SIM_E_CAPACITY;
+    }
+    uint32_t have_b = sim_world_body_count(w->sim), have_j = sim_world_joint_count(w->sim);
+    if (bodies > w->def.max_bodies - have_b) {
+        snprintf(msg, cap,
+                 "world %llu holds %u rigid bodies and this %s adds %u; a world holds at most %u",
+                 world, have_b, kind, bodies, w->def.max_bodies);
+        return SIM_E_CAPACITY;
+    }
+    if (joints > w->def.max_joints - have_j) {
+        snprintf(msg, cap,
+                 "world %llu holds %u rigid joints and this %s adds %u; a world holds at most %u",
+                 world, have_j, kind, joints, w->def.max_joints);
         return SIM_E_CAPACITY;
     }
     if (have_e >= w->def.max_entities) {

@@ -33,7 +33,12 @@
 #define SIM__RIGID_MIN_SUBSTEPS 4
 #define SIM__RIGID_MAX_SUBSTEPS 16
 #define SIM__RIGID_MAX_TRAVEL   0.0125f
-#define SIM__GEN_MASK           0x1FFFFFu /* 21 bits: the wire id stays below 2^53 */
+// Solver work of one rigid body or joint per rigid substep, in particle
+// projections (about 10 ns each): a pile of 300 humanoids, the worst case
+// ragdoll-bench measures, costs about 1 µs per body or joint and rigid
+// substep (contacts and joint passes together).
+#define SIM__RIGID_WORK 100u
+#define SIM__GEN_MASK   0x1FFFFFu /* 21 bits: the wire id stays below 2^53 */
 
 // Compliance of the drag constraint, m/N. A 1 kg particle lags its target by
 // about 1 mm per 10 N of load, stiff enough to throw a ragdoll by one hand.
@@ -305,15 +310,14 @@ sim_params sim_world_params(const sim_world* w) {
 }
 
 // Solver work per tick for given totals and parameters (max_solver_work).
-// A rigid body or joint costs about eight particle projections per rigid
-// substep (measured with ragdoll-bench); there are at least
-// SIM__RIGID_MIN_SUBSTEPS of those per tick.
+// A rigid body or joint costs SIM__RIGID_WORK per rigid substep; there are
+// at least SIM__RIGID_MIN_SUBSTEPS of those per tick.
 static uint64_t solver_work(uint32_t dists, uint32_t joints, uint32_t particles, uint32_t bodies,
                             uint32_t bjoints, const sim_params* p) {
     uint64_t split = (SIM__RIGID_MIN_SUBSTEPS + (uint64_t)p->substeps - 1) / (uint64_t)p->substeps;
     return ((uint64_t)dists + joints + particles) * (uint64_t)p->iterations *
                (uint64_t)p->substeps +
-           8u * ((uint64_t)bodies + bjoints) * (uint64_t)p->substeps * split;
+           SIM__RIGID_WORK * ((uint64_t)bodies + bjoints) * (uint64_t)p->substeps * split;
 }
 
 static bool within_budget(const sim_world* w, uint64_t work) {
@@ -878,7 +882,7 @@ static int rigid_split(const sim_world* w, int substeps) {
     if (split > lo && w->def.max_solver_work != 0) {
         // The budget counts `lo` splits; more must fit in what is left.
         uint64_t base = sim_world_solver_work(w);
-        uint64_t one = 8u * ((uint64_t)w->b_count + w->bj_count) * (uint64_t)substeps;
+        uint64_t one = SIM__RIGID_WORK * ((uint64_t)w->b_count + w->bj_count) * (uint64_t)substeps;
         while (split > lo && base + one * (uint64_t)(split - lo) > w->def.max_solver_work) {
             split--;
         }
@@ -1016,6 +1020,14 @@ uint32_t sim_world_particle_count(const sim_world* w) {
 
 uint32_t sim_world_constraint_count(const sim_world* w) {
     return w->d_count;
+}
+
+uint32_t sim_world_body_count(const sim_world* w) {
+    return w->b_count;
+}
+
+uint32_t sim_world_joint_count(const sim_world* w) {
+    return w->bj_count;
 }
 
 float sim_world_constraint_error(const sim_world* w) {

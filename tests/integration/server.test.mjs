@@ -626,6 +626,46 @@ test('--max-sessions: an upgrade beyond the cap gets 503; room comes back when a
   }
 });
 
+test('characters count in the solver budget and the rigid-body capacity', async () => {
+  // A humanoid is 16 bones and 15 joints; each costs 100 projections per
+  // rigid substep, at least 4 of those per tick: 31 x 100 x 4 = 12400 per
+  // tick (PROTOCOL.md section 3). Under the default per-world budget of
+  // 10^6, floor(10^6 / 12400) = 80 fit in an empty world; the 81st is refused.
+  const s = await startServer(['--no-demo']);
+  try {
+    const c = await Client.connect(s.url);
+    const { world } = await c.send({ op: 'create_world', name: 'crowd' });
+    let ok = 0;
+    let refused = null;
+    for (let i = 0; i < 85 && refused === null; ++i) {
+      const r = await c.send({ op: 'spawn_character', world, position: [(i % 10) * 2 - 9, 0, Math.floor(i / 10) * 2 - 9] });
+      if (r.ok) ok++;
+      else refused = r.error;
+    }
+    assert.equal(ok, 80);
+    assert.equal(refused.code, 'too_large');
+    assert.match(refused.message, /would need 1004400 solver projections per tick.*the limit per world is 1000000/);
+  } finally {
+    assert.equal(await s.stop(), 0);
+  }
+  // With budgets out of the way the world's 2048 rigid bodies are the limit:
+  // 128 humanoids, and the 129th names it.
+  const t = await startServer(['--no-demo', '--max-solver-work', '1000000000', '--max-total-solver-work', '10000000000']);
+  try {
+    const c = await Client.connect(t.url);
+    const { world } = await c.send({ op: 'create_world', name: 'crowd' });
+    for (let i = 0; i < 128; ++i) {
+      const r = await c.send({ op: 'spawn_character', world, position: [(i % 16) * 2 - 15, 0, Math.floor(i / 16) * 2 - 8] });
+      assert.equal(r.ok, true, JSON.stringify(r));
+    }
+    const r = await c.send({ op: 'spawn_character', world, position: [0, 0, 12] });
+    assert.equal(r.error.code, 'too_large');
+    assert.equal(r.error.message, `world ${world} holds 2048 rigid bodies and this character adds 16; a world holds at most 2048`);
+  } finally {
+    assert.equal(await t.stop(), 0);
+  }
+});
+
 test('SIGTERM closes clients with 1001 and exits 0', async () => {
   const s = await startServer(['--no-demo']);
   const c = await Client.connect(s.url);

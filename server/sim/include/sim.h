@@ -192,13 +192,16 @@ typedef struct sim_world_def {
     uint32_t max_boxes;       ///< Static boxes, default 64.
     uint32_t max_drags;       ///< Simultaneous drags, default 64.
     /// Solver work allowed per tick, in projections: (distance constraints +
-    /// joint limits + particles) × iterations × substeps. A spawn or
+    /// joint limits + particles) × iterations × substeps, plus 100 per rigid
+    /// body and rigid joint per rigid substep (at least 4 of those per tick;
+    /// one costs about as much as 100 particle projections in a pile of
+    /// ragdolls). A spawn or
     /// parameter change that would exceed it fails with SIM_E_CAPACITY, so
     /// one world cannot take the whole machine. Default 10^6 (about 10 ms
     /// of one core here); 0 means no limit.
     uint64_t max_solver_work;
-    uint32_t max_bodies; ///< Rigid bodies (bones, balls), default 4096.
-    uint32_t max_joints; ///< Rigid joints, default 4096.
+    uint32_t max_bodies; ///< Rigid bodies (bones, balls), default 2048.
+    uint32_t max_joints; ///< Rigid joints, default 2048.
     /// Skeletons and clips for characters; NULL allows no characters. Not
     /// owned: it must outlive the world and not change while the world lives.
     const sim_library* library;
@@ -445,6 +448,12 @@ uint32_t sim_world_particle_count(const sim_world* w);
 
 /// Total distance constraints (equality and inequality) in the world.
 uint32_t sim_world_constraint_count(const sim_world* w);
+
+/// Total rigid bodies (bones of characters, balls) in the world.
+uint32_t sim_world_body_count(const sim_world* w);
+
+/// Total rigid joints (between bones of characters) in the world.
+uint32_t sim_world_joint_count(const sim_world* w);
 
 /// Constraint error: sum over every stick (equality distance constraint) of
 /// |length - rest length|, in m.
