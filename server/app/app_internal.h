@@ -28,6 +28,13 @@
 #define APP_DESCRIBE_BYTES_PER_S (4.0 * 1024 * 1024)
 #define APP_DESCRIBE_BURST_BYTES (8.0 * 1024 * 1024)
 
+/// Bytes of snapshots a client may receive per second from one
+/// subscription, sustained and at once: a due snapshot is skipped while the
+/// subscription is in debt, so a JSON viewer of a huge cloth gets fewer
+/// snapshots instead of taking the event loop from everyone (PROTOCOL.md
+/// §1).
+#define APP_SNAPSHOT_BYTES_PER_S (4.0 * 1024 * 1024)
+
 /// A token bucket of bytes: `tokens` refills at APP_DESCRIBE_BYTES_PER_S up to
 /// APP_DESCRIBE_BURST_BYTES. A take is allowed while tokens >= 0 and may leave a debt (negative),
 /// so a single reply larger than the bucket is still possible; the debt is paid by waiting.
@@ -49,6 +56,10 @@ typedef struct app_sub {
     uint64_t acked;
     bool full_next;       ///< Binary: the next snapshot is full (resync).
     uint32_t metrics_acc; ///< Binary: snapshots sent (a metrics event every rate_hz).
+    /// Snapshot bytes the subscription may still send: refilled each tick
+    /// by APP_SNAPSHOT_BYTES_PER_S / tick_hz up to APP_SNAPSHOT_BYTES_PER_S;
+    /// negative is a debt, during which due snapshots are skipped.
+    double snap_tokens;
 } app_sub;
 
 /// A particle a client is dragging; released for it if it disconnects.

@@ -292,6 +292,7 @@ app_sub* app__subscribe(app_world* w, app_client* c, uint32_t format, uint32_t r
     sub->acked = UINT64_MAX; // binary: a full snapshot first
     sub->full_next = false;
     sub->metrics_acc = 0;
+    sub->snap_tokens = APP_SNAPSHOT_BYTES_PER_S;
     sub->rate_hz = rate_hz < w->tick_hz ? rate_hz : w->tick_hz;
     // The first snapshot is due at the next tick, the rest evenly spaced.
     sub->acc = w->tick_hz - sub->rate_hz;
@@ -591,12 +592,17 @@ static void send_snapshots(app_world* w) {
         if (sub == NULL) {
             continue;
         }
+        sub->snap_tokens = fmin(APP_SNAPSHOT_BYTES_PER_S,
+                                sub->snap_tokens + APP_SNAPSHOT_BYTES_PER_S / w->tick_hz);
         // Spread rate_hz snapshots evenly over tick_hz ticks.
         sub->acc += sub->rate_hz;
         if (sub->acc < w->tick_hz) {
             continue;
         }
         sub->acc -= w->tick_hz;
+        if (sub->snap_tokens < 0.0) {
+            continue; // over its byte rate: this one is skipped
+        }
         bool binary = sub->format == RDP_FORMAT_BINARY;
         bool topology = !binary && (!sub->topo_sent || sub->topo_epoch != epoch);
         net_blob* b = binary ? binary_blob(w, sub->full_next ? UINT64_MAX : sub->acked)
@@ -618,6 +624,7 @@ static void send_snapshots(app_world* w) {
                 }
             }
         }
+        sub->snap_tokens -= (double)b->len;
         if (topology) {
             // Topology must arrive: send it as a message that is never
             // dropped, after cancelling any older snapshot still waiting so

@@ -666,6 +666,33 @@ test('characters count in the solver budget and the rigid-body capacity', async 
   }
 });
 
+test('a subscription receives at most 4 MiB of snapshots per second: fewer snapshots of a huge world', async () => {
+  const s = await startServer(['--no-demo']);
+  try {
+    const c = await Client.connect(s.url);
+    const { world } = await c.send({ op: 'create_world', name: 'huge' });
+    // 16384 particles: a JSON snapshot is about 290 KB, 30 of them 8.7 MB/s.
+    assert.equal((await c.send({ op: 'spawn_cloth', world, origin: [-6, 13, 0], cols: 128, rows: 128, spacing: 0.1, pin: 'top' })).ok, true);
+    const v = await Client.connect(s.url);
+    let bytes = 0;
+    v.ws.on('message', (d) => { bytes += d.length; });
+    assert.equal((await v.send({ op: 'subscribe', world, format: 'json', rate_hz: 30 })).ok, true);
+    await sleep(1500); // past the first second's allowance
+    const b0 = bytes;
+    const n0 = v.snapshots(world).length;
+    await sleep(3000);
+    const mib = (bytes - b0) / 1048576;
+    const got = v.snapshots(world).length - n0;
+    // 4 MiB/s over 3 s, plus one snapshot of debt and the bucket refilling
+    // by at most another second's worth: 16 MiB at most.
+    assert.ok(mib <= 16, `${mib.toFixed(2)} MiB in 3 s`);
+    assert.ok(got >= 3 && got < 90 * 0.8, `${got} snapshots in 3 s`);
+    v.messages.length = 0;
+  } finally {
+    assert.equal(await s.stop(), 0);
+  }
+});
+
 test('SIGTERM closes clients with 1001 and exits 0', async () => {
   const s = await startServer(['--no-demo']);
   const c = await Client.connect(s.url);
