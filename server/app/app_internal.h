@@ -224,8 +224,9 @@ rdp_params app__params_of(const app_world* w);
 app_sub* app__sub_of(app_client* c, uint64_t world);
 
 /// Records that a binary subscriber holds the snapshot of `tick` (its new
-/// baseline). Ticks the world has not reached, or older than the one it
-/// acknowledged already, change nothing.
+/// baseline). A tick the world holds no binary snapshot of (not reached,
+/// never sent, or out of the 32 kept), or older than the one it
+/// acknowledged already, changes nothing.
 void app__ack(const app_world* w, app_sub* sub, uint64_t tick);
 
 /// Handles a binary frame from a client: an ack (PROTOCOL.md §5.2), or an

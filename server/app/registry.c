@@ -10,6 +10,7 @@
 #include "app_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -240,8 +241,16 @@ app_sub* app__sub_of(app_client* c, uint64_t world) {
 }
 
 void app__ack(const app_world* w, app_sub* sub, uint64_t tick) {
-    if (tick <= sim_world_tick(w->sim) && (sub->acked == UINT64_MAX || tick > sub->acked)) {
-        sub->acked = tick;
+    if (sub->acked != UINT64_MAX && tick <= sub->acked) {
+        return; // older than the baseline the client has
+    }
+    // Only a tick the world still holds a binary snapshot of can be a
+    // baseline: an ack of any other (never sent, or too old) is ignored.
+    for (uint32_t i = 0; i < RDP_BASELINES; ++i) {
+        if (w->qring[i] != NULL && w->qring[i]->tick == tick && tick != UINT64_MAX) {
+            sub->acked = tick;
+            return;
+        }
     }
 }
 
@@ -249,15 +258,25 @@ void app__binary_message(app_server* app, app_client* c, const uint8_t* data, si
     uint64_t world = 0, tick = 0;
     app_world* w = NULL;
     app_sub* sub = NULL;
-    if (rdp_ack_parse(data, len, &world, &tick) && (w = app__world_find(app, world)) != NULL &&
-        (sub = app__sub_of(c, world)) != NULL && sub->format == RDP_FORMAT_BINARY) {
-        app__ack(w, sub, tick);
-        return; // acks get no reply
-    }
     rdp_re none = {false, 0};
-    app__send_error(c, none, RDP_E_BAD_REQUEST,
-                    "binary frames from clients are acks of a binary subscription: 'A', world "
-                    "and tick (u64 little-endian each)");
+    if (!rdp_ack_parse(data, len, &world, &tick)) {
+        app__send_error(c, none, RDP_E_BAD_REQUEST,
+                        "binary frames from clients are acks of a binary subscription: 'A', "
+                        "world and tick (u64 little-endian each)");
+        return;
+    }
+    // The same answers as the ack command's, without a request id.
+    if ((w = app__world_find(app, world)) == NULL) {
+        char msg[64];
+        snprintf(msg, sizeof msg, "no world %llu", (unsigned long long)world);
+        app__send_error(c, none, RDP_E_NOT_FOUND, msg);
+        return;
+    }
+    if ((sub = app__sub_of(c, world)) == NULL || sub->format != RDP_FORMAT_BINARY) {
+        app__send_error(c, none, RDP_E_BAD_STATE, "acks and resyncs are for binary subscriptions");
+        return;
+    }
+    app__ack(w, sub, tick); // acks get no reply
 }
 
 app_sub* app__subscribe(app_world* w, app_client* c, uint32_t format, uint32_t rate_hz,

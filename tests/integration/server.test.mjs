@@ -569,6 +569,22 @@ test('binary snapshots: full, then deltas against acked baselines, matching the 
     if (s.delta) sizes.push(m.binary.length);
   }
   assert.ok(sizes.length >= 5 && Math.max(...sizes) <= 64, `at rest: ${sizes} bytes`);
+  // An ack of a tick the server never sent (this 30 Hz subscription of a
+  // 60 Hz world gets every other tick) is ignored: what follows stays
+  // deltas, against the last real ack.
+  let m = await c.next((x) => x.binary);
+  s = d.decode(m.binary);
+  tick = unwrapTick(tick, s.tick16);
+  c.ws.send(ackFrame(world, tick));
+  c.ws.send(ackFrame(world, tick + 1));
+  let againstIt = 0;
+  for (let n = 0; n < 5; n++) {
+    m = await c.next((x) => x.binary);
+    const t = d.decode(m.binary);
+    assert.equal(t.delta, true, `snapshot ${n} after the bogus ack is full`);
+    if (t.baseline16 === (tick & 0xffff)) againstIt++;
+  }
+  assert.ok(againstIt >= 1, 'deltas against the last real ack');
   // resync asks for a full snapshot; so does not acking for 32 snapshots.
   assert.equal((await c.send({ op: 'resync', world })).ok, true);
   const full = await c.next((x) => x.binary && d.decode(x.binary).delta === false, 3000);
@@ -579,6 +595,11 @@ test('binary snapshots: full, then deltas against acked baselines, matching the 
   c.ws.send(Buffer.from([1, 2, 3]));
   const err = await c.next((x) => x.error && x.re === null);
   assert.equal(err.error.code, 'bad_request');
+  // Binary acks get the answers the ack command gets, with "re": null.
+  c.ws.send(ackFrame(999999, 1));
+  assert.equal((await c.next((x) => x.error && x.re === null)).error.code, 'not_found');
+  c.ws.send(ackFrame(demoWorld(c), 1));
+  assert.equal((await c.next((x) => x.error && x.re === null)).error.code, 'bad_state');
   await j.close();
   await c.close();
 });
