@@ -620,8 +620,13 @@ static int parse_stream(ctl* x, int argc, char** argv, stream_kind kind) {
         default:
             return ctl_usage(cmd, "unknown option");
         }
+        if (!ok && optarg != NULL && optind >= 2 && optarg == argv[optind - 1]) {
+            return ctl_usage(cmd, "%s %s: a bad value, or an option this command does not take",
+                             argv[optind - 2], optarg);
+        }
         if (!ok) {
-            return ctl_usage(cmd, "bad or misplaced option %s", argv[optind - 1]);
+            return ctl_usage(cmd, "%s: a bad value, or an option this command does not take",
+                             argv[optind - 1]);
         }
     }
     int want = kind == S_RECORD ? 2 : 1;
