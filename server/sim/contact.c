@@ -194,6 +194,13 @@ void sim__contacts_begin_tick(sim_world* w, float dt) {
             if (cell_of(m.x) != e->cx || cell_of(m.y) != e->cy || cell_of(m.z) != e->cz) {
                 continue;
             }
+            if (w->body[a].inv_mass == 0.0f && w->body[b].inv_mass == 0.0f &&
+                sim__body_asleep(w, a) == sim__body_asleep(w, b)) {
+                // Two animated (or two sleeping) bodies neither collide nor
+                // wake each other: skip the narrow test (a crowd of
+                // characters standing in one spot is all such pairs).
+                continue;
+            }
             if (!may_touch(w, a, b, dt)) {
                 continue;
             }
