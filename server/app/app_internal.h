@@ -261,18 +261,14 @@ uint64_t app__world_rate(const app_world* w);
 /// The sum of app__world_rate() over every world of the server.
 uint64_t app__server_rate(const app_server* app);
 
-/// Solver passes per tick under p: iterations × substeps (budget.c).
-uint64_t app__passes(const sim_params* p);
-
-/// True when world w may hold `per_pass` solver projections per pass
-/// (constraints + joint limits + particles) under parameters p, that is
-/// per_pass × app__passes(p) per tick: within its own budget
+/// True when world w may need `work` solver projections per tick (as
+/// sim.h counts them) under parameters p: within its own budget
 /// (def.max_solver_work) and, counting every other world as it is, within
 /// the server's (cfg.max_total_solver_work per 1/60 s, each world weighted
 /// by tick_hz / 60). Otherwise false, and msg (cap bytes; 256 is ample)
 /// names the limit with the numbers.
-bool app__admit_work(const app_server* app, const app_world* w, uint64_t per_pass,
-                     const sim_params* p, char* msg, size_t cap);
+bool app__admit_work(const app_server* app, const app_world* w, uint64_t work, const sim_params* p,
+                     char* msg, size_t cap);
 
 /// Checks a spawn command against world w's capacities (particles,
 /// constraints, entities) and both solver budgets, measuring the entity in

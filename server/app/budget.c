@@ -47,19 +47,14 @@ static unsigned long long per_60hz_tick(uint64_t rate) {
     return (unsigned long long)((rate + 59) / 60);
 }
 
-uint64_t app__passes(const sim_params* p) {
-    return (uint64_t)p->iterations * (uint64_t)p->substeps;
-}
-
-bool app__admit_work(const app_server* app, const app_world* w, uint64_t per_pass,
-                     const sim_params* p, char* msg, size_t cap) {
-    uint64_t work = per_pass * app__passes(p);
+bool app__admit_work(const app_server* app, const app_world* w, uint64_t work, const sim_params* p,
+                     char* msg, size_t cap) {
     if (w->def.max_solver_work != 0 && work > w->def.max_solver_work) {
         snprintf(msg, cap,
-                 "world %llu would need %llu solver projections per tick (%llu per pass x %d "
-                 "iterations x %d substeps); the limit per world is %llu",
-                 (unsigned long long)w->id, (unsigned long long)work, (unsigned long long)per_pass,
-                 p->iterations, p->substeps, (unsigned long long)w->def.max_solver_work);
+                 "world %llu would need %llu solver projections per tick (at %d iterations x %d "
+                 "substeps); the limit per world is %llu",
+                 (unsigned long long)w->id, (unsigned long long)work, p->iterations, p->substeps,
+                 (unsigned long long)w->def.max_solver_work);
         return false;
     }
     uint64_t total = app__server_rate(app) - app__world_rate(w) + work * w->tick_hz;
@@ -154,9 +149,8 @@ int app__admit_spawn(app_server* app, const app_world* w, const rdp_command* cmd
                  have_e);
         return SIM_E_CAPACITY;
     }
-    uint64_t passes = app__passes(&p);
-    uint64_t per_pass = (sim_world_solver_work(w->sim) + work) / passes;
-    if (!app__admit_work(app, w, per_pass, &p, msg, cap)) {
+    // The scratch world measured the entity under the same parameters.
+    if (!app__admit_work(app, w, sim_world_solver_work(w->sim) + work, &p, msg, cap)) {
         return SIM_E_CAPACITY;
     }
     return SIM_OK;

@@ -342,11 +342,10 @@ static int apply_set_params(const app_server* app, app_world* w, const rdp_comma
     if (given & RDP_PARAM_FRICTION) {
         p.friction = (float)cmd->u.set_params.friction;
     }
-    // Solver work is (constraints + joint limits + particles) per pass,
-    // times passes (sim.h): the same state at the new pass count.
-    // A change that adds no work is always allowed.
-    uint64_t per_pass = sim_world_solver_work(w->sim) / app__passes(&old);
-    if (app__passes(&p) > app__passes(&old) && !app__admit_work(app, w, per_pass, &p, msg, cap)) {
+    // The same state under the new iterations and substeps (sim.h counts
+    // the work); a change that adds no work is always allowed.
+    uint64_t work = sim_world_solver_work_with(w->sim, &p);
+    if (work > sim_world_solver_work(w->sim) && !app__admit_work(app, w, work, &p, msg, cap)) {
         return SIM_E_CAPACITY;
     }
     return sim_world_set_params(w->sim, &p);

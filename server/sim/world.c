@@ -328,6 +328,10 @@ uint64_t sim_world_solver_work(const sim_world* w) {
     return solver_work(w->d_count, w->j_count, w->p_count, w->b_count, w->bj_count, &w->params);
 }
 
+uint64_t sim_world_solver_work_with(const sim_world* w, const sim_params* p) {
+    return solver_work(w->d_count, w->j_count, w->p_count, w->b_count, w->bj_count, p);
+}
+
 int sim_world_set_params(sim_world* w, const sim_params* p) {
     int rc = sim_params_validate(p);
     if (rc != SIM_OK) {

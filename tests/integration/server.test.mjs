@@ -286,11 +286,12 @@ test('too_large names the one limit exceeded, with the numbers, in full', async 
   const world = demoWorld(c);
   const r = await c.send({ op: 'set_params', world, iterations: 100, substeps: 32 });
   assert.equal(r.error.code, 'too_large');
-  // per pass × 100 × 32 > the default 10^6 per world.
-  const m = /^world (\d+) would need (\d+) solver projections per tick \((\d+) per pass x 100 iterations x 32 substeps\); the limit per world is 1000000$/.exec(r.error.message);
+  // 100 × 32 passes over the demo's particles alone (2200 constraints)
+  // exceed the default 10^6 per world.
+  const m = /^world (\d+) would need (\d+) solver projections per tick \(at 100 iterations x 32 substeps\); the limit per world is 1000000$/.exec(r.error.message);
   assert.ok(m, r.error.message);
   assert.equal(Number(m[1]), world);
-  assert.equal(Number(m[2]), Number(m[3]) * 3200);
+  assert.ok(Number(m[2]) > 2200 * 3200, m[2]);
   const big = await c.send({ op: 'spawn_cloth', world, origin: [0, 3, 0], cols: 256, rows: 256, spacing: 0.01 });
   assert.equal(big.error.message, 'a 256 x 256 cloth has 65536 particles; a world holds at most 32768');
   await c.close();
@@ -595,11 +596,12 @@ test('binary snapshots: full, then deltas against acked baselines, matching the 
   c.ws.send(Buffer.from([1, 2, 3]));
   const err = await c.next((x) => x.error && x.re === null);
   assert.equal(err.error.code, 'bad_request');
-  // Binary acks get the answers the ack command gets, with "re": null.
+  // Binary acks of a world that is gone or not subscribed to (in flight
+  // when it went) are ignored without a reply; the command is answered.
   c.ws.send(ackFrame(999999, 1));
-  assert.equal((await c.next((x) => x.error && x.re === null)).error.code, 'not_found');
   c.ws.send(ackFrame(demoWorld(c), 1));
-  assert.equal((await c.next((x) => x.error && x.re === null)).error.code, 'bad_state');
+  assert.equal((await c.send({ op: 'ack', world: demoWorld(c), tick: 1 })).error?.code, 'bad_state');
+  assert.equal(c.messages.filter((x) => x.error && x.re === null).length, 0, 'no reply to either binary ack');
   await j.close();
   await c.close();
 });

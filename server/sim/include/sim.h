@@ -471,6 +471,10 @@ bool sim_world_is_finite(const sim_world* w);
 /// Solver work per tick of the world as it is (see max_solver_work).
 uint64_t sim_world_solver_work(const sim_world* w);
 
+/// Solver work per tick the world as it is would need under parameters p
+/// (which need not be valid: only iterations and substeps count).
+uint64_t sim_world_solver_work_with(const sim_world* w, const sim_params* p);
+
 // ---------------------------------------------------------------------------
 // Skeletons and clips
 // ---------------------------------------------------------------------------
