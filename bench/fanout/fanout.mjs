@@ -7,7 +7,8 @@
 //   - snapshots delivered per second (ragdoll-load's report);
 //   - snapshots delivered per server CPU-second;
 //   - p99 latency of the apply_impulse commands this script sends (20/s)
-//     while the viewers watch.
+//     while the viewers watch;
+//   - the server's peak resident memory.
 //
 // Three servers are measured on the same world:
 //   ragdolld-delta  viewers decode and ack: each gets deltas (PROTOCOL §5.2)
@@ -74,6 +75,12 @@ function cpuSeconds(pid) {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / clkTck;
+}
+
+// Resident memory of a process, MiB.
+function rssMiB(pid) {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
 }
 
 function run(cmd, argv) {
@@ -177,7 +184,10 @@ async function measure(label, pid, port, world, clients, decode, ctlPoke) {
   const cpu0 = cpuSeconds(pid);
   const t0 = process.hrtime.bigint();
   const poker = ctlPoke();
+  let rss = 0;
+  const sampler = setInterval(() => { rss = Math.max(rss, rssMiB(pid)); }, 250);
   await run(load, ['--quiet', '--json', reportPath, scenarioPath]);
+  clearInterval(sampler);
   const latencies = poker.stop();
   const wall = Number(process.hrtime.bigint() - t0) / 1e9;
   const cpu = cpuSeconds(pid) - cpu0;
@@ -192,13 +202,14 @@ async function measure(label, pid, port, world, clients, decode, ctlPoke) {
     snapshots_per_cpu_s: snapshots / cpu,
     bytes_per_snapshot: report.bytes.received / Math.max(1, snapshots),
     cmd_p99_ms: percentile(latencies, 99),
+    peak_rss_mib: rss,
     commands: latencies.length,
   };
   console.log(
     `${label.padEnd(15)} N=${String(clients).padStart(4)}  cpu ${row.cpu_per_s.toFixed(3)} s/s  ` +
       `${row.snapshots_per_s.toFixed(0)} snapshots/s (${(row.snapshots_per_s / (clients * 30)).toFixed(2)} of nominal)  ` +
       `${row.snapshots_per_cpu_s.toFixed(0)} per CPU-s  ${row.bytes_per_snapshot.toFixed(0)} B/snapshot  ` +
-      `p99 cmd ${row.cmd_p99_ms.toFixed(2)} ms (${row.commands} commands)`,
+      `p99 cmd ${row.cmd_p99_ms.toFixed(2)} ms (${row.commands} commands)  peak RSS ${rss.toFixed(0)} MiB`,
   );
   return row;
 }

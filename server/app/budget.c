@@ -6,9 +6,10 @@
  * (app_config.max_total_solver_work), in that order; the first limit it
  * would exceed is named in the reply, with the numbers.
  *
- * Solver work is the simulator's measure: (distance constraints + joint
- * limits + particles) × iterations × substeps projections per tick
- * (sim.h). Worlds tick at different rates, so the server-wide sum weighs
+ * Solver work is the simulator's measure (sim.h, max_solver_work):
+ * (distance constraints + joint limits + particles) × iterations × substeps
+ * projections per tick, plus 100 per rigid body and joint per rigid
+ * substep. Worlds tick at different rates, so the server-wide sum weighs
  * each world by its rate: the load of a world is its work × tick_hz
  * projections per second, and the limit is max_total_solver_work per 1/60 s.
  *
