@@ -277,6 +277,11 @@ static int decode_json(rdc__decoder* d, const cJSON* json, rdc_snapshot* out) {
                 fi += 7;
                 continue;
             }
+            // The first pass made room for the bones of an array only, and
+            // cJSON_ArrayForEach would walk an object's members all the same.
+            if (!cJSON_IsArray(bones)) {
+                return RDC_E_PROTOCOL;
+            }
             x->state = (rdc_char_state)rdp_state_code(
                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "state")));
             x->bone_names = d->names + ni;

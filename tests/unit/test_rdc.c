@@ -457,8 +457,13 @@ static void test_rdc_decodes_json_snapshots(void** state) {
     assert_true(ball->pose[1] == 1.2f && ball->pose[2] == -3.0f && ball->pose[6] == 1.0f);
     cJSON_Delete(json);
 
-    // Malformed: a particle with two coordinates, a pose without q, no tick.
+    // Malformed: a particle with two coordinates, a pose without q, no tick,
+    // a character whose bones are an object (its members are bones in all
+    // but name: they must not be written past the room made for an array).
     const char* bad[] = {
+        "{\"ev\":\"snapshot\",\"world\":3,\"tick\":1,\"entities\":[{\"entity\":1,\"kind\":"
+        "\"character\",\"bones\":{\"a\":{\"name\":\"a\",\"p\":[0,1,2],\"q\":[0,0,0,1]},"
+        "\"b\":{\"name\":\"b\",\"p\":[0,1,2],\"q\":[0,0,0,1]}}}]}",
         "{\"ev\":\"snapshot\",\"world\":3,\"tick\":1,\"entities\":[{\"entity\":1,\"kind\":"
         "\"rope\",\"particles\":[[0,1]]}]}",
         "{\"ev\":\"snapshot\",\"world\":3,\"tick\":1,\"entities\":[{\"entity\":1,\"kind\":"
