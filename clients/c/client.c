@@ -623,8 +623,12 @@ static uint64_t json_u64_or0(const cJSON* o, const char* key) {
 
 static void handle_reply(rdc_client* c, const cJSON* root, const cJSON* re, const char* text,
                          size_t len) {
-    if (!cJSON_IsNumber(re)) {
-        return; // "re": null answers a command without an id: never one of ours
+    // "re": null answers a command without an id: never one of ours. Any
+    // other number must be one of the ids handed out (1 .. next_id - 1)
+    // before it is converted: the server is not trusted to send one that
+    // fits an int64_t.
+    if (!cJSON_IsNumber(re) || !(re->valuedouble >= 1) || re->valuedouble >= (double)c->next_id) {
+        return;
     }
     int64_t id = (int64_t)re->valuedouble;
     rdc__pending* p = c->head;
