@@ -724,7 +724,11 @@ static void deliver_snapshot(rdc_client* c, const uint8_t* data, size_t len, boo
     }
     c->stats.snapshots++;
     if (c->cfg.on_snapshot != NULL) {
+        // The callback may drop the connection or the subscription, which
+        // forgets the world's baselines and names: s points into them.
+        rdc__decoder_hold(&c->dec);
         c->cfg.on_snapshot(c, &s, c->cfg.user);
+        rdc__decoder_release(&c->dec);
     }
 }
 

@@ -149,20 +149,43 @@ void rdc__decoder_start_world(rdc__decoder* d, uint64_t world, uint64_t tick) {
     w->failed = 0;
 }
 
+// Forgets a world now, or at the release when a snapshot is out.
+static void world_forget(rdc__decoder* d, rdc__world* w) {
+    if (d->held) {
+        w->forget_owed = true;
+    } else {
+        world_clear(w);
+    }
+}
+
 void rdc__decoder_forget_world(rdc__decoder* d, uint64_t world) {
     rdc__world* w = world_find(d, world);
     if (w != NULL && world != 0) {
-        world_clear(w);
+        world_forget(d, w);
     }
 }
 
 void rdc__decoder_reset(rdc__decoder* d) {
     for (int i = 0; i < RDC__MAX_WORLDS; ++i) {
-        world_clear(&d->worlds[i]);
+        world_forget(d, &d->worlds[i]);
+    }
+}
+
+void rdc__decoder_hold(rdc__decoder* d) {
+    d->held = true;
+}
+
+void rdc__decoder_release(rdc__decoder* d) {
+    d->held = false;
+    for (int i = 0; i < RDC__MAX_WORLDS; ++i) {
+        if (d->worlds[i].forget_owed) {
+            world_clear(&d->worlds[i]);
+        }
     }
 }
 
 void rdc__decoder_free(rdc__decoder* d) {
+    d->held = false;
     rdc__decoder_reset(d);
     free(d->ents);
     free(d->floats);

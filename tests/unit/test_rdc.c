@@ -771,6 +771,47 @@ static void test_rdc_ignores_reply_ids_it_never_sent(void** state) {
     free(m);
 }
 
+// Drops the connection from inside the callback, then reads the snapshot:
+// what it points to must stay valid until the callback returns.
+static void ms_snapshot_disconnect(rdc_client* c, const rdc_snapshot* s, void* user) {
+    mask_server* m = user;
+    m->snapshots++;
+    rdc_disconnect(c);
+    rdc_unsubscribe(c, s->world, NULL, NULL);
+    for (uint32_t i = 0; i < s->entity_count; ++i) {
+        const rdc_entity* e = &s->entities[i];
+        const float* f = e->xyz != NULL ? e->xyz : e->pose;
+        for (uint32_t k = 0; k < (e->xyz != NULL ? 3u : 7u) * e->count; ++k) {
+            m->pose_sum += (double)f[k];
+        }
+        for (uint32_t k = 0; e->bone_names != NULL && k < e->count; ++k) {
+            m->pose_sum += (double)strlen(e->bone_names[k]);
+        }
+    }
+}
+
+static void test_rdc_snapshot_outlives_a_disconnect_in_its_callback(void** state) {
+    (void)state;
+    mask_server* m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    m->all_masked = true;
+    size_t len;
+    uint8_t* frame = read_golden("frame0.bin", &len);
+    ms_greet(m, 0x2, frame, len);
+    ms_open(m, ms_snapshot_disconnect);
+    bool down = false;
+    uint64_t deadline = uv_hrtime() + 10000000000ull;
+    while (!down && uv_hrtime() < deadline) {
+        uv_run(&m->loop, UV_RUN_ONCE);
+        down = m->snapshots > 0 && m->disconnects > 0;
+    }
+    assert_int_equal(m->snapshots, 1);
+    assert_int_equal(m->disconnects, 1);
+    assert_true(isfinite(m->pose_sum) && m->pose_sum != 0);
+    ms_close(m);
+    free(m);
+}
+
 static void test_rdc_error_names(void** state) {
     (void)state;
     assert_string_equal(rdc_err_name(0), "OK");
@@ -796,6 +837,7 @@ int main(void) {
         cmocka_unit_test(test_rdc_decodes_json_snapshots),
         cmocka_unit_test(test_rdc_masks_every_frame_with_a_fresh_key),
         cmocka_unit_test(test_rdc_ignores_reply_ids_it_never_sent),
+        cmocka_unit_test(test_rdc_snapshot_outlives_a_disconnect_in_its_callback),
         cmocka_unit_test(test_rdc_error_names),
     };
     return cmocka_run_group_tests_name("rdc", tests, NULL, NULL);
