@@ -14,6 +14,7 @@
  */
 #include "ctl.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,18 @@ static void log_line(stream* s, const char* dir, const char* json, size_t len, b
 // Streams (watch, record)
 // ---------------------------------------------------------------------------
 
+// Ends the run once the reader of stdout is gone (watch | head): SIGPIPE is
+// ignored (ragdollctl.c), so every later write fails with EPIPE and the
+// stream would go on until Ctrl-C, writing to nobody. The caller clears
+// errno before its write: a write inside printf() that fails leaves the
+// stream's error flag and errno, and the failed bytes are dropped, so
+// fflush() alone can report success.
+static void end_if_reader_gone(ctl* x, FILE* f) {
+    if (f == stdout && (fflush(f) != 0 || ferror(f)) && errno == EPIPE) {
+        ctl_finish(x, CTL_OK);
+    }
+}
+
 static void on_snapshot(rdc_client* c, const rdc_snapshot* snap, void* user) {
     (void)c;
     ctl* x = user;
@@ -130,12 +143,13 @@ static void on_snapshot(rdc_client* c, const rdc_snapshot* snap, void* user) {
     }
     text = s->line.data != NULL ? s->line.data : "{}";
     len = s->line.data != NULL ? s->line.len : 2;
+    errno = 0;
     if (s->kind == S_WATCH) {
         printf("%.*s\n", (int)len, text);
-        fflush(stdout);
     } else {
         log_line(s, "recv", text, len, false);
     }
+    end_if_reader_gone(x, s->kind == S_WATCH ? stdout : s->out);
     s->snapshots++;
     if (x->count > 0 && s->snapshots >= x->count) {
         ctl_finish(x, CTL_OK);
@@ -149,11 +163,15 @@ static void on_event(rdc_client* c, const rdc_event* ev, void* user) {
     if (x->finished || s == NULL || s->kind == S_REPLAY || strcmp(ev->name, "welcome") == 0) {
         return;
     }
+    errno = 0;
     if (s->kind == S_WATCH) {
         printf("%.*s\n", (int)ev->len, ev->text);
-        fflush(stdout);
     } else {
         log_line(s, "recv", ev->text, ev->len, false);
+    }
+    end_if_reader_gone(x, s->kind == S_WATCH ? stdout : s->out);
+    if (x->finished) {
+        return;
     }
     if (strcmp(ev->name, "world_destroyed") == 0 && ev->world == s->world) {
         fprintf(stderr, "ragdollctl: world %llu was destroyed\n", (unsigned long long)s->world);
