@@ -126,10 +126,16 @@ static rdc__world* world_find(rdc__decoder* d, uint64_t world) {
 }
 
 // The slot of a world, taken when it has none. NULL when every slot is in
-// use (more worlds than subscriptions: someone subscribed behind rdc's back).
+// use (more worlds than subscriptions: someone subscribed behind rdc's back)
+// and for world 0, which is no world (ids are 1-based) and marks free slots:
+// a frame for it would otherwise be decoded into a free slot and leave its
+// baselines and names to the next world that takes the slot.
 static rdc__world* world_get(rdc__decoder* d, uint64_t world) {
+    if (world == 0) {
+        return NULL;
+    }
     rdc__world* w = world_find(d, world);
-    if (w == NULL && world != 0 && (w = world_find(d, 0)) != NULL) {
+    if (w == NULL && (w = world_find(d, 0)) != NULL) {
         w->world = world;
     }
     return w;

@@ -364,6 +364,41 @@ static void test_rdc_asks_for_a_resync_once_per_gap(void** state) {
     rdc__decoder_free(&d);
 }
 
+static void test_rdc_refuses_binary_frames_of_world_0(void** state) {
+    (void)state;
+    // World ids start at 1 (a zeroed id is null); 0 also marks the
+    // decoder's free slots, so a frame for world 0 must not be decoded into
+    // one (its baselines and names would then pass to the next world
+    // subscribed to).
+    rdp_qsnap* q = rdp_qsnap_new();
+    assert_non_null(q);
+    q->world = 0;
+    q->tick = 7;
+    uint8_t buf[256];
+    size_t len = rdp_encode(q, NULL, buf, sizeof buf);
+    assert_true(len > 0);
+    rdp_qsnap_free(q);
+    uint64_t world = 99;
+    uint16_t tick16;
+    bool delta;
+    assert_true(rdc__binary_peek(buf, len, &world, &tick16, &delta));
+    assert_int_equal(world, 0); // the frame is well formed: only its world is wrong
+    rdc__decoder d;
+    memset(&d, 0, sizeof d);
+    rdc_snapshot s;
+    rdc__ack ack;
+    for (int decode = 0; decode < 2; ++decode) {
+        assert_int_equal(
+            rdc__decode_snapshot(&d, buf, len, true, decode != 0, true, NULL, &s, &ack),
+            RDC_E_PROTOCOL);
+        assert_false(ack.wanted);
+    }
+    for (int i = 0; i < RDC__MAX_WORLDS; ++i) {
+        assert_null(d.worlds[i].dec);
+    }
+    rdc__decoder_free(&d);
+}
+
 static void test_rdc_counts_frames_without_decoding_them(void** state) {
     (void)state;
     size_t len;
@@ -832,6 +867,7 @@ int main(void) {
         cmocka_unit_test(test_rdc_handshake_response_is_checked),
         cmocka_unit_test(test_rdc_decodes_the_golden_binary_frames),
         cmocka_unit_test(test_rdc_asks_for_a_resync_once_per_gap),
+        cmocka_unit_test(test_rdc_refuses_binary_frames_of_world_0),
         cmocka_unit_test(test_rdc_counts_frames_without_decoding_them),
         cmocka_unit_test(test_rdc_keeps_metrics_events),
         cmocka_unit_test(test_rdc_decodes_json_snapshots),
