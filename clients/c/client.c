@@ -512,6 +512,13 @@ static int send_object(rdc_client* c, cJSON* obj, rdc_reply_cb cb, void* arg, in
         goto out;
     }
     rc = queue_text(c, text, strlen(text));
+    if (rc == 0 && !c->connected) {
+        // Writing failed at once (out of memory) and dropped the connection,
+        // failing every pending command: one recorded now would wait for a
+        // reply that cannot come, or outlive the client after an rdc_close()
+        // from on_state.
+        rc = c->closing ? RDC_E_CLOSED : RDC_E_NOT_CONNECTED;
+    }
     if (rc != 0) {
         goto out;
     }
