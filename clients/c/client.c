@@ -512,6 +512,13 @@ static int send_object(rdc_client* c, cJSON* obj, rdc_reply_cb cb, void* arg, in
         goto out;
     }
     rc = queue_text(c, text, strlen(text));
+    if (rc == 0 && !c->connected) {
+        // Writing failed at once (out of memory) and dropped the connection,
+        // failing every pending command: one recorded now would wait for a
+        // reply that cannot come, or outlive the client after an rdc_close()
+        // from on_state.
+        rc = c->closing ? RDC_E_CLOSED : RDC_E_NOT_CONNECTED;
+    }
     if (rc != 0) {
         goto out;
     }
@@ -623,8 +630,12 @@ static uint64_t json_u64_or0(const cJSON* o, const char* key) {
 
 static void handle_reply(rdc_client* c, const cJSON* root, const cJSON* re, const char* text,
                          size_t len) {
-    if (!cJSON_IsNumber(re)) {
-        return; // "re": null answers a command without an id: never one of ours
+    // "re": null answers a command without an id: never one of ours. Any
+    // other number must be one of the ids handed out (1 .. next_id - 1)
+    // before it is converted: the server is not trusted to send one that
+    // fits an int64_t.
+    if (!cJSON_IsNumber(re) || !(re->valuedouble >= 1) || re->valuedouble >= (double)c->next_id) {
+        return;
     }
     int64_t id = (int64_t)re->valuedouble;
     rdc__pending* p = c->head;
@@ -720,7 +731,11 @@ static void deliver_snapshot(rdc_client* c, const uint8_t* data, size_t len, boo
     }
     c->stats.snapshots++;
     if (c->cfg.on_snapshot != NULL) {
+        // The callback may drop the connection or the subscription, which
+        // forgets the world's baselines and names: s points into them.
+        rdc__decoder_hold(&c->dec);
         c->cfg.on_snapshot(c, &s, c->cfg.user);
+        rdc__decoder_release(&c->dec);
     }
 }
 

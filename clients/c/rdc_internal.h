@@ -121,6 +121,7 @@ typedef struct rdc__world {
     rdc_metrics metrics; ///< The latest metrics event (binary subscribers).
     rdc__names* names;   ///< Characters' bone names (binary).
     uint32_t names_count, names_cap;
+    bool forget_owed; ///< Forgotten while held: cleared at rdc__decoder_release().
 } rdc__world;
 
 /// Worlds the decoder tracks at once (a subscription each, with room for
@@ -137,6 +138,10 @@ typedef struct rdc__decoder {
     const char** names;
     size_t names_cap;
     rdc__world worlds[RDC__MAX_WORLDS];
+    /// A decoded snapshot is with the application (rdc__decoder_hold()):
+    /// forgetting a world then waits, so that what the snapshot points to
+    /// (baselines, bone names) stays valid until its callback returns.
+    bool held;
 } rdc__decoder;
 
 /// THE snapshot decoder: every snapshot the client receives goes through
@@ -170,11 +175,21 @@ void rdc__decoder_metrics(rdc__decoder* d, const cJSON* ev);
 void rdc__decoder_names(rdc__decoder* d, uint64_t world, uint64_t id, const cJSON* json);
 
 /// Forgets what the decoder keeps about a world: called when a
-/// subscription ends.
+/// subscription ends. While held, the memory is freed at the release.
 void rdc__decoder_forget_world(rdc__decoder* d, uint64_t world);
 
-/// Forgets everything (a new connection). Keeps the scratch.
+/// Forgets everything (a new connection). Keeps the scratch. While held,
+/// the memory is freed at the release.
 void rdc__decoder_reset(rdc__decoder* d);
+
+/// The snapshot just decoded goes to the application: until
+/// rdc__decoder_release(), forgetting worlds (rdc_disconnect(),
+/// rdc_unsubscribe(), rdc_subscribe() called from on_snapshot) frees
+/// nothing the snapshot points to.
+void rdc__decoder_hold(rdc__decoder* d);
+
+/// Ends a hold: frees what was forgotten during it.
+void rdc__decoder_release(rdc__decoder* d);
 
 /// Frees the scratch and everything kept.
 void rdc__decoder_free(rdc__decoder* d);

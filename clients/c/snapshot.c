@@ -126,10 +126,16 @@ static rdc__world* world_find(rdc__decoder* d, uint64_t world) {
 }
 
 // The slot of a world, taken when it has none. NULL when every slot is in
-// use (more worlds than subscriptions: someone subscribed behind rdc's back).
+// use (more worlds than subscriptions: someone subscribed behind rdc's back)
+// and for world 0, which is no world (ids are 1-based) and marks free slots:
+// a frame for it would otherwise be decoded into a free slot and leave its
+// baselines and names to the next world that takes the slot.
 static rdc__world* world_get(rdc__decoder* d, uint64_t world) {
+    if (world == 0) {
+        return NULL;
+    }
     rdc__world* w = world_find(d, world);
-    if (w == NULL && world != 0 && (w = world_find(d, 0)) != NULL) {
+    if (w == NULL && (w = world_find(d, 0)) != NULL) {
         w->world = world;
     }
     return w;
@@ -149,20 +155,43 @@ void rdc__decoder_start_world(rdc__decoder* d, uint64_t world, uint64_t tick) {
     w->failed = 0;
 }
 
+// Forgets a world now, or at the release when a snapshot is out.
+static void world_forget(rdc__decoder* d, rdc__world* w) {
+    if (d->held) {
+        w->forget_owed = true;
+    } else {
+        world_clear(w);
+    }
+}
+
 void rdc__decoder_forget_world(rdc__decoder* d, uint64_t world) {
     rdc__world* w = world_find(d, world);
     if (w != NULL && world != 0) {
-        world_clear(w);
+        world_forget(d, w);
     }
 }
 
 void rdc__decoder_reset(rdc__decoder* d) {
     for (int i = 0; i < RDC__MAX_WORLDS; ++i) {
-        world_clear(&d->worlds[i]);
+        world_forget(d, &d->worlds[i]);
+    }
+}
+
+void rdc__decoder_hold(rdc__decoder* d) {
+    d->held = true;
+}
+
+void rdc__decoder_release(rdc__decoder* d) {
+    d->held = false;
+    for (int i = 0; i < RDC__MAX_WORLDS; ++i) {
+        if (d->worlds[i].forget_owed) {
+            world_clear(&d->worlds[i]);
+        }
     }
 }
 
 void rdc__decoder_free(rdc__decoder* d) {
+    d->held = false;
     rdc__decoder_reset(d);
     free(d->ents);
     free(d->floats);
@@ -276,6 +305,11 @@ static int decode_json(rdc__decoder* d, const cJSON* json, rdc_snapshot* out) {
                 }
                 fi += 7;
                 continue;
+            }
+            // The first pass made room for the bones of an array only, and
+            // cJSON_ArrayForEach would walk an object's members all the same.
+            if (!cJSON_IsArray(bones)) {
+                return RDC_E_PROTOCOL;
             }
             x->state = (rdc_char_state)rdp_state_code(
                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "state")));

@@ -265,6 +265,57 @@ static void test_ragdollctl_watch_prints_n_snapshots(void** state) {
     }
 }
 
+// Runs ragdollctl with its stdout a pipe whose reader has gone (as after
+// `| head`). Returns its exit status, or -1 when it was still running after
+// timeout_s seconds (then it is killed).
+static int ctl_reader_gone(fixture* f, const char* const* args, double timeout_s) {
+    char* argv[16];
+    int n = 0;
+    argv[n++] = (char*)env_or("RAGDOLLCTL", "build/clients/c/ragdollctl");
+    argv[n++] = "--url";
+    argv[n++] = f->url;
+    for (int i = 0; args[i] != NULL && n < 15; ++i) {
+        argv[n++] = (char*)args[i];
+    }
+    argv[n] = NULL;
+    int out[2];
+    assert_int_equal(pipe(out), 0);
+    close(out[0]); // the reader is gone before the first line
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        dup2(out[1], STDOUT_FILENO);
+        close(out[1]);
+        int devnull = open("/dev/null", O_RDWR);
+        dup2(devnull, STDIN_FILENO);
+        dup2(devnull, STDERR_FILENO);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(out[1]);
+    double deadline = now_s() + timeout_s;
+    int st;
+    while (waitpid(pid, &st, WNOHANG) == 0) {
+        if (now_s() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return -1;
+        }
+        usleep(20000);
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_ragdollctl_watch_ends_when_its_reader_goes(void** state) {
+    fixture* f = *state;
+    // Without --count or --seconds, only Ctrl-C or the reader's going ends
+    // it; quietly (exit 0), as `watch | head` wants.
+    assert_int_equal(ctl_reader_gone(f, (const char*[]){"watch", "1", "--rate", "20", NULL}, 10),
+                     0);
+    assert_int_equal(
+        ctl_reader_gone(f, (const char*[]){"record", "1", "-", "--rate", "20", NULL}, 10), 0);
+}
+
 typedef struct log_seen {
     int header, sends, replies, snapshots, errors;
     double last_t;
@@ -400,6 +451,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_ragdollctl_exit_codes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_watch_prints_n_snapshots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ragdollctl_watch_ends_when_its_reader_goes, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_record_then_replay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdoll_load_50_clients_for_5_seconds, setup,
                                         teardown),

@@ -364,6 +364,41 @@ static void test_rdc_asks_for_a_resync_once_per_gap(void** state) {
     rdc__decoder_free(&d);
 }
 
+static void test_rdc_refuses_binary_frames_of_world_0(void** state) {
+    (void)state;
+    // World ids start at 1 (a zeroed id is null); 0 also marks the
+    // decoder's free slots, so a frame for world 0 must not be decoded into
+    // one (its baselines and names would then pass to the next world
+    // subscribed to).
+    rdp_qsnap* q = rdp_qsnap_new();
+    assert_non_null(q);
+    q->world = 0;
+    q->tick = 7;
+    uint8_t buf[256];
+    size_t len = rdp_encode(q, NULL, buf, sizeof buf);
+    assert_true(len > 0);
+    rdp_qsnap_free(q);
+    uint64_t world = 99;
+    uint16_t tick16;
+    bool delta;
+    assert_true(rdc__binary_peek(buf, len, &world, &tick16, &delta));
+    assert_int_equal(world, 0); // the frame is well formed: only its world is wrong
+    rdc__decoder d;
+    memset(&d, 0, sizeof d);
+    rdc_snapshot s;
+    rdc__ack ack;
+    for (int decode = 0; decode < 2; ++decode) {
+        assert_int_equal(
+            rdc__decode_snapshot(&d, buf, len, true, decode != 0, true, NULL, &s, &ack),
+            RDC_E_PROTOCOL);
+        assert_false(ack.wanted);
+    }
+    for (int i = 0; i < RDC__MAX_WORLDS; ++i) {
+        assert_null(d.worlds[i].dec);
+    }
+    rdc__decoder_free(&d);
+}
+
 static void test_rdc_counts_frames_without_decoding_them(void** state) {
     (void)state;
     size_t len;
@@ -457,8 +492,13 @@ static void test_rdc_decodes_json_snapshots(void** state) {
     assert_true(ball->pose[1] == 1.2f && ball->pose[2] == -3.0f && ball->pose[6] == 1.0f);
     cJSON_Delete(json);
 
-    // Malformed: a particle with two coordinates, a pose without q, no tick.
+    // Malformed: a particle with two coordinates, a pose without q, no tick,
+    // a character whose bones are an object (its members are bones in all
+    // but name: they must not be written past the room made for an array).
     const char* bad[] = {
+        "{\"ev\":\"snapshot\",\"world\":3,\"tick\":1,\"entities\":[{\"entity\":1,\"kind\":"
+        "\"character\",\"bones\":{\"a\":{\"name\":\"a\",\"p\":[0,1,2],\"q\":[0,0,0,1]},"
+        "\"b\":{\"name\":\"b\",\"p\":[0,1,2],\"q\":[0,0,0,1]}}}]}",
         "{\"ev\":\"snapshot\",\"world\":3,\"tick\":1,\"entities\":[{\"entity\":1,\"kind\":"
         "\"rope\",\"particles\":[[0,1]]}]}",
         "{\"ev\":\"snapshot\",\"world\":3,\"tick\":1,\"entities\":[{\"entity\":1,\"kind\":"
@@ -494,7 +534,31 @@ typedef struct mask_server {
     rdc_client* c;
     bool connected, replied, closed;
     int reply_status;
+    /// Frames the server sends right after its 101 (hostile-server tests).
+    uint8_t greet[1024];
+    size_t greet_len;
+    int snapshots;   ///< Snapshots delivered to ms_snapshot.
+    double pose_sum; ///< What ms_snapshot read from them.
+    int disconnects; ///< RDC_DISCONNECTED reports.
 } mask_server;
+
+// Appends an unmasked server frame (FIN, opcode) to m->greet.
+static void ms_greet(mask_server* m, uint8_t opcode, const void* payload, size_t len) {
+    assert_true(len < 65536 && m->greet_len + 4 + len <= sizeof m->greet);
+    uint8_t* p = m->greet + m->greet_len;
+    p[0] = (uint8_t)(0x80 | opcode);
+    size_t head = 2;
+    if (len < 126) {
+        p[1] = (uint8_t)len;
+    } else {
+        p[1] = 126;
+        p[2] = (uint8_t)(len >> 8);
+        p[3] = (uint8_t)len;
+        head = 4;
+    }
+    memcpy(p + head, payload, len);
+    m->greet_len += head + len;
+}
 
 static void ms_on_write(uv_write_t* req, int status) {
     (void)status;
@@ -536,6 +600,9 @@ static void ms_consume(mask_server* m) {
                          "Sec-WebSocket-Protocol: ragdolld.v1\r\n\r\n",
                          accept);
         ms_write(m, resp, (size_t)n);
+        if (m->greet_len > 0) {
+            ms_write(m, m->greet, m->greet_len);
+        }
         size_t used = (size_t)(end + 4 - (char*)m->in);
         memmove(m->in, m->in + used, m->in_len - used);
         m->in_len -= used;
@@ -546,6 +613,7 @@ static void ms_consume(mask_server* m) {
     while (m->in_len >= 6) {
         size_t len = m->in[1] & 0x7f;
         assert_true(len < 126);
+        assert_true(len < sizeof m->payload[0]);
         if (m->in_len < 6 + len) {
             return;
         }
@@ -595,7 +663,9 @@ static void ms_accept(uv_stream_t* l, int status) {
 
 static void ms_state(rdc_client* c, const rdc_status* st, void* user) {
     (void)c;
-    ((mask_server*)user)->connected = st->state == RDC_CONNECTED;
+    mask_server* m = user;
+    m->connected = st->state == RDC_CONNECTED;
+    m->disconnects += st->state == RDC_DISCONNECTED;
 }
 
 static void ms_reply(rdc_client* c, const rdc_reply* r, void* arg) {
@@ -667,6 +737,116 @@ static void test_rdc_masks_every_frame_with_a_fresh_key(void** state) {
     free(m);
 }
 
+// Listens on 127.0.0.1:0 and opens a client on it (no reconnecting).
+static void ms_open(mask_server* m, rdc_snapshot_cb on_snapshot) {
+    assert_int_equal(uv_loop_init(&m->loop), 0);
+    uv_tcp_init(&m->loop, &m->listener);
+    m->listener.data = m;
+    struct sockaddr_in addr;
+    uv_ip4_addr("127.0.0.1", 0, &addr);
+    assert_int_equal(uv_tcp_bind(&m->listener, (const struct sockaddr*)&addr, 0), 0);
+    assert_int_equal(uv_listen((uv_stream_t*)&m->listener, 4, ms_accept), 0);
+    struct sockaddr_in bound;
+    int blen = sizeof bound;
+    uv_tcp_getsockname(&m->listener, (struct sockaddr*)&bound, &blen);
+    char url[64];
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d/ws", ntohs(bound.sin_port));
+    rdc_config cfg = rdc_config_default();
+    cfg.url = url;
+    cfg.reconnect = false;
+    cfg.user = m;
+    cfg.on_state = ms_state;
+    cfg.on_snapshot = on_snapshot;
+    assert_int_equal(rdc_open(&m->loop, &cfg, &m->c), 0);
+}
+
+// Runs the loop until *flag is set or 10 s have passed.
+static void ms_run_until(mask_server* m, const bool* flag) {
+    uint64_t deadline = uv_hrtime() + 10000000000ull;
+    while (!*flag && uv_hrtime() < deadline) {
+        uv_run(&m->loop, UV_RUN_ONCE);
+    }
+}
+
+// Closes the client and the server, and checks that no handle is left.
+static void ms_close(mask_server* m) {
+    rdc_close(m->c, ms_closed, m);
+    ms_run_until(m, &m->closed);
+    assert_true(m->closed);
+    if (m->conn_open) {
+        uv_close((uv_handle_t*)&m->conn, NULL);
+    }
+    uv_close((uv_handle_t*)&m->listener, NULL);
+    uv_run(&m->loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&m->loop), 0);
+}
+
+static void test_rdc_ignores_reply_ids_it_never_sent(void** state) {
+    (void)state;
+    mask_server* m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    m->all_masked = true;
+    // Ids no int64_t holds (converting them is undefined behaviour), ids
+    // below 1 and ids not handed out yet: none may match or crash.
+    const char* bad[] = {"{\"re\":1e300}", "{\"re\":-1e300}", "{\"re\":0}",
+                         "{\"re\":0.5}",   "{\"re\":1e19}",   "{\"re\":\"1\"}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        ms_greet(m, 0x1, bad[i], strlen(bad[i]));
+    }
+    ms_open(m, NULL);
+    ms_run_until(m, &m->connected);
+    assert_true(m->connected);
+    // The connection is still good: a command gets the server's reply.
+    assert_int_equal(rdc_sendf(m->c, ms_reply, m, "{\"op\":\"list_worlds\"}"), 0);
+    ms_run_until(m, &m->replied);
+    assert_true(m->replied);
+    assert_int_equal(m->reply_status, 0);
+    assert_int_equal(m->disconnects, 0);
+    ms_close(m);
+    free(m);
+}
+
+// Drops the connection from inside the callback, then reads the snapshot:
+// what it points to must stay valid until the callback returns.
+static void ms_snapshot_disconnect(rdc_client* c, const rdc_snapshot* s, void* user) {
+    mask_server* m = user;
+    m->snapshots++;
+    rdc_disconnect(c);
+    rdc_unsubscribe(c, s->world, NULL, NULL);
+    for (uint32_t i = 0; i < s->entity_count; ++i) {
+        const rdc_entity* e = &s->entities[i];
+        const float* f = e->xyz != NULL ? e->xyz : e->pose;
+        for (uint32_t k = 0; k < (e->xyz != NULL ? 3u : 7u) * e->count; ++k) {
+            m->pose_sum += (double)f[k];
+        }
+        for (uint32_t k = 0; e->bone_names != NULL && k < e->count; ++k) {
+            m->pose_sum += (double)strlen(e->bone_names[k]);
+        }
+    }
+}
+
+static void test_rdc_snapshot_outlives_a_disconnect_in_its_callback(void** state) {
+    (void)state;
+    mask_server* m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    m->all_masked = true;
+    size_t len;
+    uint8_t* frame = read_golden("frame0.bin", &len);
+    ms_greet(m, 0x2, frame, len);
+    ms_open(m, ms_snapshot_disconnect);
+    bool down = false;
+    uint64_t deadline = uv_hrtime() + 10000000000ull;
+    while (!down && uv_hrtime() < deadline) {
+        uv_run(&m->loop, UV_RUN_ONCE);
+        down = m->snapshots > 0 && m->disconnects > 0;
+    }
+    assert_int_equal(m->snapshots, 1);
+    assert_int_equal(m->disconnects, 1);
+    assert_true(isfinite(m->pose_sum) && m->pose_sum != 0);
+    ms_close(m);
+    free(m);
+}
+
 static void test_rdc_error_names(void** state) {
     (void)state;
     assert_string_equal(rdc_err_name(0), "OK");
@@ -687,10 +867,13 @@ int main(void) {
         cmocka_unit_test(test_rdc_handshake_response_is_checked),
         cmocka_unit_test(test_rdc_decodes_the_golden_binary_frames),
         cmocka_unit_test(test_rdc_asks_for_a_resync_once_per_gap),
+        cmocka_unit_test(test_rdc_refuses_binary_frames_of_world_0),
         cmocka_unit_test(test_rdc_counts_frames_without_decoding_them),
         cmocka_unit_test(test_rdc_keeps_metrics_events),
         cmocka_unit_test(test_rdc_decodes_json_snapshots),
         cmocka_unit_test(test_rdc_masks_every_frame_with_a_fresh_key),
+        cmocka_unit_test(test_rdc_ignores_reply_ids_it_never_sent),
+        cmocka_unit_test(test_rdc_snapshot_outlives_a_disconnect_in_its_callback),
         cmocka_unit_test(test_rdc_error_names),
     };
     return cmocka_run_group_tests_name("rdc", tests, NULL, NULL);

@@ -14,6 +14,7 @@
  */
 #include "ctl.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +109,18 @@ static void log_line(stream* s, const char* dir, const char* json, size_t len, b
 // Streams (watch, record)
 // ---------------------------------------------------------------------------
 
+// Ends the run once the reader of stdout is gone (watch | head): SIGPIPE is
+// ignored (ragdollctl.c), so every later write fails with EPIPE and the
+// stream would go on until Ctrl-C, writing to nobody. The caller clears
+// errno before its write: a write inside printf() that fails leaves the
+// stream's error flag and errno, and the failed bytes are dropped, so
+// fflush() alone can report success.
+static void end_if_reader_gone(ctl* x, FILE* f) {
+    if (f == stdout && (fflush(f) != 0 || ferror(f)) && errno == EPIPE) {
+        ctl_finish(x, CTL_OK);
+    }
+}
+
 static void on_snapshot(rdc_client* c, const rdc_snapshot* snap, void* user) {
     (void)c;
     ctl* x = user;
@@ -130,12 +143,13 @@ static void on_snapshot(rdc_client* c, const rdc_snapshot* snap, void* user) {
     }
     text = s->line.data != NULL ? s->line.data : "{}";
     len = s->line.data != NULL ? s->line.len : 2;
+    errno = 0;
     if (s->kind == S_WATCH) {
         printf("%.*s\n", (int)len, text);
-        fflush(stdout);
     } else {
         log_line(s, "recv", text, len, false);
     }
+    end_if_reader_gone(x, s->kind == S_WATCH ? stdout : s->out);
     s->snapshots++;
     if (x->count > 0 && s->snapshots >= x->count) {
         ctl_finish(x, CTL_OK);
@@ -149,11 +163,15 @@ static void on_event(rdc_client* c, const rdc_event* ev, void* user) {
     if (x->finished || s == NULL || s->kind == S_REPLAY || strcmp(ev->name, "welcome") == 0) {
         return;
     }
+    errno = 0;
     if (s->kind == S_WATCH) {
         printf("%.*s\n", (int)ev->len, ev->text);
-        fflush(stdout);
     } else {
         log_line(s, "recv", ev->text, ev->len, false);
+    }
+    end_if_reader_gone(x, s->kind == S_WATCH ? stdout : s->out);
+    if (x->finished) {
+        return;
     }
     if (strcmp(ev->name, "world_destroyed") == 0 && ev->world == s->world) {
         fprintf(stderr, "ragdollctl: world %llu was destroyed\n", (unsigned long long)s->world);
@@ -344,6 +362,12 @@ static void stream_start(ctl* x) {
 // Replay
 // ---------------------------------------------------------------------------
 
+// Whether v is a number that can be an id, [1, 2^53 - 1]: only such a
+// number converts to uint64_t safely (the log and the server are input).
+static bool is_id(const cJSON* v) {
+    return cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 9007199254740991.0;
+}
+
 static void on_replay_reply(rdc_client* c, const rdc_reply* r, void* arg) {
     (void)c;
     timed_cmd* tc = arg;
@@ -375,8 +399,8 @@ static void on_replay_reply(rdc_client* c, const rdc_reply* r, void* arg) {
             const cJSON* was = cJSON_GetObjectItemCaseSensitive(tc->old_reply, keys[k]);
             const cJSON* is = cJSON_GetObjectItemCaseSensitive(r->json, keys[k]);
             bool creates = k == 0 ? strcmp(op, "create_world") == 0 : strncmp(op, "spawn_", 6) == 0;
-            if (creates && cJSON_IsNumber(was) && cJSON_IsNumber(is) &&
-                was->valuedouble != is->valuedouble && s->nmap < 256) {
+            if (creates && is_id(was) && is_id(is) && was->valuedouble != is->valuedouble &&
+                s->nmap < 256) {
                 s->map_old[s->nmap] = (uint64_t)was->valuedouble;
                 s->map_new[s->nmap] = (uint64_t)is->valuedouble;
                 s->nmap++;
@@ -505,7 +529,7 @@ static int load_log(ctl* x, stream* s, const char* path) {
         rc = ctl_usage(x->cmd, "%s is not a ragdollctl record log", path);
     } else if (s->world != 0) {
         const cJSON* w = cJSON_GetObjectItemCaseSensitive(hdr, "world");
-        if (cJSON_IsNumber(w)) {
+        if (is_id(w)) {
             s->map_old[0] = (uint64_t)w->valuedouble;
             s->map_new[0] = s->world;
             s->nmap = 1;
@@ -530,14 +554,14 @@ static int load_log(ctl* x, stream* s, const char* path) {
         if (recv != NULL) {
             // A reply to a command of the log: keep it, to map the ids it names.
             const cJSON* re = cJSON_GetObjectItemCaseSensitive(recv, "re");
-            for (size_t i = 0; cJSON_IsNumber(re) && i < s->ncmds; ++i) {
+            for (size_t i = 0; is_id(re) && i < s->ncmds; ++i) {
                 if (s->cmds[i].old_id == (int64_t)re->valuedouble && s->cmds[i].old_reply == NULL) {
                     s->cmds[i].old_reply = cJSON_Duplicate(recv, true);
                 }
             }
         } else if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "auto"))) {
             const cJSON* id = cJSON_GetObjectItemCaseSensitive(send, "id");
-            int64_t old_id = cJSON_IsNumber(id) ? (int64_t)id->valuedouble : 0;
+            int64_t old_id = is_id(id) ? (int64_t)id->valuedouble : 0;
             cJSON* cmd = cJSON_DetachItemViaPointer(o, send);
             cJSON_DeleteItemFromObjectCaseSensitive(cmd, "id");
             if (!add_cmd(s, t->valuedouble, cmd)) {

@@ -125,10 +125,12 @@ typedef enum rdc_format {
     RDC_FORMAT_BINARY = 2,
 } rdc_format;
 
-/// The wire name of a kind ("rope", ..., "ball"), or "unknown".
+/// The wire name of a kind ("rope", ..., "ball"), or "unknown". Static
+/// storage.
 RDC_API const char* rdc_kind_name(rdc_kind kind);
 
 /// The wire name of a character state ("animated", ...), or "unknown".
+/// Static storage.
 RDC_API const char* rdc_char_state_name(rdc_char_state state);
 
 /// One entity of a snapshot, decoded. Particle kinds (rope, cloth, ragdoll)
@@ -191,11 +193,13 @@ typedef struct rdc_snapshot {
     const cJSON* json;
 } rdc_snapshot;
 
-/// The entity with this id in a snapshot, or NULL.
+/// The entity with this id in a snapshot (a pointer into s->entities,
+/// valid as long as the snapshot), or NULL when there is none or s is NULL.
 RDC_API const rdc_entity* rdc_snapshot_find(const rdc_snapshot* s, uint64_t id);
 
-/// The index of the bone named `name` in a character, or -1 when it has no
-/// such bone or its names are unknown (binary snapshots). Bone i's pose is
+/// The index of the bone named `name` (NUL-terminated, compared exactly)
+/// in a character, or -1 when it has no such bone, its names are unknown
+/// (binary snapshots) or e or name is NULL. Bone i's pose is
 /// e->pose + 7 * i.
 RDC_API int rdc_entity_bone(const rdc_entity* e, const char* name);
 
@@ -351,10 +355,11 @@ RDC_API void rdc_close(rdc_client* c, void (*done)(rdc_client* c, void* arg), vo
 /// tests and for applications that judge a connection stale.
 RDC_API void rdc_disconnect(rdc_client* c);
 
-/// Whether the handshake has succeeded and the connection is up.
+/// Whether the handshake has succeeded and the connection is up (false for
+/// NULL and once rdc_close() has been called).
 RDC_API bool rdc_is_connected(const rdc_client* c);
 
-/// The config's `user` pointer.
+/// The config's `user` pointer. c must not be NULL.
 RDC_API void* rdc_user(const rdc_client* c);
 
 /// Sends a command given as the text of a JSON object with a string "op"
@@ -363,8 +368,9 @@ RDC_API void* rdc_user(const rdc_client* c);
 /// stores it there. cb(c, reply, arg) is called exactly once, from the
 /// loop: with the reply, or with RDC_E_DISCONNECTED, RDC_E_TIMEOUT or
 /// RDC_E_CLOSED. cb may be NULL (the reply is then dropped).
-/// Returns 0, RDC_E_NOT_CONNECTED, RDC_E_BAD_COMMAND, RDC_E_QUEUE_FULL or
-/// UV_ENOMEM (and then cb is never called).
+/// Returns 0, RDC_E_NOT_CONNECTED, RDC_E_CLOSED (after rdc_close()),
+/// RDC_E_BAD_COMMAND, RDC_E_QUEUE_FULL or UV_ENOMEM (and then cb is never
+/// called).
 RDC_API int rdc_send_text(rdc_client* c, const char* json, size_t len, rdc_reply_cb cb, void* arg,
                           int64_t* id_out);
 
@@ -375,10 +381,13 @@ RDC_API int rdc_send(rdc_client* c, const cJSON* cmd, rdc_reply_cb cb, void* arg
 /// As rdc_send_text(), for a command formatted with printf rules, e.g.
 /// rdc_sendf(c, cb, NULL, "{\"op\":\"kill\",\"world\":%d,...}", 1). The
 /// numbers must print as JSON (finite; no locale with a decimal comma).
+/// The id_out of rdc_send_text() is not offered. Returns what
+/// rdc_send_text() returns, or RDC_E_BAD_COMMAND when the format fails.
 RDC_API int rdc_sendf(rdc_client* c, rdc_reply_cb cb, void* arg, const char* fmt, ...)
     RDC_PRINTF(4, 5);
 
-/// va_list form of rdc_sendf().
+/// va_list form of rdc_sendf(); ap is consumed as by vprintf() (va_end is
+/// the caller's).
 RDC_API int rdc_vsendf(rdc_client* c, rdc_reply_cb cb, void* arg, const char* fmt, va_list ap)
     RDC_PRINTF(4, 0);
 
@@ -396,7 +405,8 @@ RDC_API int rdc_vsendf(rdc_client* c, rdc_reply_cb cb, void* arg, const char* fm
 /// subscription (format, rate, callback). When not connected the
 /// subscription is remembered and sent once connected.
 /// Returns 0, RDC_E_TOO_MANY (beyond RDC_MAX_SUBSCRIPTIONS worlds),
-/// RDC_E_CONFIG for a format or rate out of range, or an error of
+/// RDC_E_CONFIG for a format or rate out of range or a world of 0 or above
+/// 2^53 - 1, RDC_E_CLOSED after rdc_close(), or an error of
 /// rdc_send_text(); then cb is never called and nothing is remembered.
 RDC_API int rdc_subscribe(rdc_client* c, uint64_t world, rdc_format format, uint32_t rate_hz,
                           rdc_reply_cb cb, void* arg);
@@ -404,7 +414,8 @@ RDC_API int rdc_subscribe(rdc_client* c, uint64_t world, rdc_format format, uint
 /// Forgets a subscription and, when connected, sends unsubscribe; cb (may
 /// be NULL) gets its reply. Returns 0; RDC_E_NOT_CONNECTED when not
 /// connected (the subscription is forgotten all the same and cb is not
-/// called); or an error of rdc_send_text().
+/// called); RDC_E_CLOSED after rdc_close() (nothing is changed); or an
+/// error of rdc_send_text().
 RDC_API int rdc_unsubscribe(rdc_client* c, uint64_t world, rdc_reply_cb cb, void* arg);
 
 /// Counters of one client since it was opened.
@@ -424,7 +435,8 @@ typedef struct rdc_stats {
     uint64_t disconnects;      ///< Established connections that were lost or dropped.
 } rdc_stats;
 
-/// Copies the client's counters into *out.
+/// Copies the client's counters into *out. Neither may be NULL; valid
+/// until the client is freed (also from rdc_close()'s done callback).
 RDC_API void rdc_get_stats(const rdc_client* c, rdc_stats* out);
 
 #ifdef __cplusplus

@@ -225,7 +225,10 @@ static void on_spawn_reply(rdc_client* c, const rdc_reply* rep, void* arg) {
     on_reply(c, rep, cl);
     const cJSON* entity =
         rep->json != NULL ? cJSON_GetObjectItemCaseSensitive(rep->json, "entity") : NULL;
-    if (rep->status == 0 && cJSON_IsNumber(entity)) {
+    // An id is in [1, 2^53 - 1] (PROTOCOL.md); converting a number outside
+    // uint64_t's range would be undefined, and the server is not trusted.
+    if (rep->status == 0 && cJSON_IsNumber(entity) && entity->valuedouble >= 1 &&
+        entity->valuedouble <= 9007199254740991.0) {
         if (cl->spawned_count < MAX_SPAWNED) {
             cl->spawned[cl->spawned_count] = (uint64_t)entity->valuedouble;
             cl->spawned_world[cl->spawned_count] = world;
