@@ -491,6 +491,52 @@ static int queue_text(rdc_client* c, const char* text, size_t len) {
 }
 
 // Sets obj's id, sends it and records the pending command. Takes obj.
+// Turns the integers of magnitude at most 2^53 under a container (object
+// or array) into raw items holding their exact decimal text. Returns false
+// when out of memory.
+static bool exact_integers(cJSON* container) {
+    cJSON* v;
+    cJSON_ArrayForEach(v, container) {
+        if (cJSON_IsObject(v) || cJSON_IsArray(v)) {
+            if (!exact_integers(v)) {
+                return false;
+            }
+            continue;
+        }
+        double d = v->valuedouble;
+        // Not an integer, or beyond where doubles hold every one (the range
+        // check comes first: it makes the conversion defined, and NaN fails it).
+        if (!cJSON_IsNumber(v) || !(d >= -9007199254740992.0 && d <= 9007199254740992.0) ||
+            d != (double)(long long)d) {
+            continue;
+        }
+        char digits[24];
+        int n = snprintf(digits, sizeof digits, "%lld", (long long)d);
+        char* raw = cJSON_malloc((size_t)n + 1);
+        if (raw == NULL) {
+            return false;
+        }
+        memcpy(raw, digits, (size_t)n + 1);
+        // The key's flag stays; the number becomes raw text.
+        v->type = cJSON_Raw | (v->type & cJSON_StringIsConst);
+        v->valuestring = raw;
+    }
+    return true;
+}
+
+char* rdc_json_print(const cJSON* o) {
+    if (o == NULL) {
+        return NULL;
+    }
+    if (!cJSON_IsObject(o) && !cJSON_IsArray(o)) {
+        return cJSON_PrintUnformatted(o);
+    }
+    cJSON* copy = cJSON_Duplicate(o, true);
+    char* text = copy != NULL && exact_integers(copy) ? cJSON_PrintUnformatted(copy) : NULL;
+    cJSON_Delete(copy);
+    return text;
+}
+
 static int send_object(rdc_client* c, cJSON* obj, rdc_reply_cb cb, void* arg, int sub,
                        int64_t* id_out) {
     int rc = 0;
@@ -507,7 +553,7 @@ static int send_object(rdc_client* c, cJSON* obj, rdc_reply_cb cb, void* arg, in
     int64_t id = c->next_id;
     cJSON_DeleteItemFromObjectCaseSensitive(obj, "id");
     if (cJSON_AddNumberToObject(obj, "id", (double)id) == NULL ||
-        (text = cJSON_PrintUnformatted(obj)) == NULL || (p = calloc(1, sizeof *p)) == NULL) {
+        (text = rdc_json_print(obj)) == NULL || (p = calloc(1, sizeof *p)) == NULL) {
         rc = UV_ENOMEM;
         goto out;
     }
@@ -664,6 +710,12 @@ static void handle_reply(rdc_client* c, const cJSON* root, const cJSON* re, cons
         r.message = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
         r.code = r.code != NULL ? r.code : "internal";
         r.message = r.message != NULL ? r.message : "";
+    } else if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "ok"))) {
+        // Neither "ok": true nor an error (PROTOCOL.md §2): the server
+        // answered, but not in the protocol; that is no success.
+        r.status = RDC_E_PROTOCOL;
+        r.code = "malformed_reply";
+        r.message = "the reply has neither \"ok\": true nor an \"error\"";
     }
     pending_finish(c, p, &r);
 }
@@ -745,7 +797,17 @@ static void handle_message(rdc_client* c, const uint8_t* data, size_t len, bool 
         deliver_snapshot(c, data, len, true, NULL);
         return;
     }
-    cJSON* root = cJSON_ParseWithLength((const char*)data, len);
+    const char* end = NULL;
+    cJSON* root = cJSON_ParseWithLengthOpts((const char*)data, len, &end, false);
+    // cJSON stops at the end of the first value: what follows it must be
+    // white space, or the message is not JSON.
+    while (root != NULL && end < (const char*)data + len) {
+        if (*end != ' ' && *end != '\t' && *end != '\r' && *end != '\n') {
+            cJSON_Delete(root);
+            root = NULL;
+        }
+        end++;
+    }
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return; // not ours to judge further: ignored

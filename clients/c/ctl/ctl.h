@@ -6,8 +6,9 @@
  *   commands.c    one subcommand per command of PROTOCOL.md §3
  *   record.c      watch, record, replay (streams and logs)
  *
- * Exit codes: CTL_OK, CTL_SERVER_ERROR (the server replied with an error),
- * CTL_USAGE, CTL_CONNECTION (cannot connect, or the connection was lost).
+ * Exit codes: CTL_OK, CTL_SERVER_ERROR (the server replied with an error,
+ * or with a malformed reply), CTL_USAGE, CTL_CONNECTION (cannot connect, or
+ * the connection was lost).
  */
 #pragma once
 
@@ -58,8 +59,10 @@ struct ctl {
     uint32_t timeout_ms; ///< Connect and reply timeout.
     const ctl_cmd* cmd;
     cJSON* request; ///< The command a simple subcommand sends (owned).
-    void (*print_ok)(ctl* x, const rdc_reply* r); ///< Human output of a success.
-    void* sub;                                    ///< The subcommand's own state.
+    /// Checks that a success reply has what the command needs (false: a
+    /// malformed reply) and prints it in human form unless --json.
+    bool (*print_ok)(ctl* x, const rdc_reply* r);
+    void* sub;            ///< The subcommand's own state.
     void (*stop)(ctl* x); ///< Closes the subcommand's handles (called by ctl_finish), or NULL.
     void (*sub_free)(void* sub);
     uv_signal_t sigint;
@@ -80,7 +83,9 @@ void ctl_send_request(ctl* x);
 /// Reply callback that prints and finishes, as ctl_send_request() does.
 void ctl_on_reply(rdc_client* c, const rdc_reply* r, void* arg);
 
-/// Prints the server's error reply to stderr ("error: CODE: MESSAGE").
+/// Prints the server's error reply to stderr ("error: CODE: MESSAGE"), or
+/// "ragdollctl: malformed reply: ..." for a reply that is neither ok nor an
+/// error (RDC_E_PROTOCOL).
 void ctl_print_error(const rdc_reply* r);
 
 /// Prints "ragdollctl SUB: MESSAGE" and the subcommand's synopsis to stderr.

@@ -36,7 +36,9 @@ static void usage_global(FILE* f) {
     }
     fprintf(f, "\n"
                "exit codes: 0 success, 1 the server replied with an error (its code and\n"
-               "message are printed), 2 usage error, 3 cannot connect or connection lost.\n");
+               "message are printed) or with a malformed reply (no \"ok\": true, or a field\n"
+               "the command needs missing), 2 usage error, 3 cannot connect, connection lost\n"
+               "or no reply in time.\n");
 }
 
 int ctl_usage(const ctl_cmd* cmd, const char* fmt, ...) {
@@ -79,13 +81,17 @@ void ctl_finish(ctl* x, int code) {
 }
 
 void ctl_print_error(const rdc_reply* r) {
-    fprintf(stderr, "error: %s: %s\n", r->code, r->message);
+    if (r->status == RDC_E_PROTOCOL) {
+        fprintf(stderr, "ragdollctl: malformed reply: %s\n", r->message);
+    } else {
+        fprintf(stderr, "error: %s: %s\n", r->code, r->message);
+    }
 }
 
 void ctl_on_reply(rdc_client* c, const rdc_reply* r, void* arg) {
     (void)c;
     ctl* x = arg;
-    if (r->status != 0 && r->status != RDC_E_SERVER) {
+    if (r->status != 0 && r->status != RDC_E_SERVER && r->status != RDC_E_PROTOCOL) {
         fprintf(stderr, "ragdollctl: no reply: %s\n", rdc_strerror(r->status));
         ctl_finish(x, CTL_CONNECTION);
         return;
@@ -93,17 +99,20 @@ void ctl_on_reply(rdc_client* c, const rdc_reply* r, void* arg) {
     if (x->json) {
         printf("%.*s\n", (int)r->len, r->text);
     }
-    if (r->status == RDC_E_SERVER) {
+    if (r->status != 0) {
         ctl_print_error(r);
         ctl_finish(x, CTL_SERVER_ERROR);
         return;
     }
-    if (!x->json) {
-        if (x->print_ok != NULL) {
-            x->print_ok(x, r);
-        } else {
-            printf("ok\n");
-        }
+    // With --json, print_ok only checks the reply.
+    if (x->print_ok != NULL && !x->print_ok(x, r)) {
+        fprintf(stderr, "ragdollctl: malformed reply: a field this command needs is missing or "
+                        "of the wrong type\n");
+        ctl_finish(x, CTL_SERVER_ERROR);
+        return;
+    }
+    if (!x->json && x->print_ok == NULL) {
+        printf("ok\n");
     }
     ctl_finish(x, CTL_OK);
 }

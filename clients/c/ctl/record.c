@@ -133,7 +133,7 @@ static void on_snapshot(rdc_client* c, const rdc_snapshot* snap, void* user) {
     s->line.len = 0;
     if (s->format == RDC_FORMAT_JSON && (s->raw || s->kind == S_RECORD)) {
         // As received: the server's own JSON (topology and metrics included).
-        char* printed = cJSON_PrintUnformatted(snap->json);
+        char* printed = rdc_json_print(snap->json);
         if (printed != NULL) {
             ctl_buf_append(&s->line, printed, strlen(printed));
             cJSON_free(printed);
@@ -278,7 +278,7 @@ static void send_due(stream* s) {
         if (s->kind == S_RECORD) {
             cJSON* logged = cJSON_Duplicate(tc->cmd, true);
             cJSON_AddNumberToObject(logged, "id", (double)id);
-            char* text = cJSON_PrintUnformatted(logged);
+            char* text = rdc_json_print(logged);
             if (text != NULL) {
                 log_line(s, "send", text, strlen(text), false);
             }
@@ -375,7 +375,7 @@ static void on_replay_reply(rdc_client* c, const rdc_reply* r, void* arg) {
     stream* s = x->sub;
     s->outstanding--;
     const char* op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tc->cmd, "op"));
-    if (r->status != 0 && r->status != RDC_E_SERVER) {
+    if (r->status != 0 && r->status != RDC_E_SERVER && r->status != RDC_E_PROTOCOL) {
         if (!x->finished) {
             fprintf(stderr, "ragdollctl: no reply to %s: %s\n", op, rdc_strerror(r->status));
             ctl_finish(x, CTL_CONNECTION);
@@ -389,7 +389,7 @@ static void on_replay_reply(rdc_client* c, const rdc_reply* r, void* arg) {
     } else {
         printf("%8.3f s  %-16s error %s: %s\n", now_s(s), op, r->code, r->message);
     }
-    if (r->status == RDC_E_SERVER) {
+    if (r->status != 0) {
         s->exit_code = CTL_SERVER_ERROR;
     } else if (tc->old_reply != NULL) {
         // What the log's command created has a new id now: use it in the

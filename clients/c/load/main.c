@@ -199,13 +199,13 @@ static void on_reply(rdc_client* c, const rdc_reply* rep, void* arg) {
     if (rep->status == RDC_E_CLOSED) {
         return; // the run is over; not the server's fault
     }
-    if (rep->status != 0 && rep->status != RDC_E_SERVER) {
+    if (rep->status != 0 && rep->status != RDC_E_SERVER && rep->status != RDC_E_PROTOCOL) {
         count_code(r, rep->code); // disconnected, timeout
         return;
     }
     r->replied++;
     load_hist_add(&r->latency, (uint64_t)(rep->rtt_ms * 1000.0 + 0.5));
-    if (rep->status == RDC_E_SERVER) {
+    if (rep->status != 0) { // the server's code, or malformed_reply
         count_code(r, rep->code);
     }
 }
