@@ -391,6 +391,56 @@ static void test_ragdollctl_record_then_replay(void** state) {
     rmdir(dir);
 }
 
+// Writes text to dir/name and returns the path (static storage, one per slot).
+static const char* write_file(const char* dir, const char* name, const char* text, int slot) {
+    static char paths[4][160];
+    snprintf(paths[slot], sizeof paths[slot], "%s/%s", dir, name);
+    FILE* fp = fopen(paths[slot], "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+    return paths[slot];
+}
+
+// Times far away (or beyond a year: refused) never make record outlive
+// --seconds or convert out of range (UBSan), and replay's speed is bounded.
+static void test_ragdollctl_far_times_are_bounded(void** state) {
+    fixture* f = *state;
+    char dir[] = "/tmp/rd_tools_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char log[128];
+    snprintf(log, sizeof log, "%s/run.jsonl", dir);
+    const char* far = write_file(dir, "far.jsonl", "{\"at\":1e300,\"op\":\"list_worlds\"}\n", 0);
+    assert_int_equal(
+        ctl(f, (const char*[]){"record", "1", log, "--commands", far, "--seconds", "1", NULL}), 2);
+    assert_non_null(strstr(f->r.err, "far.jsonl:1"));
+    // Due after the end: not sent, and the run ends at --seconds.
+    const char* later =
+        write_file(dir, "later.jsonl", "{\"at\":1000000,\"op\":\"list_worlds\"}\n", 1);
+    double t0 = now_s();
+    assert_int_equal(
+        ctl(f, (const char*[]){"record", "1", log, "--commands", later, "--seconds", "1", NULL}),
+        0);
+    assert_true(now_s() - t0 < 10);
+    const char* bad_t = write_file(dir, "bad_t.jsonl",
+                                   "{\"ragdollctl_log\":1,\"world\":1}\n"
+                                   "{\"t\":1e300,\"send\":{\"op\":\"list_worlds\",\"id\":1}}\n",
+                                   2);
+    assert_int_equal(ctl(f, (const char*[]){"replay", bad_t, NULL}), 2);
+    assert_non_null(strstr(f->r.err, "bad_t.jsonl:2"));
+    const char* ok_t = write_file(dir, "ok_t.jsonl",
+                                  "{\"ragdollctl_log\":1,\"world\":1}\n"
+                                  "{\"t\":0.1,\"send\":{\"op\":\"list_worlds\",\"id\":1}}\n",
+                                  3);
+    assert_int_equal(ctl(f, (const char*[]){"replay", ok_t, "--speed", "1e-300", NULL}), 2);
+    assert_int_equal(ctl(f, (const char*[]){"replay", ok_t, "--speed", "1000", NULL}), 0);
+    for (int i = 0; i < 4; ++i) {
+        unlink((const char*[]){far, later, bad_t, ok_t}[i]);
+    }
+    unlink(log);
+    rmdir(dir);
+}
+
 // ---------------------------------------------------------------------------
 // ragdoll-load
 // ---------------------------------------------------------------------------
@@ -454,6 +504,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_ragdollctl_watch_ends_when_its_reader_goes, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_record_then_replay, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ragdollctl_far_times_are_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdoll_load_50_clients_for_5_seconds, setup,
                                         teardown),
     };

@@ -52,6 +52,13 @@ bool ctl_parse_double(const char* s, double* out) {
     return true;
 }
 
+uint64_t ctl_seconds_to_ms(double s) {
+    if (!(s > 0)) {
+        return 0;
+    }
+    return (uint64_t)((s < CTL_MAX_SECONDS ? s : CTL_MAX_SECONDS) * 1000 + 0.5);
+}
+
 bool ctl_parse_vec3(const char* s, double out[3]) {
     char buf[256];
     if (s == NULL || strlen(s) >= sizeof buf) {
@@ -272,7 +279,7 @@ static bool add_arg(cJSON* o, const arg_spec* a, const char* v, ctl* x) {
         return true;
     }
     case A_SECONDS:
-        if (!ctl_parse_double(v, &x->seconds) || x->seconds < 0) {
+        if (!ctl_parse_double(v, &x->seconds) || x->seconds < 0 || x->seconds > CTL_MAX_SECONDS) {
             return false;
         }
         return true;
@@ -779,7 +786,7 @@ static void on_drag_reply(rdc_client* c, const rdc_reply* r, void* arg) {
     fflush(stdout);
     drag_state* d = x->sub;
     if (x->seconds > 0) {
-        uv_timer_start(&d->timer, on_drag_timer, (uint64_t)(x->seconds * 1000), 0);
+        uv_timer_start(&d->timer, on_drag_timer, ctl_seconds_to_ms(x->seconds), 0);
     }
 }
 

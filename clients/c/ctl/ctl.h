@@ -117,6 +117,14 @@ bool ctl_parse_uint(const char* s, uint64_t lo, uint64_t hi, uint64_t* out);
 /// A finite number.
 bool ctl_parse_double(const char* s, double* out);
 
+/// Longest time ragdollctl takes in seconds (--seconds, a command's "at", a
+/// log's "t"): a year. A longer one is a usage error.
+#define CTL_MAX_SECONDS (365.0 * 86400)
+
+/// Seconds as timer milliseconds, rounded, clamped to [0, CTL_MAX_SECONDS]
+/// (NaN: 0): converting a double beyond uint64_t's range is undefined.
+uint64_t ctl_seconds_to_ms(double s);
+
 /// "X,Y,Z": three finite numbers.
 bool ctl_parse_vec3(const char* s, double out[3]);
 

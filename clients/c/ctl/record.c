@@ -201,9 +201,13 @@ static void schedule_next(stream* s) {
     if (s->next >= s->ncmds || s->x->finished) {
         return;
     }
-    double wait = s->cmds[s->next].at / s->speed - now_s(s);
-    uint64_t ms = wait > 0 ? (uint64_t)(wait * 1000 + 0.5) : 0;
-    uv_timer_start(&s->cmd_timer, on_cmd_timer, ms, 0);
+    double due = s->cmds[s->next].at / s->speed;
+    if (s->x->seconds > 0 && due >= s->x->seconds) {
+        return; // after the end: the stop timer comes first
+    }
+    // Clamped (a year at most): a long wait just re-arms when it ends, as
+    // send_due() finds nothing due yet.
+    uv_timer_start(&s->cmd_timer, on_cmd_timer, ctl_seconds_to_ms(due - now_s(s)), 0);
 }
 
 static void on_record_reply(rdc_client* c, const rdc_reply* r, void* arg) {
@@ -300,7 +304,7 @@ static void stream_begin(stream* s) {
     s->started = true;
     s->t0_ns = uv_hrtime();
     if (x->seconds > 0) {
-        uv_timer_start(&s->stop_timer, on_stop_timer, (uint64_t)(x->seconds * 1000 + 0.5), 0);
+        uv_timer_start(&s->stop_timer, on_stop_timer, ctl_seconds_to_ms(x->seconds), 0);
     }
     if (s->ncmds > 0) {
         schedule_next(s);
@@ -493,11 +497,12 @@ static int load_commands(ctl* x, stream* s, const char* path) {
         cJSON* o = cJSON_Parse(line);
         const cJSON* t = cJSON_GetObjectItemCaseSensitive(o, "at");
         if (!cJSON_IsObject(o) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "op")) ||
-            (t != NULL && (!cJSON_IsNumber(t) || t->valuedouble < at))) {
+            (t != NULL &&
+             (!cJSON_IsNumber(t) || t->valuedouble < at || t->valuedouble > CTL_MAX_SECONDS))) {
             cJSON_Delete(o);
             rc = ctl_usage(x->cmd,
                            "%s:%zu: not a command (a JSON object with \"op\", and \"at\" seconds "
-                           "not before the line above's)",
+                           "not before the line above's, at most a year)",
                            path, lineno);
             break;
         }
@@ -546,7 +551,8 @@ static int load_log(ctl* x, stream* s, const char* path) {
         const cJSON* t = cJSON_GetObjectItemCaseSensitive(o, "t");
         cJSON* send = cJSON_GetObjectItemCaseSensitive(o, "send");
         const cJSON* recv = cJSON_GetObjectItemCaseSensitive(o, "recv");
-        if (!cJSON_IsNumber(t) || (send == NULL && recv == NULL)) {
+        if (!cJSON_IsNumber(t) || !(t->valuedouble >= 0 && t->valuedouble <= CTL_MAX_SECONDS) ||
+            (send == NULL && recv == NULL)) {
             cJSON_Delete(o);
             rc = ctl_usage(x->cmd, "%s:%zu: not a log line", path, lineno);
             break;
@@ -621,7 +627,8 @@ static int parse_stream(ctl* x, int argc, char** argv, stream_kind kind) {
             ok = streams && ctl_parse_uint(optarg, 1, UINT64_MAX, &x->count);
             break;
         case 's':
-            ok = streams && ctl_parse_double(optarg, &x->seconds) && x->seconds > 0;
+            ok = streams && ctl_parse_double(optarg, &x->seconds) && x->seconds > 0 &&
+                 x->seconds <= CTL_MAX_SECONDS;
             break;
         case 'R':
             ok = kind == S_WATCH;
@@ -635,7 +642,8 @@ static int parse_stream(ctl* x, int argc, char** argv, stream_kind kind) {
             ok = kind == S_REPLAY && ctl_parse_id(optarg, &s->world) && s->world > 0;
             break;
         case 'S':
-            ok = kind == S_REPLAY && ctl_parse_double(optarg, &s->speed) && s->speed > 0;
+            ok = kind == S_REPLAY && ctl_parse_double(optarg, &s->speed) && s->speed >= 1e-3 &&
+                 s->speed <= 1e6;
             break;
         case 'h':
             ctl_help(cmd);
@@ -731,7 +739,8 @@ const ctl_cmd ctl_cmd_record = {
             "`ragdollctl replay` sends the log's commands again.\n\n"
             "  --commands FILE  commands to send while recording: one JSON object per line,\n"
             "                   with \"at\": seconds after the start (default: the line\n"
-            "                   above's); - reads them from stdin. \"$entity\" and\n"
+            "                   above's; at most a year; a command due after --seconds is\n"
+            "                   not sent); - reads them from stdin. \"$entity\" and\n"
             "                   \"$world\" stand for the ids the latest reply that named\n"
             "                   one returned (a spawn's entity, a create_world's world)\n"
             "  --format F       json (default) or binary\n"
@@ -749,7 +758,7 @@ const ctl_cmd ctl_cmd_replay = {
             "created worlds) are replaced by the ones the replay creates. Exits 1 if any\n"
             "command failed.\n\n"
             "  --world W   send to world W instead of the recorded one\n"
-            "  --speed X   play X times as fast (1)\n",
+            "  --speed X   play X times as fast (1; 0.001 to 1000000)\n",
     .parse = parse_replay,
     .start = stream_start,
 };
