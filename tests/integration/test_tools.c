@@ -1,7 +1,7 @@
 /*
  * test_tools.c: the command-line programs built on rdc, run as processes
  * against a real ragdolld (server_proc.c): ragdollctl's exit codes (0 ok,
- * 1 an error reply, 2 usage, 3 no connection), `watch` for N snapshots,
+ * 1 an error reply, 2 usage, 3 no connection, 4 a log it cannot write), `watch` for N snapshots,
  * `record` then `replay`, and a short ragdoll-load run (50 clients for
  * 5 s against the demo world) whose JSON report must show no connection
  * failures, no command errors and at least half the nominal snapshot rate.
@@ -391,6 +391,17 @@ static void test_ragdollctl_record_then_replay(void** state) {
     rmdir(dir);
 }
 
+// A log that cannot be written is an error (exit 4), not a silent success.
+static void test_ragdollctl_record_reports_write_errors(void** state) {
+    fixture* f = *state;
+    if (access("/dev/full", W_OK) != 0) {
+        skip();
+    }
+    assert_int_equal(ctl(f, (const char*[]){"record", "1", "/dev/full", "--seconds", "1", NULL}),
+                     4);
+    assert_non_null(strstr(f->r.err, "writing /dev/full failed"));
+}
+
 // Writes text to dir/name and returns the path (static storage, one per slot).
 static const char* write_file(const char* dir, const char* name, const char* text, int slot) {
     static char paths[4][160];
@@ -505,6 +516,8 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_record_then_replay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_far_times_are_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ragdollctl_record_reports_write_errors, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_ragdoll_load_50_clients_for_5_seconds, setup,
                                         teardown),
     };

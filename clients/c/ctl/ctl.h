@@ -8,7 +8,7 @@
  *
  * Exit codes: CTL_OK, CTL_SERVER_ERROR (the server replied with an error,
  * or with a malformed reply), CTL_USAGE, CTL_CONNECTION (cannot connect, or
- * the connection was lost).
+ * the connection was lost), CTL_OUTPUT (writing stdout or the log failed).
  */
 #pragma once
 
@@ -25,6 +25,7 @@ enum ctl_exit {
     CTL_SERVER_ERROR = 1,
     CTL_USAGE = 2,
     CTL_CONNECTION = 3,
+    CTL_OUTPUT = 4, ///< Writing stdout (but for EPIPE) or record's log failed.
 };
 
 /// The run of one ragdollctl command (below).
@@ -69,7 +70,17 @@ struct ctl {
     bool signal_open;
     bool finished;
     int exit_code;
+    bool reader_gone; ///< A write to stdout failed with EPIPE (| head): not an error.
 };
+
+/// Checks the writes so far to f (stdout, or record's log at path): after
+/// a failure (fflush() or the error flag), EPIPE on stdout ends the run
+/// with CTL_OK, any other error is printed and makes the exit code
+/// CTL_OUTPUT (ending the run if it is still going). Returns whether the
+/// writes went well. The caller clears errno before the writes it checks:
+/// a failed write leaves the error flag and errno, while a later fflush()
+/// may report success.
+bool ctl_check_output(ctl* x, FILE* f, const char* path);
 
 /// Ends the run with `code` (the first call wins): closes the client; the
 /// loop then runs out.

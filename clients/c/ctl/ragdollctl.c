@@ -6,6 +6,7 @@
  */
 #include "ctl.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
@@ -38,7 +39,8 @@ static void usage_global(FILE* f) {
                "exit codes: 0 success, 1 the server replied with an error (its code and\n"
                "message are printed) or with a malformed reply (no \"ok\": true, or a field\n"
                "the command needs missing), 2 usage error, 3 cannot connect, connection lost\n"
-               "or no reply in time.\n");
+               "or no reply in time, 4 writing stdout or record's log failed (a reader of\n"
+               "stdout that goes away, as in | head, is not a failure).\n");
 }
 
 int ctl_usage(const ctl_cmd* cmd, const char* fmt, ...) {
@@ -78,6 +80,29 @@ void ctl_finish(ctl* x, int code) {
         x->signal_open = false;
         uv_close((uv_handle_t*)&x->sigint, on_signal_closed);
     }
+}
+
+bool ctl_check_output(ctl* x, FILE* f, const char* path) {
+    if (fflush(f) == 0 && !ferror(f)) {
+        return true;
+    }
+    int err = errno;
+    if (f == stdout && (err == EPIPE || x->reader_gone)) {
+        x->reader_gone = true;
+        ctl_finish(x, CTL_OK);
+        return false;
+    }
+    if (x->exit_code != CTL_OUTPUT) {
+        fprintf(stderr, "ragdollctl: writing %s failed: %s\n", f == stdout ? "stdout" : path,
+                err != 0 ? strerror(err) : "an I/O error");
+    }
+    ctl_finish(x, CTL_OUTPUT);
+    // Also when the run has ended with another code already: the output
+    // is incomplete.
+    if (x->exit_code == CTL_OK) {
+        x->exit_code = CTL_OUTPUT;
+    }
+    return false;
 }
 
 void ctl_print_error(const rdc_reply* r) {
@@ -273,6 +298,7 @@ int main(int argc, char** argv) {
     if (uv_loop_close(x.loop) != 0) {
         fprintf(stderr, "ragdollctl: internal error: handles left open\n");
     }
-    fflush(stdout);
+    errno = 0;
+    ctl_check_output(&x, stdout, NULL);
     return x.exit_code;
 }

@@ -67,8 +67,12 @@ static void stream_free(void* p) {
         return;
     }
     if (s->out != NULL && s->out != stdout) {
-        if (fclose(s->out) != 0) {
-            fprintf(stderr, "ragdollctl: writing %s failed\n", s->path);
+        // The last buffered lines are written here: a failure still counts.
+        errno = 0;
+        if (fclose(s->out) != 0 && s->x->exit_code != CTL_OUTPUT) {
+            fprintf(stderr, "ragdollctl: writing %s failed: %s\n", s->path,
+                    errno != 0 ? strerror(errno) : "an I/O error");
+            s->x->exit_code = CTL_OUTPUT;
         }
     }
     for (size_t i = 0; i < s->ncmds; ++i) {
@@ -92,7 +96,8 @@ static void stream_stop(ctl* x) {
         uv_close((uv_handle_t*)&s->cmd_timer, on_timer_closed);
     }
     if (s->out != NULL) {
-        fflush(s->out);
+        errno = 0;
+        ctl_check_output(x, s->out, s->path);
     }
 }
 
@@ -111,13 +116,14 @@ static void log_line(stream* s, const char* dir, const char* json, size_t len, b
 
 // Ends the run once the reader of stdout is gone (watch | head): SIGPIPE is
 // ignored (ragdollctl.c), so every later write fails with EPIPE and the
-// stream would go on until Ctrl-C, writing to nobody. The caller clears
-// errno before its write: a write inside printf() that fails leaves the
-// stream's error flag and errno, and the failed bytes are dropped, so
-// fflush() alone can report success.
-static void end_if_reader_gone(ctl* x, FILE* f) {
-    if (f == stdout && (fflush(f) != 0 || ferror(f)) && errno == EPIPE) {
-        ctl_finish(x, CTL_OK);
+// stream would go on until Ctrl-C, writing to nobody. Any other write error
+// (stdout or the log: a full disk, /dev/full) ends it with CTL_OUTPUT. The
+// log is not flushed per line: its buffered writes set the error flag when
+// they fail.
+static void check_written(ctl* x, stream* s) {
+    FILE* f = s->kind == S_WATCH ? stdout : s->out;
+    if (f == stdout || ferror(f)) {
+        ctl_check_output(x, f, s->path);
     }
 }
 
@@ -149,7 +155,7 @@ static void on_snapshot(rdc_client* c, const rdc_snapshot* snap, void* user) {
     } else {
         log_line(s, "recv", text, len, false);
     }
-    end_if_reader_gone(x, s->kind == S_WATCH ? stdout : s->out);
+    check_written(x, s);
     s->snapshots++;
     if (x->count > 0 && s->snapshots >= x->count) {
         ctl_finish(x, CTL_OK);
@@ -169,7 +175,7 @@ static void on_event(rdc_client* c, const rdc_event* ev, void* user) {
     } else {
         log_line(s, "recv", ev->text, ev->len, false);
     }
-    end_if_reader_gone(x, s->kind == S_WATCH ? stdout : s->out);
+    check_written(x, s);
     if (x->finished) {
         return;
     }
