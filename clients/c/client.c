@@ -59,6 +59,9 @@ typedef struct rdc__conn {
     uint8_t* out; ///< Bytes wslay produced, not yet handed to uv_write.
     size_t out_len, out_cap;
     bool in_recv; ///< Inside wslay_event_recv(): flush when it returns.
+    /// The reason of the server's close frame (RFC 6455 §5.5.1: at most 123
+    /// bytes), control characters replaced by '?'; "" when none.
+    char close_reason[124];
 } rdc__conn;
 
 typedef struct rdc__pending {
@@ -908,6 +911,15 @@ static void ws_msg_cb(wslay_event_context_ptr ctx, const struct wslay_event_on_m
     }
     if (arg->opcode == WSLAY_TEXT_FRAME || arg->opcode == WSLAY_BINARY_FRAME) {
         handle_message(c, arg->msg, arg->msg_length, arg->opcode == WSLAY_BINARY_FRAME);
+    } else if (arg->opcode == WSLAY_CONNECTION_CLOSE && arg->msg_length > 2) {
+        // The payload is the status code (2 bytes), then the reason.
+        size_t n = arg->msg_length - 2;
+        n = n < sizeof k->close_reason - 1 ? n : sizeof k->close_reason - 1;
+        for (size_t i = 0; i < n; ++i) {
+            uint8_t b = arg->msg[2 + i];
+            k->close_reason[i] = b < 0x20 || b == 0x7f ? '?' : (char)b;
+        }
+        k->close_reason[n] = '\0';
     }
 }
 
@@ -1229,6 +1241,7 @@ static void client_opened(rdc_client* c) {
         rdc_status st;
         memset(&st, 0, sizeof st);
         st.state = RDC_CONNECTED;
+        st.close_reason = "";
         c->cfg.on_state(c, &st, c->cfg.user);
     }
 }
@@ -1254,6 +1267,7 @@ static void client_conn_lost(rdc_client* c, rdc__conn* k, int err, uint16_t clos
     st.error = err;
     st.was_connected = was_connected;
     st.close_code = close_code;
+    st.close_reason = k != NULL && close_code != 0 ? k->close_reason : "";
     st.http_status = k != NULL && err == RDC_E_HANDSHAKE ? k->hs.status : 0;
     st.failures = c->failures;
     if (c->cfg.reconnect) {

@@ -391,6 +391,19 @@ static void test_ragdollctl_record_then_replay(void** state) {
     rmdir(dir);
 }
 
+// What the server would refuse by closing the connection (a message over
+// 64 KiB: 1009; not UTF-8: 1007) is a usage error, found before sending.
+static void test_ragdollctl_refuses_arguments_the_server_would_close_on(void** state) {
+    fixture* f = *state;
+    static char big[100001];
+    memset(big, 'a', sizeof big - 1);
+    assert_int_equal(ctl(f, (const char*[]){"create", big, NULL}), 2);
+    assert_non_null(strstr(f->r.err, "at most 65536"));
+    assert_int_equal(ctl(f, (const char*[]){"create", "a\xff", NULL}), 2);
+    assert_non_null(strstr(f->r.err, "UTF-8"));
+    assert_int_equal(ctl(f, (const char*[]){"create", "caf\xc3\xa9", NULL}), 0);
+}
+
 // A log that cannot be written is an error (exit 4), not a silent success.
 static void test_ragdollctl_record_reports_write_errors(void** state) {
     fixture* f = *state;
@@ -516,6 +529,8 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_record_then_replay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_far_times_are_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ragdollctl_refuses_arguments_the_server_would_close_on,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_record_reports_write_errors, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_ragdoll_load_50_clients_for_5_seconds, setup,

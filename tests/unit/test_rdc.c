@@ -537,10 +537,12 @@ typedef struct mask_server {
     /// Frames the server sends right after its 101 (hostile-server tests).
     uint8_t greet[1024];
     size_t greet_len;
-    int snapshots;     ///< Snapshots delivered to ms_snapshot.
-    double pose_sum;   ///< What ms_snapshot read from them.
-    int disconnects;   ///< RDC_DISCONNECTED reports.
-    const char* reply; ///< The reply to the first command (NULL: {"re":1,"ok":true}).
+    int snapshots;          ///< Snapshots delivered to ms_snapshot.
+    double pose_sum;        ///< What ms_snapshot read from them.
+    int disconnects;        ///< RDC_DISCONNECTED reports.
+    const char* reply;      ///< The reply to the first command (NULL: {"re":1,"ok":true}).
+    uint16_t close_code;    ///< Of the last RDC_DISCONNECTED.
+    char close_reason[128]; ///< Of the last RDC_DISCONNECTED.
 } mask_server;
 
 // Appends an unmasked server frame (FIN, opcode) to m->greet.
@@ -669,6 +671,10 @@ static void ms_state(rdc_client* c, const rdc_status* st, void* user) {
     mask_server* m = user;
     m->connected = st->state == RDC_CONNECTED;
     m->disconnects += st->state == RDC_DISCONNECTED;
+    if (st->state == RDC_DISCONNECTED) {
+        m->close_code = st->close_code;
+        snprintf(m->close_reason, sizeof m->close_reason, "%s", st->close_reason);
+    }
 }
 
 static void ms_reply(rdc_client* c, const rdc_reply* r, void* arg) {
@@ -927,6 +933,28 @@ static void test_rdc_ignores_a_reply_with_trailing_garbage(void** state) {
     free(m);
 }
 
+static void test_rdc_reports_the_close_code_and_reason(void** state) {
+    (void)state;
+    mask_server* m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    m->all_masked = true;
+    // 1009 (message too big), with a reason holding a control character.
+    const uint8_t close[] = {0x03, 0xf1, 't', 'o', 'o', '\n', 'b', 'i', 'g'};
+    ms_greet(m, 0x8, close, sizeof close);
+    ms_open(m, NULL);
+    bool down = false;
+    uint64_t deadline = uv_hrtime() + 10000000000ull;
+    while (!down && uv_hrtime() < deadline) {
+        uv_run(&m->loop, UV_RUN_ONCE);
+        down = m->disconnects > 0;
+    }
+    assert_int_equal(m->disconnects, 1);
+    assert_int_equal(m->close_code, 1009);
+    assert_string_equal(m->close_reason, "too?big");
+    ms_close(m);
+    free(m);
+}
+
 static void test_rdc_error_names(void** state) {
     (void)state;
     assert_string_equal(rdc_err_name(0), "OK");
@@ -958,6 +986,7 @@ int main(void) {
         cmocka_unit_test(test_rdc_sends_ids_up_to_2_53_exactly),
         cmocka_unit_test(test_rdc_a_reply_without_ok_is_malformed),
         cmocka_unit_test(test_rdc_ignores_a_reply_with_trailing_garbage),
+        cmocka_unit_test(test_rdc_reports_the_close_code_and_reason),
         cmocka_unit_test(test_rdc_error_names),
     };
     return cmocka_run_group_tests_name("rdc", tests, NULL, NULL);

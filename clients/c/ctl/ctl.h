@@ -106,6 +106,20 @@ int ctl_usage(const ctl_cmd* cmd, const char* fmt, ...) __attribute__((format(pr
 /// Prints the subcommand's --help to stdout.
 void ctl_help(const ctl_cmd* cmd);
 
+/// The largest message the server takes (PROTOCOL.md: 64 KiB; more is
+/// close 1009), and room kept in it for the "id" rdc adds.
+#define CTL_MAX_MESSAGE_BYTES 65536
+#define CTL_ID_RESERVE        32
+
+/// Whether len bytes of text are valid UTF-8 (a text frame that is not
+/// gets close 1007).
+bool ctl_utf8_valid(const char* text, size_t len);
+
+/// Checks, before anything is sent, that a command fits one message with
+/// its id and is valid UTF-8 as sent: 0, or CTL_USAGE with the reason in
+/// why.
+int ctl_check_command(const cJSON* cmd, char* why, size_t why_len);
+
 /// Sets the snapshot and event callbacks of the client (record.c): watch
 /// and record get their streams through them.
 void ctl_stream_config(ctl* x, rdc_config* cfg);

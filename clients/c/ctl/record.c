@@ -386,7 +386,7 @@ static void on_replay_reply(rdc_client* c, const rdc_reply* r, void* arg) {
     s->outstanding--;
     const char* op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tc->cmd, "op"));
     if (r->status != 0 && r->status != RDC_E_SERVER && r->status != RDC_E_PROTOCOL) {
-        if (!x->finished) {
+        if (!x->finished && r->status != RDC_E_DISCONNECTED) { // on_state reports a loss
             fprintf(stderr, "ragdollctl: no reply to %s: %s\n", op, rdc_strerror(r->status));
             ctl_finish(x, CTL_CONNECTION);
         }
@@ -517,6 +517,12 @@ static int load_commands(ctl* x, stream* s, const char* path) {
         }
         cJSON_DeleteItemFromObjectCaseSensitive(o, "at");
         cJSON_DeleteItemFromObjectCaseSensitive(o, "id");
+        char why[160];
+        if (ctl_check_command(o, why, sizeof why) != 0) {
+            cJSON_Delete(o);
+            rc = ctl_usage(x->cmd, "%s:%zu: %s", path, lineno, why);
+            break;
+        }
         if (!add_cmd(s, at, o)) {
             cJSON_Delete(o);
             rc = CTL_USAGE;
@@ -576,6 +582,13 @@ static int load_log(ctl* x, stream* s, const char* path) {
             int64_t old_id = is_id(id) ? (int64_t)id->valuedouble : 0;
             cJSON* cmd = cJSON_DetachItemViaPointer(o, send);
             cJSON_DeleteItemFromObjectCaseSensitive(cmd, "id");
+            char why[160] = "\"send\" is not a command";
+            if (!cJSON_IsObject(cmd) || ctl_check_command(cmd, why, sizeof why) != 0) {
+                cJSON_Delete(cmd);
+                cJSON_Delete(o);
+                rc = ctl_usage(x->cmd, "%s:%zu: %s", path, lineno, why);
+                break;
+            }
             if (!add_cmd(s, t->valuedouble, cmd)) {
                 cJSON_Delete(cmd);
                 rc = CTL_USAGE;

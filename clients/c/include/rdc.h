@@ -276,7 +276,10 @@ typedef struct rdc_status {
     int error;
     bool was_connected;  ///< RDC_DISCONNECTED: whether the handshake had succeeded.
     uint16_t close_code; ///< The server's WebSocket close code (1001 on shutdown), or 0.
-    int http_status;     ///< RDC_E_HANDSHAKE: the server's HTTP status (e.g. 503), else 0.
+    /// The reason text of the server's close frame (control characters as
+    /// '?'), or "" (never NULL); valid during the callback only.
+    const char* close_reason;
+    int http_status; ///< RDC_E_HANDSHAKE: the server's HTTP status (e.g. 503), else 0.
     /// RDC_DISCONNECTED: milliseconds until the next attempt, or 0 when there
     /// will be none (reconnect is off or the client is closing).
     uint32_t retry_ms;
