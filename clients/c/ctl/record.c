@@ -28,6 +28,11 @@ typedef struct timed_cmd {
     cJSON* cmd;       ///< Without "id" (and "at").
     int64_t old_id;   ///< Replay: the id it had in the log (0: none).
     cJSON* old_reply; ///< Replay: its reply in the log, or NULL (owned).
+    /// Replay: the index + 1 of the earlier command whose reply created an
+    /// id this one uses (0: none). It is sent only once that reply is in,
+    /// whatever the speed, so that it gets the id created now.
+    size_t after;
+    bool replied; ///< Replay: its reply (or failure) has come.
 } timed_cmd;
 
 typedef struct stream {
@@ -269,6 +274,10 @@ static void remap(stream* s, cJSON* cmd) {
 static void send_due(stream* s) {
     ctl* x = s->x;
     while (s->next < s->ncmds && !x->finished && s->cmds[s->next].at / s->speed <= now_s(s)) {
+        size_t after = s->cmds[s->next].after;
+        if (after != 0 && !s->cmds[after - 1].replied) {
+            return; // on_replay_reply() calls again once that reply is in
+        }
         timed_cmd* tc = &s->cmds[s->next++];
         int64_t id = 0;
         int rc;
@@ -384,6 +393,7 @@ static void on_replay_reply(rdc_client* c, const rdc_reply* r, void* arg) {
     ctl* x = rdc_user(c);
     stream* s = x->sub;
     s->outstanding--;
+    tc->replied = true;
     const char* op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tc->cmd, "op"));
     if (r->status != 0 && r->status != RDC_E_SERVER && r->status != RDC_E_PROTOCOL) {
         if (!x->finished && r->status != RDC_E_DISCONNECTED) { // on_state reports a loss
@@ -417,8 +427,34 @@ static void on_replay_reply(rdc_client* c, const rdc_reply* r, void* arg) {
             }
         }
     }
-    if (s->next >= s->ncmds && s->outstanding == 0) {
-        ctl_finish(x, s->exit_code);
+    if (!x->finished) {
+        send_due(s); // what waited for this reply, and the end of the replay
+    }
+}
+
+// Whether a command of the log creates the id `key` names in its reply
+// (create_world: "world"; spawn_*: "entity").
+static bool creates(const timed_cmd* tc, int key) {
+    const char* op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tc->cmd, "op"));
+    return op != NULL && tc->old_reply != NULL &&
+           (key == 0 ? strcmp(op, "create_world") == 0 : strncmp(op, "spawn_", 6) == 0);
+}
+
+// Links each command of a log to the latest earlier command whose reply
+// created a world or entity id it uses (timed_cmd.after).
+static void link_replies(stream* s) {
+    static const char* const keys[] = {"world", "entity"};
+    for (size_t i = 0; i < s->ncmds; ++i) {
+        for (int k = 0; k < 2; ++k) {
+            const cJSON* v = cJSON_GetObjectItemCaseSensitive(s->cmds[i].cmd, keys[k]);
+            for (size_t j = i; is_id(v) && j-- > 0;) {
+                const cJSON* made = cJSON_GetObjectItemCaseSensitive(s->cmds[j].old_reply, keys[k]);
+                if (creates(&s->cmds[j], k) && is_id(made) && made->valuedouble == v->valuedouble) {
+                    s->cmds[i].after = j + 1 > s->cmds[i].after ? j + 1 : s->cmds[i].after;
+                    break;
+                }
+            }
+        }
     }
 }
 
@@ -599,6 +635,7 @@ static int load_log(ctl* x, stream* s, const char* path) {
         cJSON_Delete(o);
     }
     free(text);
+    link_replies(s);
     return rc;
 }
 
@@ -774,7 +811,8 @@ const ctl_cmd ctl_cmd_replay = {
     .synopsis = "FILE [--world W] [--speed X]",
     .help = "Sends the commands of a record log again, at the times they were sent, and\n"
             "prints their replies. Ids that commands of the log created (spawned entities,\n"
-            "created worlds) are replaced by the ones the replay creates. Exits 1 if any\n"
+            "created worlds) are replaced by the ones the replay creates (a command that\n"
+            "uses one waits for the reply that creates it). Exits 1 if any\n"
             "command failed.\n\n"
             "  --world W   send to world W instead of the recorded one\n"
             "  --speed X   play X times as fast (1; 0.001 to 1000000)\n",
