@@ -413,6 +413,39 @@ static void test_ragdollctl_refuses_arguments_the_server_would_close_on(void** s
     assert_int_equal(ctl(f, (const char*[]){"create", "caf\xc3\xa9", NULL}), 0);
 }
 
+// A NUL byte makes its line malformed (file:line, exit 2); it used to end
+// the input quietly, so that the rest was never sent.
+static void test_ragdollctl_nul_bytes_make_a_line_malformed(void** state) {
+    fixture* f = *state;
+    char dir[] = "/tmp/rd_tools_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char cmds[128], log[128], out[128];
+    snprintf(cmds, sizeof cmds, "%s/commands.jsonl", dir);
+    snprintf(log, sizeof log, "%s/run.jsonl", dir);
+    snprintf(out, sizeof out, "%s/out.jsonl", dir);
+    static const char c[] = "{\"op\":\"list_worlds\"}\n{\"op\":\"list_worlds\"}\0garbage\n";
+    static const char l[] = "{\"ragdollctl_log\":1,\"world\":1}\n"
+                            "{\"t\":0,\"send\":{\"op\":\"list_worlds\",\"id\":1}}\n"
+                            "\0{\"t\":0,\"send\":{\"op\":\"list_worlds\",\"id\":2}}\n";
+    FILE* fp = fopen(cmds, "wb");
+    assert_non_null(fp);
+    fwrite(c, 1, sizeof c - 1, fp);
+    fclose(fp);
+    fp = fopen(log, "wb");
+    assert_non_null(fp);
+    fwrite(l, 1, sizeof l - 1, fp);
+    fclose(fp);
+    assert_int_equal(
+        ctl(f, (const char*[]){"record", "1", out, "--commands", cmds, "--seconds", "1", NULL}), 2);
+    assert_non_null(strstr(f->r.err, "commands.jsonl:2"));
+    assert_int_equal(ctl(f, (const char*[]){"replay", log, NULL}), 2);
+    assert_non_null(strstr(f->r.err, "run.jsonl:3"));
+    unlink(cmds);
+    unlink(log);
+    unlink(out);
+    rmdir(dir);
+}
+
 // A log that cannot be written is an error (exit 4), not a silent success.
 static void test_ragdollctl_record_reports_write_errors(void** state) {
     fixture* f = *state;
@@ -540,6 +573,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_ragdollctl_far_times_are_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_refuses_arguments_the_server_would_close_on,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ragdollctl_nul_bytes_make_a_line_malformed, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_record_reports_write_errors, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_ragdoll_load_50_clients_for_5_seconds, setup,

@@ -458,11 +458,22 @@ static void link_replies(stream* s) {
     }
 }
 
-// Reads a whole file (or stdin for "-") into a NUL-terminated string.
-static char* read_all(const char* path) {
+// The text of a --commands file or a log: lines are taken by length, so
+// that a NUL byte in one makes that line malformed instead of ending the
+// input.
+typedef struct text_lines {
+    char* data; ///< The whole file, NUL-terminated (owned).
+    char* cursor;
+    char* end;
+    bool has_nul; ///< The line next_line() returned last contains a NUL byte.
+} text_lines;
+
+// Reads a whole file (or stdin for "-"). False when it cannot be read.
+static bool read_all(const char* path, text_lines* t) {
+    memset(t, 0, sizeof *t);
     FILE* f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (f == NULL) {
-        return NULL;
+        return false;
     }
     ctl_buf b = {0};
     char chunk[65536];
@@ -476,12 +487,28 @@ static char* read_all(const char* path) {
     }
     if (bad) {
         ctl_buf_free(&b);
-        return NULL;
+        return false;
     }
     if (b.data == NULL) {
         ctl_buf_append(&b, "", 0);
     }
-    return b.data;
+    t->data = t->cursor = b.data;
+    t->end = b.data + b.len;
+    return true;
+}
+
+// The next line (its newline replaced by NUL), or NULL at the end.
+static char* next_line(text_lines* t) {
+    char* p = t->cursor;
+    if (p >= t->end) {
+        return NULL;
+    }
+    char* nl = memchr(p, '\n', (size_t)(t->end - p));
+    char* stop = nl != NULL ? nl : t->end;
+    t->has_nul = memchr(p, '\0', (size_t)(stop - p)) != NULL;
+    *stop = '\0'; // the buffer has a NUL after its end
+    t->cursor = nl != NULL ? nl + 1 : t->end;
+    return p;
 }
 
 static bool add_cmd(stream* s, double at, cJSON* cmd) {
@@ -497,22 +524,6 @@ static bool add_cmd(stream* s, double at, cJSON* cmd) {
     return true;
 }
 
-// Iterates the lines of text (modified in place).
-static char* next_line(char** cursor) {
-    char* p = *cursor;
-    if (*p == '\0') {
-        return NULL;
-    }
-    char* nl = strchr(p, '\n');
-    if (nl != NULL) {
-        *nl = '\0';
-        *cursor = nl + 1;
-    } else {
-        *cursor = p + strlen(p);
-    }
-    return p;
-}
-
 static bool blank(const char* line) {
     while (*line == ' ' || *line == '\t' || *line == '\r') {
         line++;
@@ -522,21 +533,20 @@ static bool blank(const char* line) {
 
 // record --commands FILE: one command per line, "at" (s) when to send it.
 static int load_commands(ctl* x, stream* s, const char* path) {
-    char* text = read_all(path);
-    if (text == NULL) {
+    text_lines text;
+    if (!read_all(path, &text)) {
         return ctl_usage(x->cmd, "cannot read %s", path);
     }
-    char* cursor = text;
     char* line;
     size_t lineno = 0;
     double at = 0;
     int rc = 0;
-    while (rc == 0 && (line = next_line(&cursor)) != NULL) {
+    while (rc == 0 && (line = next_line(&text)) != NULL) {
         lineno++;
-        if (blank(line)) {
+        if (!text.has_nul && blank(line)) {
             continue;
         }
-        cJSON* o = cJSON_Parse(line);
+        cJSON* o = text.has_nul ? NULL : cJSON_Parse(line);
         const cJSON* t = cJSON_GetObjectItemCaseSensitive(o, "at");
         if (!cJSON_IsObject(o) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "op")) ||
             (t != NULL &&
@@ -564,19 +574,18 @@ static int load_commands(ctl* x, stream* s, const char* path) {
             rc = CTL_USAGE;
         }
     }
-    free(text);
+    free(text.data);
     return rc;
 }
 
 // replay: the log's commands (not record's own), with the replies they got.
 static int load_log(ctl* x, stream* s, const char* path) {
-    char* text = read_all(path);
-    if (text == NULL) {
+    text_lines text;
+    if (!read_all(path, &text)) {
         return ctl_usage(x->cmd, "cannot read %s", path);
     }
-    char* cursor = text;
-    char* line = next_line(&cursor);
-    cJSON* hdr = line != NULL ? cJSON_Parse(line) : NULL;
+    char* line = next_line(&text);
+    cJSON* hdr = line != NULL && !text.has_nul ? cJSON_Parse(line) : NULL;
     int rc = 0;
     if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(hdr, "ragdollctl_log"))) {
         rc = ctl_usage(x->cmd, "%s is not a ragdollctl record log", path);
@@ -590,12 +599,12 @@ static int load_log(ctl* x, stream* s, const char* path) {
     }
     cJSON_Delete(hdr);
     size_t lineno = 1;
-    while (rc == 0 && (line = next_line(&cursor)) != NULL) {
+    while (rc == 0 && (line = next_line(&text)) != NULL) {
         lineno++;
-        if (blank(line)) {
+        if (!text.has_nul && blank(line)) {
             continue;
         }
-        cJSON* o = cJSON_Parse(line);
+        cJSON* o = text.has_nul ? NULL : cJSON_Parse(line);
         const cJSON* t = cJSON_GetObjectItemCaseSensitive(o, "t");
         cJSON* send = cJSON_GetObjectItemCaseSensitive(o, "send");
         const cJSON* recv = cJSON_GetObjectItemCaseSensitive(o, "recv");
@@ -634,7 +643,7 @@ static int load_log(ctl* x, stream* s, const char* path) {
         }
         cJSON_Delete(o);
     }
-    free(text);
+    free(text.data);
     link_replies(s);
     return rc;
 }
