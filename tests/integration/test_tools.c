@@ -446,17 +446,6 @@ static void test_ragdollctl_nul_bytes_make_a_line_malformed(void** state) {
     rmdir(dir);
 }
 
-// A log that cannot be written is an error (exit 4), not a silent success.
-static void test_ragdollctl_record_reports_write_errors(void** state) {
-    fixture* f = *state;
-    if (access("/dev/full", W_OK) != 0) {
-        skip();
-    }
-    assert_int_equal(ctl(f, (const char*[]){"record", "1", "/dev/full", "--seconds", "1", NULL}),
-                     4);
-    assert_non_null(strstr(f->r.err, "writing /dev/full failed"));
-}
-
 // Writes text to dir/name and returns the path (static storage, one per slot).
 static const char* write_file(const char* dir, const char* name, const char* text, int slot) {
     static char paths[4][160];
@@ -466,6 +455,50 @@ static const char* write_file(const char* dir, const char* name, const char* tex
     fputs(text, fp);
     fclose(fp);
     return paths[slot];
+}
+
+// "$entity" is the id the latest reply named: a line due at once after the
+// spawn waits for the spawn's reply instead of going out unresolved.
+static void test_ragdollctl_record_placeholders_wait_for_their_reply(void** state) {
+    fixture* f = *state;
+    char dir[] = "/tmp/rd_tools_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char log[128];
+    snprintf(log, sizeof log, "%s/run.jsonl", dir);
+    const char* cmds =
+        write_file(dir, "cmds.jsonl",
+                   "{\"at\":0,\"op\":\"spawn_ball\",\"world\":1,\"position\":[0,3,0]}\n"
+                   "{\"op\":\"despawn\",\"world\":1,\"entity\":\"$entity\"}\n",
+                   0);
+    assert_int_equal(
+        ctl(f, (const char*[]){"record", "1", log, "--commands", cmds, "--seconds", "0.5", NULL}),
+        0);
+    FILE* fp = fopen(log, "r");
+    assert_non_null(fp);
+    static char text[OUT_CAP];
+    size_t len = fread(text, 1, sizeof text - 1, fp);
+    text[len] = '\0';
+    fclose(fp);
+    log_seen ls = {0, 0, 0, 0, 0, 0, true};
+    each_json_line(text, on_log_line, &ls);
+    assert_int_equal(ls.sends, 3); // subscribe, spawn, despawn
+    assert_int_equal(ls.replies, 3);
+    assert_int_equal(ls.errors, 0);
+    assert_null(strstr(text, "\"$entity\""));
+    unlink(cmds);
+    unlink(log);
+    rmdir(dir);
+}
+
+// A log that cannot be written is an error (exit 4), not a silent success.
+static void test_ragdollctl_record_reports_write_errors(void** state) {
+    fixture* f = *state;
+    if (access("/dev/full", W_OK) != 0) {
+        skip();
+    }
+    assert_int_equal(ctl(f, (const char*[]){"record", "1", "/dev/full", "--seconds", "1", NULL}),
+                     4);
+    assert_non_null(strstr(f->r.err, "writing /dev/full failed"));
 }
 
 // Times far away (or beyond a year: refused) never make record outlive
@@ -572,6 +605,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_ragdollctl_record_then_replay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_far_times_are_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_refuses_arguments_the_server_would_close_on,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ragdollctl_record_placeholders_wait_for_their_reply,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_nul_bytes_make_a_line_malformed, setup,
                                         teardown),

@@ -52,7 +52,7 @@ typedef struct stream {
     bool timers_open;
     timed_cmd* cmds;
     size_t ncmds, next;
-    size_t outstanding; ///< Replay: commands sent without a reply yet.
+    size_t outstanding; ///< Commands sent without a reply yet.
     int exit_code;      ///< Replay: CTL_SERVER_ERROR once any command failed.
     double speed;       ///< Replay: time scale (2 = twice as fast).
     // Replay: ids the log's replies named, and what they are now.
@@ -236,6 +236,23 @@ static void on_record_reply(rdc_client* c, const rdc_reply* r, void* arg) {
     if (r->status == 0 && cJSON_IsNumber(w)) {
         s->last_world = w->valuedouble;
     }
+    s->outstanding--;
+    if (!s->x->finished &&
+        (r->status == 0 || r->status == RDC_E_SERVER || r->status == RDC_E_PROTOCOL)) {
+        send_due(s); // a command waiting for this reply's ids
+    }
+}
+
+// Whether a --commands line uses "$entity" or "$world".
+static bool has_placeholder(const cJSON* cmd) {
+    static const char* const keys[] = {"world", "entity"};
+    for (int k = 0; k < 2; ++k) {
+        const char* v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cmd, keys[k]));
+        if (v != NULL && (strcmp(v, "$world") == 0 || strcmp(v, "$entity") == 0)) {
+            return true;
+        }
+    }
+    return false;
 }
 
 // record: "$entity" and "$world" in a command are the ids the latest reply
@@ -278,6 +295,9 @@ static void send_due(stream* s) {
         if (after != 0 && !s->cmds[after - 1].replied) {
             return; // on_replay_reply() calls again once that reply is in
         }
+        if (s->kind == S_RECORD && s->outstanding > 0 && has_placeholder(s->cmds[s->next].cmd)) {
+            return; // "$entity" is the latest reply's: on_record_reply() calls again
+        }
         timed_cmd* tc = &s->cmds[s->next++];
         int64_t id = 0;
         int rc;
@@ -288,6 +308,7 @@ static void send_due(stream* s) {
         } else {
             resolve(s, tc->cmd);
             rc = rdc_send(x->c, tc->cmd, on_record_reply, s, &id);
+            s->outstanding += rc == 0;
         }
         if (rc != 0) {
             fprintf(stderr, "ragdollctl: cannot send line %zu: %s\n", s->next, rdc_strerror(rc));
