@@ -59,6 +59,9 @@ typedef struct rdc__conn {
     uint8_t* out; ///< Bytes wslay produced, not yet handed to uv_write.
     size_t out_len, out_cap;
     bool in_recv; ///< Inside wslay_event_recv(): flush when it returns.
+    /// The reason of the server's close frame (RFC 6455 §5.5.1: at most 123
+    /// bytes), control characters replaced by '?'; "" when none.
+    char close_reason[124];
 } rdc__conn;
 
 typedef struct rdc__pending {
@@ -491,6 +494,52 @@ static int queue_text(rdc_client* c, const char* text, size_t len) {
 }
 
 // Sets obj's id, sends it and records the pending command. Takes obj.
+// Turns the integers of magnitude at most 2^53 under a container (object
+// or array) into raw items holding their exact decimal text. Returns false
+// when out of memory.
+static bool exact_integers(cJSON* container) {
+    cJSON* v;
+    cJSON_ArrayForEach(v, container) {
+        if (cJSON_IsObject(v) || cJSON_IsArray(v)) {
+            if (!exact_integers(v)) {
+                return false;
+            }
+            continue;
+        }
+        double d = v->valuedouble;
+        // Not an integer, or beyond where doubles hold every one (the range
+        // check comes first: it makes the conversion defined, and NaN fails it).
+        if (!cJSON_IsNumber(v) || !(d >= -9007199254740992.0 && d <= 9007199254740992.0) ||
+            d != (double)(long long)d) {
+            continue;
+        }
+        char digits[24];
+        int n = snprintf(digits, sizeof digits, "%lld", (long long)d);
+        char* raw = cJSON_malloc((size_t)n + 1);
+        if (raw == NULL) {
+            return false;
+        }
+        memcpy(raw, digits, (size_t)n + 1);
+        // The key's flag stays; the number becomes raw text.
+        v->type = cJSON_Raw | (v->type & cJSON_StringIsConst);
+        v->valuestring = raw;
+    }
+    return true;
+}
+
+char* rdc_json_print(const cJSON* o) {
+    if (o == NULL) {
+        return NULL;
+    }
+    if (!cJSON_IsObject(o) && !cJSON_IsArray(o)) {
+        return cJSON_PrintUnformatted(o);
+    }
+    cJSON* copy = cJSON_Duplicate(o, true);
+    char* text = copy != NULL && exact_integers(copy) ? cJSON_PrintUnformatted(copy) : NULL;
+    cJSON_Delete(copy);
+    return text;
+}
+
 static int send_object(rdc_client* c, cJSON* obj, rdc_reply_cb cb, void* arg, int sub,
                        int64_t* id_out) {
     int rc = 0;
@@ -507,7 +556,7 @@ static int send_object(rdc_client* c, cJSON* obj, rdc_reply_cb cb, void* arg, in
     int64_t id = c->next_id;
     cJSON_DeleteItemFromObjectCaseSensitive(obj, "id");
     if (cJSON_AddNumberToObject(obj, "id", (double)id) == NULL ||
-        (text = cJSON_PrintUnformatted(obj)) == NULL || (p = calloc(1, sizeof *p)) == NULL) {
+        (text = rdc_json_print(obj)) == NULL || (p = calloc(1, sizeof *p)) == NULL) {
         rc = UV_ENOMEM;
         goto out;
     }
@@ -664,6 +713,12 @@ static void handle_reply(rdc_client* c, const cJSON* root, const cJSON* re, cons
         r.message = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(err, "message"));
         r.code = r.code != NULL ? r.code : "internal";
         r.message = r.message != NULL ? r.message : "";
+    } else if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "ok"))) {
+        // Neither "ok": true nor an error (PROTOCOL.md §2): the server
+        // answered, but not in the protocol; that is no success.
+        r.status = RDC_E_PROTOCOL;
+        r.code = "malformed_reply";
+        r.message = "the reply has neither \"ok\": true nor an \"error\"";
     }
     pending_finish(c, p, &r);
 }
@@ -745,7 +800,17 @@ static void handle_message(rdc_client* c, const uint8_t* data, size_t len, bool 
         deliver_snapshot(c, data, len, true, NULL);
         return;
     }
-    cJSON* root = cJSON_ParseWithLength((const char*)data, len);
+    const char* end = NULL;
+    cJSON* root = cJSON_ParseWithLengthOpts((const char*)data, len, &end, false);
+    // cJSON stops at the end of the first value: what follows it must be
+    // white space, or the message is not JSON.
+    while (root != NULL && end < (const char*)data + len) {
+        if (*end != ' ' && *end != '\t' && *end != '\r' && *end != '\n') {
+            cJSON_Delete(root);
+            root = NULL;
+        }
+        end++;
+    }
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return; // not ours to judge further: ignored
@@ -846,6 +911,15 @@ static void ws_msg_cb(wslay_event_context_ptr ctx, const struct wslay_event_on_m
     }
     if (arg->opcode == WSLAY_TEXT_FRAME || arg->opcode == WSLAY_BINARY_FRAME) {
         handle_message(c, arg->msg, arg->msg_length, arg->opcode == WSLAY_BINARY_FRAME);
+    } else if (arg->opcode == WSLAY_CONNECTION_CLOSE && arg->msg_length > 2) {
+        // The payload is the status code (2 bytes), then the reason.
+        size_t n = arg->msg_length - 2;
+        n = n < sizeof k->close_reason - 1 ? n : sizeof k->close_reason - 1;
+        for (size_t i = 0; i < n; ++i) {
+            uint8_t b = arg->msg[2 + i];
+            k->close_reason[i] = b < 0x20 || b == 0x7f ? '?' : (char)b;
+        }
+        k->close_reason[n] = '\0';
     }
 }
 
@@ -1167,6 +1241,7 @@ static void client_opened(rdc_client* c) {
         rdc_status st;
         memset(&st, 0, sizeof st);
         st.state = RDC_CONNECTED;
+        st.close_reason = "";
         c->cfg.on_state(c, &st, c->cfg.user);
     }
 }
@@ -1192,6 +1267,7 @@ static void client_conn_lost(rdc_client* c, rdc__conn* k, int err, uint16_t clos
     st.error = err;
     st.was_connected = was_connected;
     st.close_code = close_code;
+    st.close_reason = k != NULL && close_code != 0 ? k->close_reason : "";
     st.http_status = k != NULL && err == RDC_E_HANDSHAKE ? k->hs.status : 0;
     st.failures = c->failures;
     if (c->cfg.reconnect) {

@@ -1,7 +1,7 @@
 /*
  * test_tools.c: the command-line programs built on rdc, run as processes
  * against a real ragdolld (server_proc.c): ragdollctl's exit codes (0 ok,
- * 1 an error reply, 2 usage, 3 no connection), `watch` for N snapshots,
+ * 1 an error reply, 2 usage, 3 no connection, 4 a log it cannot write), `watch` for N snapshots,
  * `record` then `replay`, and a short ragdoll-load run (50 clients for
  * 5 s against the demo world) whose JSON report must show no connection
  * failures, no command errors and at least half the nominal snapshot rate.
@@ -384,9 +384,158 @@ static void test_ragdollctl_record_then_replay(void** state) {
         oks++;
     }
     assert_int_equal(oks, 3);
+    // So fast that all three are due at once: the impulse and the despawn
+    // still wait for the spawn's reply and use the ball created now (with
+    // the recorded id, the one the first replay despawned, they fail).
+    assert_int_equal(ctl(f, (const char*[]){"replay", log, "--speed", "1000000", NULL}), 0);
+    oks = 0;
+    for (const char* p = f->r.out; (p = strstr(p, " ok")) != NULL; ++p) {
+        oks++;
+    }
+    assert_int_equal(oks, 3);
     // A log whose command fails now: exit 1 (the world is gone).
     assert_int_equal(ctl(f, (const char*[]){"replay", log, "--world", "77", NULL}), 1);
     unlink(cmds);
+    unlink(log);
+    rmdir(dir);
+}
+
+// What the server would refuse by closing the connection (a message over
+// 64 KiB: 1009; not UTF-8: 1007) is a usage error, found before sending.
+static void test_ragdollctl_refuses_arguments_the_server_would_close_on(void** state) {
+    fixture* f = *state;
+    static char big[100001];
+    memset(big, 'a', sizeof big - 1);
+    assert_int_equal(ctl(f, (const char*[]){"create", big, NULL}), 2);
+    assert_non_null(strstr(f->r.err, "at most 65536"));
+    assert_int_equal(ctl(f, (const char*[]){"create", "a\xff", NULL}), 2);
+    assert_non_null(strstr(f->r.err, "UTF-8"));
+    assert_int_equal(ctl(f, (const char*[]){"create", "caf\xc3\xa9", NULL}), 0);
+}
+
+// A NUL byte makes its line malformed (file:line, exit 2); it used to end
+// the input quietly, so that the rest was never sent.
+static void test_ragdollctl_nul_bytes_make_a_line_malformed(void** state) {
+    fixture* f = *state;
+    char dir[] = "/tmp/rd_tools_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char cmds[128], log[128], out[128];
+    snprintf(cmds, sizeof cmds, "%s/commands.jsonl", dir);
+    snprintf(log, sizeof log, "%s/run.jsonl", dir);
+    snprintf(out, sizeof out, "%s/out.jsonl", dir);
+    static const char c[] = "{\"op\":\"list_worlds\"}\n{\"op\":\"list_worlds\"}\0garbage\n";
+    static const char l[] = "{\"ragdollctl_log\":1,\"world\":1}\n"
+                            "{\"t\":0,\"send\":{\"op\":\"list_worlds\",\"id\":1}}\n"
+                            "\0{\"t\":0,\"send\":{\"op\":\"list_worlds\",\"id\":2}}\n";
+    FILE* fp = fopen(cmds, "wb");
+    assert_non_null(fp);
+    fwrite(c, 1, sizeof c - 1, fp);
+    fclose(fp);
+    fp = fopen(log, "wb");
+    assert_non_null(fp);
+    fwrite(l, 1, sizeof l - 1, fp);
+    fclose(fp);
+    assert_int_equal(
+        ctl(f, (const char*[]){"record", "1", out, "--commands", cmds, "--seconds", "1", NULL}), 2);
+    assert_non_null(strstr(f->r.err, "commands.jsonl:2"));
+    assert_int_equal(ctl(f, (const char*[]){"replay", log, NULL}), 2);
+    assert_non_null(strstr(f->r.err, "run.jsonl:3"));
+    unlink(cmds);
+    unlink(log);
+    unlink(out);
+    rmdir(dir);
+}
+
+// Writes text to dir/name and returns the path (static storage, one per slot).
+static const char* write_file(const char* dir, const char* name, const char* text, int slot) {
+    static char paths[4][160];
+    snprintf(paths[slot], sizeof paths[slot], "%s/%s", dir, name);
+    FILE* fp = fopen(paths[slot], "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+    return paths[slot];
+}
+
+// "$entity" is the id the latest reply named: a line due at once after the
+// spawn waits for the spawn's reply instead of going out unresolved.
+static void test_ragdollctl_record_placeholders_wait_for_their_reply(void** state) {
+    fixture* f = *state;
+    char dir[] = "/tmp/rd_tools_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char log[128];
+    snprintf(log, sizeof log, "%s/run.jsonl", dir);
+    const char* cmds =
+        write_file(dir, "cmds.jsonl",
+                   "{\"at\":0,\"op\":\"spawn_ball\",\"world\":1,\"position\":[0,3,0]}\n"
+                   "{\"op\":\"despawn\",\"world\":1,\"entity\":\"$entity\"}\n",
+                   0);
+    assert_int_equal(
+        ctl(f, (const char*[]){"record", "1", log, "--commands", cmds, "--seconds", "0.5", NULL}),
+        0);
+    FILE* fp = fopen(log, "r");
+    assert_non_null(fp);
+    static char text[OUT_CAP];
+    size_t len = fread(text, 1, sizeof text - 1, fp);
+    text[len] = '\0';
+    fclose(fp);
+    log_seen ls = {0, 0, 0, 0, 0, 0, true};
+    each_json_line(text, on_log_line, &ls);
+    assert_int_equal(ls.sends, 3); // subscribe, spawn, despawn
+    assert_int_equal(ls.replies, 3);
+    assert_int_equal(ls.errors, 0);
+    assert_null(strstr(text, "\"$entity\""));
+    unlink(cmds);
+    unlink(log);
+    rmdir(dir);
+}
+
+// A log that cannot be written is an error (exit 4), not a silent success.
+static void test_ragdollctl_record_reports_write_errors(void** state) {
+    fixture* f = *state;
+    if (access("/dev/full", W_OK) != 0) {
+        skip();
+    }
+    assert_int_equal(ctl(f, (const char*[]){"record", "1", "/dev/full", "--seconds", "1", NULL}),
+                     4);
+    assert_non_null(strstr(f->r.err, "writing /dev/full failed"));
+}
+
+// Times far away (or beyond a year: refused) never make record outlive
+// --seconds or convert out of range (UBSan), and replay's speed is bounded.
+static void test_ragdollctl_far_times_are_bounded(void** state) {
+    fixture* f = *state;
+    char dir[] = "/tmp/rd_tools_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char log[128];
+    snprintf(log, sizeof log, "%s/run.jsonl", dir);
+    const char* far = write_file(dir, "far.jsonl", "{\"at\":1e300,\"op\":\"list_worlds\"}\n", 0);
+    assert_int_equal(
+        ctl(f, (const char*[]){"record", "1", log, "--commands", far, "--seconds", "1", NULL}), 2);
+    assert_non_null(strstr(f->r.err, "far.jsonl:1"));
+    // Due after the end: not sent, and the run ends at --seconds.
+    const char* later =
+        write_file(dir, "later.jsonl", "{\"at\":1000000,\"op\":\"list_worlds\"}\n", 1);
+    double t0 = now_s();
+    assert_int_equal(
+        ctl(f, (const char*[]){"record", "1", log, "--commands", later, "--seconds", "1", NULL}),
+        0);
+    assert_true(now_s() - t0 < 10);
+    const char* bad_t = write_file(dir, "bad_t.jsonl",
+                                   "{\"ragdollctl_log\":1,\"world\":1}\n"
+                                   "{\"t\":1e300,\"send\":{\"op\":\"list_worlds\",\"id\":1}}\n",
+                                   2);
+    assert_int_equal(ctl(f, (const char*[]){"replay", bad_t, NULL}), 2);
+    assert_non_null(strstr(f->r.err, "bad_t.jsonl:2"));
+    const char* ok_t = write_file(dir, "ok_t.jsonl",
+                                  "{\"ragdollctl_log\":1,\"world\":1}\n"
+                                  "{\"t\":0.1,\"send\":{\"op\":\"list_worlds\",\"id\":1}}\n",
+                                  3);
+    assert_int_equal(ctl(f, (const char*[]){"replay", ok_t, "--speed", "1e-300", NULL}), 2);
+    assert_int_equal(ctl(f, (const char*[]){"replay", ok_t, "--speed", "1000", NULL}), 0);
+    for (int i = 0; i < 4; ++i) {
+        unlink((const char*[]){far, later, bad_t, ok_t}[i]);
+    }
     unlink(log);
     rmdir(dir);
 }
@@ -454,6 +603,15 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_ragdollctl_watch_ends_when_its_reader_goes, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_record_then_replay, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ragdollctl_far_times_are_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ragdollctl_refuses_arguments_the_server_would_close_on,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ragdollctl_record_placeholders_wait_for_their_reply,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ragdollctl_nul_bytes_make_a_line_malformed, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_ragdollctl_record_reports_write_errors, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_ragdoll_load_50_clients_for_5_seconds, setup,
                                         teardown),
     };

@@ -537,9 +537,12 @@ typedef struct mask_server {
     /// Frames the server sends right after its 101 (hostile-server tests).
     uint8_t greet[1024];
     size_t greet_len;
-    int snapshots;   ///< Snapshots delivered to ms_snapshot.
-    double pose_sum; ///< What ms_snapshot read from them.
-    int disconnects; ///< RDC_DISCONNECTED reports.
+    int snapshots;          ///< Snapshots delivered to ms_snapshot.
+    double pose_sum;        ///< What ms_snapshot read from them.
+    int disconnects;        ///< RDC_DISCONNECTED reports.
+    const char* reply;      ///< The reply to the first command (NULL: {"re":1,"ok":true}).
+    uint16_t close_code;    ///< Of the last RDC_DISCONNECTED.
+    char close_reason[128]; ///< Of the last RDC_DISCONNECTED.
 } mask_server;
 
 // Appends an unmasked server frame (FIN, opcode) to m->greet.
@@ -628,10 +631,12 @@ static void ms_consume(mask_server* m) {
             m->frames++;
             if (m->frames == 1) {
                 // An unmasked reply, as a server sends (RFC 6455 §5.1).
-                const char reply[] = "{\"re\":1,\"ok\":true}";
-                uint8_t frame[64] = {0x81, (uint8_t)(sizeof reply - 1)};
-                memcpy(frame + 2, reply, sizeof reply - 1);
-                ms_write(m, frame, 2 + sizeof reply - 1);
+                const char* reply = m->reply != NULL ? m->reply : "{\"re\":1,\"ok\":true}";
+                size_t rlen = strlen(reply);
+                assert_true(rlen < 126);
+                uint8_t frame[128] = {0x81, (uint8_t)rlen};
+                memcpy(frame + 2, reply, rlen);
+                ms_write(m, frame, 2 + rlen);
             }
         }
         memmove(m->in, m->in + 6 + len, m->in_len - 6 - len);
@@ -666,6 +671,10 @@ static void ms_state(rdc_client* c, const rdc_status* st, void* user) {
     mask_server* m = user;
     m->connected = st->state == RDC_CONNECTED;
     m->disconnects += st->state == RDC_DISCONNECTED;
+    if (st->state == RDC_DISCONNECTED) {
+        m->close_code = st->close_code;
+        snprintf(m->close_reason, sizeof m->close_reason, "%s", st->close_reason);
+    }
 }
 
 static void ms_reply(rdc_client* c, const rdc_reply* r, void* arg) {
@@ -847,6 +856,105 @@ static void test_rdc_snapshot_outlives_a_disconnect_in_its_callback(void** state
     free(m);
 }
 
+static void test_rdc_json_print_writes_integers_exactly(void** state) {
+    (void)state;
+    // cJSON_PrintUnformatted() writes 9007199254740991 as 9007199254740990
+    // ("%1.15g" and a loose round-trip check).
+    cJSON* o = cJSON_Parse("{\"a\":9007199254740991,\"b\":[4503599627370499,-9007199254740991,"
+                           "0.5,1e300,-0,3],\"c\":{\"d\":12884901891}}");
+    assert_non_null(o);
+    char* text = rdc_json_print(o);
+    assert_string_equal(text, "{\"a\":9007199254740991,\"b\":[4503599627370499,-9007199254740991,"
+                              "0.5,1e+300,0,3],\"c\":{\"d\":12884901891}}");
+    cJSON_free(text);
+    cJSON_Delete(o);
+    assert_null(rdc_json_print(NULL));
+}
+
+// Sends `cmd` to a server that answers m->reply; returns the reply's status
+// and leaves the command as the server read it in m->payload[0].
+static int ms_round_trip(mask_server* m, const char* cmd) {
+    m->all_masked = true;
+    ms_open(m, NULL);
+    ms_run_until(m, &m->connected);
+    assert_true(m->connected);
+    assert_int_equal(rdc_send_text(m->c, cmd, strlen(cmd), ms_reply, m, NULL), 0);
+    ms_run_until(m, &m->replied);
+    assert_true(m->replied);
+    ms_close(m);
+    return m->reply_status;
+}
+
+static void test_rdc_sends_ids_up_to_2_53_exactly(void** state) {
+    (void)state;
+    mask_server* m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    assert_int_equal(ms_round_trip(m, "{\"op\":\"describe\",\"world\":4503599627370499,\"entity\":"
+                                      "9007199254740991}"),
+                     0);
+    assert_string_equal(m->payload[0], "{\"op\":\"describe\",\"world\":4503599627370499,"
+                                       "\"entity\":9007199254740991,\"id\":1}");
+    free(m);
+}
+
+static void test_rdc_a_reply_without_ok_is_malformed(void** state) {
+    (void)state;
+    const char* replies[] = {"{\"re\":1}", "{\"re\":1,\"ok\":false}", "{\"re\":1,\"ok\":1}"};
+    for (size_t i = 0; i < sizeof replies / sizeof replies[0]; ++i) {
+        mask_server* m = calloc(1, sizeof *m);
+        assert_non_null(m);
+        m->reply = replies[i];
+        assert_int_equal(ms_round_trip(m, "{\"op\":\"create_world\",\"name\":\"a\"}"),
+                         RDC_E_PROTOCOL);
+        free(m);
+    }
+}
+
+static void test_rdc_ignores_a_reply_with_trailing_garbage(void** state) {
+    (void)state;
+    mask_server* m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    m->reply = "{\"re\":1,\"ok\":true,\"world\":1}}";
+    m->all_masked = true;
+    ms_open(m, NULL);
+    ms_run_until(m, &m->connected);
+    assert_true(m->connected);
+    assert_int_equal(rdc_sendf(m->c, ms_reply, m, "{\"op\":\"list_worlds\"}"), 0);
+    // Not JSON: ignored, so the command is still waiting after the server
+    // has answered (its frame is read within these 200 ms on 127.0.0.1).
+    uint64_t until = uv_hrtime() + 200000000ull;
+    while (uv_hrtime() < until) {
+        uv_run(&m->loop, UV_RUN_NOWAIT);
+    }
+    assert_false(m->replied);
+    ms_close(m);
+    assert_true(m->replied);
+    assert_int_equal(m->reply_status, RDC_E_CLOSED);
+    free(m);
+}
+
+static void test_rdc_reports_the_close_code_and_reason(void** state) {
+    (void)state;
+    mask_server* m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    m->all_masked = true;
+    // 1009 (message too big), with a reason holding a control character.
+    const uint8_t close[] = {0x03, 0xf1, 't', 'o', 'o', '\n', 'b', 'i', 'g'};
+    ms_greet(m, 0x8, close, sizeof close);
+    ms_open(m, NULL);
+    bool down = false;
+    uint64_t deadline = uv_hrtime() + 10000000000ull;
+    while (!down && uv_hrtime() < deadline) {
+        uv_run(&m->loop, UV_RUN_ONCE);
+        down = m->disconnects > 0;
+    }
+    assert_int_equal(m->disconnects, 1);
+    assert_int_equal(m->close_code, 1009);
+    assert_string_equal(m->close_reason, "too?big");
+    ms_close(m);
+    free(m);
+}
+
 static void test_rdc_error_names(void** state) {
     (void)state;
     assert_string_equal(rdc_err_name(0), "OK");
@@ -874,6 +982,11 @@ int main(void) {
         cmocka_unit_test(test_rdc_masks_every_frame_with_a_fresh_key),
         cmocka_unit_test(test_rdc_ignores_reply_ids_it_never_sent),
         cmocka_unit_test(test_rdc_snapshot_outlives_a_disconnect_in_its_callback),
+        cmocka_unit_test(test_rdc_json_print_writes_integers_exactly),
+        cmocka_unit_test(test_rdc_sends_ids_up_to_2_53_exactly),
+        cmocka_unit_test(test_rdc_a_reply_without_ok_is_malformed),
+        cmocka_unit_test(test_rdc_ignores_a_reply_with_trailing_garbage),
+        cmocka_unit_test(test_rdc_reports_the_close_code_and_reason),
         cmocka_unit_test(test_rdc_error_names),
     };
     return cmocka_run_group_tests_name("rdc", tests, NULL, NULL);

@@ -52,6 +52,13 @@ bool ctl_parse_double(const char* s, double* out) {
     return true;
 }
 
+uint64_t ctl_seconds_to_ms(double s) {
+    if (!(s > 0)) {
+        return 0;
+    }
+    return (uint64_t)((s < CTL_MAX_SECONDS ? s : CTL_MAX_SECONDS) * 1000 + 0.5);
+}
+
 bool ctl_parse_vec3(const char* s, double out[3]) {
     char buf[256];
     if (s == NULL || strlen(s) >= sizeof buf) {
@@ -220,7 +227,7 @@ typedef struct simple_cmd {
     const char* op;
     arg_spec pos[4];         ///< Positional arguments, in order (name NULL ends).
     arg_spec opts[MAX_ARGS]; ///< Options (name NULL ends).
-    void (*print_ok)(ctl* x, const rdc_reply* r);
+    bool (*print_ok)(ctl* x, const rdc_reply* r);
 } simple_cmd;
 
 static bool add_arg(cJSON* o, const arg_spec* a, const char* v, ctl* x) {
@@ -272,7 +279,7 @@ static bool add_arg(cJSON* o, const arg_spec* a, const char* v, ctl* x) {
         return true;
     }
     case A_SECONDS:
-        if (!ctl_parse_double(v, &x->seconds) || x->seconds < 0) {
+        if (!ctl_parse_double(v, &x->seconds) || x->seconds < 0 || x->seconds > CTL_MAX_SECONDS) {
             return false;
         }
         return true;
@@ -381,40 +388,92 @@ static const char* str(const cJSON* o, const char* key) {
     return s != NULL ? s : "?";
 }
 
-static void print_list(ctl* x, const rdc_reply* r) {
-    (void)x;
+// Whether o[key] is an id, [1, 2^53 - 1] (a reply the command needs it in).
+static bool has_id(const cJSON* o, const char* key) {
+    const cJSON* v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) && v->valuedouble >= 1 && v->valuedouble <= 9007199254740991.0 &&
+           v->valuedouble == floor(v->valuedouble);
+}
+
+static bool has_string(const cJSON* o, const char* key) {
+    return cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, key));
+}
+
+// Each print_* checks that the reply has what the command needs (else it
+// returns false: a malformed reply) and prints it unless --json.
+
+static bool print_list(ctl* x, const rdc_reply* r) {
     const cJSON* worlds = cJSON_GetObjectItemCaseSensitive(r->json, "worlds");
-    printf("%-6s %-24s %10s %6s %8s\n", "WORLD", "NAME", "TICK", "HZ", "ENTITIES");
     const cJSON* w;
+    if (!cJSON_IsArray(worlds)) {
+        return false;
+    }
+    cJSON_ArrayForEach(w, worlds) {
+        if (!has_id(w, "world")) {
+            return false;
+        }
+    }
+    if (x->json) {
+        return true;
+    }
+    printf("%-6s %-24s %10s %6s %8s\n", "WORLD", "NAME", "TICK", "HZ", "ENTITIES");
     cJSON_ArrayForEach(w, worlds) {
         printf("%-6.0f %-24s %10.0f %6.0f %8.0f\n", num(w, "world"), str(w, "name"), num(w, "tick"),
                num(w, "tick_hz"), num(w, "entities"));
     }
+    return true;
 }
 
-static void print_world(ctl* x, const rdc_reply* r) {
-    (void)x;
-    printf("world %.0f\n", num(r->json, "world"));
+static bool print_world(ctl* x, const rdc_reply* r) {
+    if (!has_id(r->json, "world")) {
+        return false;
+    }
+    if (!x->json) {
+        printf("world %.0f\n", num(r->json, "world"));
+    }
+    return true;
 }
 
-static void print_entity(ctl* x, const rdc_reply* r) {
-    (void)x;
-    printf("entity %.0f\n", num(r->json, "entity"));
+static bool print_entity(ctl* x, const rdc_reply* r) {
+    if (!has_id(r->json, "entity")) {
+        return false;
+    }
+    if (!x->json) {
+        printf("entity %.0f\n", num(r->json, "entity"));
+    }
+    return true;
 }
 
-static void print_tick(ctl* x, const rdc_reply* r) {
-    (void)x;
-    printf("ok (tick %llu)\n", (unsigned long long)r->tick);
+static bool print_tick(ctl* x, const rdc_reply* r) {
+    if (x->json) {
+        return true;
+    }
+    if (r->has_tick) {
+        printf("ok (tick %llu)\n", (unsigned long long)r->tick);
+    } else {
+        printf("ok\n");
+    }
+    return true;
 }
 
-static void print_bone(ctl* x, const rdc_reply* r) {
-    (void)x;
-    printf("bone %s\n", str(r->json, "bone"));
+static bool print_bone(ctl* x, const rdc_reply* r) {
+    if (!has_string(r->json, "bone")) {
+        return false;
+    }
+    if (!x->json) {
+        printf("bone %s\n", str(r->json, "bone"));
+    }
+    return true;
 }
 
-static void print_clip(ctl* x, const rdc_reply* r) {
-    (void)x;
-    printf("clip %s\n", str(r->json, "clip"));
+static bool print_clip(ctl* x, const rdc_reply* r) {
+    if (!has_string(r->json, "clip")) {
+        return false;
+    }
+    if (!x->json) {
+        printf("clip %s\n", str(r->json, "clip"));
+    }
+    return true;
 }
 
 static void print_params_of(const cJSON* p) {
@@ -428,19 +487,31 @@ static void print_params_of(const cJSON* p) {
     printf("friction    %g\n", num(p, "friction"));
 }
 
-static void print_params(ctl* x, const rdc_reply* r) {
-    (void)x;
+static bool print_params(ctl* x, const rdc_reply* r) {
     const cJSON* p = cJSON_GetObjectItemCaseSensitive(r->json, "params");
-    if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(p, "gravity")) != 3) {
-        printf("ok\n");
-        return;
+    const cJSON* g = cJSON_GetObjectItemCaseSensitive(p, "gravity");
+    if (!cJSON_IsObject(p) || cJSON_GetArraySize(g) != 3) {
+        return false;
     }
-    print_params_of(p);
+    for (int i = 0; i < 3; ++i) {
+        if (!cJSON_IsNumber(cJSON_GetArrayItem(g, i))) {
+            return false;
+        }
+    }
+    if (!x->json) {
+        print_params_of(p);
+    }
+    return true;
 }
 
-static void print_describe(ctl* x, const rdc_reply* r) {
-    (void)x;
+static bool print_describe(ctl* x, const rdc_reply* r) {
     const cJSON* j = r->json;
+    if (!has_id(j, "entity") || !has_string(j, "kind")) {
+        return false;
+    }
+    if (x->json) {
+        return true;
+    }
     const char* kind = str(j, "kind");
     printf("entity %.0f: %s\n", num(j, "entity"), kind);
     const cJSON* bones = cJSON_GetObjectItemCaseSensitive(j, "bones");
@@ -458,11 +529,11 @@ static void print_describe(ctl* x, const rdc_reply* r) {
                    num(b, "mass"), num(cap, "radius"), num(cap, "half_length"),
                    joint != NULL ? str(joint, "type") : "root");
         }
-        return;
+        return true;
     }
     if (strcmp(kind, "ball") == 0) {
         printf("radius %g m\n", num(j, "radius"));
-        return;
+        return true;
     }
     const cJSON* pinned = cJSON_GetObjectItemCaseSensitive(j, "pinned");
     printf("%.0f particles, %d sticks, %d pinned", num(j, "particle_count"),
@@ -472,6 +543,7 @@ static void print_describe(ctl* x, const rdc_reply* r) {
         printf(", grid %.0f x %.0f", num(j, "cols"), num(j, "rows"));
     }
     printf("\n");
+    return true;
 }
 
 // ---------------------------------------------------------------------------
@@ -714,7 +786,7 @@ static void on_drag_reply(rdc_client* c, const rdc_reply* r, void* arg) {
     fflush(stdout);
     drag_state* d = x->sub;
     if (x->seconds > 0) {
-        uv_timer_start(&d->timer, on_drag_timer, (uint64_t)(x->seconds * 1000), 0);
+        uv_timer_start(&d->timer, on_drag_timer, ctl_seconds_to_ms(x->seconds), 0);
     }
 }
 

@@ -6,8 +6,9 @@
  *   commands.c    one subcommand per command of PROTOCOL.md §3
  *   record.c      watch, record, replay (streams and logs)
  *
- * Exit codes: CTL_OK, CTL_SERVER_ERROR (the server replied with an error),
- * CTL_USAGE, CTL_CONNECTION (cannot connect, or the connection was lost).
+ * Exit codes: CTL_OK, CTL_SERVER_ERROR (the server replied with an error,
+ * or with a malformed reply), CTL_USAGE, CTL_CONNECTION (cannot connect, or
+ * the connection was lost), CTL_OUTPUT (writing stdout or the log failed).
  */
 #pragma once
 
@@ -24,6 +25,7 @@ enum ctl_exit {
     CTL_SERVER_ERROR = 1,
     CTL_USAGE = 2,
     CTL_CONNECTION = 3,
+    CTL_OUTPUT = 4, ///< Writing stdout (but for EPIPE) or record's log failed.
 };
 
 /// The run of one ragdollctl command (below).
@@ -58,15 +60,27 @@ struct ctl {
     uint32_t timeout_ms; ///< Connect and reply timeout.
     const ctl_cmd* cmd;
     cJSON* request; ///< The command a simple subcommand sends (owned).
-    void (*print_ok)(ctl* x, const rdc_reply* r); ///< Human output of a success.
-    void* sub;                                    ///< The subcommand's own state.
+    /// Checks that a success reply has what the command needs (false: a
+    /// malformed reply) and prints it in human form unless --json.
+    bool (*print_ok)(ctl* x, const rdc_reply* r);
+    void* sub;            ///< The subcommand's own state.
     void (*stop)(ctl* x); ///< Closes the subcommand's handles (called by ctl_finish), or NULL.
     void (*sub_free)(void* sub);
     uv_signal_t sigint;
     bool signal_open;
     bool finished;
     int exit_code;
+    bool reader_gone; ///< A write to stdout failed with EPIPE (| head): not an error.
 };
+
+/// Checks the writes so far to f (stdout, or record's log at path): after
+/// a failure (fflush() or the error flag), EPIPE on stdout ends the run
+/// with CTL_OK, any other error is printed and makes the exit code
+/// CTL_OUTPUT (ending the run if it is still going). Returns whether the
+/// writes went well. The caller clears errno before the writes it checks:
+/// a failed write leaves the error flag and errno, while a later fflush()
+/// may report success.
+bool ctl_check_output(ctl* x, FILE* f, const char* path);
 
 /// Ends the run with `code` (the first call wins): closes the client; the
 /// loop then runs out.
@@ -80,7 +94,9 @@ void ctl_send_request(ctl* x);
 /// Reply callback that prints and finishes, as ctl_send_request() does.
 void ctl_on_reply(rdc_client* c, const rdc_reply* r, void* arg);
 
-/// Prints the server's error reply to stderr ("error: CODE: MESSAGE").
+/// Prints the server's error reply to stderr ("error: CODE: MESSAGE"), or
+/// "ragdollctl: malformed reply: ..." for a reply that is neither ok nor an
+/// error (RDC_E_PROTOCOL).
 void ctl_print_error(const rdc_reply* r);
 
 /// Prints "ragdollctl SUB: MESSAGE" and the subcommand's synopsis to stderr.
@@ -89,6 +105,20 @@ int ctl_usage(const ctl_cmd* cmd, const char* fmt, ...) __attribute__((format(pr
 
 /// Prints the subcommand's --help to stdout.
 void ctl_help(const ctl_cmd* cmd);
+
+/// The largest message the server takes (PROTOCOL.md: 64 KiB; more is
+/// close 1009), and room kept in it for the "id" rdc adds.
+#define CTL_MAX_MESSAGE_BYTES 65536
+#define CTL_ID_RESERVE        32
+
+/// Whether len bytes of text are valid UTF-8 (a text frame that is not
+/// gets close 1007).
+bool ctl_utf8_valid(const char* text, size_t len);
+
+/// Checks, before anything is sent, that a command fits one message with
+/// its id and is valid UTF-8 as sent: 0, or CTL_USAGE with the reason in
+/// why.
+int ctl_check_command(const cJSON* cmd, char* why, size_t why_len);
 
 /// Sets the snapshot and event callbacks of the client (record.c): watch
 /// and record get their streams through them.
@@ -111,6 +141,14 @@ bool ctl_parse_uint(const char* s, uint64_t lo, uint64_t hi, uint64_t* out);
 
 /// A finite number.
 bool ctl_parse_double(const char* s, double* out);
+
+/// Longest time ragdollctl takes in seconds (--seconds, a command's "at", a
+/// log's "t"): a year. A longer one is a usage error.
+#define CTL_MAX_SECONDS (365.0 * 86400)
+
+/// Seconds as timer milliseconds, rounded, clamped to [0, CTL_MAX_SECONDS]
+/// (NaN: 0): converting a double beyond uint64_t's range is undefined.
+uint64_t ctl_seconds_to_ms(double s);
 
 /// "X,Y,Z": three finite numbers.
 bool ctl_parse_vec3(const char* s, double out[3]);

@@ -6,6 +6,7 @@
  */
 #include "ctl.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
@@ -36,7 +37,10 @@ static void usage_global(FILE* f) {
     }
     fprintf(f, "\n"
                "exit codes: 0 success, 1 the server replied with an error (its code and\n"
-               "message are printed), 2 usage error, 3 cannot connect or connection lost.\n");
+               "message are printed) or with a malformed reply (no \"ok\": true, or a field\n"
+               "the command needs missing), 2 usage error, 3 cannot connect, connection lost\n"
+               "or no reply in time, 4 writing stdout or record's log failed (a reader of\n"
+               "stdout that goes away, as in | head, is not a failure).\n");
 }
 
 int ctl_usage(const ctl_cmd* cmd, const char* fmt, ...) {
@@ -78,14 +82,44 @@ void ctl_finish(ctl* x, int code) {
     }
 }
 
+bool ctl_check_output(ctl* x, FILE* f, const char* path) {
+    if (fflush(f) == 0 && !ferror(f)) {
+        return true;
+    }
+    int err = errno;
+    if (f == stdout && (err == EPIPE || x->reader_gone)) {
+        x->reader_gone = true;
+        ctl_finish(x, CTL_OK);
+        return false;
+    }
+    if (x->exit_code != CTL_OUTPUT) {
+        fprintf(stderr, "ragdollctl: writing %s failed: %s\n", f == stdout ? "stdout" : path,
+                err != 0 ? strerror(err) : "an I/O error");
+    }
+    ctl_finish(x, CTL_OUTPUT);
+    // Also when the run has ended with another code already: the output
+    // is incomplete.
+    if (x->exit_code == CTL_OK) {
+        x->exit_code = CTL_OUTPUT;
+    }
+    return false;
+}
+
 void ctl_print_error(const rdc_reply* r) {
-    fprintf(stderr, "error: %s: %s\n", r->code, r->message);
+    if (r->status == RDC_E_PROTOCOL) {
+        fprintf(stderr, "ragdollctl: malformed reply: %s\n", r->message);
+    } else {
+        fprintf(stderr, "error: %s: %s\n", r->code, r->message);
+    }
 }
 
 void ctl_on_reply(rdc_client* c, const rdc_reply* r, void* arg) {
     (void)c;
     ctl* x = arg;
-    if (r->status != 0 && r->status != RDC_E_SERVER) {
+    if (r->status != 0 && r->status != RDC_E_SERVER && r->status != RDC_E_PROTOCOL) {
+        if (r->status == RDC_E_DISCONNECTED) {
+            return; // on_state follows and says why (the server's close code and reason)
+        }
         fprintf(stderr, "ragdollctl: no reply: %s\n", rdc_strerror(r->status));
         ctl_finish(x, CTL_CONNECTION);
         return;
@@ -93,19 +127,85 @@ void ctl_on_reply(rdc_client* c, const rdc_reply* r, void* arg) {
     if (x->json) {
         printf("%.*s\n", (int)r->len, r->text);
     }
-    if (r->status == RDC_E_SERVER) {
+    if (r->status != 0) {
         ctl_print_error(r);
         ctl_finish(x, CTL_SERVER_ERROR);
         return;
     }
-    if (!x->json) {
-        if (x->print_ok != NULL) {
-            x->print_ok(x, r);
-        } else {
-            printf("ok\n");
-        }
+    // With --json, print_ok only checks the reply.
+    if (x->print_ok != NULL && !x->print_ok(x, r)) {
+        fprintf(stderr, "ragdollctl: malformed reply: a field this command needs is missing or "
+                        "of the wrong type\n");
+        ctl_finish(x, CTL_SERVER_ERROR);
+        return;
+    }
+    if (!x->json && x->print_ok == NULL) {
+        printf("ok\n");
     }
     ctl_finish(x, CTL_OK);
+}
+
+// Whether text is valid UTF-8 (RFC 3629: no overlong forms, no surrogates,
+// nothing above U+10FFFF): the server closes the connection (1007) on a text
+// frame that is not.
+bool ctl_utf8_valid(const char* text, size_t len) {
+    const unsigned char* p = (const unsigned char*)text;
+    size_t i = 0;
+    while (i < len) {
+        unsigned char b = p[i];
+        size_t n;
+        uint32_t cp;
+        if (b < 0x80) {
+            i++;
+            continue;
+        } else if (b >= 0xc2 && b <= 0xdf) {
+            n = 1;
+            cp = b & 0x1f;
+        } else if (b >= 0xe0 && b <= 0xef) {
+            n = 2;
+            cp = b & 0x0f;
+        } else if (b >= 0xf0 && b <= 0xf4) {
+            n = 3;
+            cp = b & 0x07;
+        } else {
+            return false;
+        }
+        if (len - i <= n) {
+            return false;
+        }
+        for (size_t k = 1; k <= n; ++k) {
+            if ((p[i + k] & 0xc0) != 0x80) {
+                return false;
+            }
+            cp = (cp << 6) | (p[i + k] & 0x3f);
+        }
+        if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+            (cp >= 0xd800 && cp <= 0xdfff)) {
+            return false;
+        }
+        i += n + 1;
+    }
+    return true;
+}
+
+int ctl_check_command(const cJSON* cmd, char* why, size_t why_len) {
+    char* text = rdc_json_print(cmd);
+    if (text == NULL) {
+        snprintf(why, why_len, "out of memory");
+        return CTL_USAGE;
+    }
+    size_t len = strlen(text);
+    int rc = 0;
+    if (!ctl_utf8_valid(text, len)) {
+        snprintf(why, why_len, "an argument is not valid UTF-8");
+        rc = CTL_USAGE;
+    } else if (len + CTL_ID_RESERVE > CTL_MAX_MESSAGE_BYTES) {
+        snprintf(why, why_len, "the command would be %zu bytes: the server takes at most %d",
+                 len + CTL_ID_RESERVE, CTL_MAX_MESSAGE_BYTES);
+        rc = CTL_USAGE;
+    }
+    cJSON_free(text);
+    return rc;
 }
 
 void ctl_send_request(ctl* x) {
@@ -137,7 +237,8 @@ static void on_state(rdc_client* c, const rdc_status* st, void* user) {
         fprintf(stderr, "ragdollctl: cannot connect to %s: %s", x->url, rdc_strerror(st->error));
     }
     if (st->close_code != 0) {
-        fprintf(stderr, " (close code %u)", (unsigned)st->close_code);
+        fprintf(stderr, " (close code %u%s%s)", (unsigned)st->close_code,
+                st->close_reason[0] != '\0' ? ": " : "", st->close_reason);
     }
     if (st->http_status != 0) {
         fprintf(stderr, " (HTTP %d)", st->http_status);
@@ -220,6 +321,11 @@ int main(int argc, char** argv) {
     char** sub_argv = argv + optind;
     optind = 0; // getopt_long starts over (GNU: 0 also re-reads its settings)
     int rc = x.cmd->parse(&x, sub_argc, sub_argv);
+    char why[160];
+    if (rc == 0 && !x.finished && x.request != NULL &&
+        ctl_check_command(x.request, why, sizeof why) != 0) {
+        rc = ctl_usage(x.cmd, "%s", why);
+    }
     if (rc != 0 || x.finished) {
         cJSON_Delete(x.request);
         if (x.sub_free != NULL) {
@@ -264,6 +370,7 @@ int main(int argc, char** argv) {
     if (uv_loop_close(x.loop) != 0) {
         fprintf(stderr, "ragdollctl: internal error: handles left open\n");
     }
-    fflush(stdout);
+    errno = 0;
+    ctl_check_output(&x, stdout, NULL);
     return x.exit_code;
 }

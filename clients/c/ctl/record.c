@@ -28,6 +28,11 @@ typedef struct timed_cmd {
     cJSON* cmd;       ///< Without "id" (and "at").
     int64_t old_id;   ///< Replay: the id it had in the log (0: none).
     cJSON* old_reply; ///< Replay: its reply in the log, or NULL (owned).
+    /// Replay: the index + 1 of the earlier command whose reply created an
+    /// id this one uses (0: none). It is sent only once that reply is in,
+    /// whatever the speed, so that it gets the id created now.
+    size_t after;
+    bool replied; ///< Replay: its reply (or failure) has come.
 } timed_cmd;
 
 typedef struct stream {
@@ -47,7 +52,7 @@ typedef struct stream {
     bool timers_open;
     timed_cmd* cmds;
     size_t ncmds, next;
-    size_t outstanding; ///< Replay: commands sent without a reply yet.
+    size_t outstanding; ///< Commands sent without a reply yet.
     int exit_code;      ///< Replay: CTL_SERVER_ERROR once any command failed.
     double speed;       ///< Replay: time scale (2 = twice as fast).
     // Replay: ids the log's replies named, and what they are now.
@@ -67,8 +72,12 @@ static void stream_free(void* p) {
         return;
     }
     if (s->out != NULL && s->out != stdout) {
-        if (fclose(s->out) != 0) {
-            fprintf(stderr, "ragdollctl: writing %s failed\n", s->path);
+        // The last buffered lines are written here: a failure still counts.
+        errno = 0;
+        if (fclose(s->out) != 0 && s->x->exit_code != CTL_OUTPUT) {
+            fprintf(stderr, "ragdollctl: writing %s failed: %s\n", s->path,
+                    errno != 0 ? strerror(errno) : "an I/O error");
+            s->x->exit_code = CTL_OUTPUT;
         }
     }
     for (size_t i = 0; i < s->ncmds; ++i) {
@@ -92,7 +101,8 @@ static void stream_stop(ctl* x) {
         uv_close((uv_handle_t*)&s->cmd_timer, on_timer_closed);
     }
     if (s->out != NULL) {
-        fflush(s->out);
+        errno = 0;
+        ctl_check_output(x, s->out, s->path);
     }
 }
 
@@ -111,13 +121,14 @@ static void log_line(stream* s, const char* dir, const char* json, size_t len, b
 
 // Ends the run once the reader of stdout is gone (watch | head): SIGPIPE is
 // ignored (ragdollctl.c), so every later write fails with EPIPE and the
-// stream would go on until Ctrl-C, writing to nobody. The caller clears
-// errno before its write: a write inside printf() that fails leaves the
-// stream's error flag and errno, and the failed bytes are dropped, so
-// fflush() alone can report success.
-static void end_if_reader_gone(ctl* x, FILE* f) {
-    if (f == stdout && (fflush(f) != 0 || ferror(f)) && errno == EPIPE) {
-        ctl_finish(x, CTL_OK);
+// stream would go on until Ctrl-C, writing to nobody. Any other write error
+// (stdout or the log: a full disk, /dev/full) ends it with CTL_OUTPUT. The
+// log is not flushed per line: its buffered writes set the error flag when
+// they fail.
+static void check_written(ctl* x, stream* s) {
+    FILE* f = s->kind == S_WATCH ? stdout : s->out;
+    if (f == stdout || ferror(f)) {
+        ctl_check_output(x, f, s->path);
     }
 }
 
@@ -133,7 +144,7 @@ static void on_snapshot(rdc_client* c, const rdc_snapshot* snap, void* user) {
     s->line.len = 0;
     if (s->format == RDC_FORMAT_JSON && (s->raw || s->kind == S_RECORD)) {
         // As received: the server's own JSON (topology and metrics included).
-        char* printed = cJSON_PrintUnformatted(snap->json);
+        char* printed = rdc_json_print(snap->json);
         if (printed != NULL) {
             ctl_buf_append(&s->line, printed, strlen(printed));
             cJSON_free(printed);
@@ -149,7 +160,7 @@ static void on_snapshot(rdc_client* c, const rdc_snapshot* snap, void* user) {
     } else {
         log_line(s, "recv", text, len, false);
     }
-    end_if_reader_gone(x, s->kind == S_WATCH ? stdout : s->out);
+    check_written(x, s);
     s->snapshots++;
     if (x->count > 0 && s->snapshots >= x->count) {
         ctl_finish(x, CTL_OK);
@@ -169,7 +180,7 @@ static void on_event(rdc_client* c, const rdc_event* ev, void* user) {
     } else {
         log_line(s, "recv", ev->text, ev->len, false);
     }
-    end_if_reader_gone(x, s->kind == S_WATCH ? stdout : s->out);
+    check_written(x, s);
     if (x->finished) {
         return;
     }
@@ -201,9 +212,13 @@ static void schedule_next(stream* s) {
     if (s->next >= s->ncmds || s->x->finished) {
         return;
     }
-    double wait = s->cmds[s->next].at / s->speed - now_s(s);
-    uint64_t ms = wait > 0 ? (uint64_t)(wait * 1000 + 0.5) : 0;
-    uv_timer_start(&s->cmd_timer, on_cmd_timer, ms, 0);
+    double due = s->cmds[s->next].at / s->speed;
+    if (s->x->seconds > 0 && due >= s->x->seconds) {
+        return; // after the end: the stop timer comes first
+    }
+    // Clamped (a year at most): a long wait just re-arms when it ends, as
+    // send_due() finds nothing due yet.
+    uv_timer_start(&s->cmd_timer, on_cmd_timer, ctl_seconds_to_ms(due - now_s(s)), 0);
 }
 
 static void on_record_reply(rdc_client* c, const rdc_reply* r, void* arg) {
@@ -221,6 +236,23 @@ static void on_record_reply(rdc_client* c, const rdc_reply* r, void* arg) {
     if (r->status == 0 && cJSON_IsNumber(w)) {
         s->last_world = w->valuedouble;
     }
+    s->outstanding--;
+    if (!s->x->finished &&
+        (r->status == 0 || r->status == RDC_E_SERVER || r->status == RDC_E_PROTOCOL)) {
+        send_due(s); // a command waiting for this reply's ids
+    }
+}
+
+// Whether a --commands line uses "$entity" or "$world".
+static bool has_placeholder(const cJSON* cmd) {
+    static const char* const keys[] = {"world", "entity"};
+    for (int k = 0; k < 2; ++k) {
+        const char* v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cmd, keys[k]));
+        if (v != NULL && (strcmp(v, "$world") == 0 || strcmp(v, "$entity") == 0)) {
+            return true;
+        }
+    }
+    return false;
 }
 
 // record: "$entity" and "$world" in a command are the ids the latest reply
@@ -259,6 +291,13 @@ static void remap(stream* s, cJSON* cmd) {
 static void send_due(stream* s) {
     ctl* x = s->x;
     while (s->next < s->ncmds && !x->finished && s->cmds[s->next].at / s->speed <= now_s(s)) {
+        size_t after = s->cmds[s->next].after;
+        if (after != 0 && !s->cmds[after - 1].replied) {
+            return; // on_replay_reply() calls again once that reply is in
+        }
+        if (s->kind == S_RECORD && s->outstanding > 0 && has_placeholder(s->cmds[s->next].cmd)) {
+            return; // "$entity" is the latest reply's: on_record_reply() calls again
+        }
         timed_cmd* tc = &s->cmds[s->next++];
         int64_t id = 0;
         int rc;
@@ -269,6 +308,7 @@ static void send_due(stream* s) {
         } else {
             resolve(s, tc->cmd);
             rc = rdc_send(x->c, tc->cmd, on_record_reply, s, &id);
+            s->outstanding += rc == 0;
         }
         if (rc != 0) {
             fprintf(stderr, "ragdollctl: cannot send line %zu: %s\n", s->next, rdc_strerror(rc));
@@ -278,7 +318,7 @@ static void send_due(stream* s) {
         if (s->kind == S_RECORD) {
             cJSON* logged = cJSON_Duplicate(tc->cmd, true);
             cJSON_AddNumberToObject(logged, "id", (double)id);
-            char* text = cJSON_PrintUnformatted(logged);
+            char* text = rdc_json_print(logged);
             if (text != NULL) {
                 log_line(s, "send", text, strlen(text), false);
             }
@@ -300,7 +340,7 @@ static void stream_begin(stream* s) {
     s->started = true;
     s->t0_ns = uv_hrtime();
     if (x->seconds > 0) {
-        uv_timer_start(&s->stop_timer, on_stop_timer, (uint64_t)(x->seconds * 1000 + 0.5), 0);
+        uv_timer_start(&s->stop_timer, on_stop_timer, ctl_seconds_to_ms(x->seconds), 0);
     }
     if (s->ncmds > 0) {
         schedule_next(s);
@@ -374,9 +414,10 @@ static void on_replay_reply(rdc_client* c, const rdc_reply* r, void* arg) {
     ctl* x = rdc_user(c);
     stream* s = x->sub;
     s->outstanding--;
+    tc->replied = true;
     const char* op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tc->cmd, "op"));
-    if (r->status != 0 && r->status != RDC_E_SERVER) {
-        if (!x->finished) {
+    if (r->status != 0 && r->status != RDC_E_SERVER && r->status != RDC_E_PROTOCOL) {
+        if (!x->finished && r->status != RDC_E_DISCONNECTED) { // on_state reports a loss
             fprintf(stderr, "ragdollctl: no reply to %s: %s\n", op, rdc_strerror(r->status));
             ctl_finish(x, CTL_CONNECTION);
         }
@@ -389,7 +430,7 @@ static void on_replay_reply(rdc_client* c, const rdc_reply* r, void* arg) {
     } else {
         printf("%8.3f s  %-16s error %s: %s\n", now_s(s), op, r->code, r->message);
     }
-    if (r->status == RDC_E_SERVER) {
+    if (r->status != 0) {
         s->exit_code = CTL_SERVER_ERROR;
     } else if (tc->old_reply != NULL) {
         // What the log's command created has a new id now: use it in the
@@ -407,16 +448,53 @@ static void on_replay_reply(rdc_client* c, const rdc_reply* r, void* arg) {
             }
         }
     }
-    if (s->next >= s->ncmds && s->outstanding == 0) {
-        ctl_finish(x, s->exit_code);
+    if (!x->finished) {
+        send_due(s); // what waited for this reply, and the end of the replay
     }
 }
 
-// Reads a whole file (or stdin for "-") into a NUL-terminated string.
-static char* read_all(const char* path) {
+// Whether a command of the log creates the id `key` names in its reply
+// (create_world: "world"; spawn_*: "entity").
+static bool creates(const timed_cmd* tc, int key) {
+    const char* op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tc->cmd, "op"));
+    return op != NULL && tc->old_reply != NULL &&
+           (key == 0 ? strcmp(op, "create_world") == 0 : strncmp(op, "spawn_", 6) == 0);
+}
+
+// Links each command of a log to the latest earlier command whose reply
+// created a world or entity id it uses (timed_cmd.after).
+static void link_replies(stream* s) {
+    static const char* const keys[] = {"world", "entity"};
+    for (size_t i = 0; i < s->ncmds; ++i) {
+        for (int k = 0; k < 2; ++k) {
+            const cJSON* v = cJSON_GetObjectItemCaseSensitive(s->cmds[i].cmd, keys[k]);
+            for (size_t j = i; is_id(v) && j-- > 0;) {
+                const cJSON* made = cJSON_GetObjectItemCaseSensitive(s->cmds[j].old_reply, keys[k]);
+                if (creates(&s->cmds[j], k) && is_id(made) && made->valuedouble == v->valuedouble) {
+                    s->cmds[i].after = j + 1 > s->cmds[i].after ? j + 1 : s->cmds[i].after;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+// The text of a --commands file or a log: lines are taken by length, so
+// that a NUL byte in one makes that line malformed instead of ending the
+// input.
+typedef struct text_lines {
+    char* data; ///< The whole file, NUL-terminated (owned).
+    char* cursor;
+    char* end;
+    bool has_nul; ///< The line next_line() returned last contains a NUL byte.
+} text_lines;
+
+// Reads a whole file (or stdin for "-"). False when it cannot be read.
+static bool read_all(const char* path, text_lines* t) {
+    memset(t, 0, sizeof *t);
     FILE* f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (f == NULL) {
-        return NULL;
+        return false;
     }
     ctl_buf b = {0};
     char chunk[65536];
@@ -430,12 +508,28 @@ static char* read_all(const char* path) {
     }
     if (bad) {
         ctl_buf_free(&b);
-        return NULL;
+        return false;
     }
     if (b.data == NULL) {
         ctl_buf_append(&b, "", 0);
     }
-    return b.data;
+    t->data = t->cursor = b.data;
+    t->end = b.data + b.len;
+    return true;
+}
+
+// The next line (its newline replaced by NUL), or NULL at the end.
+static char* next_line(text_lines* t) {
+    char* p = t->cursor;
+    if (p >= t->end) {
+        return NULL;
+    }
+    char* nl = memchr(p, '\n', (size_t)(t->end - p));
+    char* stop = nl != NULL ? nl : t->end;
+    t->has_nul = memchr(p, '\0', (size_t)(stop - p)) != NULL;
+    *stop = '\0'; // the buffer has a NUL after its end
+    t->cursor = nl != NULL ? nl + 1 : t->end;
+    return p;
 }
 
 static bool add_cmd(stream* s, double at, cJSON* cmd) {
@@ -451,22 +545,6 @@ static bool add_cmd(stream* s, double at, cJSON* cmd) {
     return true;
 }
 
-// Iterates the lines of text (modified in place).
-static char* next_line(char** cursor) {
-    char* p = *cursor;
-    if (*p == '\0') {
-        return NULL;
-    }
-    char* nl = strchr(p, '\n');
-    if (nl != NULL) {
-        *nl = '\0';
-        *cursor = nl + 1;
-    } else {
-        *cursor = p + strlen(p);
-    }
-    return p;
-}
-
 static bool blank(const char* line) {
     while (*line == ' ' || *line == '\t' || *line == '\r') {
         line++;
@@ -476,28 +554,28 @@ static bool blank(const char* line) {
 
 // record --commands FILE: one command per line, "at" (s) when to send it.
 static int load_commands(ctl* x, stream* s, const char* path) {
-    char* text = read_all(path);
-    if (text == NULL) {
+    text_lines text;
+    if (!read_all(path, &text)) {
         return ctl_usage(x->cmd, "cannot read %s", path);
     }
-    char* cursor = text;
     char* line;
     size_t lineno = 0;
     double at = 0;
     int rc = 0;
-    while (rc == 0 && (line = next_line(&cursor)) != NULL) {
+    while (rc == 0 && (line = next_line(&text)) != NULL) {
         lineno++;
-        if (blank(line)) {
+        if (!text.has_nul && blank(line)) {
             continue;
         }
-        cJSON* o = cJSON_Parse(line);
+        cJSON* o = text.has_nul ? NULL : cJSON_Parse(line);
         const cJSON* t = cJSON_GetObjectItemCaseSensitive(o, "at");
         if (!cJSON_IsObject(o) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(o, "op")) ||
-            (t != NULL && (!cJSON_IsNumber(t) || t->valuedouble < at))) {
+            (t != NULL &&
+             (!cJSON_IsNumber(t) || t->valuedouble < at || t->valuedouble > CTL_MAX_SECONDS))) {
             cJSON_Delete(o);
             rc = ctl_usage(x->cmd,
                            "%s:%zu: not a command (a JSON object with \"op\", and \"at\" seconds "
-                           "not before the line above's)",
+                           "not before the line above's, at most a year)",
                            path, lineno);
             break;
         }
@@ -506,24 +584,29 @@ static int load_commands(ctl* x, stream* s, const char* path) {
         }
         cJSON_DeleteItemFromObjectCaseSensitive(o, "at");
         cJSON_DeleteItemFromObjectCaseSensitive(o, "id");
+        char why[160];
+        if (ctl_check_command(o, why, sizeof why) != 0) {
+            cJSON_Delete(o);
+            rc = ctl_usage(x->cmd, "%s:%zu: %s", path, lineno, why);
+            break;
+        }
         if (!add_cmd(s, at, o)) {
             cJSON_Delete(o);
             rc = CTL_USAGE;
         }
     }
-    free(text);
+    free(text.data);
     return rc;
 }
 
 // replay: the log's commands (not record's own), with the replies they got.
 static int load_log(ctl* x, stream* s, const char* path) {
-    char* text = read_all(path);
-    if (text == NULL) {
+    text_lines text;
+    if (!read_all(path, &text)) {
         return ctl_usage(x->cmd, "cannot read %s", path);
     }
-    char* cursor = text;
-    char* line = next_line(&cursor);
-    cJSON* hdr = line != NULL ? cJSON_Parse(line) : NULL;
+    char* line = next_line(&text);
+    cJSON* hdr = line != NULL && !text.has_nul ? cJSON_Parse(line) : NULL;
     int rc = 0;
     if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(hdr, "ragdollctl_log"))) {
         rc = ctl_usage(x->cmd, "%s is not a ragdollctl record log", path);
@@ -537,16 +620,17 @@ static int load_log(ctl* x, stream* s, const char* path) {
     }
     cJSON_Delete(hdr);
     size_t lineno = 1;
-    while (rc == 0 && (line = next_line(&cursor)) != NULL) {
+    while (rc == 0 && (line = next_line(&text)) != NULL) {
         lineno++;
-        if (blank(line)) {
+        if (!text.has_nul && blank(line)) {
             continue;
         }
-        cJSON* o = cJSON_Parse(line);
+        cJSON* o = text.has_nul ? NULL : cJSON_Parse(line);
         const cJSON* t = cJSON_GetObjectItemCaseSensitive(o, "t");
         cJSON* send = cJSON_GetObjectItemCaseSensitive(o, "send");
         const cJSON* recv = cJSON_GetObjectItemCaseSensitive(o, "recv");
-        if (!cJSON_IsNumber(t) || (send == NULL && recv == NULL)) {
+        if (!cJSON_IsNumber(t) || !(t->valuedouble >= 0 && t->valuedouble <= CTL_MAX_SECONDS) ||
+            (send == NULL && recv == NULL)) {
             cJSON_Delete(o);
             rc = ctl_usage(x->cmd, "%s:%zu: not a log line", path, lineno);
             break;
@@ -564,6 +648,13 @@ static int load_log(ctl* x, stream* s, const char* path) {
             int64_t old_id = is_id(id) ? (int64_t)id->valuedouble : 0;
             cJSON* cmd = cJSON_DetachItemViaPointer(o, send);
             cJSON_DeleteItemFromObjectCaseSensitive(cmd, "id");
+            char why[160] = "\"send\" is not a command";
+            if (!cJSON_IsObject(cmd) || ctl_check_command(cmd, why, sizeof why) != 0) {
+                cJSON_Delete(cmd);
+                cJSON_Delete(o);
+                rc = ctl_usage(x->cmd, "%s:%zu: %s", path, lineno, why);
+                break;
+            }
             if (!add_cmd(s, t->valuedouble, cmd)) {
                 cJSON_Delete(cmd);
                 rc = CTL_USAGE;
@@ -573,7 +664,8 @@ static int load_log(ctl* x, stream* s, const char* path) {
         }
         cJSON_Delete(o);
     }
-    free(text);
+    free(text.data);
+    link_replies(s);
     return rc;
 }
 
@@ -621,7 +713,8 @@ static int parse_stream(ctl* x, int argc, char** argv, stream_kind kind) {
             ok = streams && ctl_parse_uint(optarg, 1, UINT64_MAX, &x->count);
             break;
         case 's':
-            ok = streams && ctl_parse_double(optarg, &x->seconds) && x->seconds > 0;
+            ok = streams && ctl_parse_double(optarg, &x->seconds) && x->seconds > 0 &&
+                 x->seconds <= CTL_MAX_SECONDS;
             break;
         case 'R':
             ok = kind == S_WATCH;
@@ -635,7 +728,8 @@ static int parse_stream(ctl* x, int argc, char** argv, stream_kind kind) {
             ok = kind == S_REPLAY && ctl_parse_id(optarg, &s->world) && s->world > 0;
             break;
         case 'S':
-            ok = kind == S_REPLAY && ctl_parse_double(optarg, &s->speed) && s->speed > 0;
+            ok = kind == S_REPLAY && ctl_parse_double(optarg, &s->speed) && s->speed >= 1e-3 &&
+                 s->speed <= 1e6;
             break;
         case 'h':
             ctl_help(cmd);
@@ -731,7 +825,8 @@ const ctl_cmd ctl_cmd_record = {
             "`ragdollctl replay` sends the log's commands again.\n\n"
             "  --commands FILE  commands to send while recording: one JSON object per line,\n"
             "                   with \"at\": seconds after the start (default: the line\n"
-            "                   above's); - reads them from stdin. \"$entity\" and\n"
+            "                   above's; at most a year; a command due after --seconds is\n"
+            "                   not sent); - reads them from stdin. \"$entity\" and\n"
             "                   \"$world\" stand for the ids the latest reply that named\n"
             "                   one returned (a spawn's entity, a create_world's world)\n"
             "  --format F       json (default) or binary\n"
@@ -746,10 +841,11 @@ const ctl_cmd ctl_cmd_replay = {
     .synopsis = "FILE [--world W] [--speed X]",
     .help = "Sends the commands of a record log again, at the times they were sent, and\n"
             "prints their replies. Ids that commands of the log created (spawned entities,\n"
-            "created worlds) are replaced by the ones the replay creates. Exits 1 if any\n"
+            "created worlds) are replaced by the ones the replay creates (a command that\n"
+            "uses one waits for the reply that creates it). Exits 1 if any\n"
             "command failed.\n\n"
             "  --world W   send to world W instead of the recorded one\n"
-            "  --speed X   play X times as fast (1)\n",
+            "  --speed X   play X times as fast (1; 0.001 to 1000000)\n",
     .parse = parse_replay,
     .start = stream_start,
 };

@@ -213,13 +213,17 @@ typedef struct rdc_client rdc_client;
 
 /// The outcome of one command: the server's reply, or why none came.
 typedef struct rdc_reply {
-    /// 0: the server replied ok. RDC_E_SERVER: it replied with an error
-    /// (`code`, `message`). Else rdc's reason no reply came:
-    /// RDC_E_DISCONNECTED, RDC_E_TIMEOUT or RDC_E_CLOSED.
+    /// 0: the server replied ok ("ok": true). RDC_E_SERVER: it replied with
+    /// an error (`code`, `message`). RDC_E_PROTOCOL: it replied with
+    /// neither (code "malformed_reply"; json and text are the reply). Else
+    /// rdc's reason no reply came: RDC_E_DISCONNECTED, RDC_E_TIMEOUT or
+    /// RDC_E_CLOSED. A text message that is not wholly a JSON object is
+    /// ignored (a command it was meant to answer times out).
     int status;
     int64_t id; ///< The command's id (rdc assigns ids: 1, 2, 3, ... per client).
     /// NULL when ok. The server's error code ("not_found", ...: PROTOCOL.md
-    /// §2) for RDC_E_SERVER, else "disconnected", "timeout" or "closed".
+    /// §2) for RDC_E_SERVER, else "malformed_reply", "disconnected",
+    /// "timeout" or "closed".
     const char* code;
     const char* message; ///< NULL when ok; else a human-readable reason.
     bool has_tick;       ///< Whether the reply carried "tick".
@@ -272,7 +276,10 @@ typedef struct rdc_status {
     int error;
     bool was_connected;  ///< RDC_DISCONNECTED: whether the handshake had succeeded.
     uint16_t close_code; ///< The server's WebSocket close code (1001 on shutdown), or 0.
-    int http_status;     ///< RDC_E_HANDSHAKE: the server's HTTP status (e.g. 503), else 0.
+    /// The reason text of the server's close frame (control characters as
+    /// '?'), or "" (never NULL); valid during the callback only.
+    const char* close_reason;
+    int http_status; ///< RDC_E_HANDSHAKE: the server's HTTP status (e.g. 503), else 0.
     /// RDC_DISCONNECTED: milliseconds until the next attempt, or 0 when there
     /// will be none (reconnect is off or the client is closing).
     uint32_t retry_ms;
@@ -390,6 +397,14 @@ RDC_API int rdc_sendf(rdc_client* c, rdc_reply_cb cb, void* arg, const char* fmt
 /// the caller's).
 RDC_API int rdc_vsendf(rdc_client* c, rdc_reply_cb cb, void* arg, const char* fmt, va_list ap)
     RDC_PRINTF(4, 0);
+
+/// Prints a cJSON tree as compact JSON text, like cJSON_PrintUnformatted(),
+/// except that every integer of magnitude at most 2^53 is written exactly
+/// (cJSON 1.7 writes numbers with "%1.15g" and a loose round-trip check, so
+/// it prints the id 9007199254740991 as 9007199254740990). rdc sends every
+/// command this way. Returns text to free with cJSON_free(), or NULL when
+/// out of memory or o is NULL.
+RDC_API char* rdc_json_print(const cJSON* o);
 
 /// Most worlds one client may be subscribed to (the server allows 8).
 #define RDC_MAX_SUBSCRIPTIONS 8
