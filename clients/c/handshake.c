@@ -14,7 +14,6 @@
 #include <string.h>
 #include <strings.h>
 
-
 enum { H_UPGRADE, H_CONNECTION, H_ACCEPT, H_PROTOCOL, H_COUNT };
 
 static const char* const header_names[H_COUNT] = {

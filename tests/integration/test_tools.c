@@ -126,9 +126,9 @@ static void run(run_result* r, char* const argv[], double timeout_s) {
     }
 }
 
-// Runs ragdollctl with the fixture's server URL and up to 12 arguments.
-static int ctl(fixture* f, const char* const* args) {
-    char* argv[16];
+// Fills argv[16] with ragdollctl, the fixture's server URL and up to 12
+// arguments, NULL-terminated.
+static void ctl_argv(fixture* f, const char* const* args, char* argv[16]) {
     int n = 0;
     argv[n++] = (char*)env_or("RAGDOLLCTL", "build/clients/c/ragdollctl");
     argv[n++] = "--url";
@@ -137,6 +137,12 @@ static int ctl(fixture* f, const char* const* args) {
         argv[n++] = (char*)args[i];
     }
     argv[n] = NULL;
+}
+
+// Runs ragdollctl with the fixture's server URL and up to 12 arguments.
+static int ctl(fixture* f, const char* const* args) {
+    char* argv[16];
+    ctl_argv(f, args, argv);
     run(&f->r, argv, 60);
     return f->r.exit_code;
 }
@@ -270,14 +276,7 @@ static void test_ragdollctl_watch_prints_n_snapshots(void** state) {
 // timeout_s seconds (then it is killed).
 static int ctl_reader_gone(fixture* f, const char* const* args, double timeout_s) {
     char* argv[16];
-    int n = 0;
-    argv[n++] = (char*)env_or("RAGDOLLCTL", "build/clients/c/ragdollctl");
-    argv[n++] = "--url";
-    argv[n++] = f->url;
-    for (int i = 0; args[i] != NULL && n < 15; ++i) {
-        argv[n++] = (char*)args[i];
-    }
-    argv[n] = NULL;
+    ctl_argv(f, args, argv);
     int out[2];
     assert_int_equal(pipe(out), 0);
     close(out[0]); // the reader is gone before the first line

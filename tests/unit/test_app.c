@@ -365,10 +365,10 @@ static void test_app_capacity_refusals_name_their_limit(void** state) {
     big->id = 9007199254740991ull;
     expect_ok(apply(f, big, "\"op\":\"set_params\",\"iterations\":1"));
     expect_ok(apply(f, big, CLOTH64));
-    expect_error(
-        apply(f, big, "\"op\":\"set_params\",\"iterations\":100,\"substeps\":32"), "too_large",
-        "world 9007199254740991 would need 89708800 solver projections per tick (at 100 "
-        "iterations x 32 substeps); the limit per world is 500000");
+    expect_error(apply(f, big, "\"op\":\"set_params\",\"iterations\":100,\"substeps\":32"),
+                 "too_large",
+                 "world 9007199254740991 would need 89708800 solver projections per tick (at 100 "
+                 "iterations x 32 substeps); the limit per world is 500000");
 }
 
 int main(void) {

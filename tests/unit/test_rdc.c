@@ -689,11 +689,8 @@ static void ms_closed(rdc_client* c, void* arg) {
     ((mask_server*)arg)->closed = true;
 }
 
-static void test_rdc_masks_every_frame_with_a_fresh_key(void** state) {
-    (void)state;
-    mask_server* m = calloc(1, sizeof *m);
-    assert_non_null(m);
-    m->all_masked = true;
+// Listens on 127.0.0.1:0 and opens a client on it (no reconnecting).
+static void ms_open(mask_server* m, rdc_snapshot_cb on_snapshot) {
     assert_int_equal(uv_loop_init(&m->loop), 0);
     uv_tcp_init(&m->loop, &m->listener);
     m->listener.data = m;
@@ -711,7 +708,16 @@ static void test_rdc_masks_every_frame_with_a_fresh_key(void** state) {
     cfg.reconnect = false;
     cfg.user = m;
     cfg.on_state = ms_state;
+    cfg.on_snapshot = on_snapshot;
     assert_int_equal(rdc_open(&m->loop, &cfg, &m->c), 0);
+}
+
+static void test_rdc_masks_every_frame_with_a_fresh_key(void** state) {
+    (void)state;
+    mask_server* m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    m->all_masked = true;
+    ms_open(m, NULL);
     uint64_t deadline = uv_hrtime() + 10000000000ull;
     while (!m->connected && uv_hrtime() < deadline) {
         uv_run(&m->loop, UV_RUN_ONCE);
@@ -744,29 +750,6 @@ static void test_rdc_masks_every_frame_with_a_fresh_key(void** state) {
     uv_run(&m->loop, UV_RUN_DEFAULT);
     assert_int_equal(uv_loop_close(&m->loop), 0);
     free(m);
-}
-
-// Listens on 127.0.0.1:0 and opens a client on it (no reconnecting).
-static void ms_open(mask_server* m, rdc_snapshot_cb on_snapshot) {
-    assert_int_equal(uv_loop_init(&m->loop), 0);
-    uv_tcp_init(&m->loop, &m->listener);
-    m->listener.data = m;
-    struct sockaddr_in addr;
-    uv_ip4_addr("127.0.0.1", 0, &addr);
-    assert_int_equal(uv_tcp_bind(&m->listener, (const struct sockaddr*)&addr, 0), 0);
-    assert_int_equal(uv_listen((uv_stream_t*)&m->listener, 4, ms_accept), 0);
-    struct sockaddr_in bound;
-    int blen = sizeof bound;
-    uv_tcp_getsockname(&m->listener, (struct sockaddr*)&bound, &blen);
-    char url[64];
-    snprintf(url, sizeof url, "ws://127.0.0.1:%d/ws", ntohs(bound.sin_port));
-    rdc_config cfg = rdc_config_default();
-    cfg.url = url;
-    cfg.reconnect = false;
-    cfg.user = m;
-    cfg.on_state = ms_state;
-    cfg.on_snapshot = on_snapshot;
-    assert_int_equal(rdc_open(&m->loop, &cfg, &m->c), 0);
 }
 
 // Runs the loop until *flag is set or 10 s have passed.
