@@ -24,10 +24,18 @@ ctest --test-dir build --output-on-failure --no-tests=error -j"$jobs"
 # to the 16.7 ms budget, and the timing checks would measure the build, not
 # the server. -O1 keeps every check and runs ~20x faster.
 echo "== clang Debug + ASan + UBSan =="
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 CC=clang cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1" \
   -DRD_SANITIZE=address,undefined -DRD_BUILD_TESTS=ON -DRD_BUILD_BENCH=ON -DRD_BUILD_WEB=ON >/dev/null
 cmake --build build-asan -j"$jobs"
-ctest --test-dir build-asan --output-on-failure --no-tests=error -j"$jobs"
+# Leaks are checked in the unit tests, which run the server (app, net, sim),
+# the protocol and the client library in their own processes. The
+# integration and browser tests start dozens of short-lived ragdolld,
+# ragdollctl and ragdoll-load processes; on these machines LeakSanitizer's
+# stop-the-world (ptrace) at exit has been seen to hang one of them
+# spinning, so there it is off. ASan and UBSan still abort on any error.
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure --no-tests=error -j"$jobs" -L unit
+ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure --no-tests=error -j"$jobs" -LE unit
 echo "all tests passed (gcc Release, clang ASan+UBSan)"
