@@ -302,6 +302,7 @@ function onMessage(msg) {
       if (msg.world !== state.world) return;
       log(`world ${msg.world} was destroyed`, 'info');
       leaveWorld();
+      characters.reset(); // its characters, and the selection of them, are gone
       // Nothing of it is left to show: clear the scene and the figures
       // (the HUD shows dashes), and say so where the world's name was.
       view?.clear();
