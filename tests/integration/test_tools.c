@@ -23,6 +23,7 @@
 
 #include <cJSON.h>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -48,6 +49,7 @@ typedef struct fixture {
     server srv;
     char url[64];
     run_result r;
+    char dir[64]; ///< A scratch directory for the test's files, removed after it.
 } fixture;
 
 static const char* env_or(const char* name, const char* fallback) {
@@ -154,6 +156,8 @@ static int setup(void** state) {
         fail_msg("ragdolld did not start (set RAGDOLLD to its path)");
     }
     snprintf(f->url, sizeof f->url, "ws://127.0.0.1:%d/ws", f->srv.port);
+    snprintf(f->dir, sizeof f->dir, "/tmp/rd_tools_%s", "XXXXXX"); // mkdtemp's template
+    assert_non_null(mkdtemp(f->dir));
     *state = f;
     return 0;
 }
@@ -161,8 +165,63 @@ static int setup(void** state) {
 static int teardown(void** state) {
     fixture* f = *state;
     server_stop(&f->srv, SIGTERM);
+    DIR* d = opendir(f->dir);
+    for (struct dirent* e; d != NULL && (e = readdir(d)) != NULL;) {
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+            unlinkat(dirfd(d), e->d_name, 0);
+        }
+    }
+    if (d != NULL) {
+        closedir(d);
+    }
+    rmdir(f->dir);
     free(f);
     return 0;
+}
+
+// The path of `name` in the test's scratch directory (static storage, one
+// per slot, 0..3).
+static const char* path_in(const fixture* f, const char* name, int slot) {
+    static char paths[4][160];
+    snprintf(paths[slot], sizeof paths[slot], "%s/%s", f->dir, name);
+    return paths[slot];
+}
+
+// Writes len bytes of text to `name` in the scratch directory and returns
+// its path (as path_in).
+static const char* write_bytes(const fixture* f, const char* name, const char* text, size_t len,
+                               int slot) {
+    const char* path = path_in(f, name, slot);
+    FILE* fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(text, 1, len, fp), len);
+    fclose(fp);
+    return path;
+}
+
+static const char* write_file(const fixture* f, const char* name, const char* text, int slot) {
+    return write_bytes(f, name, text, strlen(text), slot);
+}
+
+// The text of a file (NUL-terminated, at most OUT_CAP - 1 bytes), in static
+// storage that the next call overwrites.
+static char* read_text(const char* path) {
+    static char text[OUT_CAP];
+    FILE* fp = fopen(path, "r");
+    assert_non_null(fp);
+    size_t len = fread(text, 1, sizeof text - 1, fp);
+    text[len] = '\0';
+    fclose(fp);
+    return text;
+}
+
+// How many commands ragdollctl replay reported as " ok".
+static int count_ok(const char* out) {
+    int n = 0;
+    for (const char* p = out; (p = strstr(p, " ok")) != NULL; ++p) {
+        n++;
+    }
+    return n;
 }
 
 // Calls fn on each line of text that parses as a JSON object.
@@ -343,29 +402,19 @@ static void on_log_line(const cJSON* o, void* arg) {
 
 static void test_ragdollctl_record_then_replay(void** state) {
     fixture* f = *state;
-    char dir[] = "/tmp/rd_tools_XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char cmds[128], log[128];
-    snprintf(cmds, sizeof cmds, "%s/commands.jsonl", dir);
-    snprintf(log, sizeof log, "%s/run.jsonl", dir);
-    FILE* fp = fopen(cmds, "w");
-    assert_non_null(fp);
-    fprintf(fp, "{\"at\":0.1,\"op\":\"spawn_ball\",\"world\":1,\"position\":[0,3,0]}\n"
-                "{\"at\":0.3,\"op\":\"apply_impulse\",\"world\":1,\"entity\":\"$entity\","
-                "\"impulse\":[0,5,0]}\n"
-                "{\"at\":0.5,\"op\":\"despawn\",\"world\":1,\"entity\":\"$entity\"}\n");
-    fclose(fp);
+    const char* log = path_in(f, "run.jsonl", 0);
+    const char* cmds =
+        write_file(f, "commands.jsonl",
+                   "{\"at\":0.1,\"op\":\"spawn_ball\",\"world\":1,\"position\":[0,3,0]}\n"
+                   "{\"at\":0.3,\"op\":\"apply_impulse\",\"world\":1,\"entity\":\"$entity\","
+                   "\"impulse\":[0,5,0]}\n"
+                   "{\"at\":0.5,\"op\":\"despawn\",\"world\":1,\"entity\":\"$entity\"}\n",
+                   1);
     assert_int_equal(ctl(f, (const char*[]){"record", "1", log, "--commands", cmds, "--seconds",
                                             "1.5", "--rate", "10", NULL}),
                      0);
-    fp = fopen(log, "r");
-    assert_non_null(fp);
-    static char text[OUT_CAP];
-    size_t len = fread(text, 1, sizeof text - 1, fp);
-    text[len] = '\0';
-    fclose(fp);
     log_seen s = {0, 0, 0, 0, 0, 0, true};
-    each_json_line(text, on_log_line, &s);
+    each_json_line(read_text(log), on_log_line, &s);
     assert_int_equal(s.header, 1);
     assert_int_equal(s.sends, 4); // subscribe, then the three commands
     assert_int_equal(s.replies, 4);
@@ -378,25 +427,14 @@ static void test_ragdollctl_record_then_replay(void** state) {
     assert_int_equal(ctl(f, (const char*[]){"replay", log, "--speed", "2", NULL}), 0);
     assert_non_null(strstr(f->r.out, "spawn_ball"));
     assert_non_null(strstr(f->r.out, "despawn"));
-    int oks = 0;
-    for (const char* p = f->r.out; (p = strstr(p, " ok")) != NULL; ++p) {
-        oks++;
-    }
-    assert_int_equal(oks, 3);
+    assert_int_equal(count_ok(f->r.out), 3);
     // So fast that all three are due at once: the impulse and the despawn
     // still wait for the spawn's reply and use the ball created now (with
     // the recorded id, the one the first replay despawned, they fail).
     assert_int_equal(ctl(f, (const char*[]){"replay", log, "--speed", "1000000", NULL}), 0);
-    oks = 0;
-    for (const char* p = f->r.out; (p = strstr(p, " ok")) != NULL; ++p) {
-        oks++;
-    }
-    assert_int_equal(oks, 3);
+    assert_int_equal(count_ok(f->r.out), 3);
     // A log whose command fails now: exit 1 (the world is gone).
     assert_int_equal(ctl(f, (const char*[]){"replay", log, "--world", "77", NULL}), 1);
-    unlink(cmds);
-    unlink(log);
-    rmdir(dir);
 }
 
 // What the server would refuse by closing the connection (a message over
@@ -416,77 +454,40 @@ static void test_ragdollctl_refuses_arguments_the_server_would_close_on(void** s
 // the input quietly, so that the rest was never sent.
 static void test_ragdollctl_nul_bytes_make_a_line_malformed(void** state) {
     fixture* f = *state;
-    char dir[] = "/tmp/rd_tools_XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char cmds[128], log[128], out[128];
-    snprintf(cmds, sizeof cmds, "%s/commands.jsonl", dir);
-    snprintf(log, sizeof log, "%s/run.jsonl", dir);
-    snprintf(out, sizeof out, "%s/out.jsonl", dir);
     static const char c[] = "{\"op\":\"list_worlds\"}\n{\"op\":\"list_worlds\"}\0garbage\n";
     static const char l[] = "{\"ragdollctl_log\":1,\"world\":1}\n"
                             "{\"t\":0,\"send\":{\"op\":\"list_worlds\",\"id\":1}}\n"
                             "\0{\"t\":0,\"send\":{\"op\":\"list_worlds\",\"id\":2}}\n";
-    FILE* fp = fopen(cmds, "wb");
-    assert_non_null(fp);
-    fwrite(c, 1, sizeof c - 1, fp);
-    fclose(fp);
-    fp = fopen(log, "wb");
-    assert_non_null(fp);
-    fwrite(l, 1, sizeof l - 1, fp);
-    fclose(fp);
+    const char* cmds = write_bytes(f, "commands.jsonl", c, sizeof c - 1, 0);
+    const char* log = write_bytes(f, "run.jsonl", l, sizeof l - 1, 1);
+    const char* out = path_in(f, "out.jsonl", 2);
     assert_int_equal(
         ctl(f, (const char*[]){"record", "1", out, "--commands", cmds, "--seconds", "1", NULL}), 2);
     assert_non_null(strstr(f->r.err, "commands.jsonl:2"));
     assert_int_equal(ctl(f, (const char*[]){"replay", log, NULL}), 2);
     assert_non_null(strstr(f->r.err, "run.jsonl:3"));
-    unlink(cmds);
-    unlink(log);
-    unlink(out);
-    rmdir(dir);
-}
-
-// Writes text to dir/name and returns the path (static storage, one per slot).
-static const char* write_file(const char* dir, const char* name, const char* text, int slot) {
-    static char paths[4][160];
-    snprintf(paths[slot], sizeof paths[slot], "%s/%s", dir, name);
-    FILE* fp = fopen(paths[slot], "w");
-    assert_non_null(fp);
-    fputs(text, fp);
-    fclose(fp);
-    return paths[slot];
 }
 
 // "$entity" is the id the latest reply named: a line due at once after the
 // spawn waits for the spawn's reply instead of going out unresolved.
 static void test_ragdollctl_record_placeholders_wait_for_their_reply(void** state) {
     fixture* f = *state;
-    char dir[] = "/tmp/rd_tools_XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char log[128];
-    snprintf(log, sizeof log, "%s/run.jsonl", dir);
+    const char* log = path_in(f, "run.jsonl", 1);
     const char* cmds =
-        write_file(dir, "cmds.jsonl",
+        write_file(f, "cmds.jsonl",
                    "{\"at\":0,\"op\":\"spawn_ball\",\"world\":1,\"position\":[0,3,0]}\n"
                    "{\"op\":\"despawn\",\"world\":1,\"entity\":\"$entity\"}\n",
                    0);
     assert_int_equal(
         ctl(f, (const char*[]){"record", "1", log, "--commands", cmds, "--seconds", "0.5", NULL}),
         0);
-    FILE* fp = fopen(log, "r");
-    assert_non_null(fp);
-    static char text[OUT_CAP];
-    size_t len = fread(text, 1, sizeof text - 1, fp);
-    text[len] = '\0';
-    fclose(fp);
+    char* text = read_text(log);
     log_seen ls = {0, 0, 0, 0, 0, 0, true};
     each_json_line(text, on_log_line, &ls);
     assert_int_equal(ls.sends, 3); // subscribe, spawn, despawn
     assert_int_equal(ls.replies, 3);
     assert_int_equal(ls.errors, 0);
     assert_null(strstr(text, "\"$entity\""));
-    unlink(cmds);
-    unlink(log);
-    rmdir(dir);
 }
 
 // A log that cannot be written is an error (exit 4), not a silent success.
@@ -504,39 +505,32 @@ static void test_ragdollctl_record_reports_write_errors(void** state) {
 // --seconds or convert out of range (UBSan), and replay's speed is bounded.
 static void test_ragdollctl_far_times_are_bounded(void** state) {
     fixture* f = *state;
-    char dir[] = "/tmp/rd_tools_XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    char log[128];
-    snprintf(log, sizeof log, "%s/run.jsonl", dir);
-    const char* far = write_file(dir, "far.jsonl", "{\"at\":1e300,\"op\":\"list_worlds\"}\n", 0);
+    char log[160];
+    snprintf(log, sizeof log, "%s", path_in(f, "run.jsonl", 0));
+    const char* far = write_file(f, "far.jsonl", "{\"at\":1e300,\"op\":\"list_worlds\"}\n", 0);
     assert_int_equal(
         ctl(f, (const char*[]){"record", "1", log, "--commands", far, "--seconds", "1", NULL}), 2);
     assert_non_null(strstr(f->r.err, "far.jsonl:1"));
     // Due after the end: not sent, and the run ends at --seconds.
     const char* later =
-        write_file(dir, "later.jsonl", "{\"at\":1000000,\"op\":\"list_worlds\"}\n", 1);
+        write_file(f, "later.jsonl", "{\"at\":1000000,\"op\":\"list_worlds\"}\n", 1);
     double t0 = now_s();
     assert_int_equal(
         ctl(f, (const char*[]){"record", "1", log, "--commands", later, "--seconds", "1", NULL}),
         0);
     assert_true(now_s() - t0 < 10);
-    const char* bad_t = write_file(dir, "bad_t.jsonl",
+    const char* bad_t = write_file(f, "bad_t.jsonl",
                                    "{\"ragdollctl_log\":1,\"world\":1}\n"
                                    "{\"t\":1e300,\"send\":{\"op\":\"list_worlds\",\"id\":1}}\n",
                                    2);
     assert_int_equal(ctl(f, (const char*[]){"replay", bad_t, NULL}), 2);
     assert_non_null(strstr(f->r.err, "bad_t.jsonl:2"));
-    const char* ok_t = write_file(dir, "ok_t.jsonl",
+    const char* ok_t = write_file(f, "ok_t.jsonl",
                                   "{\"ragdollctl_log\":1,\"world\":1}\n"
                                   "{\"t\":0.1,\"send\":{\"op\":\"list_worlds\",\"id\":1}}\n",
                                   3);
     assert_int_equal(ctl(f, (const char*[]){"replay", ok_t, "--speed", "1e-300", NULL}), 2);
     assert_int_equal(ctl(f, (const char*[]){"replay", ok_t, "--speed", "1000", NULL}), 0);
-    for (int i = 0; i < 4; ++i) {
-        unlink((const char*[]){far, later, bad_t, ok_t}[i]);
-    }
-    unlink(log);
-    rmdir(dir);
 }
 
 // ---------------------------------------------------------------------------
@@ -545,10 +539,7 @@ static void test_ragdollctl_far_times_are_bounded(void** state) {
 
 static void test_ragdoll_load_50_clients_for_5_seconds(void** state) {
     fixture* f = *state;
-    char json[] = "/tmp/rd_load_XXXXXX";
-    int fd = mkstemp(json);
-    assert_true(fd >= 0);
-    close(fd);
+    char* json = (char*)path_in(f, "load.json", 0);
     char* argv[] = {(char*)env_or("RAGDOLL_LOAD", "build/clients/c/ragdoll-load"),
                     "--url",
                     f->url,
@@ -564,14 +555,7 @@ static void test_ragdoll_load_50_clients_for_5_seconds(void** state) {
     run(&f->r, argv, 120);
     assert_int_equal(f->r.exit_code, 0);
     print_message("%s", f->r.out);
-    FILE* fp = fopen(json, "r");
-    assert_non_null(fp);
-    static char text[65536];
-    size_t len = fread(text, 1, sizeof text - 1, fp);
-    text[len] = '\0';
-    fclose(fp);
-    unlink(json);
-    cJSON* rep = cJSON_Parse(text);
+    cJSON* rep = cJSON_Parse(read_text(json));
     assert_non_null(rep);
     const cJSON* conn = cJSON_GetObjectItem(rep, "connections");
     assert_int_equal(cJSON_GetObjectItem(conn, "established")->valueint, 50);
