@@ -20,6 +20,7 @@
 
 #include "assets.h"
 #include "quat.h"
+#include "scenes.h"
 #include "sim.h"
 
 #include <math.h>
@@ -1145,32 +1146,11 @@ static void test_state_events_and_bad_input(void** state) {
 // Determinism
 // ---------------------------------------------------------------------------
 
+// The determinism scene of scenes.h, run to the end (tests/determinism
+// compares it across build types and pins its hash).
 static uint64_t run_scene(void) {
     sim_world* w = make_world(true);
-    add_stairs(w);
-    sim_entity_id a = spawn(w, v3(-1, 0, 2), 0.0f, "walk");
-    sim_entity_id b = spawn(w, v3(1, 2, 0), 2.0f, "idle");
-    sim_entity_id c = spawn(w, v3(0, 0, 3), 3.0f, "stagger");
-    for (int t = 0; t < 300; ++t) {
-        if (t == 20) {
-            sim_character_kill(w, a, v3(-1, 1.5f, 2.3f), v3(0, 10, -40), NULL);
-            sim_character_kill(w, b, v3(1, 3.5f, 0), v3(20, 0, 0), NULL);
-        }
-        if (t == 40) {
-            sim_character_set_drive(w, b, 300.0f, 20.0f, NULL, 0, 0.5f);
-            uint32_t arm = 4;
-            sim_character_set_partial(w, c, &arm, 1);
-            sim_ball_def bd = sim_ball_def_default();
-            bd.position = v3(0, 1.2f, 0);
-            bd.velocity = v3(0, 0, 15);
-            sim_entity_id ball;
-            sim_world_spawn_ball(w, &bd, &ball);
-        }
-        if (t == 200) {
-            sim_character_start_getup(w, a, 0.4f, NULL);
-        }
-        sim_world_step(w);
-    }
+    assert_int_equal(sim_scene_characters(w, 360), SIM_OK);
     uint64_t h = sim_world_hash(w);
     sim_world_destroy(w);
     return h;

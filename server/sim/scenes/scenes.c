@@ -138,3 +138,68 @@ int sim_scene_demo(sim_world* w) {
     }
     return SIM_OK;
 }
+
+static sim_vec3 vec(float x, float y, float z) {
+    sim_vec3 r = {x, y, z};
+    return r;
+}
+
+static int scene_character(sim_world* w, sim_vec3 at, float facing, const char* clip,
+                           sim_entity_id* out) {
+    sim_character_def cd = sim_character_def_default();
+    cd.position = at;
+    cd.facing = facing;
+    cd.clip = clip;
+    return sim_world_spawn_character(w, &cd, out);
+}
+
+int sim_scene_characters(sim_world* w, int ticks) {
+    for (int k = 0; k < 4; ++k) {
+        sim_box step = {vec(0, 0.1f * (float)(k + 1), 0.3f * (float)k - 0.5f),
+                        vec(2.0f, 0.1f * (float)(k + 1), 0.15f)};
+        int rc = sim_world_add_box(w, step);
+        if (rc != SIM_OK) {
+            return rc;
+        }
+    }
+    sim_entity_id walker, faller, partial, dog_id, cloth_id, rag_id, ball_id;
+    sim_character_def dog = sim_character_def_default();
+    dog.skeleton = "dog";
+    dog.position = vec(2, 1, 2);
+    sim_cloth_def cloth = sim_cloth_def_default();
+    cloth.origin = vec(-1, 3, -1);
+    cloth.cols = 8;
+    cloth.rows = 8;
+    sim_ragdoll_def rag = sim_ragdoll_def_default();
+    rag.position = vec(0, 4, 0);
+    int rc = scene_character(w, vec(-1, 0, 2), 0.0f, "walk", &walker);
+    rc = rc != SIM_OK ? rc : scene_character(w, vec(1, 2, 0), 2.0f, "idle", &faller);
+    rc = rc != SIM_OK ? rc : scene_character(w, vec(0, 0, 3), 3.0f, "stagger", &partial);
+    rc = rc != SIM_OK ? rc : sim_world_spawn_character(w, &dog, &dog_id);
+    rc = rc != SIM_OK ? rc : sim_world_spawn_cloth(w, &cloth, &cloth_id);
+    rc = rc != SIM_OK ? rc : sim_world_spawn_ragdoll(w, &rag, &rag_id);
+    if (rc != SIM_OK) {
+        return rc;
+    }
+    for (int t = 0; t < ticks; ++t) {
+        if (t == 20) {
+            sim_character_kill(w, walker, vec(-1, 1.5f, 2.3f), vec(0, 10, -40), NULL);
+            sim_character_kill(w, faller, vec(1, 3.5f, 0), vec(20, 0, 0), NULL);
+            sim_character_kill(w, dog_id, vec(2, 1.5f, 2), vec(0, 0, 0), NULL);
+        }
+        if (t == 40) {
+            sim_character_set_drive(w, faller, 300.0f, 20.0f, NULL, 0, 0.5f);
+            uint32_t arm = 4;
+            sim_character_set_partial(w, partial, &arm, 1);
+            sim_ball_def ball = sim_ball_def_default();
+            ball.position = vec(0, 1.2f, 0);
+            ball.velocity = vec(0, 0, 15);
+            sim_world_spawn_ball(w, &ball, &ball_id);
+        }
+        if (t == 240) {
+            sim_character_start_getup(w, walker, 0.4f, NULL);
+        }
+        sim_world_step(w);
+    }
+    return SIM_OK;
+}

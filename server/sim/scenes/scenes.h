@@ -32,3 +32,13 @@ int sim_scene_demo_platforms(sim_world* w);
 /// when the world's library has the skeletons, two humanoid characters and
 /// a dog standing in front (idle).
 int sim_scene_demo(sim_world* w);
+
+/// The characters scene of the determinism checks, which uses every kind
+/// of entity and every character command: four steps, a walking, an idle
+/// and a staggering humanoid, a dog, an 8 × 8 cloth and a particle ragdoll;
+/// at tick 20 the humanoids but the stagger and the dog are killed, at 40
+/// one gets PD drives, one an arm made physical, and a ball is thrown; at
+/// 240 the walker starts to get up. Steps the world `ticks` times (360 for
+/// the hash tests/determinism pins). The world needs 4 substeps and a
+/// library with the humanoid and dog skeletons and their clips.
+int sim_scene_characters(sim_world* w, int ticks);
