@@ -1,9 +1,10 @@
 /*
  * scene_hash.c: runs sim_scene_characters (scenes.h), a fixed scene that
- * uses every kind of entity and every character command, and prints the world's state hash
- * (sim_world_hash) as 16 hex digits. CMake builds it twice, optimised and at -O0, and ctest checks
- * that both print the same: no fast-math, no FMA contraction
- * (-ffp-contract=off), so the build type must not change a single bit.
+ * uses every kind of entity and every character command, and prints the
+ * world's state hash (sim_world_hash) as 16 hex digits. CMake builds it
+ * twice, optimised and at -O0, and ctest checks that both print the same:
+ * no fast-math, no FMA contraction (-ffp-contract=off), so the build type
+ * must not change a single bit.
  *
  * Usage: scene_hash ASSETS_DIR
  */
