@@ -712,6 +712,27 @@ static void ms_open(mask_server* m, rdc_snapshot_cb on_snapshot) {
     assert_int_equal(rdc_open(&m->loop, &cfg, &m->c), 0);
 }
 
+// Runs the loop until *flag is set or 10 s have passed.
+static void ms_run_until(mask_server* m, const bool* flag) {
+    uint64_t deadline = uv_hrtime() + 10000000000ull;
+    while (!*flag && uv_hrtime() < deadline) {
+        uv_run(&m->loop, UV_RUN_ONCE);
+    }
+}
+
+// Closes the client and the server, and checks that no handle is left.
+static void ms_close(mask_server* m) {
+    rdc_close(m->c, ms_closed, m);
+    ms_run_until(m, &m->closed);
+    assert_true(m->closed);
+    if (m->conn_open) {
+        uv_close((uv_handle_t*)&m->conn, NULL);
+    }
+    uv_close((uv_handle_t*)&m->listener, NULL);
+    uv_run(&m->loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&m->loop), 0);
+}
+
 static void test_rdc_masks_every_frame_with_a_fresh_key(void** state) {
     (void)state;
     mask_server* m = calloc(1, sizeof *m);
@@ -738,39 +759,8 @@ static void test_rdc_masks_every_frame_with_a_fresh_key(void** state) {
     // And the server's unmasked reply reached the callback.
     assert_true(m->replied);
     assert_int_equal(m->reply_status, 0);
-    rdc_close(m->c, ms_closed, m);
-    while (!m->closed && uv_hrtime() < deadline) {
-        uv_run(&m->loop, UV_RUN_ONCE);
-    }
-    assert_true(m->closed);
-    if (m->conn_open) {
-        uv_close((uv_handle_t*)&m->conn, NULL);
-    }
-    uv_close((uv_handle_t*)&m->listener, NULL);
-    uv_run(&m->loop, UV_RUN_DEFAULT);
-    assert_int_equal(uv_loop_close(&m->loop), 0);
+    ms_close(m);
     free(m);
-}
-
-// Runs the loop until *flag is set or 10 s have passed.
-static void ms_run_until(mask_server* m, const bool* flag) {
-    uint64_t deadline = uv_hrtime() + 10000000000ull;
-    while (!*flag && uv_hrtime() < deadline) {
-        uv_run(&m->loop, UV_RUN_ONCE);
-    }
-}
-
-// Closes the client and the server, and checks that no handle is left.
-static void ms_close(mask_server* m) {
-    rdc_close(m->c, ms_closed, m);
-    ms_run_until(m, &m->closed);
-    assert_true(m->closed);
-    if (m->conn_open) {
-        uv_close((uv_handle_t*)&m->conn, NULL);
-    }
-    uv_close((uv_handle_t*)&m->listener, NULL);
-    uv_run(&m->loop, UV_RUN_DEFAULT);
-    assert_int_equal(uv_loop_close(&m->loop), 0);
 }
 
 static void test_rdc_ignores_reply_ids_it_never_sent(void** state) {
