@@ -269,10 +269,14 @@ test('viewer renders the world and throws a ragdoll by mouse', { timeout: 90000 
   assert.equal(s1.frames - s0.frames, n, `frames that did not decode: ${JSON.stringify([s0, s1])}`);
   assert.ok(pageRate > 0 && pageRate < observerRate / 2,
     `page ${pageRate.toFixed(0)} B/s, JSON observer ${observerRate.toFixed(0)} B/s`);
-  // Acks: one per snapshot (the page sends it right after decoding), full
-  // ticks that increase and that the world has reached.
+  // Acks: one per snapshot (the page sends it right after decoding, and
+  // counts both between the same two instants), full ticks that increase
+  // and that the world has reached. The wire's count is taken from
+  // Chromium's network events at other instants, so on a busy machine it
+  // can lag by a few: it only has to show the acks leaving.
+  assert.equal(s1.acks - s0.acks, n, `the page acked ${s1.acks - s0.acks} of ${n} snapshots`);
   const window_ = acks.slice(a0, a1);
-  assert.ok(Math.abs(window_.length - n) <= 5, `${window_.length} acks for ${n} snapshots`);
+  assert.ok(window_.length >= n / 2 && window_.length <= n + 5, `${window_.length} acks on the wire for ${n} snapshots`);
   assert.ok(window_.every((a, i) => a.world === world && (i === 0 || a.tick > window_[i - 1].tick)),
     `acks: ${JSON.stringify(window_.slice(0, 5))}`);
   const newest = latest().tick;
