@@ -160,7 +160,9 @@ void sim__contacts_begin_tick(sim_world* w, float dt) {
             for (int32_t y = cell_of(lo.y); y <= cell_of(hi.y); ++y) {
                 for (int32_t z = cell_of(lo.z); z <= cell_of(hi.z); ++z) {
                     if (w->grid_count == w->grid_cap) {
-                        continue; // out of room: this body misses some contacts this tick
+                        // Out of room: this body misses some contacts this tick.
+                        w->overflows.grid_entries++;
+                        continue;
                     }
                     uint32_t h = cell_hash(x, y, z);
                     sim__grid_entry* e = &w->grid[w->grid_count];
@@ -205,7 +207,11 @@ void sim__contacts_begin_tick(sim_world* w, float dt) {
                 continue;
             }
             wake_if_hit(w, a, b);
-            if (!may_collide(w, a, b) || w->pair_count == w->pair_cap) {
+            if (!may_collide(w, a, b)) {
+                continue;
+            }
+            if (w->pair_count == w->pair_cap) {
+                w->overflows.pairs++; // out of room: this pair goes unsolved this tick
                 continue;
             }
             w->closing_speed = fmaxf(w->closing_speed, surface_speed(w, a, b));
@@ -316,7 +322,8 @@ static sim_vec3 point_velocity(const sim__body* b, sim_vec3 r, bool pre) {
 static void add_contact(sim_world* w, uint32_t ia, uint32_t ib, sim_vec3 n, sim_vec3 pa,
                         sim_vec3 pb, float h) {
     if (w->contact_count == w->contact_cap) {
-        return; // out of room: this pair goes unsolved this substep
+        w->overflows.contacts++; // out of room: this pair goes unsolved this substep
+        return;
     }
     sim__body* a = &w->body[ia];
     sim__body* b = ib == SIM__NO_BODY ? NULL : &w->body[ib];

@@ -1034,6 +1034,10 @@ uint32_t sim_world_joint_count(const sim_world* w) {
     return w->bj_count;
 }
 
+sim_overflows sim_world_overflows(const sim_world* w) {
+    return w->overflows;
+}
+
 float sim_world_constraint_error(const sim_world* w) {
     float sum = 0.0f;
     for (uint32_t k = 0; k < w->order_count; ++k) {

@@ -213,6 +213,7 @@ struct sim_world {
     float closing_speed;
     sim__contact* contacts;
     uint32_t contact_count, contact_cap;
+    sim_overflows overflows; ///< What the arrays above had no room for.
 };
 
 /// Reserves storage for a new entity at the end of the arrays and fills its

@@ -823,6 +823,80 @@ static void test_sim_unstable_entity_is_removed_and_reported(void** state) {
     sim_world_destroy(w);
 }
 
+// ---------------------------------------------------------------------------
+// Capacity overflows of the contact solver (sim_world_overflows)
+// ---------------------------------------------------------------------------
+
+static sim_entity_id ball_at(sim_world* w, sim_vec3 at, float radius) {
+    sim_ball_def bd = sim_ball_def_default();
+    bd.position = at;
+    bd.radius = radius;
+    sim_entity_id id;
+    assert_int_equal(sim_world_spawn_ball(w, &bd, &id), SIM_OK);
+    return id;
+}
+
+static void test_sim_contact_capacity_overflows_are_counted(void** state) {
+    (void)state;
+    // The grid holds 27 entries per body: with max_bodies 2, 54. A ball of
+    // radius 5 at rest at (0.5, 10.5, 0.5) has bounds of ±5.02 m (its radius
+    // and the 2 cm grid margin): x and z from -4.52 to 5.52, cells -5..5; y
+    // from 5.48 to 15.52, cells 5..15. 11³ = 1331 cells, of which 54 fit:
+    // 1277 are dropped in the first tick. Nothing else overflows.
+    sim_world_def def = sim_world_def_default();
+    def.max_bodies = 2;
+    sim_world* w = make_world(&def);
+    ball_at(w, v3(0.5f, 10.5f, 0.5f), 5.0f);
+    sim_overflows o = sim_world_overflows(w);
+    assert_true(o.grid_entries == 0 && o.pairs == 0 && o.contacts == 0);
+    sim_world_step(w);
+    o = sim_world_overflows(w);
+    assert_int_equal(o.grid_entries, 1277);
+    assert_int_equal(o.pairs, 0);
+    assert_int_equal(o.contacts, 0);
+    // Counting is not state: the hash is that of a world that never overflowed
+    // (a second world with room for the ball's cells steps to the same state).
+    sim_world_def roomy = sim_world_def_default();
+    roomy.max_bodies = 64; // 1728 entries
+    sim_world* r = make_world(&roomy);
+    ball_at(r, v3(0.5f, 10.5f, 0.5f), 5.0f);
+    sim_world_step(r);
+    assert_int_equal(sim_world_overflows(r).grid_entries, 0);
+    assert_true(sim_world_hash(r) == sim_world_hash(w));
+    sim_world_destroy(r);
+    sim_world_destroy(w);
+
+    // Pairs: 16 per body. 40 balls of 0.2 m at one point, all in cell
+    // (0, 5, 0), make 40 × 39 / 2 = 780 candidate pairs; 640 fit, 140 are
+    // dropped in the first tick.
+    def.max_bodies = 40;
+    w = make_world(&def);
+    for (int i = 0; i < 40; ++i) {
+        ball_at(w, v3(0.5f, 5.5f, 0.5f), 0.2f);
+    }
+    sim_world_step(w);
+    o = sim_world_overflows(w);
+    assert_int_equal(o.grid_entries, 0);
+    assert_int_equal(o.pairs, 140);
+    sim_world_destroy(w);
+
+    // Contacts: 24 per body. A ball of 2 m resting on the ground inside a
+    // ring of 30 small boxes that touch it has 31 contacts in every substep,
+    // more than the 24 a world of one body holds (how many are dropped
+    // depends on how many substeps the solver splits the tick into).
+    def.max_bodies = 1;
+    w = make_world(&def);
+    for (int i = 0; i < 30; ++i) {
+        float a = 6.2831853f * (float)i / 30.0f;
+        sim_box box = {v3(2.1f * cosf(a), 2.0f, 2.1f * sinf(a)), v3(0.1f, 0.1f, 0.1f)};
+        assert_int_equal(sim_world_add_box(w, box), SIM_OK);
+    }
+    ball_at(w, v3(0.0f, 2.0f, 0.0f), 2.0f);
+    sim_world_step(w);
+    assert_true(sim_world_overflows(w).contacts > 0);
+    sim_world_destroy(w);
+}
+
 static void test_sim_same_commands_give_same_state(void** state) {
     (void)state;
     uint64_t hashes[2];
@@ -868,6 +942,7 @@ int main(void) {
         cmocka_unit_test(test_sim_solver_work_budget_is_enforced),
         cmocka_unit_test(test_sim_unstable_entity_is_removed_and_reported),
         cmocka_unit_test(test_sim_same_commands_give_same_state),
+        cmocka_unit_test(test_sim_contact_capacity_overflows_are_counted),
     };
     return cmocka_run_group_tests_name("sim", tests, NULL, NULL);
 }

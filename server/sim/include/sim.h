@@ -468,6 +468,23 @@ uint64_t sim_world_hash(const sim_world* w);
 /// True when every particle's position and previous position are finite.
 bool sim_world_is_finite(const sim_world* w);
 
+/// What the contact solver had no room for, counted since the world was
+/// created. Its arrays are sized at creation in proportion to max_bodies
+/// (27 broadphase grid entries, 16 candidate pairs and 24 contacts per
+/// body); what does not fit is skipped, not grown, so the bodies concerned
+/// miss some collisions in that tick or substep. Non-zero counts mean the
+/// world needs more room (a larger max_bodies) or holds something unusual
+/// (a huge or very fast body covers many grid cells).
+typedef struct sim_overflows {
+    uint64_t grid_entries; ///< Body-in-cell entries the broadphase grid dropped (per tick).
+    uint64_t pairs;        ///< Candidate body pairs the pair list dropped (per tick).
+    uint64_t contacts;     ///< Contacts the contact list dropped (per substep).
+} sim_overflows;
+
+/// The world's capacity overflows since it was created (sim_overflows).
+/// Counting changes no state: the counts are not part of sim_world_hash().
+sim_overflows sim_world_overflows(const sim_world* w);
+
 /// Solver work per tick of the world as it is (see max_solver_work).
 uint64_t sim_world_solver_work(const sim_world* w);
 
