@@ -165,7 +165,13 @@ int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
     ncfg.max_message_bytes = RDP_MAX_MESSAGE_BYTES;
     ncfg.max_sessions = app->cfg.max_sessions;
     app->reply_backlog_limit = ncfg.read_pause_limit;
-    net_callbacks cb = {app, on_http, on_open, on_message, on_close};
+    net_callbacks cb = {
+        .ctx = app,
+        .on_http = on_http,
+        .on_open = on_open,
+        .on_message = on_message,
+        .on_close = on_close,
+    };
     int rc = net_server_start(loop, &ncfg, &cb, &app->net);
     if (rc != 0) {
         app_free(app);
