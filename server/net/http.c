@@ -183,6 +183,7 @@ void net__http_respond(net_session* s, int status, const char* content_type,
     if (!head && body_len > 0) {
         memcpy(buf + n, body, body_len);
     }
+    net__stats_responded(s, status, body, body_len);
     int rc = net__write(s, buf, total);
     free(buf);
     if (rc != 0) {

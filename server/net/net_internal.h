@@ -15,6 +15,7 @@
 #pragma once
 
 #include "net.h"
+#include "stats.h"
 
 #include <http_parser.h>
 #include <wslay/wslay.h>
@@ -95,6 +96,9 @@ struct net_session {
     uint8_t fh_len;     ///< Bytes of it so far.
     uint64_t fpay_left; ///< Payload bytes of the current frame still to come.
     uint64_t fmsg_len;  ///< Payload bytes of the fragmented message so far.
+
+    // Bytes each way, the peer's address, why it ended (stats.c).
+    net__session_stats st;
 };
 
 struct net_server {
@@ -115,6 +119,9 @@ struct net_server {
     void (*done)(void* arg);
     void* done_arg;
     uint8_t read_buf[64 * 1024]; ///< Shared: a read is consumed before the next.
+
+    // Traffic totals (stats.c).
+    net__server_stats st;
 };
 
 /// Milliseconds of the loop's clock.

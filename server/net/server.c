@@ -84,6 +84,7 @@ static void on_session_handle_closed(uv_handle_t* h) {
         }
     }
     net__ws_free(s);
+    net__stats_freed(s);
     if (s->prev != NULL) {
         s->prev->next = s->next;
     } else {
@@ -155,6 +156,7 @@ static void on_write(uv_write_t* req, int status) {
     net_session* s = w->s;
     free(w);
     if (status < 0) {
+        net__stats_cause(s, "write error", status);
         net__close_now(s);
         return;
     }
@@ -171,6 +173,7 @@ int net__write(net_session* s, const void* data, size_t len) {
     if (uv_is_closing((uv_handle_t*)&s->tcp)) {
         return UV_ECANCELED;
     }
+    net__stats_out(s, len);
     // A WebSocket session with nothing queued writes straight from the
     // caller's buffer; only what the socket does not take now is copied and
     // queued. (HTTP responses always queue: closing after them hangs off
@@ -220,12 +223,15 @@ static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
     net_session* s = stream->data;
     if (nread < 0) {
         // EOF or an error: the peer is gone, nothing more can be said to it.
+        net__stats_cause(s, nread == UV_EOF ? "connection closed by the peer" : "read error",
+                         nread == UV_EOF ? 0 : (int)nread);
         net__close_now(s);
         return;
     }
     if (nread == 0) {
         return; // EAGAIN, not EOF.
     }
+    net__stats_in(s, (size_t)nread);
     s->last_rx_ms = net__now_ms(s);
     // In CLOSING state input is read and discarded (a lingering close).
     if (s->state == NET__HTTP) {
@@ -293,6 +299,7 @@ static void on_connection(uv_stream_t* server, int status) {
         return;
     }
     uv_tcp_nodelay(&s->tcp, 1);
+    net__stats_accepted(s);
     http_parser_init(&s->parser, HTTP_REQUEST);
     s->parser.data = s;
     s->last_rx_ms = net__now_ms(s);

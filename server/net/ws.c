@@ -317,6 +317,7 @@ void net__ws_flush(net_session* s) {
         int rc = net__write(s, s->out, s->out_len);
         s->out_len = 0;
         if (rc != 0) {
+            net__stats_cause(s, "write error", rc);
             net__close_now(s);
             return;
         }
@@ -325,6 +326,7 @@ void net__ws_flush(net_session* s) {
     if (queued > cfg->send_hard_limit) {
         // The peer does not read. Its queue is full of replies and events we
         // promised never to drop, so the session has to go.
+        net__stats_cause(s, "send queue over the hard limit", 0);
         net__close_now(s);
         return;
     }
@@ -402,6 +404,7 @@ void net_session_close(net_session* s, uint16_t code, const char* reason) {
     if (s->state != NET__WS || s->close_queued) {
         return;
     }
+    net__stats_closing(s, code, reason);
     s->close_queued = true;
     release_slots(s);
     size_t rlen = reason != NULL ? strlen(reason) : 0;

@@ -43,6 +43,17 @@ typedef struct fixture {
     char web_root[64];
     // Seen by the application (read after the loop thread has ended).
     int opened, closed, messages;
+    // What the last on_close and on_refused saw, under mu (the test thread
+    // polls while the loop runs).
+    uv_mutex_t mu;
+    struct seen {
+        int closes, refusals;
+        uint16_t close_sent, close_received;
+        uint64_t bytes_in, bytes_out;
+        char close_reason[96], peer[64];
+        int refused_status;
+        char refused_why[96];
+    } seen;
 } fixture;
 
 static bool app_http(void* ctx, const char* path, net_http_response* resp) {
@@ -110,9 +121,28 @@ static void app_message(void* ctx, net_session* s, const uint8_t* data, size_t l
 }
 
 static void app_close(void* ctx, net_session* s) {
-    (void)s;
     fixture* f = ctx;
     f->closed++;
+    uv_mutex_lock(&f->mu);
+    struct seen* v = &f->seen;
+    v->closes++;
+    v->close_sent = net_session_close_code_sent(s);
+    v->close_received = net_session_close_code_received(s);
+    v->bytes_in = net_session_bytes_in(s);
+    v->bytes_out = net_session_bytes_out(s);
+    snprintf(v->close_reason, sizeof v->close_reason, "%s", net_session_close_reason(s));
+    snprintf(v->peer, sizeof v->peer, "%s", net_session_peer(s));
+    uv_mutex_unlock(&f->mu);
+}
+
+static void app_refused(void* ctx, const net_session* s, int status, const char* why) {
+    (void)s;
+    fixture* f = ctx;
+    uv_mutex_lock(&f->mu);
+    f->seen.refusals++;
+    f->seen.refused_status = status;
+    snprintf(f->seen.refused_why, sizeof f->seen.refused_why, "%s", why);
+    uv_mutex_unlock(&f->mu);
 }
 
 static void on_stop(uv_async_t* a) {
@@ -129,6 +159,7 @@ static void loop_thread(void* arg) {
 static int start_with(void** state, void (*tweak)(net_config* cfg)) {
     fixture* f = calloc(1, sizeof *f);
     assert_int_equal(uv_loop_init(&f->loop), 0);
+    assert_int_equal(uv_mutex_init(&f->mu), 0);
     snprintf(f->web_root, sizeof f->web_root, "/tmp/rd_net_test_%d", (int)getpid());
     mkdir(f->web_root, 0755);
     char path[128];
@@ -148,7 +179,12 @@ static int start_with(void** state, void (*tweak)(net_config* cfg)) {
     if (tweak != NULL) {
         tweak(&f->cfg);
     }
-    net_callbacks cb = {f, app_http, app_open, app_message, app_close};
+    net_callbacks cb = {.ctx = f,
+                        .on_http = app_http,
+                        .on_open = app_open,
+                        .on_message = app_message,
+                        .on_close = app_close,
+                        .on_refused = app_refused};
     assert_int_equal(net_server_start(&f->loop, &f->cfg, &cb, &f->srv), 0);
     f->port = net_server_port(f->srv);
     assert_true(f->port > 0);
@@ -193,6 +229,7 @@ static int teardown(void** state) {
     snprintf(path, sizeof path, "%s/index.html", f->web_root);
     unlink(path);
     rmdir(f->web_root);
+    uv_mutex_destroy(&f->mu);
     free(f);
     return 0;
 }
@@ -778,6 +815,132 @@ static void test_net_sessions_beyond_the_cap_get_503(void** state) {
     close(b);
 }
 
+// A copy of what the application has seen so far.
+static struct seen seen(fixture* f) {
+    uv_mutex_lock(&f->mu);
+    struct seen v = f->seen;
+    uv_mutex_unlock(&f->mu);
+    return v;
+}
+
+// Waits (up to 5 s) for the application to have seen `n` closes in all and
+// returns what it saw.
+static struct seen wait_closes(fixture* f, int n) {
+    for (int i = 0; i < 500 && seen(f).closes < n; ++i) {
+        usleep(10 * 1000);
+    }
+    struct seen v = seen(f);
+    assert_int_equal(v.closes, n);
+    return v;
+}
+
+// Bytes a frame of this payload length takes from the server (unmasked) or
+// from a client (masked: 4 more).
+static size_t frame_bytes(size_t len, bool masked) {
+    return (len < 126 ? 2 : len < 65536 ? 4 : 10) + (masked ? 4 : 0) + len;
+}
+
+static void test_net_sessions_report_bytes_peer_and_why_they_closed(void** state) {
+    fixture* f = *state;
+    // The peer closes: 1000 both ways, and every byte each way is counted.
+    int fd = connect_to(f->port);
+    struct sockaddr_in me;
+    socklen_t me_len = sizeof me;
+    getsockname(fd, (struct sockaddr*)&me, &me_len);
+    char req[512], resp[1024];
+    snprintf(req, sizeof req, upgrade_fmt, "Sec-WebSocket-Protocol: ragdolld.v1\r\n");
+    send_all(fd, req, strlen(req));
+    size_t got = read_http(fd, resp, sizeof resp);
+    assert_int_equal(http_status(resp), 101);
+    size_t sent = strlen(req);
+    expect_text(fd, "welcome");
+    got += frame_bytes(7, false);
+    ws_send_text(fd, "hello");
+    sent += frame_bytes(5, true);
+    expect_text(fd, "text:hello");
+    got += frame_bytes(10, false);
+    const uint8_t normal[2] = {0x03, 0xe8}; // 1000
+    ws_send_frame(fd, 0x8, true, normal, 2, true);
+    sent += frame_bytes(2, true);
+    assert_int_equal(ws_expect_close(fd), 1000);
+    got += frame_bytes(2, false);
+    close(fd);
+    struct seen v = wait_closes(f, 1);
+    assert_int_equal(v.close_sent, 1000);
+    assert_int_equal(v.close_received, 1000);
+    assert_string_equal(v.close_reason, "closed by the peer");
+    assert_int_equal(v.bytes_in, sent);
+    assert_int_equal(v.bytes_out, got);
+    char peer[64];
+    snprintf(peer, sizeof peer, "127.0.0.1:%u", (unsigned)ntohs(me.sin_port));
+    assert_string_equal(v.peer, peer);
+
+    // The server closes with its code and reason. (It reads nothing more
+    // once its close is out, so it never sees the client's answer: 1006.)
+    fd = ws_open(f);
+    expect_text(fd, "welcome");
+    ws_send_text(fd, "bye");
+    assert_int_equal(ws_expect_close(fd), 4000);
+    close(fd);
+    v = wait_closes(f, 2);
+    assert_int_equal(v.close_sent, 4000);
+    assert_int_equal(v.close_received, 1006);
+    assert_string_equal(v.close_reason, "bye");
+
+    // The framing layer refuses a frame: its code, in words.
+    fd = ws_open(f);
+    expect_text(fd, "welcome");
+    ws_send_frame(fd, 0x1, true, "hi", 2, false); // unmasked
+    assert_int_equal(ws_expect_close(fd), 1002);
+    close(fd);
+    v = wait_closes(f, 3);
+    assert_int_equal(v.close_sent, 1002);
+    assert_string_equal(v.close_reason, "protocol error");
+
+    // The peer vanishes without a closing handshake.
+    fd = ws_open(f);
+    expect_text(fd, "welcome");
+    close(fd);
+    v = wait_closes(f, 4);
+    assert_int_equal(v.close_sent, 1006);
+    assert_int_equal(v.close_received, 1006);
+    assert_string_equal(v.close_reason, "connection closed by the peer");
+    assert_int_equal(v.refusals, 0); // none of this was a refusal
+}
+
+static void test_net_refused_upgrades_are_reported(void** state) {
+    fixture* f = *state;
+    char req[512], resp[1024];
+    // Other paths and other statuses are not upgrades refused. (on_refused
+    // runs before the response is written, so the client that has read the
+    // response can look at once.)
+    assert_int_equal(request(f->port, "GET /nope.js HTTP/1.1\r\n\r\n", resp, sizeof resp), 404);
+    assert_int_equal(seen(f).refusals, 0);
+    // A bad handshake: 400 with its reason.
+    snprintf(req, sizeof req, upgrade_fmt, "Sec-WebSocket-Protocol: chat\r\n");
+    assert_int_equal(request(f->port, req, resp, sizeof resp), 400);
+    struct seen v = seen(f);
+    assert_int_equal(v.refusals, 1);
+    assert_int_equal(v.refused_status, 400);
+    assert_string_equal(v.refused_why, "unsupported subprotocol");
+    // A plain GET of the WebSocket path: 426.
+    assert_int_equal(request(f->port, "GET /ws?x=1 HTTP/1.1\r\n\r\n", resp, sizeof resp), 426);
+    v = seen(f);
+    assert_int_equal(v.refusals, 2);
+    assert_int_equal(v.refused_status, 426);
+    // The server is full: 503.
+    int a = ws_open(f);
+    int b = ws_open(f);
+    snprintf(req, sizeof req, upgrade_fmt, "");
+    assert_int_equal(request(f->port, req, resp, sizeof resp), 503);
+    v = seen(f);
+    assert_int_equal(v.refusals, 3);
+    assert_int_equal(v.refused_status, 503);
+    assert_string_equal(v.refused_why, "too many sessions");
+    close(a);
+    close(b);
+}
+
 static void test_net_stop_closes_sessions_with_going_away(void** state) {
     fixture* f = *state;
     int fd = ws_open(f);
@@ -791,7 +954,11 @@ static void test_net_stop_closes_sessions_with_going_away(void** state) {
     // Restart a loop thread so teardown's stop has something to do.
     uv_async_init(&f->loop, &f->stop, on_stop);
     net_config cfg = f->cfg;
-    net_callbacks cb = {f, app_http, app_open, app_message, app_close};
+    net_callbacks cb = {.ctx = f,
+                        .on_http = app_http,
+                        .on_open = app_open,
+                        .on_message = app_message,
+                        .on_close = app_close};
     assert_int_equal(net_server_start(&f->loop, &cfg, &cb, &f->srv), 0);
     assert_int_equal(uv_thread_create(&f->thread, loop_thread, f), 0);
 }
@@ -829,6 +996,10 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_net_sessions_beyond_the_cap_get_503,
                                         setup_two_sessions, teardown),
         cmocka_unit_test_setup_teardown(test_net_stop_closes_sessions_with_going_away, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_net_sessions_report_bytes_peer_and_why_they_closed,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_net_refused_upgrades_are_reported, setup_two_sessions,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_net_slow_handshake_is_dropped, setup, teardown),
     };

@@ -79,6 +79,12 @@ typedef struct net_callbacks {
     void (*on_message)(void* ctx, net_session* s, const uint8_t* data, size_t len, bool binary);
     /// The session is gone; the pointer dies when this returns.
     void (*on_close)(void* ctx, net_session* s);
+    /// A request for ws_path was answered with an error `status` instead of
+    /// an upgrade (400 bad handshake, 426, 503 server full, or any refusal
+    /// answered through net). `why` is the response's text without its
+    /// newline, valid during the call. The connection closes after the
+    /// response; no on_open or on_close follows. For logs and counters.
+    void (*on_refused)(void* ctx, const net_session* s, int status, const char* why);
 } net_callbacks;
 
 /// Server settings. Start from net_config_default().
@@ -164,6 +170,52 @@ uint64_t net_session_id(const net_session* s);
 
 /// Payloads replaced before they were sent ("latest wins" drops).
 uint64_t net_session_dropped(const net_session* s);
+
+/// Bytes read from the session's socket so far (its HTTP request included).
+uint64_t net_session_bytes_in(const net_session* s);
+
+/// Bytes handed to the session's socket so far (the 101 response, frame
+/// headers and close frames included): written, or waiting in libuv's write
+/// queue.
+uint64_t net_session_bytes_out(const net_session* s);
+
+/// The peer's address as text for logs: "192.0.2.7:51234" or
+/// "[2001:db8::1]:51234"; "unknown" when the socket could not tell.
+/// Static storage in the session, valid as long as the session.
+const char* net_session_peer(const net_session* s);
+
+/// The status code of the close frame the server sent (1000..4999), 1005
+/// for one without a code, 1006 (abnormal closure) when none was sent, 0
+/// for a session that never became a WebSocket. Meaningful in on_close,
+/// which is the last moment it can be asked.
+uint16_t net_session_close_code_sent(const net_session* s);
+
+/// The status code of the peer's close frame, with the same conventions as
+/// net_session_close_code_sent() (1006: the peer sent none).
+uint16_t net_session_close_code_received(const net_session* s);
+
+/// Why the session ended, in a few words for logs: the reason the server
+/// gave net_session_close() (or the meaning of the code when it gave
+/// none), "closed by the peer", what the server's framing refused
+/// ("message too big", "protocol error"), or why the connection was
+/// dropped without a closing handshake ("connection closed by the peer",
+/// "send queue over the hard limit", "write error: EPIPE"). Never a
+/// client's own close reason. Static storage in the session; meaningful in
+/// on_close.
+const char* net_session_close_reason(const net_session* s);
+
+/// Traffic of a whole server since it started, every connection (HTTP and
+/// WebSocket, open or gone) counted.
+typedef struct net_stats {
+    uint64_t bytes_in;  ///< Bytes read from sockets.
+    uint64_t bytes_out; ///< Bytes handed to sockets (net_session_bytes_out()).
+    /// "Latest" payloads replaced or cancelled before they were sent
+    /// (net_session_dropped() summed over every session).
+    uint64_t latest_dropped;
+} net_stats;
+
+/// Fills *out with the server's traffic so far. O(open sessions).
+void net_server_stats(const net_server* srv, net_stats* out);
 
 /// Bytes queued for the session and not yet handed to the kernel: libuv's
 /// write queue plus wslay's queue, the figure the send limits of net_config
