@@ -100,6 +100,40 @@ char* rdp_reply_error(rdp_re re, rdp_code code, const char* message, size_t* len
     return finish(root, len);
 }
 
+bool rdp_reply_code(const char* text, size_t len, rdp_code* code) {
+    static const char head[] = "{\"re\":";
+    static const char ok[] = "\"ok\":true";
+    static const char err[] = "\"error\":{\"code\":\"";
+    if (text == NULL || len < sizeof head - 1 || memcmp(text, head, sizeof head - 1) != 0) {
+        return false;
+    }
+    // The id: an integer or null, then a comma (re_object() and
+    // rdp_reply_describe() write it first).
+    size_t i = sizeof head - 1;
+    while (i < len && i < 32 && text[i] != ',') {
+        i++;
+    }
+    i++;
+    if (i + sizeof ok - 1 <= len && memcmp(text + i, ok, sizeof ok - 1) == 0) {
+        *code = RDP_OK;
+        return true;
+    }
+    if (i + sizeof err - 1 > len || memcmp(text + i, err, sizeof err - 1) != 0) {
+        return false;
+    }
+    const char* name = text + i + sizeof err - 1;
+    size_t room = len - (i + sizeof err - 1);
+#define RDP__CODE_MATCH(id, str)                                                                   \
+    if (room > sizeof str - 1 && memcmp(name, str, sizeof str - 1) == 0 &&                         \
+        name[sizeof str - 1] == '"') {                                                             \
+        *code = RDP_E_##id;                                                                        \
+        return true;                                                                               \
+    }
+    RDP_CODE_MAP(RDP__CODE_MATCH)
+#undef RDP__CODE_MATCH
+    return false;
+}
+
 static cJSON* params_object(const rdp_params* p) {
     cJSON* o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "gravity", vec3_array(p->gravity));

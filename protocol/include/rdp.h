@@ -255,6 +255,15 @@ rdp_re rdp_re_of(const rdp_command* cmd);
 /// Returns a NUL-terminated string (*len excludes the NUL) or NULL on OOM.
 char* rdp_reply_error(rdp_re re, rdp_code code, const char* message, size_t* len);
 
+/// Reads the outcome of a reply this module encoded (rdp_reply_ok(),
+/// rdp_reply_error(), rdp_reply_describe()) from its first bytes, which
+/// are always {"re":ID|null, then "ok":true or "error":{"code":"...":
+/// *code gets RDP_OK or the error's code. Returns false, *code untouched,
+/// for anything else (an event, a snapshot). O(1): the rest of a large
+/// reply is not read. For a server's counters, not for clients (which
+/// parse the JSON).
+bool rdp_reply_code(const char* text, size_t len, rdp_code* code);
+
 /// World parameters as they travel in replies and events.
 typedef struct rdp_params {
     rdp_vec3 gravity;

@@ -263,6 +263,55 @@ static void test_rdp_reply_ok_carries_ids_exactly(void** state) {
     rdp_free(s);
 }
 
+static void test_rdp_reply_code_reads_the_outcome_of_every_reply(void** state) {
+    (void)state;
+    rdp_code code = RDP_E_INTERNAL;
+    const rdp_re ids[] = {{true, 7}, {true, -9007199254740991}, {false, 0}};
+    for (size_t k = 0; k < sizeof ids / sizeof ids[0]; ++k) {
+        for (int c = RDP_E_BAD_JSON; c <= RDP_E_INTERNAL; ++c) {
+            size_t len = 0;
+            char* s = rdp_reply_error(ids[k], (rdp_code)c, "why", &len);
+            code = RDP_OK;
+            assert_true(rdp_reply_code(s, len, &code));
+            assert_int_equal(code, c);
+            // Cut anywhere before the end of the code's name, it is no reply.
+            size_t name_end = (size_t)(strstr(s, rdp_code_name((rdp_code)c)) - s) +
+                              strlen(rdp_code_name((rdp_code)c));
+            for (size_t cut = 0; cut <= name_end; ++cut) {
+                assert_false(rdp_reply_code(s, cut, &code));
+            }
+            rdp_free(s);
+        }
+        rdp_reply_fields f;
+        memset(&f, 0, sizeof f);
+        size_t len = 0;
+        char* s = rdp_reply_ok(ids[k], &f, &len);
+        code = RDP_E_INTERNAL;
+        assert_true(rdp_reply_code(s, len, &code));
+        assert_int_equal(code, RDP_OK);
+        rdp_free(s);
+        const char* body = "{\"kind\":\"ball\"}";
+        s = rdp_reply_describe(ids[k], 5, 6, body, strlen(body), &len);
+        code = RDP_E_INTERNAL;
+        assert_true(rdp_reply_code(s, len, &code));
+        assert_int_equal(code, RDP_OK);
+        rdp_free(s);
+    }
+    // Events and anything else are not replies.
+    size_t len = 0;
+    char* ev = rdp_event_world_destroyed(3, 4, &len);
+    code = RDP_E_BAD_STATE;
+    assert_false(rdp_reply_code(ev, len, &code));
+    rdp_free(ev);
+    const char* other[] = {"", "{}", "{\"re\":1,\"ok\":false}",
+                           "{\"re\":1,\"error\":{\"code\":\"nope\"}}",
+                           "{\"re\":1,\"error\":{\"code\":\"bad_jsonx\"}}"};
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; ++i) {
+        assert_false(rdp_reply_code(other[i], strlen(other[i]), &code));
+    }
+    assert_int_equal(code, RDP_E_BAD_STATE); // untouched
+}
+
 static const float xyz[6] = {0.123456f, 1.0f, -2.00004f, 3.5f, 1e-6f, -0.25f};
 static const uint32_t sticks[2] = {0, 1};
 static const float radius[2] = {0.02f, 0.02f};
@@ -389,6 +438,7 @@ int main(void) {
         cmocka_unit_test(test_rdp_keeps_the_id_for_error_replies),
         cmocka_unit_test(test_rdp_never_reads_past_the_frame),
         cmocka_unit_test(test_rdp_reply_ok_carries_ids_exactly),
+        cmocka_unit_test(test_rdp_reply_code_reads_the_outcome_of_every_reply),
         cmocka_unit_test(test_rdp_json_snapshot_rounds_and_sends_topology_on_request),
         cmocka_unit_test(test_rdp_describe_reply_splices_a_cached_body),
         cmocka_unit_test(test_rdp_events),
