@@ -28,6 +28,9 @@ app_config app_config_default(void) {
     c.inbox_capacity = 1024;
     c.max_solver_work = 1000000;
     c.max_total_solver_work = 1500000;
+    c.log_level = APP_LOG_INFO;
+    c.log_format = APP_LOG_TEXT;
+    c.log_stream = NULL; // stderr
     return c;
 }
 
@@ -56,10 +59,14 @@ static void usage(FILE* f) {
             "                    1/60 s, each world weighted by its tick rate (default\n"
             "                    1500000, about one core); beyond it spawns and parameter\n"
             "                    changes are refused with too_large\n"
+            "  --log-level L     error, warn, info or debug (default info): what goes to\n"
+            "                    stderr, one line per event\n"
+            "  --log-format F    text (logfmt, the default) or json (one object per line)\n"
             "  --help            print this help and exit\n"
             "  --version         print the version and exit\n"
             "\n"
-            "Once it accepts connections it prints \"listening on HOST:PORT\" on stdout.\n"
+            "Once it accepts connections it prints \"listening on HOST:PORT\" on stdout;\n"
+            "logs go to stderr. GET /metrics answers in the Prometheus text format.\n"
             "SIGINT or SIGTERM closes every client with 1001 (going away) and exits.\n",
             RD_WEB_ROOT_DEFAULT, RD_ASSETS_DEFAULT);
 }
@@ -74,6 +81,17 @@ static bool parse_uint(const char* s, long lo, long hi, long* out) {
     return true;
 }
 
+static bool parse_log_level(const char* s, app_log_level* out) {
+    static const char* const names[] = {"error", "warn", "info", "debug"};
+    for (int i = 0; i < 4; ++i) {
+        if (strcmp(s, names[i]) == 0) {
+            *out = (app_log_level)i;
+            return true;
+        }
+    }
+    return false;
+}
+
 int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* err) {
     enum {
         OPT_HOST = 1,
@@ -85,6 +103,8 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         OPT_MAX_SESSIONS,
         OPT_MAX_SOLVER_WORK,
         OPT_MAX_TOTAL_SOLVER_WORK,
+        OPT_LOG_LEVEL,
+        OPT_LOG_FORMAT,
         OPT_HELP,
         OPT_VERSION
     };
@@ -98,6 +118,8 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
         {"max-solver-work", required_argument, NULL, OPT_MAX_SOLVER_WORK},
         {"max-total-solver-work", required_argument, NULL, OPT_MAX_TOTAL_SOLVER_WORK},
+        {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+        {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -156,6 +178,21 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
                 return -1;
             }
             cfg->max_total_solver_work = (uint64_t)v;
+            break;
+        case OPT_LOG_LEVEL:
+            if (!parse_log_level(optarg, &cfg->log_level)) {
+                fprintf(err, "ragdolld: --log-level takes error, warn, info or debug, not \"%s\"\n",
+                        optarg);
+                return -1;
+            }
+            break;
+        case OPT_LOG_FORMAT:
+            if (strcmp(optarg, "text") == 0 || strcmp(optarg, "json") == 0) {
+                cfg->log_format = optarg[0] == 'j' ? APP_LOG_JSON : APP_LOG_TEXT;
+            } else {
+                fprintf(err, "ragdolld: --log-format takes text or json, not \"%s\"\n", optarg);
+                return -1;
+            }
             break;
         case OPT_HELP:
             usage(out);

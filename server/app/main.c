@@ -1,9 +1,11 @@
 /*
  * main.c: the ragdolld program: parse options, start the server on the
  * default loop, print "listening on HOST:PORT", and on SIGINT/SIGTERM shut
- * down gracefully.
+ * down gracefully. What it has to say once the options are read goes to
+ * the log (stderr, in --log-format), like the server's own lines.
  */
 #include "app.h"
+#include "log.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -14,7 +16,20 @@
 typedef struct program {
     app_server* app;
     uv_signal_t sigint, sigterm;
+    app_log log;
 } program;
+
+// Logs `event` with one text field, if the level allows.
+static void say(app_log* log, app_log_level level, const char* event, const char* key,
+                const char* value) {
+    app_log_line l;
+    if (app__log_begin(log, &l, level, APP_LOGK_ALWAYS, event, uv_hrtime())) {
+        if (key != NULL) {
+            app__log_str(&l, key, value);
+        }
+        app__log_end(&l);
+    }
+}
 
 static void on_shutdown_done(void* arg) {
     program* p = arg;
@@ -24,7 +39,7 @@ static void on_shutdown_done(void* arg) {
 
 static void on_signal(uv_signal_t* h, int signum) {
     program* p = h->data;
-    fprintf(stderr, "ragdolld: %s, shutting down\n", signum == SIGINT ? "SIGINT" : "SIGTERM");
+    say(&p->log, APP_LOG_INFO, "shutting_down", "signal", signum == SIGINT ? "SIGINT" : "SIGTERM");
     uv_signal_stop(&p->sigint);
     uv_signal_stop(&p->sigterm);
     app_server_shutdown(p->app, on_shutdown_done, p);
@@ -36,6 +51,9 @@ int main(int argc, char** argv) {
     if (rc != 0) {
         return rc > 0 ? 0 : 2;
     }
+    program p = {0};
+    app__log_init(&p.log, stderr, cfg.log_level, cfg.log_format);
+    char msg[640];
     // Each client is a file descriptor: make room for --max-sessions of them
     // (and the listener, the loop's own and the asset files) within the hard
     // limit, or say how many the server can really hold.
@@ -44,10 +62,11 @@ int main(int argc, char** argv) {
     if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < want) {
         nofile.rlim_cur = want < nofile.rlim_max ? want : nofile.rlim_max;
         if (setrlimit(RLIMIT_NOFILE, &nofile) != 0 || nofile.rlim_cur < want) {
-            fprintf(stderr,
-                    "ragdolld: warning: %llu open files at most (RLIMIT_NOFILE): fewer than "
-                    "--max-sessions %u clients can connect\n",
-                    (unsigned long long)nofile.rlim_cur, cfg.max_sessions);
+            snprintf(msg, sizeof msg,
+                     "%llu open files at most (RLIMIT_NOFILE): fewer than --max-sessions %u "
+                     "clients can connect",
+                     (unsigned long long)nofile.rlim_cur, cfg.max_sessions);
+            say(&p.log, APP_LOG_WARN, "few_open_files", "message", msg);
         }
     }
     // libuv writes without MSG_NOSIGNAL: a client that vanishes mid-write
@@ -60,18 +79,19 @@ int main(int argc, char** argv) {
     char err[512];
     if (sim_library_create(&lib) != SIM_OK ||
         app_assets_load(cfg.assets_dir, lib, err, sizeof err) != 0) {
-        fprintf(stderr, "ragdolld: assets: %s (see --assets)\n", lib != NULL ? err : "no memory");
+        snprintf(msg, sizeof msg, "%s (see --assets)", lib != NULL ? err : "no memory");
+        say(&p.log, APP_LOG_ERROR, "assets_failed", "message", msg);
         sim_library_destroy(lib);
         return 1;
     }
     cfg.library = lib;
 
     uv_loop_t* loop = uv_default_loop();
-    program p = {0};
     rc = app_server_start(loop, &cfg, &p.app);
     if (rc != 0) {
-        fprintf(stderr, "ragdolld: cannot listen on %s:%d: %s\n", cfg.host, cfg.port,
-                uv_strerror(rc));
+        snprintf(msg, sizeof msg, "cannot listen on %s:%d: %s", cfg.host, cfg.port,
+                 uv_strerror(rc));
+        say(&p.log, APP_LOG_ERROR, "listen_failed", "message", msg);
         uv_run(loop, UV_RUN_DEFAULT);
         sim_library_destroy(lib);
         return 1;
@@ -87,14 +107,17 @@ int main(int argc, char** argv) {
     char index[4096];
     snprintf(index, sizeof index, "%s/index.html", cfg.web_root);
     if (access(index, R_OK) != 0) {
-        fprintf(stderr, "ragdolld: warning: no viewer at %s (see --web-root); GET / will be 404\n",
-                index);
+        // (GET / will be 404; see --web-root.)
+        say(&p.log, APP_LOG_WARN, "no_viewer", "path", index);
     }
     printf("listening on %s:%d\n", cfg.host, app_server_port(p.app));
     fflush(stdout);
+    snprintf(msg, sizeof msg, "%s:%d", cfg.host, app_server_port(p.app));
+    say(&p.log, APP_LOG_INFO, "listening", "address", msg);
     uv_run(loop, UV_RUN_DEFAULT);
     rc = uv_loop_close(loop);
     sim_library_destroy(lib);
-    fprintf(stderr, "ragdolld: stopped%s\n", rc == 0 ? "" : " (handles left open)");
+    say(&p.log, rc == 0 ? APP_LOG_INFO : APP_LOG_ERROR, "stopped", rc == 0 ? NULL : "message",
+        "handles left open");
     return rc == 0 ? 0 : 1;
 }

@@ -27,6 +27,21 @@ extern "C" {
 /// The server's version string.
 #define APP_VERSION "0.1.0"
 
+/// How much the server logs (to stderr, one line per event): each level
+/// includes the ones before it.
+typedef enum app_log_level {
+    APP_LOG_ERROR = 0, ///< Server errors: out of memory, write errors.
+    APP_LOG_WARN,      ///< Refused upgrades, rate limits, sessions ended by an error.
+    APP_LOG_INFO,      ///< Sessions opened and closed, worlds created and destroyed.
+    APP_LOG_DEBUG,     ///< Everything.
+} app_log_level;
+
+/// The shape of a log line.
+typedef enum app_log_format {
+    APP_LOG_TEXT = 0, ///< logfmt: ts=... level=info event=session_closed key=value ...
+    APP_LOG_JSON,     ///< One JSON object per line, the same keys.
+} app_log_format;
+
 /// Settings of a server. Start from app_config_default().
 typedef struct app_config {
     const char* host;     ///< Address to bind. Default "127.0.0.1".
@@ -53,6 +68,11 @@ typedef struct app_config {
     /// double). A spawn or set_params beyond it gets too_large. Default
     /// 1.5 × 10^6, about one core of the build machine (README).
     uint64_t max_total_solver_work;
+    app_log_level log_level;   ///< Default APP_LOG_INFO.
+    app_log_format log_format; ///< Default APP_LOG_TEXT.
+    /// Where log lines go; NULL means stderr. Not owned. (stdout is kept
+    /// for the "listening on" line.)
+    FILE* log_stream;
 } app_config;
 
 /// The defaults listed on app_config.
