@@ -10,6 +10,8 @@
 #pragma once
 
 #include "app.h"
+#include "log.h"
+#include "metrics.h"
 #include "net.h"
 #include "rdp.h"
 #include "sim.h"
@@ -77,6 +79,13 @@ typedef struct app_client {
     uint32_t drag_count;
     uint32_t pending;           ///< Its commands waiting in world inboxes (APP_MAX_PENDING).
     app_bucket describe_budget; ///< Bytes of describe replies it may still receive.
+
+    // For logs and /metrics (report.c).
+    app_server* app;
+    app_role role;        ///< Set before app__report_session_opened(); admin without auth.
+    uint64_t opened_ns;   ///< uv_hrtime() at on_open.
+    uint32_t cmd_op;      ///< Op of the command being handled, not yet answered; 0: none.
+    uint32_t cmd_pending; ///< pending when it began (did it get queued?).
 } app_client;
 
 /// A command waiting for its world's next tick.
@@ -146,6 +155,8 @@ typedef struct app_world {
     char name_error[96]; ///< What a command named that does not exist.
     // Describe bodies by entity slot (index1 - 1), def.max_entities of them.
     app_topo* topo;
+
+    app_tick_histogram tick_stats; ///< How long its ticks take (/metrics).
 } app_world;
 
 struct app_server {
@@ -170,6 +181,10 @@ struct app_server {
     bool shutting_down;
     void (*done)(void* arg);
     void* done_arg;
+
+    // What the operator sees (report.c).
+    app_log log;
+    app_metrics metrics;
 };
 
 /// The sim_world_def every world of the server is created with (registry.c).

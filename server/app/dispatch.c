@@ -10,6 +10,7 @@
  * command changes nothing.
  */
 #include "app_internal.h"
+#include "report.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@
 
 void app__send(app_client* c, char* text, size_t len) {
     if (text != NULL) {
-        net_session_send_text(c->session, text, len);
+        app__report_text(c, text, len, net_session_send_text(c->session, text, len));
         rdp_free(text);
     }
 }

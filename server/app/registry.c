@@ -8,6 +8,7 @@
  * everyone on that format (Redis-style shared payload).
  */
 #include "app_internal.h"
+#include "report.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -116,6 +117,7 @@ rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, 
     w->last_ns = uv_hrtime();
     app->worlds[slot] = w;
     app->world_count++;
+    app__report_world_created(app, w);
     *out = w;
     return RDP_OK;
 }
@@ -140,12 +142,14 @@ static bool client_drop_sub(app_client* c, uint64_t world) {
 }
 
 void app__world_destroy(app_server* app, app_world* w) {
+    app__report_world_destroyed(app, w);
     char msg[96];
     snprintf(msg, sizeof msg, "world %llu was destroyed", (unsigned long long)w->id);
     for (uint32_t k = 0; k < w->inbox_count; ++k) {
         app_cmd* e = &w->inbox[(w->inbox_head + k) % w->inbox_cap];
         if (e->client != NULL) {
             e->client->pending--;
+            app__report_command(app, e->client, e->cmd.op, RDP_E_NOT_FOUND, false);
             app__send_error(e->client, rdp_re_of(&e->cmd), RDP_E_NOT_FOUND, msg);
         }
     }
@@ -154,7 +158,8 @@ void app__world_destroy(app_server* app, app_world* w) {
     for (uint32_t i = 0; i < w->sub_count; ++i) {
         client_drop_sub(w->subs[i], w->id);
         if (ev != NULL) {
-            net_session_send_text(w->subs[i]->session, ev, len);
+            app__report_text(w->subs[i], ev, len,
+                             net_session_send_text(w->subs[i]->session, ev, len));
         }
     }
     rdp_free(ev);
@@ -591,6 +596,17 @@ static net_blob* binary_blob(app_world* w, uint64_t acked) {
     return b;
 }
 
+// The kind of a snapshot blob for the counters: a binary one is a delta
+// when this tick's encoding against a baseline (bcache) made it.
+static app_msg_kind snapshot_kind(const app_world* w, const net_blob* b, bool binary) {
+    for (uint32_t i = 0; binary && i < w->bcache_count; ++i) {
+        if (w->bcache[i].blob == b) {
+            return w->bcache[i].base == UINT64_MAX ? APP_MSG_SNAPSHOT_FULL : APP_MSG_SNAPSHOT_DELTA;
+        }
+    }
+    return binary ? APP_MSG_SNAPSHOT_FULL : APP_MSG_SNAPSHOT_JSON;
+}
+
 static void send_snapshots(app_world* w) {
     cache_clear(w);
     uint32_t epoch = sim_world_topology_epoch(w->sim);
@@ -632,7 +648,7 @@ static void send_snapshots(app_world* w) {
                 size_t len = 0;
                 char* text = rdp_event_metrics(&ms, &len);
                 if (text != NULL) {
-                    net_session_send_text(c->session, text, len);
+                    app__report_text(c, text, len, net_session_send_text(c->session, text, len));
                     rdp_free(text);
                 }
             }
@@ -646,10 +662,11 @@ static void send_snapshots(app_world* w) {
             if (net_session_send_text(c->session, (const char*)b->data, b->len) == 0) {
                 sub->topo_sent = true;
                 sub->topo_epoch = epoch;
+                app__report_sent(c, APP_MSG_SNAPSHOT_JSON, b->len);
             }
-        } else {
+        } else if (net_session_send_latest(c->session, w->id, b, binary) == 0) {
             // Positions only: latest wins for a client that falls behind.
-            net_session_send_latest(c->session, w->id, b, binary);
+            app__report_sent(c, snapshot_kind(w, b, binary), b->len);
         }
     }
     cache_clear(w);
@@ -684,7 +701,8 @@ static void report_events(app_world* w) {
                 break;
             }
             for (uint32_t i = 0; text != NULL && i < w->sub_count; ++i) {
-                net_session_send_text(w->subs[i]->session, text, len);
+                app__report_text(w->subs[i], text, len,
+                                 net_session_send_text(w->subs[i]->session, text, len));
             }
             rdp_free(text);
         }
@@ -692,6 +710,7 @@ static void report_events(app_world* w) {
 }
 
 static void world_tick(app_server* app, app_world* w) {
+    uint64_t tick_start_ns = uv_hrtime();
     // Commands apply at the tick boundary, in arrival order.
     while (w->inbox_count > 0) {
         app_cmd e = w->inbox[w->inbox_head];
@@ -704,13 +723,15 @@ static void world_tick(app_server* app, app_world* w) {
         }
         char* reply = app__apply(app, w, e.client, &e.cmd, &len, &ev, &ev_len);
         if (e.client != NULL) {
+            app__report_reply(app, e.client, e.cmd.op, reply, len);
             app__send(e.client, reply, len);
         } else {
             rdp_free(reply);
         }
         if (ev != NULL) {
             for (uint32_t i = 0; i < w->sub_count; ++i) {
-                net_session_send_text(w->subs[i]->session, ev, ev_len);
+                app__report_text(w->subs[i], ev, ev_len,
+                                 net_session_send_text(w->subs[i]->session, ev, ev_len));
             }
             rdp_free(ev);
         }
@@ -720,6 +741,7 @@ static void world_tick(app_server* app, app_world* w) {
     w->step_ms = (double)(uv_hrtime() - t0) / 1e6;
     report_events(w);
     send_snapshots(w);
+    app__tick_observe(&w->tick_stats, uv_hrtime() - tick_start_ns);
 }
 
 uint64_t app__worlds_advance(app_server* app) {

@@ -4,6 +4,7 @@
  * ticker that drives every world's clock. Startup and graceful shutdown.
  */
 #include "app_internal.h"
+#include "report.h"
 #include "scenes.h"
 
 #include <stdlib.h>
@@ -15,6 +16,10 @@
 
 static bool on_http(void* ctx, const char* path, net_http_response* resp) {
     app_server* app = ctx;
+    if (strcmp(path, "/metrics") == 0) {
+        app__metrics_http(app, resp); // Prometheus text (metrics.c)
+        return true;
+    }
     if (strcmp(path, "/healthz") != 0) {
         return false;
     }
@@ -38,10 +43,15 @@ static void on_open(void* ctx, net_session* s) {
     app_server* app = ctx;
     app_client* c = calloc(1, sizeof *c);
     if (c == NULL) {
+        app__report_error(app, s, "out of memory opening a session");
         net_session_close(s, 1011, "out of memory");
         return;
     }
     c->session = s;
+    c->app = app;
+    c->opened_ns = uv_hrtime();
+    c->role = APP_ROLE_ADMIN; // TODO(issue-8): the token's role; without an auth file, admin
+    app__report_session_opened(app, c);
     app__bucket_init(&c->describe_budget, uv_hrtime());
     net_session_set_data(s, c);
     app->clients++;
@@ -62,16 +72,21 @@ static void on_message(void* ctx, net_session* s, const uint8_t* data, size_t le
         return;
     }
     if (binary) {
+        app__report_begin(c, RDP_OP_ACK); // binary frames are acks
         app__binary_message(app, c, data, len);
+        app__report_end(app, c, RDP_OK);
         return;
     }
     rdp_command cmd;
     rdp_error err;
     if (rdp_command_decode((const char*)data, len, &cmd, &err) != RDP_OK) {
+        app__report_command(app, c, cmd.op, err.code, true);
         app__send_error(c, rdp_re_of(&cmd), err.code, err.message);
         return;
     }
+    app__report_begin(c, cmd.op);
     app__dispatch(app, c, &cmd);
+    app__report_end(app, c, RDP_E_INTERNAL);
 }
 
 static void on_close(void* ctx, net_session* s) {
@@ -80,9 +95,14 @@ static void on_close(void* ctx, net_session* s) {
     if (c == NULL) {
         return;
     }
+    app__report_session_closed(app, c);
     app__client_gone(app, c);
     app->clients--;
     free(c);
+}
+
+static void on_refused(void* ctx, const net_session* s, int status, const char* why) {
+    app__report_refused(ctx, s, status, why);
 }
 
 // ---------------------------------------------------------------------------
@@ -95,6 +115,7 @@ static void on_tick(uv_timer_t* t) {
         return;
     }
     uint64_t due_ns = app__worlds_advance(app);
+    app__log_flush(&app->log, uv_hrtime()); // "suppressed K lines" once a burst is over
     // libuv timers count whole milliseconds; round up so we never wake early
     // for nothing. The accumulator absorbs the lateness (at most 1 ms).
     uint64_t ms = due_ns == UINT64_MAX ? 100 : (due_ns + 999999) / 1000000;
@@ -136,6 +157,8 @@ int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
     }
     app->loop = loop;
     app->cfg = *cfg;
+    app__log_init(&app->log, cfg->log_stream != NULL ? cfg->log_stream : stderr, cfg->log_level,
+                  cfg->log_format);
     app->host = dup_str(cfg->host);
     app->web_root = cfg->web_root != NULL ? dup_str(cfg->web_root) : NULL;
     app->cfg.host = app->host;
@@ -171,6 +194,7 @@ int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
         .on_open = on_open,
         .on_message = on_message,
         .on_close = on_close,
+        .on_refused = on_refused,
     };
     int rc = net_server_start(loop, &ncfg, &cb, &app->net);
     if (rc != 0) {

@@ -27,12 +27,19 @@
 // clang-format on
 
 #include "app_internal.h"
+#include "log.h"
+#include "metrics.h"
 
 #include <cJSON.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 // Parses a NULL-terminated argument list; captures stdout/stderr text.
 static int parse(const char* const* args, app_config* cfg, char* out, char* err) {
@@ -62,6 +69,9 @@ static void test_app_defaults(void** state) {
     assert_int_equal(c.max_sessions, 1024);
     assert_true(c.max_solver_work == 1000000);
     assert_true(c.max_total_solver_work == 1500000);
+    assert_int_equal(c.log_level, APP_LOG_INFO);
+    assert_int_equal(c.log_format, APP_LOG_TEXT);
+    assert_null(c.log_stream); // stderr
 }
 
 static void test_app_parses_every_flag(void** state) {
@@ -87,6 +97,14 @@ static void test_app_parses_every_flag(void** state) {
     const char* eq[] = {"--port=9000", NULL};
     assert_int_equal(parse(eq, &c, out, err), 0);
     assert_int_equal(c.port, 9000);
+    const char* logs[] = {"--log-level", "debug", "--log-format", "json", NULL};
+    assert_int_equal(parse(logs, &c, out, err), 0);
+    assert_int_equal(c.log_level, APP_LOG_DEBUG);
+    assert_int_equal(c.log_format, APP_LOG_JSON);
+    const char* quiet[] = {"--log-level=error", "--log-format=text", NULL};
+    assert_int_equal(parse(quiet, &c, out, err), 0);
+    assert_int_equal(c.log_level, APP_LOG_ERROR);
+    assert_int_equal(c.log_format, APP_LOG_TEXT);
 }
 
 static void test_app_help_and_version_exit_successfully(void** state) {
@@ -98,6 +116,8 @@ static void test_app_help_and_version_exit_successfully(void** state) {
     assert_non_null(strstr(out, "usage: ragdolld"));
     assert_non_null(strstr(out, "--no-demo"));
     assert_non_null(strstr(out, "--max-total-solver-work"));
+    assert_non_null(strstr(out, "--log-level"));
+    assert_non_null(strstr(out, "--log-format"));
     const char* version[] = {"--version", NULL};
     assert_int_equal(parse(version, &c, out, err), 1);
     assert_string_equal(out, "ragdolld " APP_VERSION "\n");
@@ -111,6 +131,7 @@ static void test_app_rejects_bad_flags_with_a_message(void** state) {
         {"extra", NULL, NULL},         {"--max-worlds", "0", NULL},
         {"--port", NULL, NULL},        {"--max-solver-work", "10", NULL},
         {"--max-sessions", "0", NULL}, {"--max-total-solver-work", "999", NULL},
+        {"--log-level", "loud", NULL}, {"--log-format", "xml", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         char out[4096] = "", err[4096] = "";
@@ -177,6 +198,7 @@ static int budget_setup(void** state) {
     cfg.demo = false;
     cfg.max_solver_work = 500000;
     cfg.max_total_solver_work = 600000;
+    cfg.log_level = APP_LOG_WARN; // not every world created
     assert_int_equal(app_server_start(&f->loop, &cfg, &f->app), 0);
     *state = f;
     return 0;
@@ -371,6 +393,526 @@ static void test_app_capacity_refusals_name_their_limit(void** state) {
                  "iterations x 32 substeps); the limit per world is 500000");
 }
 
+// ---------------------------------------------------------------------------
+// The log: formats, levels, rate limits (on a clock the test supplies)
+// ---------------------------------------------------------------------------
+
+// Lines written to a memory stream, and how many.
+static int lines_of(const char* text) {
+    int n = 0;
+    for (const char* p = text; *p != '\0'; ++p) {
+        n += *p == '\n';
+    }
+    return n;
+}
+
+static void test_app_log_lines_are_escaped_filtered_and_rate_limited(void** state) {
+    (void)state;
+    static char text[16384];
+    memset(text, 0, sizeof text);
+    FILE* f = fmemopen(text, sizeof text, "w");
+    app_log log;
+    app__log_init(&log, f, APP_LOG_INFO, APP_LOG_TEXT);
+    app_log_line l;
+    // A value with a space, a quote and a newline is quoted and escaped: one line.
+    assert_true(app__log_begin(&log, &l, APP_LOG_INFO, APP_LOGK_ALWAYS, "test", 0));
+    app__log_str(&l, "plain", "abc");
+    app__log_str(&l, "odd", "a \"b\"\nc");
+    app__log_u64(&l, "n", 42);
+    app__log_end(&l);
+    // Debug is below info: nothing.
+    assert_false(app__log_begin(&log, &l, APP_LOG_DEBUG, APP_LOGK_ALWAYS, "quiet", 0));
+    fflush(f);
+    assert_non_null(
+        strstr(text, " level=info event=test plain=abc odd=\"a \\\"b\\\"\\nc\" n=42\n"));
+    assert_int_equal(lines_of(text), 1);
+
+    // 15 rate-limited lines in one second: 10 written, 5 suppressed, and
+    // the summary comes once the second is over (from the ticker's flush).
+    for (int i = 0; i < 15; ++i) {
+        bool ok = app__log_begin(&log, &l, APP_LOG_WARN, APP_LOGK_RATE_LIMITED, "rate_limited",
+                                 1000000000ull + (uint64_t)i * 1000000ull);
+        assert_true(ok == (i < APP_LOG_BURST));
+        if (ok) {
+            app__log_end(&l);
+        }
+    }
+    app__log_flush(&log, 1500000000ull); // still the same second
+    fflush(f);
+    assert_int_equal(lines_of(text), 1 + 10);
+    app__log_flush(&log, 2000000001ull);
+    fflush(f);
+    assert_int_equal(lines_of(text), 1 + 10 + 1);
+    assert_non_null(strstr(text, "event=log_suppressed kind=rate_limited lines=5\n"));
+    // Another kind has its own budget; the next second starts afresh.
+    assert_true(app__log_begin(&log, &l, APP_LOG_INFO, APP_LOGK_PROTOCOL, "x", 2000000002ull));
+    app__log_end(&l);
+    assert_true(app__log_begin(&log, &l, APP_LOG_WARN, APP_LOGK_RATE_LIMITED, "y", 2000000003ull));
+    app__log_end(&l);
+    fclose(f);
+
+    // JSON: every line parses; control bytes and non-ASCII are escaped.
+    memset(text, 0, sizeof text);
+    f = fmemopen(text, sizeof text, "w");
+    app__log_init(&log, f, APP_LOG_DEBUG, APP_LOG_JSON);
+    assert_true(app__log_begin(&log, &l, APP_LOG_DEBUG, APP_LOGK_ALWAYS, "j", 0));
+    app__log_str(&l, "s", "tab\there \x01 \xc3\xa9 \"q\" \\");
+    app__log_f64(&l, "d", 1.5);
+    app__log_end(&l);
+    // A line too long for the buffer loses whole fields and says so.
+    char big[400];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    assert_true(app__log_begin(&log, &l, APP_LOG_ERROR, APP_LOGK_ALWAYS, "long", 0));
+    for (int i = 0; i < 5; ++i) {
+        app__log_str(&l, "big", big);
+    }
+    app__log_end(&l);
+    fclose(f);
+    char* line = text;
+    for (int i = 0; i < 2; ++i) {
+        char* nl = strchr(line, '\n');
+        assert_non_null(nl);
+        cJSON* j = cJSON_ParseWithLength(line, (size_t)(nl - line));
+        assert_non_null(j);
+        if (i == 0) {
+            assert_string_equal(cJSON_GetObjectItem(j, "s")->valuestring,
+                                "tab\there \x01 \xc3\x83\xc2\xa9 \"q\" \\");
+            assert_true(cJSON_GetObjectItem(j, "d")->valuedouble == 1.5);
+            assert_string_equal(cJSON_GetObjectItem(j, "level")->valuestring, "debug");
+        } else {
+            assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "truncated")));
+        }
+        cJSON_Delete(j);
+        line = nl + 1;
+    }
+}
+
+static void test_app_metrics_counters_are_bounded(void** state) {
+    (void)state;
+    app_metrics m;
+    memset(&m, 0, sizeof m);
+    app__metrics_command(&m, RDP_OP_DESCRIBE, RDP_E_RATE_LIMITED);
+    app__metrics_command(&m, 9999, RDP_OK);              // an op out of range: "unknown"
+    app__metrics_command(&m, RDP_OP_KILL, (rdp_code)99); // a code out of range: "internal"
+    assert_int_equal(m.commands[RDP_OP_DESCRIBE][RDP_E_RATE_LIMITED], 1);
+    assert_int_equal(m.rate_limited, 1);
+    assert_int_equal(m.commands[0][RDP_OK], 1);
+    assert_int_equal(m.commands[RDP_OP_KILL][RDP_E_INTERNAL], 1);
+    app__metrics_close(&m, 1000);
+    app__metrics_close(&m, 4321); // other
+    assert_int_equal(m.closes[0], 1);
+    assert_int_equal(m.closes[APP_CLOSE_CODES], 1);
+    app__metrics_refused(&m, 429);
+    app__metrics_refused(&m, 418); // other
+    assert_int_equal(m.refused[5], 1);
+    assert_int_equal(m.refused[APP_REFUSED_STATUSES], 1);
+    // Histogram buckets are upper bounds: 0.1 ms goes in le=0.0001, 0.1 ms
+    // + 1 ns in the next, 1 s in +Inf.
+    app_tick_histogram h;
+    memset(&h, 0, sizeof h);
+    app__tick_observe(&h, 100000);
+    app__tick_observe(&h, 100001);
+    app__tick_observe(&h, 1000000000);
+    assert_int_equal(h.buckets[0], 1);
+    assert_int_equal(h.buckets[1], 1);
+    assert_int_equal(h.buckets[APP_TICK_BUCKETS], 1);
+    assert_int_equal(h.count, 3);
+    assert_true(h.sum_ns == 1000200001ull);
+}
+
+// ---------------------------------------------------------------------------
+// /metrics and the log of a running server, driven over real sockets
+// ---------------------------------------------------------------------------
+
+// The server runs on its own loop thread; the test is a client on blocking
+// sockets (like test_net.c) and reads the server's state only through
+// /metrics, and its log only once the loop has ended.
+typedef struct live_fixture {
+    uv_loop_t loop;
+    uv_thread_t thread;
+    uv_async_t stop;
+    app_server* app;
+    int port;
+    FILE* log;
+    bool done;
+} live_fixture;
+
+static void live_loop(void* arg) {
+    live_fixture* f = arg;
+    uv_run(&f->loop, UV_RUN_DEFAULT);
+}
+
+static void live_done(void* arg) {
+    ((live_fixture*)arg)->done = true;
+}
+
+static void live_stop(uv_async_t* a) {
+    live_fixture* f = a->data;
+    app_server_shutdown(f->app, live_done, f);
+    uv_close((uv_handle_t*)&f->stop, NULL);
+}
+
+static int live_setup(void** state) {
+    live_fixture* f = calloc(1, sizeof *f);
+    assert_int_equal(uv_loop_init(&f->loop), 0);
+    f->log = tmpfile();
+    assert_non_null(f->log);
+    app_config cfg = app_config_default();
+    cfg.port = 0;
+    cfg.demo = false;
+    cfg.web_root = NULL;
+    cfg.log_stream = f->log;
+    cfg.log_level = APP_LOG_DEBUG;
+    assert_int_equal(app_server_start(&f->loop, &cfg, &f->app), 0);
+    f->port = app_server_port(f->app);
+    uv_async_init(&f->loop, &f->stop, live_stop);
+    f->stop.data = f;
+    assert_int_equal(uv_thread_create(&f->thread, live_loop, f), 0);
+    *state = f;
+    return 0;
+}
+
+// Stops the server and returns its log (malloc()ed, NUL-terminated).
+static char* live_stop_and_read_log(live_fixture* f) {
+    uv_async_send(&f->stop);
+    uv_thread_join(&f->thread);
+    assert_true(f->done);
+    assert_int_equal(uv_loop_close(&f->loop), 0); // every handle closed
+    long n = ftell(f->log);
+    char* text = calloc(1, (size_t)n + 1);
+    rewind(f->log);
+    assert_int_equal(fread(text, 1, (size_t)n, f->log), (size_t)n);
+    fclose(f->log);
+    f->log = NULL;
+    return text;
+}
+
+static int live_teardown(void** state) {
+    live_fixture* f = *state;
+    if (f->log != NULL) {
+        free(live_stop_and_read_log(f));
+    }
+    free(f);
+    return 0;
+}
+
+static int tcp_connect(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct timeval tv = {5, 0}; // no test waits forever
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr*)&a, sizeof a), 0);
+    return fd;
+}
+
+static void send_bytes(int fd, const void* data, size_t len) {
+    const char* p = data;
+    while (len > 0) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        assert_true(n > 0);
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+static bool recv_bytes(int fd, void* buf, size_t len) {
+    uint8_t* p = buf;
+    while (len > 0) {
+        ssize_t n = recv(fd, p, len, 0);
+        if (n <= 0) {
+            return false;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+// Reads an HTTP response head and its Content-Length body into buf.
+static int http_read(int fd, char* buf, size_t cap) {
+    size_t len = 0;
+    char* end = NULL;
+    while (end == NULL && len < cap - 1 && recv_bytes(fd, buf + len, 1)) {
+        buf[++len] = '\0';
+        end = strstr(buf, "\r\n\r\n");
+    }
+    assert_non_null(end);
+    const char* cl = strstr(buf, "Content-Length: ");
+    size_t body = cl != NULL ? (size_t)atol(cl + 16) : 0;
+    assert_true(len + body < cap);
+    assert_true(recv_bytes(fd, buf + len, body));
+    buf[len + body] = '\0';
+    int status = 0;
+    sscanf(buf, "HTTP/1.1 %d", &status);
+    return status;
+}
+
+static int http_get(int port, const char* path, char* buf, size_t cap) {
+    int fd = tcp_connect(port);
+    char req[256];
+    snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+    send_bytes(fd, req, strlen(req));
+    int status = http_read(fd, buf, cap);
+    close(fd);
+    return status;
+}
+
+static char metrics_page[256 * 1024];
+
+// Fetches /metrics; returns its body (in metrics_page).
+static const char* scrape(live_fixture* f) {
+    assert_int_equal(http_get(f->port, "/metrics", metrics_page, sizeof metrics_page), 200);
+    assert_non_null(strstr(metrics_page, "Content-Type: text/plain; version=0.0.4"));
+    return strstr(metrics_page, "\r\n\r\n") + 4;
+}
+
+// The value of one sample ("name{labels}" exactly as exposed), 0 when the
+// series is absent (commands_total shows only what happened).
+static double sample(const char* page, const char* series) {
+    size_t n = strlen(series);
+    for (const char* p = page; (p = strstr(p, series)) != NULL; p += n) {
+        if ((p == page || p[-1] == '\n') && p[n] == ' ') {
+            return atof(p + n + 1);
+        }
+    }
+    return 0.0;
+}
+
+static int ws_connect(live_fixture* f) {
+    int fd = tcp_connect(f->port);
+    const char* req = "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                      "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: ragdolld.v1\r\n\r\n";
+    send_bytes(fd, req, strlen(req));
+    char resp[1024];
+    assert_int_equal(http_read(fd, resp, sizeof resp), 101);
+    return fd;
+}
+
+static void ws_frame(int fd, uint8_t opcode, const void* data, size_t len) {
+    uint8_t hdr[14];
+    size_t h = 0;
+    hdr[h++] = (uint8_t)(0x80 | opcode);
+    if (len < 126) {
+        hdr[h++] = (uint8_t)(0x80 | len);
+    } else if (len < 65536) {
+        hdr[h++] = 0x80 | 126;
+        hdr[h++] = (uint8_t)(len >> 8);
+        hdr[h++] = (uint8_t)len;
+    } else {
+        hdr[h++] = 0x80 | 127;
+        for (int i = 7; i >= 0; --i) {
+            hdr[h++] = (uint8_t)((uint64_t)len >> (8 * i));
+        }
+    }
+    memset(hdr + h, 0, 4); // a zero mask: the payload goes as it is
+    h += 4;
+    // One send, so Nagle does not hold the payload back for an ACK.
+    char* frame = malloc(h + len);
+    memcpy(frame, hdr, h);
+    memcpy(frame + h, data, len);
+    send_bytes(fd, frame, h + len);
+    free(frame);
+}
+
+// Reads one frame; returns its opcode (-1 on EOF), the payload in *out
+// (malloc()ed, NUL-terminated) and its length in *len.
+static int ws_read(int fd, char** out, size_t* len) {
+    uint8_t h[2];
+    if (!recv_bytes(fd, h, 2)) {
+        return -1;
+    }
+    uint64_t n = h[1] & 0x7f;
+    if (n >= 126) {
+        uint8_t e[8];
+        size_t k = n == 126 ? 2 : 8;
+        assert_true(recv_bytes(fd, e, k));
+        n = 0;
+        for (size_t i = 0; i < k; ++i) {
+            n = (n << 8) | e[i];
+        }
+    }
+    *out = malloc(n + 1);
+    assert_true(n == 0 || recv_bytes(fd, *out, n));
+    (*out)[n] = '\0';
+    *len = n;
+    return h[0] & 0x0f;
+}
+
+// Sends a command and reads text frames until its reply (by "re"); returns
+// the reply's error code, or "ok". Every text frame read is added to
+// *frames and its payload bytes to *bytes.
+static const char* command(int fd, const char* text, int re, int* frames, size_t* bytes) {
+    static char code[32];
+    ws_frame(fd, 0x1, text, strlen(text));
+    for (;;) {
+        char* body;
+        size_t len;
+        assert_int_equal(ws_read(fd, &body, &len), 0x1);
+        *frames += 1;
+        *bytes += len;
+        cJSON* j = cJSON_Parse(body);
+        free(body);
+        assert_non_null(j);
+        cJSON* r = cJSON_GetObjectItem(j, "re");
+        if (r != NULL && (re < 0 ? cJSON_IsNull(r) : r->valuedouble == re)) {
+            cJSON* e = cJSON_GetObjectItem(j, "error");
+            snprintf(code, sizeof code, "%s",
+                     e != NULL ? cJSON_GetObjectItem(e, "code")->valuestring : "ok");
+            cJSON_Delete(j);
+            return code;
+        }
+        cJSON_Delete(j);
+    }
+}
+
+// Reads frames until a close frame; returns its code (-1 on EOF).
+static int ws_close_code(int fd) {
+    for (;;) {
+        char* body;
+        size_t len;
+        int op = ws_read(fd, &body, &len);
+        if (op < 0) {
+            return -1;
+        }
+        int code = len >= 2 ? ((uint8_t)body[0] << 8) | (uint8_t)body[1] : 0;
+        free(body);
+        if (op == 0x8) {
+            return code;
+        }
+    }
+}
+
+// Scrapes until `series` has grown by `delta` from `before` (a close is
+// counted once the server has closed its side, a moment after the client
+// saw the close frame), for up to 5 s; returns the last page.
+static const char* scrape_until(live_fixture* f, const char* series, double before, double delta) {
+    const char* page = scrape(f);
+    for (int i = 0; i < 100 && sample(page, series) < before + delta; ++i) {
+        usleep(50 * 1000);
+        page = scrape(f);
+    }
+    return page;
+}
+
+#define CMD(op, code) "ragdolld_commands_total{op=\"" op "\",code=\"" code "\"}"
+#define TEXT_MSGS     "ragdolld_messages_sent_total{kind=\"text\"}"
+#define TEXT_BYTES    "ragdolld_message_bytes_sent_total{kind=\"text\"}"
+#define ADMINS        "ragdolld_sessions{role=\"admin\"}"
+#define CLOSES(code)  "ragdolld_ws_closes_total{code=\"" code "\"}"
+
+static void test_app_metrics_count_commands_messages_and_closes(void** state) {
+    live_fixture* f = *state;
+    const char* page = scrape(f);
+    double ok = sample(page, CMD("list_worlds", "ok"));
+    double bad = sample(page, CMD("unknown", "bad_json"));
+    double missing = sample(page, CMD("spawn_ball", "not_found"));
+    double spawned = sample(page, CMD("spawn_ball", "ok"));
+    double created = sample(page, CMD("create_world", "ok"));
+    double texts = sample(page, TEXT_MSGS);
+    double text_bytes = sample(page, TEXT_BYTES);
+    double wire = sample(page, "ragdolld_net_sent_bytes_total");
+    double normal = sample(page, CLOSES("1000"));
+    double too_big = sample(page, CLOSES("1009"));
+    assert_true(sample(page, ADMINS) == 0.0);
+    assert_true(sample(page, "ragdolld_worlds") == 0.0);
+
+    // One ok command and one bad one, an immediate error, a world created
+    // (by a name that must not be logged) and a world command answered at
+    // its tick.
+    int fd = ws_connect(f);
+    int frames = 0;
+    size_t bytes = 0;
+    char* welcome;
+    size_t len;
+    assert_int_equal(ws_read(fd, &welcome, &len), 0x1);
+    frames++;
+    bytes += len;
+    free(welcome);
+    assert_string_equal(command(fd, "{\"op\":\"list_worlds\",\"id\":1}", 1, &frames, &bytes), "ok");
+    assert_string_equal(command(fd, "{\"op\":", -1, &frames, &bytes), "bad_json");
+    assert_string_equal(
+        command(fd, "{\"op\":\"spawn_ball\",\"id\":3,\"world\":99,\"position\":[0,3,0]}", 3,
+                &frames, &bytes),
+        "not_found");
+    assert_string_equal(
+        command(fd, "{\"op\":\"create_world\",\"id\":4,\"name\":\"zanzibar\"}", 4, &frames, &bytes),
+        "ok");
+    assert_string_equal(command(fd,
+                                "{\"op\":\"spawn_ball\",\"id\":5,\"world\":1,\"position\":[0,3,0]}",
+                                5, &frames, &bytes),
+                        "ok");
+
+    page = scrape(f);
+    assert_true(sample(page, CMD("list_worlds", "ok")) == ok + 1);
+    assert_true(sample(page, CMD("unknown", "bad_json")) == bad + 1);
+    assert_true(sample(page, CMD("spawn_ball", "not_found")) == missing + 1);
+    assert_true(sample(page, CMD("create_world", "ok")) == created + 1);
+    assert_true(sample(page, CMD("spawn_ball", "ok")) == spawned + 1);
+    // Every text frame the client read, and exactly their payload bytes (no
+    // subscription: nothing else was sent to it).
+    assert_true(sample(page, TEXT_MSGS) == texts + frames);
+    assert_true(sample(page, TEXT_BYTES) == text_bytes + (double)bytes);
+    assert_true(sample(page, "ragdolld_net_sent_bytes_total") > wire + (double)bytes);
+    assert_true(sample(page, ADMINS) == 1.0);
+    assert_true(sample(page, "ragdolld_worlds") == 1.0);
+    assert_true(sample(page, "ragdolld_entities{world=\"1\",kind=\"ball\"}") == 1.0);
+    assert_true(sample(page, "ragdolld_rigid_bodies{world=\"1\",kind=\"ball\"}") == 1.0);
+    assert_true(sample(page, "ragdolld_tick_duration_seconds_count{world=\"1\"}") >= 1.0);
+
+    // The client closes normally: 1000.
+    const uint8_t bye[2] = {0x03, 0xe8};
+    ws_frame(fd, 0x8, bye, 2);
+    assert_int_equal(ws_close_code(fd), 1000);
+    close(fd);
+    page = scrape_until(f, CLOSES("1000"), normal, 1);
+    assert_true(sample(page, CLOSES("1000")) == normal + 1);
+    assert_true(sample(page, ADMINS) == 0.0);
+
+    // The server refuses a message over 64 KiB from its header: 1009.
+    fd = ws_connect(f);
+    static char huge[70000];
+    memset(huge, ' ', sizeof huge);
+    ws_frame(fd, 0x1, huge, sizeof huge);
+    assert_int_equal(ws_close_code(fd), 1009);
+    close(fd);
+    page = scrape_until(f, CLOSES("1009"), too_big, 1);
+    assert_true(sample(page, CLOSES("1009")) == too_big + 1);
+    assert_true(sample(page, CLOSES("1000")) == normal + 1);
+
+    // A plain GET of /ws is an upgrade refused (426); on_refused runs before
+    // the response is written, so the next scrape sees it.
+    char resp[1024];
+    double refused = sample(page, "ragdolld_upgrades_refused_total{status=\"426\"}");
+    assert_int_equal(http_get(f->port, "/ws", resp, sizeof resp), 426);
+    page = scrape(f);
+    assert_true(sample(page, "ragdolld_upgrades_refused_total{status=\"426\"}") == refused + 1);
+
+    // The log: a line per session opened and closed with its close code,
+    // the world by id, the bad command by its code, never the world's name.
+    char* log = live_stop_and_read_log(f);
+    assert_non_null(strstr(log, "level=info event=session_opened session="));
+    assert_non_null(strstr(log, "level=info event=session_closed session="));
+    assert_non_null(strstr(log, "close_code=1000 close_sent=1000 close_received=1000 "
+                                "reason=\"closed by the peer\"\n"));
+    assert_non_null(strstr(log, "close_code=1009 close_sent=1009"));
+    assert_non_null(strstr(log, "reason=\"message too big\"\n"));
+    assert_non_null(strstr(log, "event=world_created world=1 tick_hz=60"));
+    assert_non_null(strstr(log, "event=command_rejected session="));
+    assert_non_null(strstr(log, "op=unknown code=bad_json\n"));
+    assert_non_null(strstr(log, "event=upgrade_refused peer=127.0.0.1:"));
+    assert_non_null(strstr(log, "status=426 why=\"this path takes a WebSocket upgrade\"\n"));
+    assert_non_null(strstr(log, "level=debug event=command session=")); // each command by op
+    assert_null(strstr(log, "zanzibar"));
+    free(log);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_app_defaults),
@@ -382,6 +924,10 @@ int main(void) {
                                         budget_setup, budget_teardown),
         cmocka_unit_test_setup_teardown(test_app_capacity_refusals_name_their_limit, budget_setup,
                                         budget_teardown),
+        cmocka_unit_test(test_app_log_lines_are_escaped_filtered_and_rate_limited),
+        cmocka_unit_test(test_app_metrics_counters_are_bounded),
+        cmocka_unit_test_setup_teardown(test_app_metrics_count_commands_messages_and_closes,
+                                        live_setup, live_teardown),
     };
     return cmocka_run_group_tests_name("app", tests, NULL, NULL);
 }

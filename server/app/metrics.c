@@ -1,0 +1,345 @@
+/*
+ * metrics.c: the server's counters (metrics.h) and GET /metrics in the
+ * Prometheus text format, version 0.0.4: for each family a HELP and a TYPE
+ * line, then its samples, every sample of a family together.
+ *
+ * It owns the application's counters only. Bytes on the wire and dropped
+ * snapshots are net's (net_server_stats()), solver overflows the
+ * simulator's (sim_world_overflows()), entity counts the worlds'; they are
+ * read here when the page is rendered, never copied on the hot path.
+ */
+#include "metrics.h"
+
+#include "app_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const uint16_t close_codes[APP_CLOSE_CODES] = {1000, 1001, 1002, 1003, 1005,
+                                                      1006, 1007, 1008, 1009, 1011};
+static const int refused_statuses[APP_REFUSED_STATUSES] = {400, 401, 403, 405, 426, 429, 431, 503};
+static const uint64_t tick_le_ns[APP_TICK_BUCKETS] = {
+    100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000, 16700000, 25000000, 50000000};
+static const char* const tick_le[APP_TICK_BUCKETS + 1] = {"0.0001", "0.00025", "0.0005", "0.001",
+                                                          "0.0025", "0.005",   "0.01",   "0.0167",
+                                                          "0.025",  "0.05",    "+Inf"};
+static const char* const msg_kinds[APP_MSG_KINDS] = {
+    [APP_MSG_TEXT] = "text",
+    [APP_MSG_SNAPSHOT_JSON] = "snapshot_json",
+    [APP_MSG_SNAPSHOT_FULL] = "snapshot_full",
+    [APP_MSG_SNAPSHOT_DELTA] = "snapshot_delta",
+};
+
+const char* app__role_name(app_role role) {
+    switch (role) {
+    case APP_ROLE_VIEWER:
+        return "viewer";
+    case APP_ROLE_PLAYER:
+        return "player";
+    case APP_ROLE_ADMIN:
+        return "admin";
+    case APP_ROLE_COUNT:
+        break;
+    }
+    return "viewer";
+}
+
+// ---------------------------------------------------------------------------
+// Counting
+// ---------------------------------------------------------------------------
+
+void app__metrics_command(app_metrics* m, uint32_t op, rdp_code code) {
+    uint32_t o = op < APP_METRICS_OPS && rdp_op_name((rdp_op)op) != NULL ? op : 0;
+    uint32_t c = (uint32_t)code < APP_METRICS_CODES ? (uint32_t)code : (uint32_t)RDP_E_INTERNAL;
+    m->commands[o][c]++;
+    if (code == RDP_E_RATE_LIMITED) {
+        m->rate_limited++;
+    }
+}
+
+void app__metrics_refused(app_metrics* m, int status) {
+    size_t i = 0;
+    while (i < APP_REFUSED_STATUSES && refused_statuses[i] != status) {
+        i++;
+    }
+    m->refused[i]++; // i == APP_REFUSED_STATUSES: "other"
+}
+
+void app__metrics_close(app_metrics* m, uint16_t code) {
+    size_t i = 0;
+    while (i < APP_CLOSE_CODES && close_codes[i] != code) {
+        i++;
+    }
+    m->closes[i]++;
+}
+
+void app__metrics_sent(app_metrics* m, app_msg_kind kind, size_t bytes) {
+    m->messages[kind]++;
+    m->message_bytes[kind] += bytes;
+}
+
+void app__tick_observe(app_tick_histogram* h, uint64_t ns) {
+    size_t i = 0;
+    while (i < APP_TICK_BUCKETS && ns > tick_le_ns[i]) {
+        i++;
+    }
+    h->buckets[i]++;
+    h->count++;
+    h->sum_ns += ns;
+}
+
+// ---------------------------------------------------------------------------
+// Rendering
+// ---------------------------------------------------------------------------
+
+typedef struct out {
+    char* p;
+    size_t len, cap;
+    bool oom;
+} out;
+
+__attribute__((format(printf, 2, 3))) static void emit(out* o, const char* fmt, ...) {
+    for (;;) {
+        if (o->oom) {
+            return;
+        }
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(o->p + o->len, o->cap - o->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            o->oom = true;
+            return;
+        }
+        if ((size_t)n < o->cap - o->len) {
+            o->len += (size_t)n;
+            return;
+        }
+        size_t cap = o->cap * 2 + (size_t)n;
+        char* grown = realloc(o->p, cap);
+        if (grown == NULL) {
+            o->oom = true;
+            return;
+        }
+        o->p = grown;
+        o->cap = cap;
+    }
+}
+
+static void family(out* o, const char* name, const char* type, const char* help) {
+    emit(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+// Entities and rigid bodies of one world, by kind.
+typedef struct world_counts {
+    uint32_t entities[6]; ///< By sim_entity_kind (1..5).
+    uint32_t bones, balls;
+} world_counts;
+
+static const sim_entity_kind entity_kinds[] = {
+    SIM_ENTITY_ROPE, SIM_ENTITY_CLOTH, SIM_ENTITY_RAGDOLL, SIM_ENTITY_CHARACTER, SIM_ENTITY_BALL};
+
+static void count_world(const app_world* w, world_counts* c) {
+    memset(c, 0, sizeof *c);
+    uint32_t n = sim_world_entity_count(w->sim);
+    for (uint32_t i = 0; i < n; ++i) {
+        sim_entity_id id = sim_world_entity_at(w->sim, i);
+        sim_entity_view v;
+        if (sim_entity_get_view(w->sim, id, &v) != SIM_OK || v.kind < 1 || v.kind > 5) {
+            continue;
+        }
+        c->entities[v.kind]++;
+        sim_character_view cv;
+        if (v.kind == SIM_ENTITY_CHARACTER && sim_character_get_view(w->sim, id, &cv) == SIM_OK) {
+            c->bones += cv.bone_count;
+        } else if (v.kind == SIM_ENTITY_BALL) {
+            c->balls++;
+        }
+    }
+}
+
+static void render_server(const app_server* app, out* o) {
+    const app_metrics* m = &app->metrics;
+    family(o, "ragdolld_build_info", "gauge", "The server's version (always 1).");
+    emit(o, "ragdolld_build_info{version=\"%s\"} 1\n", APP_VERSION);
+    family(o, "ragdolld_uptime_seconds", "gauge", "Seconds since the server started.");
+    emit(o, "ragdolld_uptime_seconds %.3f\n", (double)(uv_hrtime() - app->started_ns) / 1e9);
+    family(o, "ragdolld_worlds", "gauge", "Worlds on the server (at most --max-worlds).");
+    emit(o, "ragdolld_worlds %u\n", app->world_count);
+    family(o, "ragdolld_sessions", "gauge",
+           "Open WebSocket sessions by role (without an auth file every session is admin).");
+    for (int r = 0; r < APP_ROLE_COUNT; ++r) {
+        emit(o, "ragdolld_sessions{role=\"%s\"} %u\n", app__role_name((app_role)r), m->sessions[r]);
+    }
+
+    family(o, "ragdolld_commands_total", "counter",
+           "Commands answered, by op and by the reply's code (ok or the error code); "
+           "op=\"unknown\" when the op could not be read. A command of a client that left "
+           "before its tick is not counted.");
+    for (uint32_t op = 0; op < APP_METRICS_OPS; ++op) {
+        for (uint32_t c = 0; c < APP_METRICS_CODES; ++c) {
+            if (m->commands[op][c] == 0) {
+                continue;
+            }
+            const char* name = op == 0 ? "unknown" : rdp_op_name((rdp_op)op);
+            emit(o, "ragdolld_commands_total{op=\"%s\",code=\"%s\"} %llu\n", name,
+                 rdp_code_name((rdp_code)c), (unsigned long long)m->commands[op][c]);
+        }
+    }
+    family(o, "ragdolld_rate_limited_total", "counter",
+           "Commands refused with rate_limited (also in ragdolld_commands_total).");
+    emit(o, "ragdolld_rate_limited_total %llu\n", (unsigned long long)m->rate_limited);
+    family(o, "ragdolld_upgrades_refused_total", "counter",
+           "WebSocket upgrades refused, by HTTP status (401/403: access control, 429: too "
+           "many sessions from one address, 503: server full, 400/426: bad handshake).");
+    for (int i = 0; i <= APP_REFUSED_STATUSES; ++i) {
+        char status[16] = "other";
+        if (i < APP_REFUSED_STATUSES) {
+            snprintf(status, sizeof status, "%d", refused_statuses[i]);
+        }
+        emit(o, "ragdolld_upgrades_refused_total{status=\"%s\"} %llu\n", status,
+             (unsigned long long)m->refused[i]);
+    }
+    family(o, "ragdolld_ws_closes_total", "counter",
+           "WebSocket sessions ended, by close code: the server's close frame if it sent one, "
+           "else the client's, else 1006 (no closing handshake).");
+    for (int i = 0; i <= APP_CLOSE_CODES; ++i) {
+        char code[16] = "other";
+        if (i < APP_CLOSE_CODES) {
+            snprintf(code, sizeof code, "%u", (unsigned)close_codes[i]);
+        }
+        emit(o, "ragdolld_ws_closes_total{code=\"%s\"} %llu\n", code,
+             (unsigned long long)m->closes[i]);
+    }
+    family(o, "ragdolld_messages_sent_total", "counter",
+           "WebSocket messages queued to clients by kind: text (replies and events), "
+           "snapshot_json, snapshot_full, snapshot_delta (binary). Snapshots replaced before "
+           "they left are counted here and in ragdolld_snapshots_dropped_total.");
+    for (int k = 0; k < APP_MSG_KINDS; ++k) {
+        emit(o, "ragdolld_messages_sent_total{kind=\"%s\"} %llu\n", msg_kinds[k],
+             (unsigned long long)m->messages[k]);
+    }
+    family(o, "ragdolld_message_bytes_sent_total", "counter",
+           "Payload bytes of ragdolld_messages_sent_total, by kind.");
+    for (int k = 0; k < APP_MSG_KINDS; ++k) {
+        emit(o, "ragdolld_message_bytes_sent_total{kind=\"%s\"} %llu\n", msg_kinds[k],
+             (unsigned long long)m->message_bytes[k]);
+    }
+    net_stats ns;
+    net_server_stats(app->net, &ns);
+    family(o, "ragdolld_snapshots_dropped_total", "counter",
+           "Snapshots replaced by a newer one before a slow client's socket took them "
+           "(latest wins).");
+    emit(o, "ragdolld_snapshots_dropped_total %llu\n", (unsigned long long)ns.latest_dropped);
+    family(o, "ragdolld_net_received_bytes_total", "counter",
+           "Bytes read from clients' sockets (HTTP and WebSocket).");
+    emit(o, "ragdolld_net_received_bytes_total %llu\n", (unsigned long long)ns.bytes_in);
+    family(o, "ragdolld_net_sent_bytes_total", "counter",
+           "Bytes written to clients' sockets (HTTP and WebSocket, frame headers included).");
+    emit(o, "ragdolld_net_sent_bytes_total %llu\n", (unsigned long long)ns.bytes_out);
+}
+
+// Each world's series, one family after another: every sample of a family
+// must come together.
+#define FOR_WORLDS(app, w, i)                                                                      \
+    for (uint32_t i = 0; i < (app)->cfg.max_worlds; ++i)                                           \
+        for (const app_world* w = (app)->worlds[i]; w != NULL; w = NULL)
+
+static void render_worlds(const app_server* app, out* o) {
+    world_counts* counts = calloc(app->cfg.max_worlds, sizeof *counts);
+    if (counts == NULL) {
+        o->oom = true;
+        return;
+    }
+    FOR_WORLDS(app, w, i) {
+        count_world(w, &counts[i]);
+    }
+    family(o, "ragdolld_tick_duration_seconds", "histogram",
+           "How long a world's ticks take on the loop thread: its commands, the step, events "
+           "and snapshots (0.0167 s is one tick at 60 Hz).");
+    FOR_WORLDS(app, w, i) {
+        const app_tick_histogram* h = &w->tick_stats;
+        unsigned long long id = (unsigned long long)w->id, cum = 0;
+        for (int b = 0; b <= APP_TICK_BUCKETS; ++b) {
+            cum += h->buckets[b];
+            emit(o, "ragdolld_tick_duration_seconds_bucket{world=\"%llu\",le=\"%s\"} %llu\n", id,
+                 tick_le[b], cum);
+        }
+        emit(o, "ragdolld_tick_duration_seconds_sum{world=\"%llu\"} %.9f\n", id,
+             (double)h->sum_ns / 1e9);
+        emit(o, "ragdolld_tick_duration_seconds_count{world=\"%llu\"} %llu\n", id,
+             (unsigned long long)h->count);
+    }
+    family(o, "ragdolld_tick_overruns_total", "counter",
+           "Ticks a world dropped because it fell behind real time by more than its catch-up "
+           "allowance.");
+    FOR_WORLDS(app, w, i) {
+        emit(o, "ragdolld_tick_overruns_total{world=\"%llu\"} %llu\n", (unsigned long long)w->id,
+             (unsigned long long)w->overruns);
+    }
+    family(o, "ragdolld_entities", "gauge", "Entities in a world, by kind.");
+    FOR_WORLDS(app, w, i) {
+        for (size_t k = 0; k < sizeof entity_kinds / sizeof entity_kinds[0]; ++k) {
+            emit(o, "ragdolld_entities{world=\"%llu\",kind=\"%s\"} %u\n", (unsigned long long)w->id,
+                 sim_entity_kind_name(entity_kinds[k]), counts[i].entities[entity_kinds[k]]);
+        }
+    }
+    family(o, "ragdolld_rigid_bodies", "gauge",
+           "Rigid bodies in a world, by the kind of entity they belong to (a character's "
+           "bones, balls).");
+    FOR_WORLDS(app, w, i) {
+        emit(o, "ragdolld_rigid_bodies{world=\"%llu\",kind=\"character\"} %u\n",
+             (unsigned long long)w->id, counts[i].bones);
+        emit(o, "ragdolld_rigid_bodies{world=\"%llu\",kind=\"ball\"} %u\n",
+             (unsigned long long)w->id, counts[i].balls);
+    }
+    family(o, "ragdolld_particles", "gauge", "Particles in a world (ropes, cloths, ragdolls).");
+    FOR_WORLDS(app, w, i) {
+        emit(o, "ragdolld_particles{world=\"%llu\"} %u\n", (unsigned long long)w->id,
+             sim_world_particle_count(w->sim));
+    }
+    family(o, "ragdolld_subscribers", "gauge", "Sessions subscribed to a world's snapshots.");
+    FOR_WORLDS(app, w, i) {
+        emit(o, "ragdolld_subscribers{world=\"%llu\"} %u\n", (unsigned long long)w->id,
+             w->sub_count);
+    }
+    family(o, "ragdolld_solver_overflows_total", "counter",
+           "What a world's contact solver had no room for and skipped (array: grid entries, "
+           "candidate pairs, contacts); non-zero means missed collisions.");
+    FOR_WORLDS(app, w, i) {
+        sim_overflows ov = sim_world_overflows(w->sim);
+        const char* const arrays[3] = {"grid", "pairs", "contacts"};
+        const uint64_t values[3] = {ov.grid_entries, ov.pairs, ov.contacts};
+        for (int a = 0; a < 3; ++a) {
+            emit(o, "ragdolld_solver_overflows_total{world=\"%llu\",array=\"%s\"} %llu\n",
+                 (unsigned long long)w->id, arrays[a], (unsigned long long)values[a]);
+        }
+    }
+    free(counts);
+}
+
+char* app__metrics_render(const app_server* app, size_t* len) {
+    out o = {malloc(16384), 0, 16384, false};
+    if (o.p == NULL) {
+        return NULL;
+    }
+    render_server(app, &o);
+    render_worlds(app, &o);
+    if (o.oom) {
+        free(o.p);
+        return NULL;
+    }
+    *len = o.len;
+    return o.p;
+}
+
+void app__metrics_http(const app_server* app, net_http_response* resp) {
+    size_t len = 0;
+    char* body = app__metrics_render(app, &len);
+    resp->status = body != NULL ? 200 : 503;
+    resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    resp->body = body;
+    resp->body_len = body != NULL ? len : 0;
+}
