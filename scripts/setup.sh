@@ -3,7 +3,8 @@
 # what is already there. Run as root (or with sudo available).
 #
 #   scripts/setup.sh          build + run dependencies (libraries, cmake, node, npm packages)
-#   scripts/setup.sh --test   also the test dependencies (cmocka, clang, Chromium)
+#   scripts/setup.sh --test   also the test dependencies (cmocka, clang, Chromium,
+#                             promtool from the prometheus package to lint /metrics)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +20,10 @@ fi
 # Debian packages, installed only when missing.
 pkgs=(build-essential cmake pkg-config libuv1-dev libwslay-dev libcjson-dev libhttp-parser-dev nettle-dev)
 if [ "$want_test" = 1 ]; then
-  pkgs+=(libcmocka-dev clang chromium)
+  # prometheus: for promtool only. The package also holds the Prometheus
+  # server, which a machine running systemd starts on :9090 (`systemctl
+  # disable --now prometheus` if that is unwanted).
+  pkgs+=(libcmocka-dev clang chromium prometheus)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
