@@ -17,6 +17,7 @@ static const char* const kind_names[APP_LOGK_COUNT] = {
     [APP_LOGK_ALWAYS] = "always",
     [APP_LOGK_REFUSED] = "upgrade_refused",
     [APP_LOGK_RATE_LIMITED] = "rate_limited",
+    [APP_LOGK_FORBIDDEN] = "forbidden",
     [APP_LOGK_PROTOCOL] = "command_rejected",
     [APP_LOGK_ERROR] = "internal_error",
 };

@@ -8,7 +8,7 @@
  *                                    its send queue over the hard limit, 1011)
  *   world_created, world_destroyed   info
  *   upgrade_refused                  warn   rate-limited (log.h)
- *   rate_limited                     warn   rate-limited
+ *   rate_limited, forbidden          warn   rate-limited
  *   command_rejected                 info   rate-limited (a message that did not decode)
  *   internal_error                   error  rate-limited (an internal reply: out of memory)
  *   error                            error  (out of memory outside a command)
@@ -91,6 +91,9 @@ static const char* op_name(uint32_t op) {
 }
 
 void app__report_command(app_server* app, app_client* c, uint32_t op, rdp_code code, bool decode) {
+    if (c != NULL && c->cmd_op == op) {
+        c->cmd_op = 0; // answered: app__report_end() must not count it again
+    }
     app__metrics_command(&app->metrics, op, code);
     app_log_line l;
     uint64_t now = uv_hrtime();
@@ -98,6 +101,8 @@ void app__report_command(app_server* app, app_client* c, uint32_t op, rdp_code c
     if (code == RDP_E_RATE_LIMITED) {
         line =
             app__log_begin(&app->log, &l, APP_LOG_WARN, APP_LOGK_RATE_LIMITED, "rate_limited", now);
+    } else if (code == RDP_E_FORBIDDEN) {
+        line = app__log_begin(&app->log, &l, APP_LOG_WARN, APP_LOGK_FORBIDDEN, "forbidden", now);
     } else if (code == RDP_E_INTERNAL) {
         line = app__log_begin(&app->log, &l, APP_LOG_ERROR, APP_LOGK_ERROR, "internal_error", now);
     } else if (decode) {
@@ -136,16 +141,7 @@ void app__report_text(app_client* c, const char* text, size_t len, int rc) {
 }
 
 void app__report_rate_limited(app_server* app, app_client* c, uint32_t op) {
-    app->metrics.rate_limited++;
-    app_log_line l;
-    if (app__log_begin(&app->log, &l, APP_LOG_WARN, APP_LOGK_RATE_LIMITED, "rate_limited",
-                       uv_hrtime())) {
-        if (c != NULL) {
-            session_fields(&l, c->session);
-        }
-        app__log_str(&l, "op", op_name(op));
-        app__log_end(&l);
-    }
+    app__report_command(app, c, op, RDP_E_RATE_LIMITED, false);
 }
 
 void app__report_error(app_server* app, const net_session* s, const char* what) {

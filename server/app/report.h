@@ -33,18 +33,23 @@ void app__report_text(app_client* c, const char* text, size_t len, int rc);
 
 /// A command of c (which may be NULL: it has gone) was answered with
 /// `reply` (NULL: nothing to answer). Counts it by op and code; logs
-/// rate_limited (warn) and internal errors (error), both rate-limited.
+/// rate_limited and forbidden (warn) and internal errors (error), all
+/// rate-limited.
 void app__report_reply(app_server* app, app_client* c, uint32_t op, const char* reply, size_t len);
 
-/// A command of c was answered with error `code` without a reply text at
-/// hand (a queued command whose world was destroyed, a message that did
-/// not decode: `decode` true, logged as command_rejected, info,
-/// rate-limited). op is 0 when unknown.
+/// A command of c was answered with `code` without a reply text at hand (a
+/// queued command whose world was destroyed, a message that did not
+/// decode: `decode` true, logged as command_rejected, info, rate-limited).
+/// op is 0 when unknown. If c is handling a command with this op
+/// (app__report_begin()), it counts as answered.
 void app__report_command(app_server* app, app_client* c, uint32_t op, rdp_code code, bool decode);
 
 /// A command of c was refused for its rate without a rate_limited reply
-/// going through app__send (for limits that answer otherwise): counts it
-/// in ragdolld_rate_limited_total and logs it (warn, rate-limited).
+/// going through app__send() (a binary ack dropped by the command bucket,
+/// which gets no reply): counts it like such a reply would be
+/// (commands_total{code="rate_limited"}, rate_limited_total) and logs it.
+/// A rate_limited reply sent with app__send_error() is counted already:
+/// do not call this for it too.
 void app__report_rate_limited(app_server* app, app_client* c, uint32_t op);
 
 /// A server error (out of memory, a failed encode): logs `what` (a static

@@ -29,6 +29,7 @@
 #include "app_internal.h"
 #include "log.h"
 #include "metrics.h"
+#include "report.h"
 
 #include <cJSON.h>
 
@@ -913,6 +914,62 @@ static void test_app_metrics_count_commands_messages_and_closes(void** state) {
     free(log);
 }
 
+// Refusals access control will make without a reply (a binary ack over the
+// command bucket) and with one (forbidden): counted by op and code and
+// logged, on a server whose loop is not running (the calls are the loop
+// thread's own).
+static void test_app_refusals_are_counted_and_logged(void** state) {
+    budget_fixture* f = *state;
+    static char text[4096];
+    memset(text, 0, sizeof text);
+    FILE* log = fmemopen(text, sizeof text, "w");
+    f->app->log.out = log;
+    f->app->log.level = APP_LOG_INFO;
+    app__report_rate_limited(f->app, NULL, RDP_OP_ACK);
+    app__report_command(f->app, NULL, RDP_OP_DESTROY_WORLD, RDP_E_FORBIDDEN, false);
+    app__report_command(f->app, NULL, RDP_OP_SPAWN_BALL, RDP_OK, false); // debug: no line
+    fflush(log);
+    f->app->log.out = stderr;
+    f->app->log.level = APP_LOG_WARN;
+    fclose(log);
+    assert_non_null(strstr(text, " level=warn event=rate_limited op=ack code=rate_limited\n"));
+    assert_non_null(strstr(text, " level=warn event=forbidden op=destroy_world code=forbidden\n"));
+    assert_int_equal(lines_of(text), 2);
+    app_world* w = world(f, 60);
+    size_t len = 0;
+    char* page = app__metrics_render(f->app, &len);
+    assert_non_null(page);
+    assert_int_equal(strlen(page), len);
+    assert_true(sample(page, CMD("ack", "rate_limited")) == 1.0);
+    assert_true(sample(page, "ragdolld_rate_limited_total") == 1.0);
+    assert_true(sample(page, CMD("destroy_world", "forbidden")) == 1.0);
+    assert_true(sample(page, CMD("spawn_ball", "ok")) == 1.0);
+    // Every sample follows its family's HELP and TYPE, and a family's samples
+    // are together (the text format's rule): a name seen in a TYPE line is
+    // never seen again after another family's TYPE.
+    char family[128] = "";
+    char seen[64][128];
+    int families = 0;
+    for (char* line = page; *line != '\0'; line = strchr(line, '\n') + 1) {
+        char name[128];
+        if (sscanf(line, "# TYPE %127s", name) == 1) {
+            for (int i = 0; i < families; ++i) {
+                assert_string_not_equal(seen[i], name);
+            }
+            snprintf(seen[families++], sizeof seen[0], "%s", name);
+            snprintf(family, sizeof family, "%s", name);
+        } else if (line[0] != '#') {
+            assert_int_equal(strncmp(line, family, strlen(family)), 0);
+        }
+    }
+    assert_true(families >= 20);
+    char series[96];
+    snprintf(series, sizeof series, "ragdolld_entities{world=\"%llu\",kind=\"rope\"}",
+             (unsigned long long)w->id);
+    assert_non_null(strstr(page, series));
+    free(page);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_app_defaults),
@@ -928,6 +985,8 @@ int main(void) {
         cmocka_unit_test(test_app_metrics_counters_are_bounded),
         cmocka_unit_test_setup_teardown(test_app_metrics_count_commands_messages_and_closes,
                                         live_setup, live_teardown),
+        cmocka_unit_test_setup_teardown(test_app_refusals_are_counted_and_logged, budget_setup,
+                                        budget_teardown),
     };
     return cmocka_run_group_tests_name("app", tests, NULL, NULL);
 }
