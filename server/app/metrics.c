@@ -100,24 +100,17 @@ typedef struct out {
     bool oom;
 } out;
 
+// Appends formatted text, growing the buffer to fit.
 __attribute__((format(printf, 2, 3))) static void emit(out* o, const char* fmt, ...) {
-    for (;;) {
-        if (o->oom) {
-            return;
-        }
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(o->p + o->len, o->cap - o->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            o->oom = true;
-            return;
-        }
-        if ((size_t)n < o->cap - o->len) {
-            o->len += (size_t)n;
-            return;
-        }
-        size_t cap = o->cap * 2 + (size_t)n;
+    if (o->oom) {
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(o->p + o->len, o->cap - o->len, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n >= o->cap - o->len) {
+        size_t cap = 2 * o->cap + (size_t)n;
         char* grown = realloc(o->p, cap);
         if (grown == NULL) {
             o->oom = true;
@@ -125,7 +118,15 @@ __attribute__((format(printf, 2, 3))) static void emit(out* o, const char* fmt, 
         }
         o->p = grown;
         o->cap = cap;
+        va_start(ap, fmt);
+        n = vsnprintf(o->p + o->len, o->cap - o->len, fmt, ap);
+        va_end(ap);
     }
+    if (n < 0) {
+        o->oom = true;
+        return;
+    }
+    o->len += (size_t)n;
 }
 
 static void family(out* o, const char* name, const char* type, const char* help) {
@@ -241,25 +242,29 @@ static void render_server(const app_server* app, out* o) {
     emit(o, "ragdolld_net_sent_bytes_total %llu\n", (unsigned long long)ns.bytes_out);
 }
 
-// Each world's series, one family after another: every sample of a family
-// must come together.
-#define FOR_WORLDS(app, w, i)                                                                      \
-    for (uint32_t i = 0; i < (app)->cfg.max_worlds; ++i)                                           \
-        for (const app_world* w = (app)->worlds[i]; w != NULL; w = NULL)
-
+// Each world's series, one family after another (every sample of a family
+// must come together). worlds[] has max_worlds slots, NULL when free.
 static void render_worlds(const app_server* app, out* o) {
     world_counts* counts = calloc(app->cfg.max_worlds, sizeof *counts);
     if (counts == NULL) {
         o->oom = true;
         return;
     }
-    FOR_WORLDS(app, w, i) {
+    for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
+        const app_world* w = app->worlds[i];
+        if (w == NULL) {
+            continue;
+        }
         count_world(w, &counts[i]);
     }
     family(o, "ragdolld_tick_duration_seconds", "histogram",
            "How long a world's ticks take on the loop thread: its commands, the step, events "
            "and snapshots (0.0167 s is one tick at 60 Hz).");
-    FOR_WORLDS(app, w, i) {
+    for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
+        const app_world* w = app->worlds[i];
+        if (w == NULL) {
+            continue;
+        }
         const app_tick_histogram* h = &w->tick_stats;
         unsigned long long id = (unsigned long long)w->id, cum = 0;
         for (int b = 0; b <= APP_TICK_BUCKETS; ++b) {
@@ -275,12 +280,20 @@ static void render_worlds(const app_server* app, out* o) {
     family(o, "ragdolld_tick_overruns_total", "counter",
            "Ticks a world dropped because it fell behind real time by more than its catch-up "
            "allowance.");
-    FOR_WORLDS(app, w, i) {
+    for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
+        const app_world* w = app->worlds[i];
+        if (w == NULL) {
+            continue;
+        }
         emit(o, "ragdolld_tick_overruns_total{world=\"%llu\"} %llu\n", (unsigned long long)w->id,
              (unsigned long long)w->overruns);
     }
     family(o, "ragdolld_entities", "gauge", "Entities in a world, by kind.");
-    FOR_WORLDS(app, w, i) {
+    for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
+        const app_world* w = app->worlds[i];
+        if (w == NULL) {
+            continue;
+        }
         for (size_t k = 0; k < sizeof entity_kinds / sizeof entity_kinds[0]; ++k) {
             emit(o, "ragdolld_entities{world=\"%llu\",kind=\"%s\"} %u\n", (unsigned long long)w->id,
                  sim_entity_kind_name(entity_kinds[k]), counts[i].entities[entity_kinds[k]]);
@@ -289,26 +302,42 @@ static void render_worlds(const app_server* app, out* o) {
     family(o, "ragdolld_rigid_bodies", "gauge",
            "Rigid bodies in a world, by the kind of entity they belong to (a character's "
            "bones, balls).");
-    FOR_WORLDS(app, w, i) {
+    for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
+        const app_world* w = app->worlds[i];
+        if (w == NULL) {
+            continue;
+        }
         emit(o, "ragdolld_rigid_bodies{world=\"%llu\",kind=\"character\"} %u\n",
              (unsigned long long)w->id, counts[i].bones);
         emit(o, "ragdolld_rigid_bodies{world=\"%llu\",kind=\"ball\"} %u\n",
              (unsigned long long)w->id, counts[i].balls);
     }
     family(o, "ragdolld_particles", "gauge", "Particles in a world (ropes, cloths, ragdolls).");
-    FOR_WORLDS(app, w, i) {
+    for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
+        const app_world* w = app->worlds[i];
+        if (w == NULL) {
+            continue;
+        }
         emit(o, "ragdolld_particles{world=\"%llu\"} %u\n", (unsigned long long)w->id,
              sim_world_particle_count(w->sim));
     }
     family(o, "ragdolld_subscribers", "gauge", "Sessions subscribed to a world's snapshots.");
-    FOR_WORLDS(app, w, i) {
+    for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
+        const app_world* w = app->worlds[i];
+        if (w == NULL) {
+            continue;
+        }
         emit(o, "ragdolld_subscribers{world=\"%llu\"} %u\n", (unsigned long long)w->id,
              w->sub_count);
     }
     family(o, "ragdolld_solver_overflows_total", "counter",
            "What a world's contact solver had no room for and skipped (array: grid entries, "
            "candidate pairs, contacts); non-zero means missed collisions.");
-    FOR_WORLDS(app, w, i) {
+    for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
+        const app_world* w = app->worlds[i];
+        if (w == NULL) {
+            continue;
+        }
         sim_overflows ov = sim_world_overflows(w->sim);
         const char* const arrays[3] = {"grid", "pairs", "contacts"};
         const uint64_t values[3] = {ov.grid_entries, ov.pairs, ov.contacts};

@@ -935,9 +935,18 @@ static void test_app_refusals_are_counted_and_logged(void** state) {
     assert_non_null(strstr(text, " level=warn event=rate_limited op=ack code=rate_limited\n"));
     assert_non_null(strstr(text, " level=warn event=forbidden op=destroy_world code=forbidden\n"));
     assert_int_equal(lines_of(text), 2);
+    // Sixteen worlds (the most --max-worlds allows by default) take the page
+    // past its first buffer of 16 KiB.
     app_world* w = world(f, 60);
+    for (int i = 1; i < 16; ++i) {
+        world(f, 60);
+    }
     size_t len = 0;
     char* page = app__metrics_render(f->app, &len);
+    assert_true(len > 16384);
+    assert_non_null(
+        strstr(page, "ragdolld_solver_overflows_total{world=\"16\",array=\"contacts\"} 0\n"));
+    assert_true(sample(page, "ragdolld_worlds") == 16.0);
     assert_non_null(page);
     assert_int_equal(strlen(page), len);
     assert_true(sample(page, CMD("ack", "rate_limited")) == 1.0);
