@@ -19,7 +19,7 @@ static const char* const kind_names[APP_LOGK_COUNT] = {
     [APP_LOGK_RATE_LIMITED] = "rate_limited",
     [APP_LOGK_FORBIDDEN] = "forbidden",
     [APP_LOGK_PROTOCOL] = "command_rejected",
-    [APP_LOGK_ERROR] = "internal_error",
+    [APP_LOGK_ERROR] = "error",
 };
 
 void app__log_init(app_log* log, FILE* out, app_log_level level, app_log_format format) {

@@ -45,7 +45,7 @@ typedef enum app_log_kind {
     APP_LOGK_RATE_LIMITED, ///< Commands refused with rate_limited.
     APP_LOGK_FORBIDDEN,    ///< Commands refused with forbidden (the session's role).
     APP_LOGK_PROTOCOL,     ///< Commands that fail to decode.
-    APP_LOGK_ERROR,        ///< Server errors a client can trigger (a reply too large for memory).
+    APP_LOGK_ERROR,        ///< Server errors (out of memory), which come in storms.
     APP_LOGK_COUNT
 } app_log_kind;
 

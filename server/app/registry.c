@@ -637,6 +637,7 @@ static void send_snapshots(app_world* w) {
         net_blob* b = binary ? binary_blob(w, sub->full_next ? UINT64_MAX : sub->acked)
                              : json_blob(w, topology);
         if (b == NULL) {
+            app__report_error(c->app, NULL, "out of memory encoding a snapshot");
             continue;
         }
         sub->full_next = false;

@@ -11,7 +11,7 @@
  *   rate_limited, forbidden          warn   rate-limited
  *   command_rejected                 info   rate-limited (a message that did not decode)
  *   internal_error                   error  rate-limited (an internal reply: out of memory)
- *   error                            error  (out of memory outside a command)
+ *   error                            error  rate-limited (out of memory outside a command)
  *   command                          debug  (every command's op and code)
  *
  * Counting is unconditional; only the lines depend on the level.
@@ -146,7 +146,7 @@ void app__report_rate_limited(app_server* app, app_client* c, uint32_t op) {
 
 void app__report_error(app_server* app, const net_session* s, const char* what) {
     app_log_line l;
-    if (app__log_begin(&app->log, &l, APP_LOG_ERROR, APP_LOGK_ALWAYS, "error", uv_hrtime())) {
+    if (app__log_begin(&app->log, &l, APP_LOG_ERROR, APP_LOGK_ERROR, "error", uv_hrtime())) {
         if (s != NULL) {
             session_fields(&l, s);
         }

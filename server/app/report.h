@@ -53,7 +53,8 @@ void app__report_command(app_server* app, app_client* c, uint32_t op, rdp_code c
 void app__report_rate_limited(app_server* app, app_client* c, uint32_t op);
 
 /// A server error (out of memory, a failed encode): logs `what` (a static
-/// description) at error level, with session s if s is not NULL.
+/// description) at error level, rate-limited, with session s if s is not
+/// NULL.
 void app__report_error(app_server* app, const net_session* s, const char* what);
 
 /// c starts handling a command with `op` (0 when unknown): the first reply
