@@ -65,6 +65,17 @@ int main(int argc, char** argv) {
         return 1;
     }
     cfg.library = lib;
+    app_auth* auth = NULL;
+    if (cfg.auth_file != NULL) {
+        if (app_auth_load(cfg.auth_file, &auth, err, sizeof err) != 0) {
+            fprintf(stderr, "ragdolld: auth file: %s (see --auth-file)\n", err);
+            sim_library_destroy(lib);
+            return 1;
+        }
+        cfg.auth = auth;
+        fprintf(stderr, "ragdolld: access control: %u tokens from %s; without a token: %s\n",
+                app_auth_count(auth), cfg.auth_file, app_role_name(cfg.anonymous_role));
+    }
 
     uv_loop_t* loop = uv_default_loop();
     program p = {0};
@@ -74,6 +85,7 @@ int main(int argc, char** argv) {
                 uv_strerror(rc));
         uv_run(loop, UV_RUN_DEFAULT);
         sim_library_destroy(lib);
+        app_auth_destroy(auth);
         return 1;
     }
     uv_signal_init(loop, &p.sigint);
@@ -95,6 +107,7 @@ int main(int argc, char** argv) {
     uv_run(loop, UV_RUN_DEFAULT);
     rc = uv_loop_close(loop);
     sim_library_destroy(lib);
+    app_auth_destroy(auth);
     fprintf(stderr, "ragdolld: stopped%s\n", rc == 0 ? "" : " (handles left open)");
     return rc == 0 ? 0 : 1;
 }
