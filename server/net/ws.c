@@ -25,7 +25,7 @@
 #include <strings.h>
 
 // Bytes handed to wslay per receive call (see ws_recv_cb).
-#define NET__RECV_PIECE 512
+#define NET__RECV_PIECE 256
 
 // A valid key is base64 of exactly 16 bytes (RFC 6455 §4.1, item 7).
 static bool valid_key(const char* key, size_t len) {
