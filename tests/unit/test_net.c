@@ -915,6 +915,41 @@ static void test_net_one_address_holds_few_unfinished_requests(void** state) {
     close(b);
 }
 
+static void test_net_a_ping_does_not_cost_what_follows_it(void** state) {
+    fixture* f = *state;
+    // A ping and a text message in one write: wslay stops reading to answer
+    // the ping, and the message after it must still be handled.
+    int fd = ws_open(f);
+    expect_text(fd, "welcome");
+    uint8_t both[64];
+    size_t n = 0;
+    const uint8_t key[4] = {9, 8, 7, 6};
+    const char* ping = "pi";
+    const char* text = "after";
+    both[n++] = 0x89;
+    both[n++] = 0x80 | 2;
+    memcpy(both + n, key, 4);
+    n += 4;
+    for (int k = 0; k < 2; ++k) {
+        both[n++] = (uint8_t)ping[k] ^ key[k % 4];
+    }
+    both[n++] = 0x81;
+    both[n++] = 0x80 | 5;
+    memcpy(both + n, key, 4);
+    n += 4;
+    for (int k = 0; k < 5; ++k) {
+        both[n++] = (uint8_t)text[k] ^ key[k % 4];
+    }
+    send_all(fd, both, n);
+    char* body;
+    size_t len;
+    assert_int_equal(ws_read_frame(fd, &body, &len), 0xA); // the pong
+    assert_true(len == 2 && memcmp(body, "pi", 2) == 0);
+    free(body);
+    expect_text(fd, "text:after");
+    close(fd);
+}
+
 static void test_net_sessions_beyond_the_cap_get_503(void** state) {
     fixture* f = *state;
     int a = ws_open(f);
@@ -1015,6 +1050,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_net_slow_handshake_is_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_net_one_session_handles_a_bounded_number_of_messages_per_turn, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_net_a_ping_does_not_cost_what_follows_it, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_net_fragments_beyond_the_cap_are_refused,
                                         setup_small_limits, teardown),
         cmocka_unit_test_setup_teardown(test_net_application_refuses_upgrades_with_its_status,
