@@ -1,10 +1,16 @@
 # ragdolld in a container: build on Debian 12, run on debian:bookworm-slim.
 #
 #   docker build -t ragdolld .
-#   docker run --rm -p 8080:8080 ragdolld        # then open http://localhost:8080/
+#   docker run --rm -p 8080:8080 -v "$PWD/tokens:/run/secrets/ragdolld:ro" \
+#       -e RAGDOLLD_AUTH_FILE=/run/secrets/ragdolld ragdolld --anonymous viewer
+#   # then open http://localhost:8080/#token=TOKEN (or without one, to watch)
 #
 # The server binds 0.0.0.0 inside the container (its loopback is not
-# reachable from outside). GET /healthz answers 200 while it runs.
+# reachable from outside), so it needs an auth file: lines of
+# "TOKEN ROLE [WORLD ...]" (README, "Exposing ragdolld"), mounted read-only
+# and named by RAGDOLLD_AUTH_FILE (or --auth-file). Without one it refuses
+# to start; `docker run ... ragdolld --insecure` runs it open, for a machine
+# only you reach. GET /healthz answers 200 while it runs.
 
 FROM debian:bookworm AS build
 ARG DEBIAN_FRONTEND=noninteractive

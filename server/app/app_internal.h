@@ -37,11 +37,42 @@
 /// §1).
 #define APP_SNAPSHOT_BYTES_PER_S (4.0 * 1024 * 1024)
 
-/// A token bucket of bytes: `tokens` refills at APP_DESCRIBE_BYTES_PER_S up to
-/// APP_DESCRIBE_BURST_BYTES. A take is allowed while tokens >= 0 and may leave a debt (negative),
-/// so a single reply larger than the bucket is still possible; the debt is paid by waiting.
+/// Token lengths (auth.c): long enough to resist guessing, short enough for
+/// a header value.
+#define APP_TOKEN_MIN        16
+#define APP_TOKEN_MAX        128
+#define APP_AUTH_MAX_WORLDS  16
+#define APP_AUTH_MAX_ENTRIES 4096
+/// How a browser offers its token: a second subprotocol "ragdolld.auth.T".
+#define APP_AUTH_SUBPROTOCOL_PREFIX "ragdolld.auth."
+
+/// One line of the auth file.
+typedef struct app_auth_entry {
+    char token[APP_TOKEN_MAX + 1]; ///< NUL-padded to the end (compared whole).
+    size_t len;
+    app_role role;
+    uint32_t line;        ///< Line in the file, for messages.
+    uint32_t world_count; ///< 0: every world.
+    char worlds[APP_AUTH_MAX_WORLDS][RDP_MAX_NAME + 1];
+} app_auth_entry;
+
+/// Why an upgrade was refused, for counting.
+typedef enum app_refuse {
+    APP_REFUSE_ORIGIN,  ///< 403
+    APP_REFUSE_TOKEN,   ///< 401
+    APP_REFUSE_ADDRESS, ///< 429
+    APP_REFUSE_FULL,    ///< 503 (anonymous slots)
+    APP_REFUSE_COUNT
+} app_refuse;
+
+/// A token bucket (bucket.c): `tokens` refills at `rate` per second up to
+/// `burst`. A take is allowed while tokens >= 0 and may leave a debt
+/// (negative), so a single take larger than the bucket is still possible;
+/// the debt is paid by waiting. Units are the caller's (bytes, commands).
 typedef struct app_bucket {
-    double tokens;    ///< Bytes; negative is a debt.
+    double tokens;    ///< Negative is a debt.
+    double rate;      ///< Tokens per second.
+    double burst;     ///< Tokens at most.
     uint64_t last_ns; ///< When tokens was last brought up to date (uv_hrtime()).
 } app_bucket;
 
@@ -73,24 +104,33 @@ typedef struct app_drag {
 /// A connected WebSocket client (the session's data).
 typedef struct app_client {
     net_session* session;
+    struct app_client* prev; ///< In app_server.client_list.
+    struct app_client* next;
+    bool open;                   ///< on_open ran (counted in app_server.clients).
+    app_role role;               ///< What it may do (auth.c).
+    const app_auth_entry* entry; ///< Its token's entry, NULL when anonymous.
+    uint64_t owner;              ///< Ownership key of what it spawns (auth.c).
     app_sub subs[APP_MAX_SUBS];
     uint32_t sub_count;
     app_drag drags[APP_MAX_DRAGS];
     uint32_t drag_count;
     uint32_t pending;           ///< Its commands waiting in world inboxes (APP_MAX_PENDING).
     app_bucket describe_budget; ///< Bytes of describe replies it may still receive.
+    app_bucket commands;        ///< Commands it may still send (app_config.cmd_rate).
 
     // For logs and /metrics (report.c).
     app_server* app;
-    app_role role;        ///< Set before app__report_session_opened(); admin without auth.
-    uint64_t opened_ns;   ///< uv_hrtime() at on_open.
-    uint32_t cmd_op;      ///< Op of the command being handled, not yet answered; 0: none.
-    uint32_t cmd_pending; ///< pending when it began (did it get queued?).
+    uint64_t opened_ns;     ///< uv_hrtime() at on_open.
+    uint32_t session_label; ///< Its label in ragdolld_sessions (metrics.c), set at on_open.
+    uint32_t cmd_op;        ///< Op of the command being handled, not yet answered; 0: none.
+    uint32_t cmd_pending;   ///< pending when it began (did it get queued?).
 } app_client;
 
 /// A command waiting for its world's next tick.
 typedef struct app_cmd {
     app_client* client; ///< NULL once the client has gone (the command still applies).
+    app_role role;      ///< The sender's role and ownership key, kept if it goes.
+    uint64_t owner;
     rdp_command cmd;
 } app_cmd;
 
@@ -153,6 +193,12 @@ typedef struct app_world {
     rdp_bone_desc bone_desc[SIM_MAX_BONES]; ///< describe of one character.
     uint32_t body_cap;
     char name_error[96]; ///< What a command named that does not exist.
+    /// Who spawned each entity, by slot (index1 - 1), def.max_entities of
+    /// them: an app_client.owner key, 0 for the server (scenes).
+    uint64_t* owners;
+    /// The sender of the command being applied (role, owner key).
+    app_role apply_role;
+    uint64_t apply_owner;
     // Describe bodies by entity slot (index1 - 1), def.max_entities of them.
     app_topo* topo;
 
@@ -175,6 +221,9 @@ struct app_server {
     uint32_t world_count;
     uint64_t next_world_id;
     uint32_t clients;
+    app_client* client_list; ///< Every client, from on_upgrade to on_close.
+    uint64_t auth_refusals[APP_REFUSE_COUNT];
+    uint64_t rate_limited; ///< Commands refused for the sender's command rate.
     /// Bytes waiting to be sent to a client above which its describes get
     /// rate_limited (net_config.read_pause_limit).
     size_t reply_backlog_limit;
@@ -294,8 +343,9 @@ bool app__admit_work(const app_server* app, const app_world* w, uint64_t work, c
 int app__admit_spawn(app_server* app, const app_world* w, const rdp_command* cmd, char* msg,
                      size_t cap);
 
-/// Fills a bucket (budget.c), as of now_ns.
-void app__bucket_init(app_bucket* b, uint64_t now_ns);
+/// Fills a bucket of `rate` tokens per second and `burst` at most (bucket.c),
+/// as of now_ns.
+void app__bucket_init(app_bucket* b, double rate, double burst, uint64_t now_ns);
 
 /// Refills b for the time since it was last used and takes `bytes` if it is
 /// not in debt. Returns true when taken; false, with *retry_ms the wait (ms,
@@ -312,3 +362,29 @@ void app__send(app_client* c, char* text, size_t len);
 
 /// Sends an error reply for cmd.
 void app__send_error(app_client* c, rdp_re re, rdp_code code, const char* message);
+
+/// True when t[0..len) is a well-formed token (auth.c).
+bool app__token_well_formed(const char* t, size_t len);
+
+/// The entry of a token, compared in constant time, or NULL.
+const app_auth_entry* app__auth_lookup(const app_auth* a, const char* token, size_t len);
+
+/// The first entry of a's array (for ownership keys).
+const app_auth_entry* app__auth_entries(const app_auth* a);
+
+/// Admits or refuses an upgrade (net_callbacks.on_upgrade): Origin, token,
+/// per-address and anonymous caps; on success makes the session's client
+/// with its role. Returns 0 or an HTTP status with *reason.
+int app__admit_upgrade(app_server* app, net_session* s, const net_upgrade* req,
+                       const char** reason);
+
+/// The least role that may send op.
+app_role app__role_needed(rdp_op op);
+
+/// True when client c may send op to the world named world_name (NULL for
+/// commands about no world); else false with a message for `forbidden`.
+bool app__may(const app_client* c, rdp_op op, const char* world_name, char* msg, size_t cap);
+
+/// Makes the client of session s, links it into the server's list and sets
+/// it as the session's data (server.c). NULL when out of memory.
+app_client* app__client_new(app_server* app, net_session* s);

@@ -19,9 +19,7 @@
  * counted exactly as the simulator will count it. The scratch world is
  * never stepped and holds nothing between calls.
  *
- * Bytes are admitted too: describe replies (hundreds of KB for a cloth)
- * draw from a per-client token bucket, so a client that reads fast cannot
- * make the server copy replies for it without end.
+ * (Per-client rates of commands and describe bytes are bucket.c's.)
  */
 #include "app_internal.h"
 
@@ -155,25 +153,4 @@ int app__admit_spawn(app_server* app, const app_world* w, const rdp_command* cmd
         return SIM_E_CAPACITY;
     }
     return SIM_OK;
-}
-
-void app__bucket_init(app_bucket* b, uint64_t now_ns) {
-    b->tokens = APP_DESCRIBE_BURST_BYTES;
-    b->last_ns = now_ns;
-}
-
-bool app__bucket_take(app_bucket* b, uint64_t now_ns, size_t bytes, uint64_t* retry_ms) {
-    if (now_ns > b->last_ns) {
-        // ns × bytes/s / 1e9: exact for intervals up to ~2 s (the product
-        // stays below 2^53), and anything longer fills the bucket anyway.
-        double refill = (double)(now_ns - b->last_ns) * APP_DESCRIBE_BYTES_PER_S / 1e9;
-        b->tokens = fmin(APP_DESCRIBE_BURST_BYTES, b->tokens + refill);
-        b->last_ns = now_ns;
-    }
-    if (b->tokens < 0.0) {
-        *retry_ms = (uint64_t)ceil(-b->tokens * 1000.0 / APP_DESCRIBE_BYTES_PER_S);
-        return false;
-    }
-    b->tokens -= (double)bytes;
-    return true;
 }

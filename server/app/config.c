@@ -28,6 +28,10 @@ app_config app_config_default(void) {
     c.inbox_capacity = 1024;
     c.max_solver_work = 1000000;
     c.max_total_solver_work = 1500000;
+    c.anonymous_role = APP_ROLE_NONE;
+    c.max_sessions_per_address = APP_PER_ADDRESS_AUTO;
+    c.cmd_rate = 200;
+    c.cmd_burst = 400;
     c.log_level = APP_LOG_INFO;
     c.log_format = APP_LOG_TEXT;
     c.log_stream = NULL; // stderr
@@ -62,6 +66,23 @@ static void usage(FILE* f) {
             "  --log-level L     error, warn, info or debug (default info): what goes to\n"
             "                    stderr, one line per event\n"
             "  --log-format F    text (logfmt, the default) or json (one object per line)\n"
+            "\n"
+            "access control and limits (README, \"Exposing ragdolld\"):\n"
+            "  --auth-file FILE  tokens and roles, one \"TOKEN ROLE [WORLD ...]\" per line\n"
+            "                    (also $RAGDOLLD_AUTH_FILE); without it every client is an admin\n"
+            "  --anonymous ROLE  with an auth file, what a client without a token may do:\n"
+            "                    none (default: 401), viewer or player\n"
+            "  --allow-origin O  a browser Origin that may connect (repeatable; \"*\" for any);\n"
+            "                    by default an Origin must match the Host it connected to\n"
+            "  --insecure        allow a non-loopback --host without an auth file\n"
+            "  --max-sessions-per-address N\n"
+            "                    WebSocket sessions from one address, counted apart with and\n"
+            "                    without a token (default 16 with an auth file or a\n"
+            "                    non-loopback host, else 0 = no limit); beyond: 429\n"
+            "  --cmd-rate N      commands per second per connection (default 200)\n"
+            "  --cmd-burst N     commands at once per connection (default 400); beyond\n"
+            "                    either the reply is rate_limited\n"
+            "\n"
             "  --help            print this help and exit\n"
             "  --version         print the version and exit\n"
             "\n"
@@ -69,6 +90,12 @@ static void usage(FILE* f) {
             "logs go to stderr. GET /metrics answers in the Prometheus text format.\n"
             "SIGINT or SIGTERM closes every client with 1001 (going away) and exits.\n",
             RD_WEB_ROOT_DEFAULT, RD_ASSETS_DEFAULT);
+}
+
+// 127.0.0.0/8, ::1 and "localhost": addresses only this machine reaches.
+static bool is_loopback(const char* host) {
+    return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+           strcmp(host, "localhost") == 0;
 }
 
 static bool parse_uint(const char* s, long lo, long hi, long* out) {
@@ -103,6 +130,13 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         OPT_MAX_SESSIONS,
         OPT_MAX_SOLVER_WORK,
         OPT_MAX_TOTAL_SOLVER_WORK,
+        OPT_AUTH_FILE,
+        OPT_ANONYMOUS,
+        OPT_ALLOW_ORIGIN,
+        OPT_INSECURE,
+        OPT_MAX_PER_ADDRESS,
+        OPT_CMD_RATE,
+        OPT_CMD_BURST,
         OPT_LOG_LEVEL,
         OPT_LOG_FORMAT,
         OPT_HELP,
@@ -118,6 +152,13 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
         {"max-solver-work", required_argument, NULL, OPT_MAX_SOLVER_WORK},
         {"max-total-solver-work", required_argument, NULL, OPT_MAX_TOTAL_SOLVER_WORK},
+        {"auth-file", required_argument, NULL, OPT_AUTH_FILE},
+        {"anonymous", required_argument, NULL, OPT_ANONYMOUS},
+        {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
+        {"insecure", no_argument, NULL, OPT_INSECURE},
+        {"max-sessions-per-address", required_argument, NULL, OPT_MAX_PER_ADDRESS},
+        {"cmd-rate", required_argument, NULL, OPT_CMD_RATE},
+        {"cmd-burst", required_argument, NULL, OPT_CMD_BURST},
         {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
         {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
         {"help", no_argument, NULL, OPT_HELP},
@@ -179,6 +220,49 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
             }
             cfg->max_total_solver_work = (uint64_t)v;
             break;
+        case OPT_AUTH_FILE:
+            cfg->auth_file = optarg;
+            break;
+        case OPT_ANONYMOUS: {
+            app_role r;
+            if (app_role_parse(optarg, &r) != 0 || r == APP_ROLE_ADMIN) {
+                fprintf(err, "ragdolld: --anonymous takes none, viewer or player\n");
+                return -1;
+            }
+            cfg->anonymous_role = r;
+            break;
+        }
+        case OPT_ALLOW_ORIGIN:
+            if (cfg->allow_origin_count == APP_MAX_ALLOW_ORIGINS) {
+                fprintf(err, "ragdolld: --allow-origin at most %d times\n", APP_MAX_ALLOW_ORIGINS);
+                return -1;
+            }
+            cfg->allow_origins[cfg->allow_origin_count++] = optarg;
+            break;
+        case OPT_INSECURE:
+            cfg->insecure = true;
+            break;
+        case OPT_MAX_PER_ADDRESS:
+            if (!parse_uint(optarg, 0, 1000000, &v)) {
+                fprintf(err, "ragdolld: --max-sessions-per-address takes a number from 0 to "
+                             "1000000\n");
+                return -1;
+            }
+            cfg->max_sessions_per_address = (uint32_t)v;
+            break;
+        case OPT_CMD_RATE:
+        case OPT_CMD_BURST:
+            if (!parse_uint(optarg, 1, 1000000, &v)) {
+                fprintf(err, "ragdolld: --%s takes a number from 1 to 1000000\n",
+                        c == OPT_CMD_RATE ? "cmd-rate" : "cmd-burst");
+                return -1;
+            }
+            if (c == OPT_CMD_RATE) {
+                cfg->cmd_rate = (double)v;
+            } else {
+                cfg->cmd_burst = (double)v;
+            }
+            break;
         case OPT_LOG_LEVEL:
             if (!parse_log_level(optarg, &cfg->log_level)) {
                 fprintf(err, "ragdolld: --log-level takes error, warn, info or debug, not \"%s\"\n",
@@ -208,6 +292,35 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
     }
     if (optind < argc) {
         fprintf(err, "ragdolld: unexpected argument \"%s\" (see --help)\n", argv[optind]);
+        return -1;
+    }
+    if (cfg->auth_file == NULL) {
+        const char* env = getenv("RAGDOLLD_AUTH_FILE");
+        if (env != NULL && env[0] != '\0') {
+            cfg->auth_file = env;
+        }
+    }
+    // Protected mode (Redis): without tokens every client is an admin, which
+    // is fine only where every client is this machine.
+    if (!is_loopback(cfg->host) && cfg->auth_file == NULL && !cfg->insecure) {
+        fprintf(err,
+                "ragdolld: refusing to listen on %s without access control: anyone who can "
+                "reach it could destroy worlds and change every parameter.\n"
+                "  Give --auth-file FILE (lines of \"TOKEN ROLE [WORLD ...]\"; see the README, "
+                "\"Exposing ragdolld\"),\n"
+                "  or --host 127.0.0.1, or, on a network you trust, --insecure.\n",
+                cfg->host);
+        return -1;
+    }
+    if (cfg->max_sessions_per_address == APP_PER_ADDRESS_AUTO) {
+        // Exposed, one address gets a share; on loopback alone every client
+        // is this machine (load tests open hundreds), so no limit.
+        bool exposed = cfg->auth_file != NULL || !is_loopback(cfg->host);
+        cfg->max_sessions_per_address = exposed ? 16 : 0;
+    }
+    if (cfg->anonymous_role != APP_ROLE_NONE && cfg->auth_file == NULL) {
+        fprintf(err, "ragdolld: --anonymous needs --auth-file (without one every client is an "
+                     "admin)\n");
         return -1;
     }
     return 0;

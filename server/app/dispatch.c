@@ -440,6 +440,14 @@ char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command
         }
         break;
     case RDP_OP_DESPAWN:
+        if (w->apply_role < APP_ROLE_ADMIN && sim_entity_is_valid(w->sim, entity) &&
+            w->owners[entity.index1 - 1] != w->apply_owner) {
+            char denied[96];
+            snprintf(denied, sizeof denied,
+                     "entity %llu is not this connection's to despawn (only an admin may)",
+                     (unsigned long long)cmd->entity);
+            return rdp_reply_error(rdp_re_of(cmd), RDP_E_FORBIDDEN, denied, len);
+        }
         rc = sim_world_despawn(w->sim, entity);
         if (rc == SIM_OK) {
             app__topo_forget(w, cmd->entity);
@@ -523,6 +531,7 @@ char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command
     if (!SIM_ID_IS_NULL(spawned)) {
         f.has_entity = true;
         f.entity = sim_entity_id_store(spawned);
+        w->owners[spawned.index1 - 1] = w->apply_owner;
     }
     return rdp_reply_ok(rdp_re_of(cmd), &f, len);
 }
@@ -619,6 +628,16 @@ static void track_drag(app_client* c, const rdp_command* cmd) {
 }
 
 void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
+    // The role first, whatever the world: a viewer learns nothing about
+    // worlds from a command it may not send.
+    char denied[192];
+    const char* named = cmd->op == RDP_OP_CREATE_WORLD ? cmd->u.create_world.name : NULL;
+    bool about_a_world = cmd->op != RDP_OP_LIST_WORLDS && cmd->op != RDP_OP_CREATE_WORLD;
+    if ((c->role < app__role_needed(cmd->op) || !about_a_world) &&
+        !app__may(c, cmd->op, named, denied, sizeof denied)) {
+        app__send_error(c, rdp_re_of(cmd), RDP_E_FORBIDDEN, denied);
+        return;
+    }
     if (cmd->op == RDP_OP_LIST_WORLDS) {
         list_worlds(app, c, cmd);
         return;
@@ -652,6 +671,10 @@ void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
         char msg[64];
         snprintf(msg, sizeof msg, "no world %llu", (unsigned long long)cmd->world);
         app__send_error(c, rdp_re_of(cmd), RDP_E_NOT_FOUND, msg);
+        return;
+    }
+    if (!app__may(c, cmd->op, w->name, denied, sizeof denied)) {
+        app__send_error(c, rdp_re_of(cmd), RDP_E_FORBIDDEN, denied);
         return;
     }
     rdp_reply_fields f;

@@ -85,6 +85,19 @@ int main(int argc, char** argv) {
         return 1;
     }
     cfg.library = lib;
+    app_auth* auth = NULL;
+    if (cfg.auth_file != NULL) {
+        if (app_auth_load(cfg.auth_file, &auth, err, sizeof err) != 0) {
+            snprintf(msg, sizeof msg, "%s (see --auth-file)", err);
+            say(&p.log, APP_LOG_ERROR, "auth_file_failed", "message", msg);
+            sim_library_destroy(lib);
+            return 1;
+        }
+        cfg.auth = auth;
+        snprintf(msg, sizeof msg, "%u tokens from %s; without a token: %s", app_auth_count(auth),
+                 cfg.auth_file, app_role_name(cfg.anonymous_role));
+        say(&p.log, APP_LOG_INFO, "access_control", "message", msg);
+    }
 
     uv_loop_t* loop = uv_default_loop();
     rc = app_server_start(loop, &cfg, &p.app);
@@ -94,6 +107,7 @@ int main(int argc, char** argv) {
         say(&p.log, APP_LOG_ERROR, "listen_failed", "message", msg);
         uv_run(loop, UV_RUN_DEFAULT);
         sim_library_destroy(lib);
+        app_auth_destroy(auth);
         return 1;
     }
     uv_signal_init(loop, &p.sigint);
@@ -117,6 +131,7 @@ int main(int argc, char** argv) {
     uv_run(loop, UV_RUN_DEFAULT);
     rc = uv_loop_close(loop);
     sim_library_destroy(lib);
+    app_auth_destroy(auth);
     say(&p.log, rc == 0 ? APP_LOG_INFO : APP_LOG_ERROR, "stopped", rc == 0 ? NULL : "message",
         "handles left open");
     return rc == 0 ? 0 : 1;

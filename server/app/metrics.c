@@ -32,18 +32,19 @@ static const char* const msg_kinds[APP_MSG_KINDS] = {
     [APP_MSG_SNAPSHOT_DELTA] = "snapshot_delta",
 };
 
-const char* app__role_name(app_role role) {
-    switch (role) {
-    case APP_ROLE_VIEWER:
+const char* app__session_label_name(app_session_label label) {
+    switch (label) {
+    case APP_SESSION_VIEWER:
         return "viewer";
-    case APP_ROLE_PLAYER:
+    case APP_SESSION_PLAYER:
         return "player";
-    case APP_ROLE_ADMIN:
+    case APP_SESSION_ADMIN:
         return "admin";
-    case APP_ROLE_COUNT:
+    case APP_SESSION_ANONYMOUS:
+    case APP_SESSION_LABELS:
         break;
     }
-    return "viewer";
+    return "anonymous";
 }
 
 // ---------------------------------------------------------------------------
@@ -54,9 +55,6 @@ void app__metrics_command(app_metrics* m, uint32_t op, rdp_code code) {
     uint32_t o = op < APP_METRICS_OPS && rdp_op_name((rdp_op)op) != NULL ? op : 0;
     uint32_t c = (uint32_t)code < APP_METRICS_CODES ? (uint32_t)code : (uint32_t)RDP_E_INTERNAL;
     m->commands[o][c]++;
-    if (code == RDP_E_RATE_LIMITED) {
-        m->rate_limited++;
-    }
 }
 
 void app__metrics_refused(app_metrics* m, int status) {
@@ -170,9 +168,11 @@ static void render_server(const app_server* app, out* o) {
     family(o, "ragdolld_worlds", "gauge", "Worlds on the server (at most --max-worlds).");
     emit(o, "ragdolld_worlds %u\n", app->world_count);
     family(o, "ragdolld_sessions", "gauge",
-           "Open WebSocket sessions by role (without an auth file every session is admin).");
-    for (int r = 0; r < APP_ROLE_COUNT; ++r) {
-        emit(o, "ragdolld_sessions{role=\"%s\"} %u\n", app__role_name((app_role)r), m->sessions[r]);
+           "Open WebSocket sessions by role; anonymous: without a token on a server with an "
+           "auth file (without one, every session is admin).");
+    for (int r = 0; r < APP_SESSION_LABELS; ++r) {
+        emit(o, "ragdolld_sessions{role=\"%s\"} %u\n",
+             app__session_label_name((app_session_label)r), m->sessions[r]);
     }
 
     family(o, "ragdolld_commands_total", "counter",
@@ -190,8 +190,23 @@ static void render_server(const app_server* app, out* o) {
         }
     }
     family(o, "ragdolld_rate_limited_total", "counter",
-           "Commands refused with rate_limited (also in ragdolld_commands_total).");
-    emit(o, "ragdolld_rate_limited_total %llu\n", (unsigned long long)m->rate_limited);
+           "Messages refused for the connection's command rate (--cmd-rate, --cmd-burst), "
+           "dropped acks included. Every rate_limited reply, whatever the limit, is in "
+           "ragdolld_commands_total{code=\"rate_limited\"}.");
+    emit(o, "ragdolld_rate_limited_total %llu\n", (unsigned long long)app->rate_limited);
+    family(o, "ragdolld_auth_refusals_total", "counter",
+           "Upgrades access control refused, by reason: origin (403), token (401), address "
+           "(429: too many sessions from one address), full (503: no anonymous slot).");
+    static const char* const refuse_reasons[APP_REFUSE_COUNT] = {
+        [APP_REFUSE_ORIGIN] = "origin",
+        [APP_REFUSE_TOKEN] = "token",
+        [APP_REFUSE_ADDRESS] = "address",
+        [APP_REFUSE_FULL] = "full",
+    };
+    for (int r = 0; r < APP_REFUSE_COUNT; ++r) {
+        emit(o, "ragdolld_auth_refusals_total{reason=\"%s\"} %llu\n", refuse_reasons[r],
+             (unsigned long long)app->auth_refusals[r]);
+    }
     family(o, "ragdolld_upgrades_refused_total", "counter",
            "WebSocket upgrades refused, by HTTP status (401/403: access control, 429: too "
            "many sessions from one address, 503: server full, 400/426: bad handshake).");

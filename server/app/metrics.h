@@ -28,17 +28,19 @@
 /// Codes below this are counted by name (rdp_code); others as "internal".
 #define APP_METRICS_CODES 16
 
-/// Roles of a session (issue 8, /work/notes/auth-spec.md). Until access
-/// control is wired, every session is admin (server.c's on_open says so).
-typedef enum app_role {
-    APP_ROLE_VIEWER = 0,
-    APP_ROLE_PLAYER,
-    APP_ROLE_ADMIN,
-    APP_ROLE_COUNT
-} app_role;
+/// Labels of ragdolld_sessions: a session's role, or "anonymous" for one
+/// without a token on a server with an auth file (it has --anonymous's
+/// role). Without an auth file every session is admin.
+typedef enum app_session_label {
+    APP_SESSION_VIEWER = 0,
+    APP_SESSION_PLAYER,
+    APP_SESSION_ADMIN,
+    APP_SESSION_ANONYMOUS,
+    APP_SESSION_LABELS
+} app_session_label;
 
-/// The role's name ("viewer", "player", "admin").
-const char* app__role_name(app_role role);
+/// The label's name ("viewer", "player", "admin", "anonymous").
+const char* app__session_label_name(app_session_label label);
 
 /// What a WebSocket message to a client carried.
 typedef enum app_msg_kind {
@@ -70,17 +72,15 @@ typedef struct app_tick_histogram {
 /// The application's counters. Embedded in app_server, zeroed at start.
 typedef struct app_metrics {
     uint64_t commands[APP_METRICS_OPS][APP_METRICS_CODES]; ///< [op][code]; op 0 is unknown.
-    uint64_t rate_limited;                                 ///< rate_limited refusals.
     uint64_t refused[APP_REFUSED_STATUSES + 1];            ///< Upgrades refused, by status.
     uint64_t closes[APP_CLOSE_CODES + 1];                  ///< Sessions ended, by close code.
     uint64_t messages[APP_MSG_KINDS];                      ///< Messages queued to clients.
     uint64_t message_bytes[APP_MSG_KINDS];                 ///< Their payload bytes.
-    uint32_t sessions[APP_ROLE_COUNT];                     ///< Open sessions by role.
+    uint32_t sessions[APP_SESSION_LABELS];                 ///< Open sessions by label.
 } app_metrics;
 
 /// Counts a command's outcome: op (an rdp_op, or 0 when unknown) and the
-/// code it was answered with (RDP_OK for ok). A rate_limited one also
-/// counts in rate_limited.
+/// code it was answered with (RDP_OK for ok).
 void app__metrics_command(app_metrics* m, uint32_t op, rdp_code code);
 
 /// Counts an upgrade refused with HTTP `status` (401, 403, 429, 503, ...).

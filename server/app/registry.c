@@ -41,6 +41,7 @@ static void world_free(app_world* w) {
         net_blob_unref(w->topo[i].body);
     }
     free(w->topo);
+    free(w->owners);
     sim_world_destroy(w->sim);
     free(w->inbox);
     free(w->subs);
@@ -88,6 +89,7 @@ rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, 
     w->inbox = calloc(w->inbox_cap, sizeof *w->inbox);
     w->ents = calloc(def.max_entities, sizeof *w->ents);
     w->topo = calloc(def.max_entities, sizeof *w->topo);
+    w->owners = calloc(def.max_entities, sizeof *w->owners);
     w->body_cap = def.max_bodies;
     w->poses = calloc(7 * (size_t)w->body_cap, sizeof *w->poses);
     w->body_radius = calloc(w->body_cap, sizeof *w->body_radius);
@@ -104,9 +106,10 @@ rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, 
             w->parents = NULL; // reported below
         }
     }
-    if (w->inbox == NULL || w->ents == NULL || w->topo == NULL || w->poses == NULL ||
-        w->body_radius == NULL || w->body_half_length == NULL || w->bone_names == NULL ||
-        w->parents == NULL || w->anchors == NULL || sim_world_create(&def, &w->sim) != SIM_OK) {
+    if (w->inbox == NULL || w->ents == NULL || w->topo == NULL || w->owners == NULL ||
+        w->poses == NULL || w->body_radius == NULL || w->body_half_length == NULL ||
+        w->bone_names == NULL || w->parents == NULL || w->anchors == NULL ||
+        sim_world_create(&def, &w->sim) != SIM_OK) {
         world_free(w);
         return RDP_E_INTERNAL;
     }
@@ -215,6 +218,10 @@ rdp_code app__world_enqueue(app_world* w, app_client* c, const rdp_command* cmd)
     }
     app_cmd* e = &w->inbox[(w->inbox_head + w->inbox_count) % w->inbox_cap];
     e->client = c;
+    // A command on behalf of a client that has gone (a release) is the
+    // server's own.
+    e->role = c != NULL ? c->role : APP_ROLE_ADMIN;
+    e->owner = c != NULL ? c->owner : 0;
     e->cmd = *cmd;
     w->inbox_count++;
     if (c != NULL) {
@@ -722,6 +729,8 @@ static void world_tick(app_server* app, app_world* w) {
         if (e.client != NULL) {
             e.client->pending--;
         }
+        w->apply_role = e.role;
+        w->apply_owner = e.owner;
         char* reply = app__apply(app, w, e.client, &e.cmd, &len, &ev, &ev_len);
         if (e.client != NULL) {
             app__report_reply(app, e.client, e.cmd.op, reply, len);

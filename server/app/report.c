@@ -23,16 +23,28 @@
 // Fields every line about a session starts with.
 static void session_fields(app_log_line* l, const net_session* s) {
     app__log_u64(l, "session", net_session_id(s));
-    app__log_str(l, "peer", net_session_peer(s));
+    app__log_str(l, "peer", net_session_peer_name(s));
+}
+
+// A session's label in ragdolld_sessions and in the log: its role, or
+// anonymous for one without a token when there is an auth file.
+static app_session_label label_of(const app_server* app, const app_client* c) {
+    if ((app->cfg.auth != NULL && c->entry == NULL) || c->role == APP_ROLE_NONE) {
+        return APP_SESSION_ANONYMOUS;
+    }
+    return c->role == APP_ROLE_ADMIN    ? APP_SESSION_ADMIN
+           : c->role == APP_ROLE_PLAYER ? APP_SESSION_PLAYER
+                                        : APP_SESSION_VIEWER;
 }
 
 void app__report_session_opened(app_server* app, app_client* c) {
-    app->metrics.sessions[c->role]++;
+    c->session_label = label_of(app, c);
+    app->metrics.sessions[c->session_label]++;
     app_log_line l;
     if (app__log_begin(&app->log, &l, APP_LOG_INFO, APP_LOGK_ALWAYS, "session_opened",
                        uv_hrtime())) {
         session_fields(&l, c->session);
-        app__log_str(&l, "role", app__role_name(c->role));
+        app__log_str(&l, "role", app__session_label_name(c->session_label));
         app__log_end(&l);
     }
 }
@@ -52,8 +64,8 @@ void app__report_session_closed(app_server* app, app_client* c) {
     // else 1006 (no closing handshake at all).
     uint16_t code = sent != 1006 ? sent : received;
     app__metrics_close(&app->metrics, code);
-    if (app->metrics.sessions[c->role] > 0) {
-        app->metrics.sessions[c->role]--;
+    if (app->metrics.sessions[c->session_label] > 0) {
+        app->metrics.sessions[c->session_label]--;
     }
     const char* reason = net_session_close_reason(s);
     app_log_level level = dropped_for_error(reason, sent) ? APP_LOG_WARN : APP_LOG_INFO;
@@ -61,7 +73,7 @@ void app__report_session_closed(app_server* app, app_client* c) {
     uint64_t now = uv_hrtime();
     if (app__log_begin(&app->log, &l, level, APP_LOGK_ALWAYS, "session_closed", now)) {
         session_fields(&l, s);
-        app__log_str(&l, "role", app__role_name(c->role));
+        app__log_str(&l, "role", app__session_label_name(c->session_label));
         app__log_f64(&l, "duration_s", (double)(now - c->opened_ns) / 1e9);
         app__log_u64(&l, "bytes_in", net_session_bytes_in(s));
         app__log_u64(&l, "bytes_out", net_session_bytes_out(s));
@@ -78,7 +90,7 @@ void app__report_refused(app_server* app, const net_session* s, int status, cons
     app_log_line l;
     if (app__log_begin(&app->log, &l, APP_LOG_WARN, APP_LOGK_REFUSED, "upgrade_refused",
                        uv_hrtime())) {
-        app__log_str(&l, "peer", net_session_peer(s));
+        app__log_str(&l, "peer", net_session_peer_name(s));
         app__log_u64(&l, "status", (uint64_t)status);
         app__log_str(&l, "why", why);
         app__log_end(&l);
@@ -138,10 +150,6 @@ void app__report_text(app_client* c, const char* text, size_t len, int rc) {
         c->cmd_op = 0; // one reply per command
         app__report_command(c->app, c, op, code, false);
     }
-}
-
-void app__report_rate_limited(app_server* app, app_client* c, uint32_t op) {
-    app__report_command(app, c, op, RDP_E_RATE_LIMITED, false);
 }
 
 void app__report_error(app_server* app, const net_session* s, const char* what) {

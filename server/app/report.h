@@ -11,8 +11,9 @@
 
 #include "app_internal.h"
 
-/// A session was opened (c->role set): counts it by role, logs
-/// session_opened (info).
+/// A session was opened (c->role and c->entry set at the upgrade): counts
+/// it by role ("anonymous" without a token on a server with an auth file),
+/// logs session_opened (info).
 void app__report_session_opened(app_server* app, app_client* c);
 
 /// A session is closing (from on_close, while net can still say how):
@@ -21,9 +22,9 @@ void app__report_session_opened(app_server* app, app_client* c);
 /// close codes and reason.
 void app__report_session_closed(app_server* app, app_client* c);
 
-/// An upgrade was refused with HTTP `status` (net's on_refused; access
-/// control's 401/403/429 come through here too when they are answered by
-/// net): counts it by status, logs upgrade_refused (warn, rate-limited).
+/// An upgrade was refused with HTTP `status` (net's on_refused, for net's
+/// own refusals and on_upgrade's alike): counts it by status, logs
+/// upgrade_refused (warn, rate-limited) with the response's text.
 void app__report_refused(app_server* app, const net_session* s, int status, const char* why);
 
 /// Text was queued to c (rc: what net_session_send_text() returned). Counts
@@ -43,14 +44,6 @@ void app__report_reply(app_server* app, app_client* c, uint32_t op, const char* 
 /// op is 0 when unknown. If c is handling a command with this op
 /// (app__report_begin()), it counts as answered.
 void app__report_command(app_server* app, app_client* c, uint32_t op, rdp_code code, bool decode);
-
-/// A command of c was refused for its rate without a rate_limited reply
-/// going through app__send() (a binary ack dropped by the command bucket,
-/// which gets no reply): counts it like such a reply would be
-/// (commands_total{code="rate_limited"}, rate_limited_total) and logs it.
-/// A rate_limited reply sent with app__send_error() is counted already:
-/// do not call this for it too.
-void app__report_rate_limited(app_server* app, app_client* c, uint32_t op);
 
 /// A server error (out of memory, a failed encode): logs `what` (a static
 /// description) at error level, rate-limited, with session s if s is not

@@ -7,6 +7,7 @@
 #include "report.h"
 #include "scenes.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,21 +40,47 @@ static bool on_http(void* ctx, const char* path, net_http_response* resp) {
     return true;
 }
 
+app_client* app__client_new(app_server* app, net_session* s) {
+    app_client* c = calloc(1, sizeof *c);
+    if (c == NULL) {
+        return NULL;
+    }
+    c->session = s;
+    c->app = app;
+    c->role = APP_ROLE_ADMIN;
+    c->owner = ((uint64_t)1 << 63) | net_session_id(s);
+    uint64_t now = uv_hrtime();
+    app__bucket_init(&c->describe_budget, APP_DESCRIBE_BYTES_PER_S, APP_DESCRIBE_BURST_BYTES, now);
+    app__bucket_init(&c->commands, app->cfg.cmd_rate, app->cfg.cmd_burst, now);
+    c->next = app->client_list;
+    if (c->next != NULL) {
+        c->next->prev = c;
+    }
+    app->client_list = c;
+    net_session_set_data(s, c);
+    return c;
+}
+
+static int on_upgrade(void* ctx, net_session* s, const net_upgrade* req, const char** reason) {
+    app_server* app = ctx;
+    if (app->shutting_down) {
+        *reason = "shutting down";
+        return 503;
+    }
+    return app__admit_upgrade(app, s, req, reason);
+}
+
 static void on_open(void* ctx, net_session* s) {
     app_server* app = ctx;
-    app_client* c = calloc(1, sizeof *c);
+    app_client* c = net_session_data(s);
     if (c == NULL) {
         app__report_error(app, s, "out of memory opening a session");
         net_session_close(s, 1011, "out of memory");
         return;
     }
-    c->session = s;
-    c->app = app;
+    c->open = true;
     c->opened_ns = uv_hrtime();
-    c->role = APP_ROLE_ADMIN; // TODO(issue-8): the token's role; without an auth file, admin
     app__report_session_opened(app, c);
-    app__bucket_init(&c->describe_budget, uv_hrtime());
-    net_session_set_data(s, c);
     app->clients++;
     rdp_world_info* infos = calloc(app->world_count + 1, sizeof *infos);
     if (infos != NULL) {
@@ -71,15 +98,40 @@ static void on_message(void* ctx, net_session* s, const uint8_t* data, size_t le
     if (c == NULL || app->shutting_down) {
         return;
     }
+    // Every message pays, whatever it asks: a client beyond its rate gets
+    // rate_limited (an ack, which has no reply, is dropped) and stays.
+    uint64_t retry_ms = 0;
+    bool paid = app__bucket_take(&c->commands, uv_hrtime(), 1, &retry_ms);
+    if (!paid) {
+        app->rate_limited++;
+    }
     if (binary) {
-        app__report_begin(c, RDP_OP_ACK); // binary frames are acks
-        app__binary_message(app, c, data, len);
-        app__report_end(app, c, RDP_OK);
+        if (paid) {
+            app__report_begin(c, RDP_OP_ACK); // binary frames are acks
+            app__binary_message(app, c, data, len);
+            app__report_end(app, c, RDP_OK);
+        } else {
+            app__report_command(app, c, RDP_OP_ACK, RDP_E_RATE_LIMITED, false); // no reply
+        }
         return;
     }
     rdp_command cmd;
     rdp_error err;
-    if (rdp_command_decode((const char*)data, len, &cmd, &err) != RDP_OK) {
+    rdp_code rc = rdp_command_decode((const char*)data, len, &cmd, &err);
+    if (!paid) {
+        // Counted here: the refusal is not a reply to a command being handled.
+        app__report_command(app, c, cmd.op, RDP_E_RATE_LIMITED, false);
+        if (rc == RDP_OK && cmd.op == RDP_OP_ACK) {
+            return;
+        }
+        char msg[128];
+        snprintf(msg, sizeof msg,
+                 "more than %.0f commands per second (%.0f at once); retry in %llu ms",
+                 app->cfg.cmd_rate, app->cfg.cmd_burst, (unsigned long long)retry_ms);
+        app__send_error(c, rdp_re_of(&cmd), RDP_E_RATE_LIMITED, msg);
+        return;
+    }
+    if (rc != RDP_OK) {
         app__report_command(app, c, cmd.op, err.code, true);
         app__send_error(c, rdp_re_of(&cmd), err.code, err.message);
         return;
@@ -95,9 +147,19 @@ static void on_close(void* ctx, net_session* s) {
     if (c == NULL) {
         return;
     }
-    app__report_session_closed(app, c);
     app__client_gone(app, c);
-    app->clients--;
+    if (c->open) {
+        app__report_session_closed(app, c);
+        app->clients--;
+    }
+    if (c->prev != NULL) {
+        c->prev->next = c->next;
+    } else {
+        app->client_list = c->next;
+    }
+    if (c->next != NULL) {
+        c->next->prev = c->prev;
+    }
     free(c);
 }
 
@@ -187,15 +249,18 @@ int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
     ncfg.subprotocol = RDP_SUBPROTOCOL;
     ncfg.max_message_bytes = RDP_MAX_MESSAGE_BYTES;
     ncfg.max_sessions = app->cfg.max_sessions;
+    if (app->cfg.max_sessions_per_address == APP_PER_ADDRESS_AUTO) {
+        app->cfg.max_sessions_per_address = 0; // not parsed: a test's config
+    }
+    ncfg.max_http_per_address = app->cfg.max_sessions_per_address;
     app->reply_backlog_limit = ncfg.read_pause_limit;
-    net_callbacks cb = {
-        .ctx = app,
-        .on_http = on_http,
-        .on_open = on_open,
-        .on_message = on_message,
-        .on_close = on_close,
-        .on_refused = on_refused,
-    };
+    net_callbacks cb = {.ctx = app,
+                        .on_http = on_http,
+                        .on_open = on_open,
+                        .on_message = on_message,
+                        .on_close = on_close,
+                        .on_upgrade = on_upgrade,
+                        .on_refused = on_refused};
     int rc = net_server_start(loop, &ncfg, &cb, &app->net);
     if (rc != 0) {
         app_free(app);

@@ -24,6 +24,9 @@ static const char* const header_names[NET__H_COUNT] = {
     [NET__H_KEY] = "sec-websocket-key",
     [NET__H_VERSION] = "sec-websocket-version",
     [NET__H_PROTOCOL] = "sec-websocket-protocol",
+    [NET__H_ORIGIN] = "origin",
+    [NET__H_HOST] = "host",
+    [NET__H_AUTHORIZATION] = "authorization",
 };
 
 void net__http_reset(net_session* s) {
@@ -35,6 +38,10 @@ void net__http_reset(net_session* s) {
     s->cur_header = -1;
     s->in_value = false;
     memset(s->hlen, 0, sizeof s->hlen);
+    for (int h = 0; h < NET__H_COUNT; ++h) {
+        s->hval[h][0] = '\0';
+    }
+    s->htrunc = false;
     s->request_done = false;
     s->request_too_large = false;
 }
@@ -107,6 +114,9 @@ static int on_header_value(http_parser* p, const char* at, size_t len) {
         int h = s->cur_header;
         size_t room = sizeof s->hval[h] - 1 - s->hlen[h];
         size_t n = len < room ? len : room;
+        if (n < len) {
+            s->htrunc = true;
+        }
         memcpy(s->hval[h] + s->hlen[h], at, n);
         s->hlen[h] += n;
         s->hval[h][s->hlen[h]] = '\0';
@@ -137,6 +147,8 @@ static const char* status_text(int status) {
         return "OK";
     case 400:
         return "Bad Request";
+    case 401:
+        return "Unauthorized";
     case 403:
         return "Forbidden";
     case 404:
@@ -149,6 +161,8 @@ static const char* status_text(int status) {
         return "Request Header Fields Too Large";
     case 500:
         return "Internal Server Error";
+    case 429:
+        return "Too Many Requests";
     case 503:
         return "Service Unavailable";
     }

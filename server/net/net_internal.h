@@ -23,6 +23,9 @@
 #define NET__COOKIE    0x4e455443u /* "NETC" */
 #define NET__MAX_URL   1024
 #define NET__MAX_SLOTS 8
+/// Bytes a fragment costs to hold beyond its payload (wslay keeps each in a
+/// list node of its own), counted against max_message_bytes.
+#define NET__FRAGMENT_OVERHEAD 64
 
 typedef enum net__state {
     NET__HTTP = 0, ///< Reading HTTP requests.
@@ -37,6 +40,9 @@ enum net__header {
     NET__H_KEY,
     NET__H_VERSION,
     NET__H_PROTOCOL,
+    NET__H_ORIGIN,
+    NET__H_HOST,
+    NET__H_AUTHORIZATION,
     NET__H_COUNT
 };
 
@@ -57,10 +63,14 @@ struct net_session {
     int open_handles; ///< Handles not yet closed; the session is freed at 0.
     net__state state;
     bool opened;            ///< on_open was called, so on_close is owed.
+    bool accepted;          ///< on_upgrade accepted: on_close is owed even without on_open.
     bool close_queued;      ///< A close frame is queued: ignore further messages.
     bool close_after_write; ///< HTTP: shut down once the response is written.
-    bool read_paused;       ///< Not reading: the send queue is above read_pause_limit.
+    bool read_paused;       ///< Backpressure: the send queue is above read_pause_limit.
+    bool backlogged;        ///< Input waits in `backlog`: the session spent its turn.
+    bool reading;           ///< uv_read_start is in force.
     uint64_t id;
+    char peer[48]; ///< The peer's address as text.
     void* data;
     uint64_t last_rx_ms;
     uint64_t last_ping_ms;
@@ -78,6 +88,7 @@ struct net_session {
     bool in_value;
     char hval[NET__H_COUNT][256];
     size_t hlen[NET__H_COUNT];
+    bool htrunc; ///< A captured header value was cut to fit hval.
     bool request_done;
     bool request_too_large;
 
@@ -92,12 +103,23 @@ struct net_session {
     // Frame headers in the input, tracked ahead of wslay (which reports a
     // frame only once some of its payload has arrived) so that a message
     // declared too big is refused from its header alone.
-    uint8_t fh[14];     ///< The header being read.
-    uint8_t fh_len;     ///< Bytes of it so far.
-    uint64_t fpay_left; ///< Payload bytes of the current frame still to come.
-    uint64_t fmsg_len;  ///< Payload bytes of the fragmented message so far.
+    uint8_t fh[14];      ///< The header being read.
+    uint8_t fh_len;      ///< Bytes of it so far.
+    uint64_t fpay_left;  ///< Payload bytes of the current frame still to come.
+    uint64_t fmsg_len;   ///< Bytes the fragmented message holds so far (with overhead).
+    uint32_t fmsg_frags; ///< Frames of the fragmented message so far.
+    // Fairness (net_config.max_messages_per_turn): what this turn handled,
+    // and the input left over for the next turn.
+    uint32_t turn_msgs;
+    size_t turn_bytes;
+    bool turn_spent;
+    bool in_feed;     ///< Inside wslay_event_recv: replies are flushed once, after.
+    uint8_t* backlog; ///< Input not yet handed to wslay (malloc'ed), or NULL.
+    size_t backlog_off, backlog_len;
+    uint8_t backlog_refuse;    ///< A refusal scan_frames found at the backlog's end.
+    net_session* backlog_next; ///< In net_server.backlog while backlogged.
 
-    // Bytes each way, the peer's address, why it ended (stats.c).
+    // Bytes each way, the peer's port, why it ended (stats.c).
     net__session_stats st;
 };
 
@@ -111,6 +133,11 @@ struct net_server {
     char* subprotocol;
     net_callbacks cb;
     net_session* sessions; ///< Doubly linked list of every connection.
+    /// Sessions with input waiting for their next turn, and the idle handle
+    /// that gives it to them (active only while the list is not empty).
+    net_session* backlog;
+    uv_idle_t idle;
+    bool idle_closed;
     uint32_t ws_count;
     uint64_t next_id;
     int port;
@@ -130,9 +157,20 @@ uint64_t net__now_ms(const net_session* s);
 /// Queues bytes for the socket (copied). Returns 0 or a libuv error.
 int net__write(net_session* s, const void* data, size_t len);
 
-/// Stops (pause true) or resumes reading the session's socket. Idempotent;
-/// a failure to resume closes the session.
+/// Sets or clears backpressure (read_paused) and updates reading to match
+/// (net__read_update). Idempotent.
 void net__read_pause(net_session* s, bool pause);
+
+/// Starts or stops reading to match the session's state: reading runs unless
+/// backpressure (read_paused) or a backlog holds it. A failure to start
+/// closes the session.
+void net__read_update(net_session* s);
+
+/// The idle callback that gives backlogged sessions their turns (ws.c).
+void net__on_idle(uv_idle_t* h);
+
+/// Drops the session's backlog and takes it off the server's list.
+void net__backlog_drop(net_session* s);
 
 /// Closes the session's handles at once (no close frame). Idempotent.
 void net__close_now(net_session* s);

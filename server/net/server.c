@@ -33,6 +33,10 @@ net_config net_config_default(void) {
     c.read_pause_limit = 1024 * 1024;
     c.send_hard_limit = 8 * 1024 * 1024;
     c.max_sessions = 1024;
+    c.max_messages_per_turn = 64;
+    c.max_bytes_per_turn = 64 * 1024;
+    c.max_fragments = 64;
+    c.max_http_per_address = 16;
     c.cookie = NET__COOKIE;
     return c;
 }
@@ -46,7 +50,7 @@ uint64_t net__now_ms(const net_session* s) {
 // ---------------------------------------------------------------------------
 
 static void server_maybe_done(net_server* srv) {
-    if (!srv->stopping || !srv->listener_closed || srv->sessions != NULL) {
+    if (!srv->stopping || !srv->listener_closed || !srv->idle_closed || srv->sessions != NULL) {
         return;
     }
     void (*done)(void*) = srv->done;
@@ -67,6 +71,12 @@ static void on_listener_closed(uv_handle_t* h) {
     server_maybe_done(srv);
 }
 
+static void on_idle_closed(uv_handle_t* h) {
+    net_server* srv = h->data;
+    srv->idle_closed = true;
+    server_maybe_done(srv);
+}
+
 // ---------------------------------------------------------------------------
 // Close path
 // ---------------------------------------------------------------------------
@@ -79,9 +89,9 @@ static void on_session_handle_closed(uv_handle_t* h) {
     net_server* srv = s->srv;
     if (s->opened) {
         srv->ws_count--;
-        if (srv->cb.on_close != NULL) {
-            srv->cb.on_close(srv->cb.ctx, s);
-        }
+    }
+    if ((s->opened || s->accepted) && srv->cb.on_close != NULL) {
+        srv->cb.on_close(srv->cb.ctx, s);
     }
     net__ws_free(s);
     net__stats_freed(s);
@@ -102,6 +112,7 @@ void net__close_now(net_session* s) {
         return;
     }
     s->state = NET__CLOSING;
+    net__backlog_drop(s);
     uv_read_stop((uv_stream_t*)&s->tcp);
     uv_close((uv_handle_t*)&s->tcp, on_session_handle_closed);
     uv_close((uv_handle_t*)&s->timer, on_session_handle_closed);
@@ -126,8 +137,9 @@ void net__close_graceful(net_session* s) {
     }
     s->state = NET__CLOSING;
     // A lingering close reads (and discards) until the peer's EOF, even if
-    // backpressure had stopped reading.
-    net__read_pause(s, false);
+    // backpressure or a backlog had stopped reading.
+    net__backlog_drop(s);
+    net__read_update(s);
     if (uv_is_closing((uv_handle_t*)&s->tcp)) {
         return;
     }
@@ -241,16 +253,26 @@ static void on_read(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
     }
 }
 
-void net__read_pause(net_session* s, bool pause) {
-    if (pause == s->read_paused || uv_is_closing((uv_handle_t*)&s->tcp)) {
+void net__read_update(net_session* s) {
+    if (uv_is_closing((uv_handle_t*)&s->tcp)) {
         return;
     }
-    s->read_paused = pause;
-    if (pause) {
+    // A closing session reads (and discards) whatever holds it otherwise.
+    bool want = s->state == NET__CLOSING || (!s->read_paused && !s->backlogged);
+    if (want == s->reading) {
+        return;
+    }
+    s->reading = want;
+    if (!want) {
         uv_read_stop((uv_stream_t*)&s->tcp);
     } else if (uv_read_start((uv_stream_t*)&s->tcp, on_alloc, on_read) != 0) {
         net__close_now(s);
     }
+}
+
+void net__read_pause(net_session* s, bool pause) {
+    s->read_paused = pause;
+    net__read_update(s);
 }
 
 static void on_session_timer(uv_timer_t* t) {
@@ -271,6 +293,17 @@ void net__arm_request_deadline(net_session* s) {
 // ---------------------------------------------------------------------------
 // Accepting
 // ---------------------------------------------------------------------------
+
+// Connections from `peer` in HTTP state (the new one included).
+static uint32_t http_count_from(const net_server* srv, const char* peer) {
+    uint32_t n = 0;
+    for (const net_session* s = srv->sessions; s != NULL; s = s->next) {
+        if (s->state == NET__HTTP && strcmp(s->peer, peer) == 0) {
+            n++;
+        }
+    }
+    return n;
+}
 
 static void on_connection(uv_stream_t* server, int status) {
     net_server* srv = server->data;
@@ -299,21 +332,39 @@ static void on_connection(uv_stream_t* server, int status) {
         return;
     }
     uv_tcp_nodelay(&s->tcp, 1);
+    struct sockaddr_storage peer;
+    int namelen = sizeof peer;
+    if (uv_tcp_getpeername(&s->tcp, (struct sockaddr*)&peer, &namelen) == 0) {
+        if (peer.ss_family == AF_INET6) {
+            uv_ip6_name((struct sockaddr_in6*)&peer, s->peer, sizeof s->peer);
+        } else {
+            uv_ip4_name((struct sockaddr_in*)&peer, s->peer, sizeof s->peer);
+        }
+    }
     net__stats_accepted(s);
     http_parser_init(&s->parser, HTTP_REQUEST);
     s->parser.data = s;
+    if (srv->cfg.max_http_per_address > 0 &&
+        http_count_from(srv, s->peer) > srv->cfg.max_http_per_address) {
+        // One address may not hold every connection slot with requests it
+        // never finishes; the handshake deadline ends each, this bounds them.
+        static const char too_many[] = "too many connections from this address\n";
+        net__http_respond(s, 429, "text/plain; charset=utf-8", "Retry-After: 5\r\n", too_many,
+                          sizeof too_many - 1, true);
+        return;
+    }
     s->last_rx_ms = net__now_ms(s);
     net__arm_request_deadline(s);
-    if (uv_read_start((uv_stream_t*)&s->tcp, on_alloc, on_read) != 0) {
-        net__close_now(s);
-    }
+    net__read_update(s);
 }
 
 int net_server_start(uv_loop_t* loop, const net_config* cfg, const net_callbacks* cb,
                      net_server** out) {
     if (loop == NULL || cfg == NULL || out == NULL || cfg->cookie != NET__COOKIE ||
         cfg->host == NULL || cfg->ws_path == NULL || cfg->port < 0 || cfg->port > 65535 ||
-        cfg->max_message_bytes == 0 || cfg->send_soft_limit > cfg->read_pause_limit ||
+        cfg->max_message_bytes == 0 || cfg->max_messages_per_turn == 0 ||
+        cfg->max_bytes_per_turn == 0 || cfg->max_fragments == 0 ||
+        cfg->send_soft_limit > cfg->read_pause_limit ||
         cfg->read_pause_limit > cfg->send_hard_limit) {
         return UV_EINVAL;
     }
@@ -345,6 +396,8 @@ int net_server_start(uv_loop_t* loop, const net_config* cfg, const net_callbacks
 
     uv_tcp_init(loop, &srv->listener);
     srv->listener.data = srv;
+    uv_idle_init(loop, &srv->idle);
+    srv->idle.data = srv;
     rc = uv_tcp_bind(&srv->listener, (const struct sockaddr*)&addr, 0);
     if (rc == 0) {
         rc = uv_listen((uv_stream_t*)&srv->listener, 511, on_connection);
@@ -354,6 +407,7 @@ int net_server_start(uv_loop_t* loop, const net_config* cfg, const net_callbacks
         srv->stopping = true;
         srv->done = NULL;
         uv_close((uv_handle_t*)&srv->listener, on_listener_closed);
+        uv_close((uv_handle_t*)&srv->idle, on_idle_closed);
         return rc;
     }
     struct sockaddr_storage bound;
@@ -381,6 +435,7 @@ void net_server_stop(net_server* srv, uint16_t code, void (*done)(void* arg), vo
     srv->done = done;
     srv->done_arg = arg;
     uv_close((uv_handle_t*)&srv->listener, on_listener_closed);
+    uv_close((uv_handle_t*)&srv->idle, on_idle_closed);
     for (net_session* s = srv->sessions; s != NULL;) {
         net_session* next = s->next; // s may unlink itself later, never now
         if (s->state == NET__WS) {
@@ -406,6 +461,10 @@ void net_session_set_data(net_session* s, void* data) {
 
 uint64_t net_session_id(const net_session* s) {
     return s->id;
+}
+
+const char* net_session_peer(const net_session* s) {
+    return s->peer;
 }
 
 uint64_t net_session_dropped(const net_session* s) {

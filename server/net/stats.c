@@ -15,19 +15,17 @@
 void net__stats_accepted(net_session* s) {
     struct sockaddr_storage sa;
     int len = sizeof sa;
-    char host[INET6_ADDRSTRLEN] = "";
-    snprintf(s->st.peer, sizeof s->st.peer, "unknown");
-    if (uv_tcp_getpeername(&s->tcp, (struct sockaddr*)&sa, &len) != 0) {
-        return;
+    unsigned port = 0;
+    if (uv_tcp_getpeername(&s->tcp, (struct sockaddr*)&sa, &len) == 0) {
+        port = sa.ss_family == AF_INET6 ? ntohs(((const struct sockaddr_in6*)&sa)->sin6_port)
+                                        : ntohs(((const struct sockaddr_in*)&sa)->sin_port);
     }
-    if (sa.ss_family == AF_INET) {
-        const struct sockaddr_in* a = (const struct sockaddr_in*)&sa;
-        uv_ip4_name(a, host, sizeof host);
-        snprintf(s->st.peer, sizeof s->st.peer, "%s:%u", host, (unsigned)ntohs(a->sin_port));
-    } else if (sa.ss_family == AF_INET6) {
-        const struct sockaddr_in6* a = (const struct sockaddr_in6*)&sa;
-        uv_ip6_name(a, host, sizeof host);
-        snprintf(s->st.peer, sizeof s->st.peer, "[%s]:%u", host, (unsigned)ntohs(a->sin6_port));
+    if (s->peer[0] == '\0') {
+        snprintf(s->st.peer, sizeof s->st.peer, "unknown");
+    } else if (strchr(s->peer, ':') != NULL) {
+        snprintf(s->st.peer, sizeof s->st.peer, "[%s]:%u", s->peer, port);
+    } else {
+        snprintf(s->st.peer, sizeof s->st.peer, "%s:%u", s->peer, port);
     }
 }
 
@@ -118,7 +116,7 @@ uint64_t net_session_bytes_out(const net_session* s) {
     return s->st.bytes_out;
 }
 
-const char* net_session_peer(const net_session* s) {
+const char* net_session_peer_name(const net_session* s) {
     return s->st.peer[0] != '\0' ? s->st.peer : "unknown";
 }
 

@@ -15,7 +15,7 @@
 /// Per session.
 typedef struct net__session_stats {
     uint64_t bytes_in, bytes_out;
-    char peer[56];   ///< "host:port" or "[v6]:port".
+    char peer[64];   ///< "host:port" or "[v6]:port" (net_session_peer_name()).
     char reason[96]; ///< Why the server closed (net_session_close()); "" if it did not.
     char cause[64];  ///< Why the connection dropped without a handshake; first wins.
 } net__session_stats;
@@ -26,7 +26,8 @@ typedef struct net__server_stats {
     uint64_t dropped_gone; ///< net_session_dropped() of sessions already freed.
 } net__server_stats;
 
-/// A connection was accepted: records the peer's address.
+/// A connection was accepted (its address is in s->peer): records the
+/// peer's address with its port.
 void net__stats_accepted(net_session* s);
 
 /// n bytes were read from the session's socket.

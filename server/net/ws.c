@@ -24,6 +24,9 @@
 #include <string.h>
 #include <strings.h>
 
+// Bytes handed to wslay per receive call (see ws_recv_cb).
+#define NET__RECV_PIECE 256
+
 // A valid key is base64 of exactly 16 bytes (RFC 6455 §4.1, item 7).
 static bool valid_key(const char* key, size_t len) {
     if (len != 24) {
@@ -45,12 +48,15 @@ static ssize_t ws_recv_cb(wslay_event_context_ptr ctx, uint8_t* buf, size_t len,
                           void* user) {
     (void)flags;
     net_session* s = user;
-    if (s->rlen == 0) {
-        // Not an error: wslay stops and waits for the next read.
+    if (s->rlen == 0 || s->turn_spent) {
+        // Not an error: wslay stops and waits for the next read (or turn).
         wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
         return -1;
     }
+    // Small pieces: what wslay has buffered is handled even after the turn
+    // is spent, so the piece bounds how far a turn can overrun its budget.
     size_t n = len < s->rlen ? len : s->rlen;
+    n = n < NET__RECV_PIECE ? n : NET__RECV_PIECE;
     memcpy(buf, s->rbuf, n);
     s->rbuf += n;
     s->rlen -= n;
@@ -105,6 +111,12 @@ static void ws_msg_cb(wslay_event_context_ptr ctx, const struct wslay_event_on_m
         srv->cb.on_message(srv->cb.ctx, s, arg->msg, arg->msg_length,
                            arg->opcode == WSLAY_BINARY_FRAME);
     }
+    s->turn_msgs++;
+    s->turn_bytes += arg->msg_length;
+    if (s->turn_msgs >= srv->cfg.max_messages_per_turn ||
+        s->turn_bytes >= srv->cfg.max_bytes_per_turn) {
+        s->turn_spent = true;
+    }
 }
 
 static const struct wslay_event_callbacks ws_callbacks = {
@@ -147,6 +159,32 @@ void net__ws_upgrade(net_session* s, const uint8_t* rest, size_t rest_len) {
         net__http_respond(s, 503, "text/plain; charset=utf-8", "Retry-After: 5\r\n",
                           "too many sessions\n", 18, true);
         return;
+    }
+    if (bad == NULL && srv->cb.on_upgrade != NULL) {
+        net_upgrade req = {
+            .origin = s->hlen[NET__H_ORIGIN] > 0 ? s->hval[NET__H_ORIGIN] : NULL,
+            .host = s->hlen[NET__H_HOST] > 0 ? s->hval[NET__H_HOST] : NULL,
+            .authorization =
+                s->hlen[NET__H_AUTHORIZATION] > 0 ? s->hval[NET__H_AUTHORIZATION] : NULL,
+            .protocols = s->hlen[NET__H_PROTOCOL] > 0 ? s->hval[NET__H_PROTOCOL] : NULL,
+            .peer = s->peer,
+            .truncated = s->htrunc,
+        };
+        const char* reason = NULL;
+        int status = srv->cb.on_upgrade(srv->cb.ctx, s, &req, &reason);
+        if (status != 0) {
+            char body[160];
+            int n = snprintf(body, sizeof body, "%s\n", reason != NULL ? reason : "refused");
+            const char* extra = status == 401   ? "WWW-Authenticate: Bearer realm=\"ragdolld\"\r\n"
+                                : status == 429 ? "Retry-After: 5\r\n"
+                                                : "";
+            net__http_respond(s, status, "text/plain; charset=utf-8", extra, body,
+                              n > 0 && (size_t)n < sizeof body ? (size_t)n : 0, true);
+            return;
+        }
+        // From here on the application is owed an on_close, even if the
+        // handshake fails before on_open.
+        s->accepted = true;
     }
     if (bad != NULL) {
         net__http_respond(s, 400, "text/plain; charset=utf-8", "", bad, strlen(bad), true);
@@ -198,14 +236,25 @@ void net__ws_upgrade(net_session* s, const uint8_t* rest, size_t rest_len) {
 
 static void release_slots(net_session* s);
 
+// Why scan_frames stopped early.
+typedef enum net__refuse {
+    NET__REFUSE_NONE,
+    NET__REFUSE_TOO_BIG,
+    NET__REFUSE_FRAGMENTS
+} net__refuse;
+
 // Follows frame headers through the input and returns how many of the
-// `len` bytes precede the end of the first header that declares a data
-// message over max_message_bytes (its payload length, plus the fragments
-// before it), or `len` when there is none. wslay does the same check, but
-// only once a byte of that frame's payload has arrived.
-static size_t scan_frames(net_session* s, const uint8_t* data, size_t len, bool* too_big) {
+// `len` bytes precede the end of the first header that the session must
+// refuse: a data message over max_message_bytes (its payload length plus
+// the fragments before it, each fragment also costing
+// NET__FRAGMENT_OVERHEAD), or a message in more than max_fragments frames.
+// Returns `len` when there is none. wslay checks the size too, but only
+// once a byte of that frame's payload has arrived, and holds any number of
+// fragments.
+static size_t scan_frames(net_session* s, const uint8_t* data, size_t len, net__refuse* why) {
+    const net_config* cfg = &s->srv->cfg;
     size_t off = 0;
-    *too_big = false;
+    *why = NET__REFUSE_NONE;
     while (off < len) {
         if (s->fpay_left > 0) {
             uint64_t skip = len - off < s->fpay_left ? len - off : s->fpay_left;
@@ -236,40 +285,43 @@ static size_t scan_frames(net_session* s, const uint8_t* data, size_t len, bool*
         if (opcode == WSLAY_TEXT_FRAME || opcode == WSLAY_BINARY_FRAME ||
             opcode == WSLAY_CONTINUATION_FRAME) {
             // Control frames may sit between fragments; they do not count.
-            uint64_t so_far = opcode == WSLAY_CONTINUATION_FRAME ? s->fmsg_len : 0;
-            if (plen > s->srv->cfg.max_message_bytes ||
-                so_far + plen > s->srv->cfg.max_message_bytes) {
-                *too_big = true;
+            bool cont = opcode == WSLAY_CONTINUATION_FRAME;
+            uint64_t so_far = cont ? s->fmsg_len : 0;
+            uint32_t frags = (cont ? s->fmsg_frags : 0) + 1;
+            // A lone frame costs what it carries; fragments cost their
+            // payload plus the node each is held in.
+            uint64_t cost = fin && !cont ? 0 : NET__FRAGMENT_OVERHEAD;
+            if (plen > cfg->max_message_bytes || so_far + plen + cost > cfg->max_message_bytes) {
+                *why = NET__REFUSE_TOO_BIG;
                 return off;
             }
-            s->fmsg_len = fin ? 0 : so_far + plen;
+            if (frags > cfg->max_fragments) {
+                *why = NET__REFUSE_FRAGMENTS;
+                return off;
+            }
+            s->fmsg_len = fin ? 0 : so_far + plen + cost;
+            s->fmsg_frags = fin ? 0 : frags;
         }
     }
     return off;
 }
 
-void net__ws_feed(net_session* s, const uint8_t* data, size_t len) {
-    bool too_big = false;
-    // Once reading has ended (a close is under way) wslay reads nothing more
-    // and the tracker would be out of step; it is not needed then either.
-    size_t take = wslay_event_get_read_enabled(s->ws) ? scan_frames(s, data, len, &too_big) : len;
+// Hands wslay `len` bytes, or as many as the session's turn allows, and
+// returns how many it took. Replies the messages cause are queued, then
+// written in one go.
+static size_t ws_consume(net_session* s, const uint8_t* data, size_t len, int* rc) {
     s->rbuf = data;
-    s->rlen = take;
-    int rc = wslay_event_recv(s->ws);
+    s->rlen = len;
+    s->in_feed = true;
+    *rc = wslay_event_recv(s->ws);
+    s->in_feed = false;
+    size_t taken = len - s->rlen;
     s->rbuf = NULL;
     s->rlen = 0;
-    if (too_big && s->state == NET__WS) {
-        // Refuse it from the header: 1009, and read no further. The frames
-        // before it in this read were handled above.
-        if (!s->close_queued) {
-            s->close_queued = true;
-            release_slots(s);
-            static const char reason[] = "message too big";
-            wslay_event_queue_close(s->ws, WSLAY_CODE_MESSAGE_TOO_BIG, (const uint8_t*)reason,
-                                    sizeof reason - 1);
-        }
-        wslay_event_shutdown_read(s->ws);
-    }
+    return taken;
+}
+
+static void ws_after_recv(net_session* s, int rc) {
     net__ws_flush(s);
     if (rc != 0) {
         // A violation wslay's frame layer catches in a frame header (a
@@ -278,6 +330,123 @@ void net__ws_feed(net_session* s, const uint8_t* data, size_t len) {
         // above sent. Nothing more will be read: finish the close.
         net__close_graceful(s);
     }
+}
+
+static void ws_refuse(net_session* s, net__refuse why) {
+    // Refuse it from the header: 1009, and read no further. The frames
+    // before it were handled already; their replies go first (wslay would
+    // send a queued close ahead of queued messages).
+    net__ws_flush(s);
+    if (s->state == NET__WS && !s->close_queued) {
+        s->close_queued = true;
+        release_slots(s);
+        const char* reason =
+            why == NET__REFUSE_FRAGMENTS ? "too many fragments" : "message too big";
+        wslay_event_queue_close(s->ws, WSLAY_CODE_MESSAGE_TOO_BIG, (const uint8_t*)reason,
+                                strlen(reason));
+    }
+    wslay_event_shutdown_read(s->ws);
+}
+
+void net__ws_feed(net_session* s, const uint8_t* data, size_t len) {
+    net__refuse why = NET__REFUSE_NONE;
+    // Once reading has ended (a close is under way) wslay reads nothing more
+    // and the tracker would be out of step; it is not needed then either.
+    size_t take = wslay_event_get_read_enabled(s->ws) ? scan_frames(s, data, len, &why) : len;
+    s->turn_msgs = 0;
+    s->turn_bytes = 0;
+    s->turn_spent = false;
+    int rc = 0;
+    size_t taken = ws_consume(s, data, take, &rc);
+    if (rc == 0 && taken < take && s->state == NET__WS && !s->close_queued) {
+        // The turn is spent: keep the rest (scanned already) for the next
+        // turn and stop reading meanwhile; a refusal found in it waits too.
+        uint8_t* rest = malloc(take - taken);
+        if (rest == NULL) {
+            net__close_now(s);
+            return;
+        }
+        memcpy(rest, data + taken, take - taken);
+        s->backlog = rest;
+        s->backlog_off = 0;
+        s->backlog_len = take - taken;
+        s->backlog_refuse = (uint8_t)why;
+        s->backlogged = true;
+        s->backlog_next = s->srv->backlog;
+        s->srv->backlog = s;
+        uv_idle_start(&s->srv->idle, net__on_idle);
+        net__read_update(s);
+        ws_after_recv(s, rc);
+        return;
+    }
+    if (why != NET__REFUSE_NONE && s->state == NET__WS) {
+        ws_refuse(s, why);
+    }
+    ws_after_recv(s, rc);
+}
+
+// Gives a backlogged session its next turn. Returns true when its backlog
+// is gone (drained, or the session is closing).
+static bool ws_backlog_turn(net_session* s) {
+    if (s->state != NET__WS || s->close_queued) {
+        return true;
+    }
+    s->turn_msgs = 0;
+    s->turn_bytes = 0;
+    s->turn_spent = false;
+    int rc = 0;
+    size_t left = s->backlog_len - s->backlog_off;
+    s->backlog_off += ws_consume(s, s->backlog + s->backlog_off, left, &rc);
+    bool drained = s->backlog_off == s->backlog_len || rc != 0 || s->state != NET__WS;
+    if (drained && rc == 0 && s->state == NET__WS && s->backlog_refuse != NET__REFUSE_NONE) {
+        ws_refuse(s, (net__refuse)s->backlog_refuse);
+    }
+    ws_after_recv(s, rc);
+    return drained;
+}
+
+void net__on_idle(uv_idle_t* h) {
+    net_server* srv = h->data;
+    // Each waiting session gets one turn; the list is taken whole so that a
+    // session is never served twice in one pass.
+    net_session* list = srv->backlog;
+    srv->backlog = NULL;
+    while (list != NULL) {
+        net_session* s = list;
+        list = s->backlog_next;
+        s->backlog_next = NULL;
+        if (ws_backlog_turn(s)) {
+            free(s->backlog);
+            s->backlog = NULL;
+            s->backlog_off = s->backlog_len = 0;
+            s->backlogged = false;
+            net__read_update(s);
+        } else {
+            s->backlog_next = srv->backlog;
+            srv->backlog = s;
+        }
+    }
+    if (srv->backlog == NULL) {
+        uv_idle_stop(&srv->idle);
+    }
+}
+
+void net__backlog_drop(net_session* s) {
+    if (!s->backlogged) {
+        return;
+    }
+    net_server* srv = s->srv;
+    for (net_session** p = &srv->backlog; *p != NULL; p = &(*p)->backlog_next) {
+        if (*p == s) {
+            *p = s->backlog_next;
+            break;
+        }
+    }
+    s->backlog_next = NULL;
+    free(s->backlog);
+    s->backlog = NULL;
+    s->backlog_off = s->backlog_len = 0;
+    s->backlogged = false;
 }
 
 static size_t queued_bytes(const net_session* s) {
@@ -355,7 +524,10 @@ int net_session_send_text(net_session* s, const char* data, size_t len) {
     if (wslay_event_queue_msg(s->ws, &msg) != 0) {
         return UV_ECANCELED;
     }
-    net__ws_flush(s);
+    if (!s->in_feed) {
+        // Replies to what a read brought are written together after it.
+        net__ws_flush(s);
+    }
     return 0;
 }
 
@@ -443,6 +615,7 @@ void net__ws_tick(net_session* s) {
 }
 
 void net__ws_free(net_session* s) {
+    net__backlog_drop(s);
     release_slots(s);
     if (s->ws != NULL) {
         wslay_event_context_free(s->ws);

@@ -79,8 +79,9 @@ static void test_app_parses_every_flag(void** state) {
     (void)state;
     char out[4096] = "", err[4096] = "";
     app_config c;
-    const char* args[] = {"--host",     "0.0.0.0", "--port",       "0", "--no-demo",
-                          "--web-root", "/srv/w",  "--max-worlds", "3", NULL};
+    const char* args[] = {"--host",    "0.0.0.0",    "--port", "0",
+                          "--no-demo", "--web-root", "/srv/w", "--max-worlds",
+                          "3",         "--insecure", NULL};
     assert_int_equal(parse(args, &c, out, err), 0);
     assert_string_equal(c.host, "0.0.0.0");
     assert_int_equal(c.port, 0);
@@ -142,6 +143,109 @@ static void test_app_rejects_bad_flags_with_a_message(void** state) {
     }
 }
 
+static void test_app_public_bind_needs_an_auth_file(void** state) {
+    (void)state;
+    char out[4096] = "", err[4096] = "";
+    app_config c;
+    unsetenv("RAGDOLLD_AUTH_FILE");
+    // Redis's protected mode: a non-loopback host without tokens is refused,
+    // and the message says how to fix it.
+    const char* open_host[] = {"--host", "0.0.0.0", NULL};
+    assert_int_equal(parse(open_host, &c, out, err), -1);
+    assert_non_null(strstr(err, "--auth-file"));
+    assert_non_null(strstr(err, "--insecure"));
+    // Loopback needs nothing; per-address limits are off there.
+    const char* loop6[] = {"--host", "::1", NULL};
+    assert_int_equal(parse(loop6, &c, out, err), 0);
+    assert_int_equal(c.max_sessions_per_address, 0);
+    // An auth file (by flag or environment) or --insecure lets it bind, and
+    // then one address gets 16 sessions unless told otherwise.
+    const char* with_file[] = {"--host", "0.0.0.0", "--auth-file", "/etc/tokens", NULL};
+    assert_int_equal(parse(with_file, &c, out, err), 0);
+    assert_string_equal(c.auth_file, "/etc/tokens");
+    assert_int_equal(c.max_sessions_per_address, 16);
+    setenv("RAGDOLLD_AUTH_FILE", "/run/tokens", 1);
+    assert_int_equal(parse(open_host, &c, out, err), 0);
+    assert_string_equal(c.auth_file, "/run/tokens");
+    unsetenv("RAGDOLLD_AUTH_FILE");
+    const char* insecure[] = {"--host",
+                              "10.0.0.5",
+                              "--insecure",
+                              "--max-sessions-per-address",
+                              "3",
+                              "--allow-origin",
+                              "https://game.example",
+                              "--cmd-rate",
+                              "50",
+                              "--cmd-burst",
+                              "60",
+                              NULL};
+    assert_int_equal(parse(insecure, &c, out, err), 0);
+    assert_int_equal(c.max_sessions_per_address, 3);
+    assert_int_equal(c.allow_origin_count, 1);
+    assert_string_equal(c.allow_origins[0], "https://game.example");
+    assert_true(c.cmd_rate == 50 && c.cmd_burst == 60);
+    // --anonymous only means something with tokens.
+    const char* anon[] = {"--anonymous", "viewer", NULL};
+    assert_int_equal(parse(anon, &c, out, err), -1);
+}
+
+// Writes text to a fresh temporary file; returns its path (static buffer).
+static const char* temp_file(const char* text) {
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/rd_auth_XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    return path;
+}
+
+static void test_app_auth_file_is_parsed_and_checked(void** state) {
+    (void)state;
+    char err[512];
+    app_auth* a = NULL;
+    const char* good = temp_file("# tokens\n"
+                                 "admin-token-0123456789 admin\n"
+                                 "\n"
+                                 "  player-token-abcdefghij   player demo arena  # two worlds\n"
+                                 "viewer.token_~-0123456 viewer\n");
+    assert_int_equal(app_auth_load(good, &a, err, sizeof err), 0);
+    assert_int_equal(app_auth_count(a), 3);
+    const app_auth_entry* e = app__auth_lookup(a, "player-token-abcdefghij", 23);
+    assert_non_null(e);
+    assert_int_equal(e->role, APP_ROLE_PLAYER);
+    assert_int_equal(e->world_count, 2);
+    assert_string_equal(e->worlds[1], "arena");
+    assert_int_equal(app__auth_lookup(a, "viewer.token_~-0123456", 22)->role, APP_ROLE_VIEWER);
+    // A prefix, an extension or one changed character is no token.
+    assert_null(app__auth_lookup(a, "admin-token-012345678", 21));
+    assert_null(app__auth_lookup(a, "admin-token-01234567890", 23));
+    assert_null(app__auth_lookup(a, "admin-token-0123456788", 22));
+    app_auth_destroy(a);
+    unlink(good);
+
+    // Each bad file is refused with its line, and never with the token.
+    const char* const bad[] = {
+        "short-token admin\n",                                         // under 16 characters
+        "good-token-0123456789 root\n",                                // no such role
+        "good-token-0123456789\n",                                     // no role
+        "good-token-0123456789 admin\ngood-token-0123456789 viewer\n", // twice
+        "bad/token/0123456789 admin\n", // '/' is not a token character
+        "# nothing but comments\n",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        const char* path = temp_file(bad[i]);
+        a = NULL;
+        assert_int_equal(app_auth_load(path, &a, err, sizeof err), -1);
+        assert_null(a);
+        assert_non_null(strstr(err, path));
+        assert_null(strstr(err, "0123456789"));
+        unlink(path);
+    }
+    assert_int_equal(app_auth_load("/nonexistent/tokens", &a, err, sizeof err), -1);
+}
+
 // ---------------------------------------------------------------------------
 // The describe budget: a token bucket of 8 MiB refilled at 4 MiB/s, on a
 // clock the test supplies (no sleeping, no timing)
@@ -153,7 +257,7 @@ static void test_app_describe_budget_is_a_token_bucket(void** state) {
     const uint64_t ms = 1000000; // ns
     app_bucket b;
     uint64_t retry = 0;
-    app__bucket_init(&b, 0);
+    app__bucket_init(&b, APP_DESCRIBE_BYTES_PER_S, APP_DESCRIBE_BURST_BYTES, 0);
     // Full at the start: 8 MiB. Three 3 MiB replies go (the third into a
     // debt of 1 MiB: a reply is sent whole once the bucket is not in debt).
     assert_true(app__bucket_take(&b, 0, 3 * mib, &retry));
@@ -497,7 +601,6 @@ static void test_app_metrics_counters_are_bounded(void** state) {
     app__metrics_command(&m, 9999, RDP_OK);              // an op out of range: "unknown"
     app__metrics_command(&m, RDP_OP_KILL, (rdp_code)99); // a code out of range: "internal"
     assert_int_equal(m.commands[RDP_OP_DESCRIBE][RDP_E_RATE_LIMITED], 1);
-    assert_int_equal(m.rate_limited, 1);
     assert_int_equal(m.commands[0][RDP_OK], 1);
     assert_int_equal(m.commands[RDP_OP_KILL][RDP_E_INTERNAL], 1);
     app__metrics_close(&m, 1000);
@@ -914,8 +1017,8 @@ static void test_app_metrics_count_commands_messages_and_closes(void** state) {
     free(log);
 }
 
-// Refusals access control will make without a reply (a binary ack over the
-// command bucket) and with one (forbidden): counted by op and code and
+// Refusals without a reply (a binary ack over the command rate, which
+// on_message drops) and with one (forbidden): counted by op and code and
 // logged, on a server whose loop is not running (the calls are the loop
 // thread's own).
 static void test_app_refusals_are_counted_and_logged(void** state) {
@@ -925,7 +1028,7 @@ static void test_app_refusals_are_counted_and_logged(void** state) {
     FILE* log = fmemopen(text, sizeof text, "w");
     f->app->log.out = log;
     f->app->log.level = APP_LOG_INFO;
-    app__report_rate_limited(f->app, NULL, RDP_OP_ACK);
+    app__report_command(f->app, NULL, RDP_OP_ACK, RDP_E_RATE_LIMITED, false);
     app__report_command(f->app, NULL, RDP_OP_DESTROY_WORLD, RDP_E_FORBIDDEN, false);
     app__report_command(f->app, NULL, RDP_OP_SPAWN_BALL, RDP_OK, false); // debug: no line
     fflush(log);
@@ -950,7 +1053,9 @@ static void test_app_refusals_are_counted_and_logged(void** state) {
     assert_non_null(page);
     assert_int_equal(strlen(page), len);
     assert_true(sample(page, CMD("ack", "rate_limited")) == 1.0);
-    assert_true(sample(page, "ragdolld_rate_limited_total") == 1.0);
+    assert_true(sample(page, "ragdolld_rate_limited_total") == 0.0); // on_message's own count
+    assert_true(sample(page, "ragdolld_auth_refusals_total{reason=\"token\"}") == 0.0);
+    assert_non_null(strstr(page, "\nragdolld_auth_refusals_total{reason=\"full\"} 0\n"));
     assert_true(sample(page, CMD("destroy_world", "forbidden")) == 1.0);
     assert_true(sample(page, CMD("spawn_ball", "ok")) == 1.0);
     // Every sample follows its family's HELP and TYPE, and a family's samples
@@ -986,6 +1091,8 @@ int main(void) {
         cmocka_unit_test(test_app_help_and_version_exit_successfully),
         cmocka_unit_test(test_app_rejects_bad_flags_with_a_message),
         cmocka_unit_test(test_app_describe_budget_is_a_token_bucket),
+        cmocka_unit_test(test_app_public_bind_needs_an_auth_file),
+        cmocka_unit_test(test_app_auth_file_is_parsed_and_checked),
         cmocka_unit_test_setup_teardown(test_app_solver_work_is_limited_per_world_and_in_all,
                                         budget_setup, budget_teardown),
         cmocka_unit_test_setup_teardown(test_app_capacity_refusals_name_their_limit, budget_setup,

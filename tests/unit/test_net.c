@@ -43,6 +43,11 @@ typedef struct fixture {
     char web_root[64];
     // Seen by the application (read after the loop thread has ended).
     int opened, closed, messages;
+    // Messages handled in one turn of the loop: now and at most (a check
+    // handle ends each turn); read with atomics while the loop runs.
+    uv_check_t turn;
+    int turn_msgs, max_turn_msgs;
+    int refused_upgrades;
     // What the last on_close and on_refused saw, under mu (the test thread
     // polls while the loop runs).
     uv_mutex_t mu;
@@ -55,6 +60,37 @@ typedef struct fixture {
         char refused_why[96];
     } seen;
 } fixture;
+
+static void on_turn_end(uv_check_t* h) {
+    fixture* f = h->data;
+    if (f->turn_msgs > __atomic_load_n(&f->max_turn_msgs, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&f->max_turn_msgs, f->turn_msgs, __ATOMIC_RELAXED);
+    }
+    f->turn_msgs = 0;
+}
+
+// The application's admission: a request that says "Authorization: Bearer
+// refuse-me" gets 401, one from Origin http://evil.example gets 403; the
+// rest get in. (The rules themselves are the application's: app/auth.c.)
+static int app_upgrade(void* ctx, net_session* s, const net_upgrade* req, const char** reason) {
+    (void)s;
+    fixture* f = ctx;
+    if (req->authorization != NULL && strcmp(req->authorization, "Bearer refuse-me") == 0) {
+        f->refused_upgrades++;
+        *reason = "unknown token";
+        return 401;
+    }
+    if (req->origin != NULL && strcmp(req->origin, "http://evil.example") == 0) {
+        f->refused_upgrades++;
+        *reason = "origin not allowed";
+        return 403;
+    }
+    if (req->peer == NULL || strcmp(req->peer, "127.0.0.1") != 0) {
+        *reason = "expected a loopback peer";
+        return 400;
+    }
+    return 0;
+}
 
 static bool app_http(void* ctx, const char* path, net_http_response* resp) {
     (void)ctx;
@@ -83,6 +119,7 @@ static void app_open(void* ctx, net_session* s) {
 static void app_message(void* ctx, net_session* s, const uint8_t* data, size_t len, bool binary) {
     fixture* f = ctx;
     f->messages++;
+    f->turn_msgs++;
     char text[128];
     size_t n = len < sizeof text - 1 ? len : sizeof text - 1;
     memcpy(text, data, n);
@@ -131,7 +168,7 @@ static void app_close(void* ctx, net_session* s) {
     v->bytes_in = net_session_bytes_in(s);
     v->bytes_out = net_session_bytes_out(s);
     snprintf(v->close_reason, sizeof v->close_reason, "%s", net_session_close_reason(s));
-    snprintf(v->peer, sizeof v->peer, "%s", net_session_peer(s));
+    snprintf(v->peer, sizeof v->peer, "%s", net_session_peer_name(s));
     uv_mutex_unlock(&f->mu);
 }
 
@@ -149,6 +186,7 @@ static void on_stop(uv_async_t* a) {
     fixture* f = a->data;
     net_server_stop(f->srv, 1001, NULL, NULL);
     uv_close((uv_handle_t*)&f->stop, NULL);
+    uv_close((uv_handle_t*)&f->turn, NULL);
 }
 
 static void loop_thread(void* arg) {
@@ -184,10 +222,14 @@ static int start_with(void** state, void (*tweak)(net_config* cfg)) {
                         .on_open = app_open,
                         .on_message = app_message,
                         .on_close = app_close,
+                        .on_upgrade = app_upgrade,
                         .on_refused = app_refused};
     assert_int_equal(net_server_start(&f->loop, &f->cfg, &cb, &f->srv), 0);
     f->port = net_server_port(f->srv);
     assert_true(f->port > 0);
+    uv_check_init(&f->loop, &f->turn);
+    f->turn.data = f;
+    uv_check_start(&f->turn, on_turn_end);
     uv_async_init(&f->loop, &f->stop, on_stop);
     f->stop.data = f;
     assert_int_equal(uv_thread_create(&f->thread, loop_thread, f), 0);
@@ -216,6 +258,15 @@ static void two_sessions(net_config* cfg) {
 
 static int setup_two_sessions(void** state) {
     return start_with(state, two_sessions);
+}
+
+static void small_limits(net_config* cfg) {
+    cfg->max_fragments = 4;
+    cfg->max_http_per_address = 2;
+}
+
+static int setup_small_limits(void** state) {
+    return start_with(state, small_limits);
 }
 
 static int teardown(void** state) {
@@ -652,11 +703,13 @@ static void test_net_message_declared_too_big_is_refused_from_its_header(void** 
     expect_text(fd, "text:hello");
     assert_int_equal(ws_expect_close(fd), 1009);
     close(fd);
-    // Fragments within the limit still make one message (600 + 300 bytes).
+    // Fragments within the limit still make one message: 600 + 250 bytes,
+    // which with the 64 bytes each fragment costs to hold come to 978 of
+    // the 1024 allowed.
     fd = ws_open(f);
     expect_text(fd, "welcome");
     ws_send_frame(fd, 0x1, false, part, sizeof part, true);
-    ws_send_frame(fd, 0x0, true, part, 300, true);
+    ws_send_frame(fd, 0x0, true, part, 250, true);
     char* body;
     size_t len;
     assert_int_equal(ws_read_frame(fd, &body, &len), 0x1);
@@ -773,6 +826,160 @@ static void test_net_a_client_behind_on_its_replies_is_not_read(void** state) {
     // Reading resumed: the session works as before.
     ws_send_text(fd, "again");
     expect_text(fd, "text:again");
+    close(fd);
+}
+
+static void test_net_one_session_handles_a_bounded_number_of_messages_per_turn(void** state) {
+    fixture* f = *state;
+    // 2000 messages in one write: the server takes them 64 at a turn of the
+    // loop (timers and other sessions run in between), in order, and
+    // answers every one.
+    int fd = ws_open(f);
+    expect_text(fd, "welcome");
+    enum { N = 2000 };
+    size_t one = 2 + 4 + 3;
+    uint8_t* burst = malloc(N * one);
+    const uint8_t key[4] = {1, 2, 3, 4};
+    for (int i = 0; i < N; ++i) {
+        uint8_t* p = burst + (size_t)i * one;
+        p[0] = 0x81;
+        p[1] = 0x80 | 3;
+        memcpy(p + 2, key, 4);
+        char body[4];
+        snprintf(body, sizeof body, "%03d", i % 1000);
+        for (int k = 0; k < 3; ++k) {
+            p[6 + k] = (uint8_t)body[k] ^ key[k];
+        }
+    }
+    send_all(fd, burst, N * one);
+    free(burst);
+    for (int i = 0; i < N; ++i) {
+        char want[16];
+        snprintf(want, sizeof want, "text:%03d", i % 1000);
+        expect_text(fd, want);
+    }
+    int most = __atomic_load_n(&f->max_turn_msgs, __ATOMIC_RELAXED);
+    printf("turns: at most %d messages in one turn of the loop (limit %u)\n", most,
+           f->cfg.max_messages_per_turn);
+    // What wslay had buffered when the budget ran out (at most one 256-byte
+    // piece: 28 of these 9-byte frames) may still be handled in that turn.
+    assert_true(most <= (int)f->cfg.max_messages_per_turn + 28);
+    assert_true(most >= 8); // a turn does take many
+    close(fd);
+}
+
+static void test_net_fragments_beyond_the_cap_are_refused(void** state) {
+    fixture* f = *state;
+    // Four fragments make a message; a fifth frame is one too many.
+    int fd = ws_open(f);
+    expect_text(fd, "welcome");
+    ws_send_frame(fd, 0x1, false, "a", 1, true);
+    ws_send_frame(fd, 0x0, false, "b", 1, true);
+    ws_send_frame(fd, 0x0, false, "c", 1, true);
+    ws_send_frame(fd, 0x0, true, "d", 1, true);
+    expect_text(fd, "text:abcd");
+    ws_send_frame(fd, 0x1, false, "a", 1, true);
+    for (int i = 0; i < 10; ++i) {
+        ws_send_frame(fd, 0x0, false, "x", 1, true);
+    }
+    char* body;
+    size_t len;
+    assert_int_equal(ws_read_frame(fd, &body, &len), 0x8);
+    assert_true(len >= 2);
+    assert_int_equal(((uint8_t)body[0] << 8) | (uint8_t)body[1], 1009);
+    assert_true(len - 2 == strlen("too many fragments") &&
+                memcmp(body + 2, "too many fragments", len - 2) == 0);
+    free(body);
+    close(fd);
+}
+
+static void test_net_application_refuses_upgrades_with_its_status(void** state) {
+    fixture* f = *state;
+    char req[512], resp[1024];
+    const struct {
+        const char* header;
+        int status;
+        const char* must;
+    } cases[] = {
+        {"Authorization: Bearer refuse-me\r\n", 401, "WWW-Authenticate: Bearer"},
+        {"Origin: http://evil.example\r\n", 403, "origin not allowed"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        int c = connect_to(f->port);
+        snprintf(req, sizeof req, upgrade_fmt, cases[i].header);
+        send_all(c, req, strlen(req));
+        read_http(c, resp, sizeof resp);
+        assert_int_equal(http_status(resp), cases[i].status);
+        assert_non_null(strstr(resp, cases[i].must));
+        assert_non_null(strstr(resp, "Connection: close"));
+        char buf[16];
+        assert_int_equal(recv(c, buf, sizeof buf, 0), 0); // then the server closes
+        close(c);
+    }
+    // Accepted ones open as before (the hook saw the loopback peer).
+    int fd = ws_open(f);
+    expect_text(fd, "welcome");
+    close(fd);
+}
+
+static void test_net_one_address_holds_few_unfinished_requests(void** state) {
+    fixture* f = *state;
+    // Two connections that never finish a request are allowed; a third
+    // from the same address is answered 429 at once.
+    int a = connect_to(f->port);
+    int b = connect_to(f->port);
+    send_all(a, "GET / HTTP/1.1\r\n", 16);
+    send_all(b, "GET / HTTP/1.1\r\n", 16);
+    usleep(100 * 1000);
+    int c = connect_to(f->port);
+    char resp[1024];
+    read_http(c, resp, sizeof resp);
+    assert_int_equal(http_status(resp), 429);
+    assert_non_null(strstr(resp, "Retry-After"));
+    close(c);
+    // Once one goes, there is room again (its close is asynchronous).
+    close(a);
+    int status = 0;
+    for (int i = 0; i < 40 && status != 200; ++i) {
+        usleep(50 * 1000);
+        status = request(f->port, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n", resp, sizeof resp);
+    }
+    assert_int_equal(status, 200);
+    close(b);
+}
+
+static void test_net_a_ping_does_not_cost_what_follows_it(void** state) {
+    fixture* f = *state;
+    // A ping and a text message in one write: wslay stops reading to answer
+    // the ping, and the message after it must still be handled.
+    int fd = ws_open(f);
+    expect_text(fd, "welcome");
+    uint8_t both[64];
+    size_t n = 0;
+    const uint8_t key[4] = {9, 8, 7, 6};
+    const char* ping = "pi";
+    const char* text = "after";
+    both[n++] = 0x89;
+    both[n++] = 0x80 | 2;
+    memcpy(both + n, key, 4);
+    n += 4;
+    for (int k = 0; k < 2; ++k) {
+        both[n++] = (uint8_t)ping[k] ^ key[k % 4];
+    }
+    both[n++] = 0x81;
+    both[n++] = 0x80 | 5;
+    memcpy(both + n, key, 4);
+    n += 4;
+    for (int k = 0; k < 5; ++k) {
+        both[n++] = (uint8_t)text[k] ^ key[k % 4];
+    }
+    send_all(fd, both, n);
+    char* body;
+    size_t len;
+    assert_int_equal(ws_read_frame(fd, &body, &len), 0xA); // the pong
+    assert_true(len == 2 && memcmp(body, "pi", 2) == 0);
+    free(body);
+    expect_text(fd, "text:after");
     close(fd);
 }
 
@@ -953,6 +1160,8 @@ static void test_net_stop_closes_sessions_with_going_away(void** state) {
     assert_int_equal(f->closed, 1);
     // Restart a loop thread so teardown's stop has something to do.
     uv_async_init(&f->loop, &f->stop, on_stop);
+    uv_check_init(&f->loop, &f->turn);
+    f->turn.data = f;
     net_config cfg = f->cfg;
     net_callbacks cb = {.ctx = f,
                         .on_http = app_http,
@@ -1002,6 +1211,16 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_net_refused_upgrades_are_reported, setup_two_sessions,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_net_slow_handshake_is_dropped, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_net_one_session_handles_a_bounded_number_of_messages_per_turn, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_net_a_ping_does_not_cost_what_follows_it, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_net_fragments_beyond_the_cap_are_refused,
+                                        setup_small_limits, teardown),
+        cmocka_unit_test_setup_teardown(test_net_application_refuses_upgrades_with_its_status,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_net_one_address_holds_few_unfinished_requests,
+                                        setup_small_limits, teardown),
     };
     return cmocka_run_group_tests_name("net", tests, NULL, NULL);
 }

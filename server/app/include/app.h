@@ -27,6 +27,45 @@ extern "C" {
 /// The server's version string.
 #define APP_VERSION "0.1.0"
 
+/// What a connection may do (PROTOCOL.md §6). Ordered: each role may do
+/// everything the ones before it may.
+typedef enum app_role {
+    APP_ROLE_NONE = 0, ///< Nothing: used for "no anonymous connections".
+    APP_ROLE_VIEWER,   ///< list_worlds, describe, subscribe, unsubscribe, ack, resync.
+    APP_ROLE_PLAYER,   ///< + spawns, impulses, kill, get-up, drag, drives, despawn of its own.
+    APP_ROLE_ADMIN,    ///< + create/destroy worlds, set_params, despawn of anything.
+} app_role;
+
+/// The role's name: "none", "viewer", "player", "admin".
+const char* app_role_name(app_role r);
+
+/// Parses a role name (as app_role_name() gives it). Returns 0, or -1 for
+/// any other string.
+int app_role_parse(const char* s, app_role* out);
+
+/// Tokens and what each may do, loaded from an auth file. Opaque.
+typedef struct app_auth app_auth;
+
+/// Loads an auth file: one token per line, `TOKEN ROLE [WORLD ...]`, `#`
+/// starts a comment. A token is 16–128 characters of A–Z a–z 0–9 . _ ~ -;
+/// ROLE is viewer, player or admin; WORLDs, if any, are the names of the
+/// only worlds the token may touch. Returns 0 and *out (free with
+/// app_auth_destroy()), or -1 with a message in err (cap bytes) naming the
+/// file and line: never the token itself.
+int app_auth_load(const char* path, app_auth** out, char* err, size_t cap);
+
+/// Frees what app_auth_load() made. NULL is allowed.
+void app_auth_destroy(app_auth* a);
+
+/// Tokens in the file (0 for NULL).
+uint32_t app_auth_count(const app_auth* a);
+
+/// --allow-origin entries at most.
+#define APP_MAX_ALLOW_ORIGINS 16
+
+/// max_sessions_per_address: decided by app_config_parse().
+#define APP_PER_ADDRESS_AUTO UINT32_MAX
+
 /// How much the server logs (to stderr, one line per event): each level
 /// includes the ones before it.
 typedef enum app_log_level {
@@ -68,6 +107,33 @@ typedef struct app_config {
     /// double). A spawn or set_params beyond it gets too_large. Default
     /// 1.5 × 10^6, about one core of the build machine (README).
     uint64_t max_total_solver_work;
+    /// Path of the auth file (--auth-file, or $RAGDOLLD_AUTH_FILE), which
+    /// main() loads into `auth`; NULL for none.
+    const char* auth_file;
+    /// Tokens and roles; NULL: no access control, every connection is an
+    /// admin (fine on loopback). Not owned: it must outlive the server.
+    const app_auth* auth;
+    /// Allow a non-loopback address without an auth file (--insecure).
+    bool insecure;
+    /// Origins a browser may connect from (--allow-origin, "*" for any);
+    /// none: an Origin must name the Host it connected to. Point into argv.
+    const char* allow_origins[APP_MAX_ALLOW_ORIGINS];
+    uint32_t allow_origin_count;
+    /// Role of a connection without a token when there is an auth file
+    /// (--anonymous). Default APP_ROLE_NONE: such upgrades get 401.
+    app_role anonymous_role;
+    /// WebSocket sessions from one address at most, counted apart for
+    /// connections with and without a token (--max-sessions-per-address);
+    /// a further upgrade gets 429; connections from one address still in
+    /// HTTP state are held to the same number. 0 means no limit.
+    /// APP_PER_ADDRESS_AUTO (the default) becomes 16 when app_config_parse()
+    /// finds an auth file or a non-loopback host, else 0.
+    uint32_t max_sessions_per_address;
+    /// Commands a connection may send per second, sustained (--cmd-rate)
+    /// and at once (--cmd-burst); beyond them it gets rate_limited.
+    /// Defaults 200 and 400.
+    double cmd_rate;
+    double cmd_burst;
     app_log_level log_level;   ///< Default APP_LOG_INFO.
     app_log_format log_format; ///< Default APP_LOG_TEXT.
     /// Where log lines go; NULL means stderr. Not owned. (stdout is kept
@@ -78,10 +144,13 @@ typedef struct app_config {
 /// The defaults listed on app_config.
 app_config app_config_default(void);
 
-/// Parses the command line into *cfg (which should hold the defaults).
-/// Returns 0 to run, 1 when the program should exit successfully (--help,
-/// --version; text went to out), or -1 on a usage error (message went to err).
-/// The strings in *cfg point into argv.
+/// Parses the command line into *cfg (which should hold the defaults); an
+/// auth file may also come from $RAGDOLLD_AUTH_FILE. Refuses a host that
+/// is not a loopback address unless there is an auth file or --insecure
+/// (Redis's protected mode). Returns 0 to run, 1 when the program should
+/// exit successfully (--help, --version; text went to out), or -1 on a
+/// usage error (message went to err). The strings in *cfg point into argv
+/// or the environment.
 int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* err);
 
 /// A running server. Opaque.

@@ -66,6 +66,21 @@ typedef struct net_http_response {
     size_t body_len;
 } net_http_response;
 
+/// What the application sees of a WebSocket upgrade request, to admit or
+/// refuse it (net_callbacks.on_upgrade). Header values are NUL-terminated
+/// copies of the request's (repeated headers joined with ","), NULL when
+/// the header was absent; valid only during the call.
+typedef struct net_upgrade {
+    const char* origin;        ///< Origin, or NULL (native clients send none).
+    const char* host;          ///< Host, or NULL.
+    const char* authorization; ///< Authorization, or NULL.
+    const char* protocols;     ///< Sec-WebSocket-Protocol (the offered list), or NULL.
+    const char* peer;          ///< The peer's address as text ("127.0.0.1", "::1").
+    /// True when one of the headers above was longer than net keeps (255
+    /// bytes): its value is cut and must not be trusted.
+    bool truncated;
+} net_upgrade;
+
 /// Application hooks. Any may be NULL.
 typedef struct net_callbacks {
     void* ctx; ///< Passed to every callback.
@@ -79,6 +94,13 @@ typedef struct net_callbacks {
     void (*on_message)(void* ctx, net_session* s, const uint8_t* data, size_t len, bool binary);
     /// The session is gone; the pointer dies when this returns.
     void (*on_close)(void* ctx, net_session* s);
+    /// A valid WebSocket upgrade request, before it is answered. Return 0 to
+    /// accept it (on_open follows; if the
+    /// handshake then fails, on_close is still called), or an HTTP status (401, 403, 429, 503)
+    /// to refuse it: net answers that status with *reason (a static string,
+    /// or NULL for the status text) as the body and closes the connection.
+    /// The session's data pointer may be set here; on_open sees it.
+    int (*on_upgrade)(void* ctx, net_session* s, const net_upgrade* req, const char** reason);
     /// A request for ws_path was answered with an error `status` instead of
     /// an upgrade (400 bad handshake, 426, 503 server full, or any refusal
     /// answered through net). `why` is the response's text without its
@@ -110,13 +132,29 @@ typedef struct net_config {
     /// WebSocket sessions at most; an upgrade beyond it is answered 503 and
     /// the connection closed. 0 means no limit.
     uint32_t max_sessions;
+    /// Messages (and message bytes) one session may have handled per turn
+    /// of the loop: past either, its remaining input waits (reading
+    /// stopped) until the loop has run its timers and every other session,
+    /// so one client's burst cannot hold the loop (issue 8's stall).
+    uint32_t max_messages_per_turn;
+    size_t max_bytes_per_turn;
+    /// Frames one fragmented message may arrive in; beyond: close 1009. Each
+    /// fragment also counts 64 bytes against
+    /// max_message_bytes, the memory it costs to hold.
+    uint32_t max_fragments;
+    /// Connections from one address still in HTTP state (before or without
+    /// an upgrade) at most; a further one is answered 429 and closed. 0
+    /// means no limit. WebSocket sessions per address are the
+    /// application's to limit (on_upgrade), since it knows who is who.
+    uint32_t max_http_per_address;
     uint32_t cookie; ///< Set by net_config_default().
 } net_config;
 
 /// Defaults: 127.0.0.1:8080, no web root, "/ws", no subprotocol, 64 KiB
 /// messages, 8 KiB / 64 headers, 10 s handshake, ping after 20 s, close after
 /// 60 s, soft limit 256 KiB, reading paused above 1 MiB, hard limit 8 MiB,
-/// 1024 sessions.
+/// 1024 sessions, 64 messages or 64 KiB per session per turn of the loop,
+/// 64 fragments per message, 16 HTTP connections per address.
 net_config net_config_default(void);
 
 /// Binds, listens and starts accepting on `loop`. Strings in cfg are copied.
@@ -168,6 +206,10 @@ void net_session_set_data(net_session* s, void* data);
 /// A process-unique number for logs (1, 2, 3, ...).
 uint64_t net_session_id(const net_session* s);
 
+/// The peer's address as text ("127.0.0.1", "::1"); "" if unknown. Valid
+/// while the session is.
+const char* net_session_peer(const net_session* s);
+
 /// Payloads replaced before they were sent ("latest wins" drops).
 uint64_t net_session_dropped(const net_session* s);
 
@@ -179,10 +221,10 @@ uint64_t net_session_bytes_in(const net_session* s);
 /// queue.
 uint64_t net_session_bytes_out(const net_session* s);
 
-/// The peer's address as text for logs: "192.0.2.7:51234" or
-/// "[2001:db8::1]:51234"; "unknown" when the socket could not tell.
-/// Static storage in the session, valid as long as the session.
-const char* net_session_peer(const net_session* s);
+/// The peer's address and port as text for logs: "192.0.2.7:51234" or
+/// "[2001:db8::1]:51234" (net_session_peer() is the address alone);
+/// "unknown" when the socket could not tell. Valid while the session is.
+const char* net_session_peer_name(const net_session* s);
 
 /// The status code of the close frame the server sent (1000..4999), 1005
 /// for one without a code, 1006 (abnormal closure) when none was sent, 0
