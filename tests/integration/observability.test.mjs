@@ -7,6 +7,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import net from 'node:net';
 import { startServer, Client, sleep } from '../lib/ragdolld.mjs';
 
@@ -193,5 +196,48 @@ test('log: --log-format json writes one JSON object per line', async () => {
   }
   assert.ok(parsed.some((o) => o.event === 'command' && o.op === 'spawn_ball' && o.code === 'ok'));
   assert.ok(parsed.some((o) => o.event === 'listening'));
+  assert.ok(!log.includes(SECRET), 'the world name (command payload) is never logged');
+});
+
+test('access control: sessions by role, refusals and forbidden commands, never a token', async () => {
+  const tokens = { admin: 'obs-admin-0123456789abcdef', viewer: 'obs-viewer-0123456789abcdef' };
+  const wrong = 'obs-wrong-0123456789abcdef';
+  const dir = mkdtempSync(join(tmpdir(), 'rd-observability-'));
+  const authFile = join(dir, 'tokens');
+  writeFileSync(authFile, `${tokens.admin} admin\n${tokens.viewer} viewer\n`);
+  const server = await startServer(['--auth-file', authFile, '--anonymous', 'viewer']);
+  const viewer = await Client.connect(server.url, ['ragdolld.v1', `ragdolld.auth.${tokens.viewer}`]);
+  const admin = await Client.connect(server.url, ['ragdolld.v1', `ragdolld.auth.${tokens.admin}`]);
+  const anonymous = await Client.connect(server.url);
+  const refused = await rawRequest(server.port, 'GET /ws HTTP/1.1\r\nHost: x\r\n' +
+    'Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n' +
+    `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nAuthorization: Bearer ${wrong}\r\n\r\n`);
+  assert.match(refused, /^HTTP\/1\.1 401 /);
+  assert.equal((await viewer.send({ op: 'create_world', name: SECRET })).error.code, 'forbidden');
+  assert.equal((await anonymous.send({ op: 'list_worlds' })).ok, true);
+
+  const page = await metrics(server);
+  assert.equal(sample(page, 'ragdolld_sessions{role="viewer"}'), 1);
+  assert.equal(sample(page, 'ragdolld_sessions{role="admin"}'), 1);
+  assert.equal(sample(page, 'ragdolld_sessions{role="anonymous"}'), 1);
+  assert.equal(sample(page, 'ragdolld_upgrades_refused_total{status="401"}'), 1);
+  assert.equal(sample(page, 'ragdolld_auth_refusals_total{reason="token"}'), 1);
+  assert.equal(sample(page, 'ragdolld_commands_total{op="create_world",code="forbidden"}'), 1);
+  if (havePromtool) {
+    const lint = spawnSync(PROMTOOL, ['check', 'metrics'], { input: page, encoding: 'utf8' });
+    assert.equal(lint.status, 0, `promtool check metrics:\n${lint.stdout}${lint.stderr}`);
+  }
+  for (const c of [viewer, admin, anonymous]) c.ws.close(1000);
+  await Promise.all([viewer.closed, admin.closed, anonymous.closed]);
+  await sleep(200);
+  assert.equal(await server.stop(), 0);
+  const log = server.stderr();
+  assert.match(log, / event=session_opened session=\d+ peer=\S+ role=viewer\n/);
+  assert.match(log, / event=session_opened session=\d+ peer=\S+ role=anonymous\n/);
+  assert.match(log, /level=warn event=upgrade_refused peer=\S+ status=401 why=/);
+  assert.match(log, /level=warn event=forbidden session=\d+ peer=\S+ op=create_world code=forbidden\n/);
+  for (const t of [...Object.values(tokens), wrong]) {
+    assert.ok(!log.includes(t), 'a token in the log');
+  }
   assert.ok(!log.includes(SECRET), 'the world name (command payload) is never logged');
 });

@@ -1135,13 +1135,20 @@ static void test_net_refused_upgrades_are_reported(void** state) {
     v = seen(f);
     assert_int_equal(v.refusals, 2);
     assert_int_equal(v.refused_status, 426);
+    // The application refuses (on_upgrade): its status and reason.
+    snprintf(req, sizeof req, upgrade_fmt, "Authorization: Bearer refuse-me\r\n");
+    assert_int_equal(request(f->port, req, resp, sizeof resp), 401);
+    v = seen(f);
+    assert_int_equal(v.refusals, 3);
+    assert_int_equal(v.refused_status, 401);
+    assert_string_equal(v.refused_why, "unknown token");
     // The server is full: 503.
     int a = ws_open(f);
     int b = ws_open(f);
     snprintf(req, sizeof req, upgrade_fmt, "");
     assert_int_equal(request(f->port, req, resp, sizeof resp), 503);
     v = seen(f);
-    assert_int_equal(v.refusals, 3);
+    assert_int_equal(v.refusals, 4);
     assert_int_equal(v.refused_status, 503);
     assert_string_equal(v.refused_why, "too many sessions");
     close(a);
