@@ -554,6 +554,25 @@ static bool has_nul_escape(const char* text, size_t len) {
     return false;
 }
 
+// Finds the first raw byte below 0x20 other than tab, LF and CR (RFC 8259
+// §2: space and those three are the only white space; §7: a control
+// character in a string must be escaped). cJSON is laxer on both counts: it
+// skips every byte up to 0x20 as white space and cuts a string at a raw
+// NUL, so `{"op":<NUL>"destroy_world"}` would parse and a name would lose
+// what follows a NUL; such bytes are refused before cJSON sees the text. A
+// raw tab, LF or CR inside a string gets as far as the field's own checks
+// (a name refuses control characters, an op does not match).
+static bool find_raw_control(const char* text, size_t len, size_t* at) {
+    for (size_t i = 0; i < len; ++i) {
+        unsigned char c = (unsigned char)text[i];
+        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+            *at = i;
+            return true;
+        }
+    }
+    return false;
+}
+
 // Reads "id" first so that every later error reply can carry it.
 static rdp_code decode_id(const cJSON* root, rdp_command* out, rdp_error* err) {
     const cJSON* id = cJSON_GetObjectItemCaseSensitive(root, "id");
@@ -575,6 +594,11 @@ rdp_code rdp_command_decode(const char* text, size_t len, rdp_command* out, rdp_
     err->message[0] = '\0';
     if (len > RDP_MAX_MESSAGE_BYTES) {
         return fail(err, RDP_E_TOO_LARGE, "message is larger than %d bytes", RDP_MAX_MESSAGE_BYTES);
+    }
+    size_t at;
+    if (find_raw_control(text, len, &at)) {
+        return fail(err, RDP_E_BAD_JSON, "not valid JSON: raw control byte 0x%02x at offset %zu",
+                    (unsigned char)text[at], at);
     }
     const char* end = NULL;
     cJSON* root = cJSON_ParseWithLengthOpts(text, len, &end, false);
