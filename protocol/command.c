@@ -573,6 +573,21 @@ static bool find_raw_control(const char* text, size_t len, size_t* at) {
     return false;
 }
 
+// The length of s cut to at most max bytes, before a character rather than
+// through one: a message quoting the client's text goes back in a text
+// frame, which must be UTF-8 (RFC 6455 §8.1; a browser fails the
+// connection otherwise).
+static int utf8_prefix(const char* s, int max) {
+    int n = 0;
+    while (n < max && s[n] != '\0') {
+        n++;
+    }
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80) {
+        n--; // s[n] continues the character before it: cut before that one
+    }
+    return n;
+}
+
 // Reads "id" first so that every later error reply can carry it.
 static rdp_code decode_id(const cJSON* root, rdp_command* out, rdp_error* err) {
     const cJSON* id = cJSON_GetObjectItemCaseSensitive(root, "id");
@@ -637,7 +652,8 @@ rdp_code rdp_command_decode(const char* text, size_t len, rdp_command* out, rdp_
         }
     }
     if (spec == NULL) {
-        rc = fail(err, RDP_E_UNKNOWN_OP, "unknown op \"%.40s\"", op->valuestring);
+        rc = fail(err, RDP_E_UNKNOWN_OP, "unknown op \"%.*s\"", utf8_prefix(op->valuestring, 40),
+                  op->valuestring);
         goto done;
     }
     out->op = spec->op;

@@ -243,6 +243,33 @@ static void test_rdp_refuses_raw_control_bytes_as_bad_json(void** state) {
     expect_code("{\"op\":\"ack\",\"world\":1,\t\"tick\":7}", RDP_OK);
 }
 
+static void test_rdp_quotes_an_unknown_op_cut_between_characters(void** state) {
+    (void)state;
+    // "a" then twenty "é" (2 bytes each): 41 bytes, of which the message
+    // quotes at most 40; byte 40 is the first half of the last "é", so the
+    // quote ends before it, with 19 of them. (Found by fuzz_command: cut
+    // through the character, the error reply was not UTF-8, and a text
+    // frame that is not UTF-8 makes a browser fail the connection.)
+    char op[64] = "a";
+    for (int i = 0; i < 20; ++i) {
+        strcat(op, "\xc3\xa9");
+    }
+    char text[128], want[128] = "unknown op \"a";
+    snprintf(text, sizeof text, "{\"op\":\"%s\",\"id\":1}", op);
+    for (int i = 0; i < 19; ++i) {
+        strcat(want, "\xc3\xa9");
+    }
+    strcat(want, "\"");
+    rdp_command c;
+    rdp_error e;
+    assert_int_equal(decode(text, &c, &e), RDP_E_UNKNOWN_OP);
+    assert_string_equal(e.message, want);
+    // Forty ASCII bytes and more are cut at 40, as before.
+    assert_int_equal(decode("{\"op\":\"0123456789012345678901234567890123456789xyz\"}", &c, &e),
+                     RDP_E_UNKNOWN_OP);
+    assert_string_equal(e.message, "unknown op \"0123456789012345678901234567890123456789\"");
+}
+
 static void test_rdp_checks_shape_before_finiteness_before_range(void** state) {
     (void)state;
     // A wrong type wins over a non-finite number, which wins over a range.
@@ -435,6 +462,7 @@ int main(void) {
         cmocka_unit_test(test_rdp_decodes_every_op),
         cmocka_unit_test(test_rdp_rejects_bad_input_with_the_right_code),
         cmocka_unit_test(test_rdp_refuses_raw_control_bytes_as_bad_json),
+        cmocka_unit_test(test_rdp_quotes_an_unknown_op_cut_between_characters),
         cmocka_unit_test(test_rdp_checks_shape_before_finiteness_before_range),
         cmocka_unit_test(test_rdp_keeps_the_id_for_error_replies),
         cmocka_unit_test(test_rdp_never_reads_past_the_frame),
