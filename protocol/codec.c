@@ -935,6 +935,12 @@ static bool get_bodies(bitr* r, rdp_qsnap* q, const rdp_qentity* e, const rdp_qs
                 v[3] = (int32_t)get_bits(r, 2);
                 for (int c = 0; c < 3; ++c) {
                     v[4 + c] = (int32_t)get_fixed(r, 12);
+                    // s(12) holds -2048, which no encoder makes; a baseline
+                    // holding it could take no delta (changes stay within
+                    // ±QUAT_MAX), so it is refused here too.
+                    if (v[4 + c] < -QUAT_MAX) {
+                        return false;
+                    }
                 }
             }
         }

@@ -121,7 +121,7 @@ static void check_snapshot(const rdp_qsnap* q) {
                 const float* f = q->f + e->offset + 7 * i;
                 FUZZ_CHECK(v[3] >= 0 && v[3] <= 3);
                 for (int c = 4; c < 7; ++c) {
-                    FUZZ_CHECK(v[c] >= -2048 && v[c] <= 2047);
+                    FUZZ_CHECK(v[c] >= -2047 && v[c] <= 2047);
                 }
                 double n = (double)f[3] * f[3] + (double)f[4] * f[4] + (double)f[5] * f[5] +
                            (double)f[6] * f[6];
