@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool has_raw_control(const uint8_t* data, size_t size) {
+FUZZ_NO_COVERAGE static bool has_raw_control(const uint8_t* data, size_t size) {
     for (size_t i = 0; i < size; ++i) {
         if (data[i] < 0x20 && data[i] != '\t' && data[i] != '\n' && data[i] != '\r') {
             return true;
@@ -36,7 +36,7 @@ static bool has_raw_control(const uint8_t* data, size_t size) {
 }
 
 // A decoded name: NUL-terminated within its array, no C0 control or DEL.
-static void check_name(const char* s, size_t cap, size_t min) {
+FUZZ_NO_COVERAGE static void check_name(const char* s, size_t cap, size_t min) {
     size_t n = strnlen(s, cap);
     FUZZ_CHECK(n < cap && n >= min);
     for (size_t i = 0; i < n; ++i) {
@@ -109,7 +109,7 @@ typedef struct text {
     size_t len, cap;
 } text;
 
-static void put(text* t, const char* s, size_t n) {
+FUZZ_NO_COVERAGE static void put(text* t, const char* s, size_t n) {
     if (t->len + n + 1 > t->cap) {
         size_t cap = t->cap == 0 ? 256 : t->cap;
         while (cap < t->len + n + 1) {
@@ -124,7 +124,7 @@ static void put(text* t, const char* s, size_t n) {
     t->buf[t->len] = '\0';
 }
 
-static void put_string(text* t, const char* s) {
+FUZZ_NO_COVERAGE static void put_string(text* t, const char* s) {
     put(t, "\"", 1);
     for (; *s != '\0'; ++s) {
         unsigned char c = (unsigned char)*s;
@@ -146,7 +146,7 @@ static void put_string(text* t, const char* s) {
 // The JSON value v spelled afresh: no white space, strings escaped only
 // where they must be, numbers in %.17g (exact for every double, unlike
 // cJSON_Print, which rounds 2^53 - 1 to 15 digits and -0 to 0).
-static void respell(text* t, const cJSON* v) {
+FUZZ_NO_COVERAGE static void respell(text* t, const cJSON* v) {
     char num[40];
     if (cJSON_IsNumber(v)) {
         double d = v->valuedouble;
