@@ -11,6 +11,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 // How long a graceful close may wait for the peer before the handles close.
 #define NET__CLOSE_GRACE_MS 2000
@@ -470,4 +471,45 @@ size_t net_session_queued_bytes(const net_session* s) {
     }
     return uv_stream_get_write_queue_size((const uv_stream_t*)&s->tcp) +
            wslay_event_get_queued_msg_length(s->ws);
+}
+
+// ---------------------------------------------------------------------------
+// Sessions on a socket the caller has (tests and fuzzing)
+// ---------------------------------------------------------------------------
+
+int net__session_adopt(net_server* srv, uv_os_sock_t fd) {
+    // The set-up of on_connection(), with uv_tcp_open() where it accepts.
+    net_session* s = srv->stopping ? NULL : calloc(1, sizeof *s);
+    if (s == NULL) {
+        close(fd);
+        return srv->stopping ? UV_ECANCELED : UV_ENOMEM;
+    }
+    s->srv = srv;
+    s->id = ++srv->next_id;
+    s->cur_header = -1;
+    uv_tcp_init(srv->loop, &s->tcp);
+    uv_timer_init(srv->loop, &s->timer);
+    s->tcp.data = s;
+    s->timer.data = s;
+    s->open_handles = 2;
+    s->next = srv->sessions;
+    if (srv->sessions != NULL) {
+        srv->sessions->prev = s;
+    }
+    srv->sessions = s;
+    int rc = uv_tcp_open(&s->tcp, fd);
+    if (rc != 0) {
+        close(fd); // not the handle's yet
+        net__close_now(s);
+        return rc;
+    }
+    http_parser_init(&s->parser, HTTP_REQUEST);
+    s->parser.data = s;
+    s->last_rx_ms = net__now_ms(s);
+    net__arm_request_deadline(s);
+    rc = uv_read_start((uv_stream_t*)&s->tcp, on_alloc, on_read);
+    if (rc != 0) {
+        net__close_now(s); // closes fd with the handle
+    }
+    return rc;
 }
