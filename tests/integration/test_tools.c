@@ -806,6 +806,35 @@ static void test_ragdoll_load_gives_up_when_nobody_listens(void** state) {
     assert_true(took < 10);
 }
 
+// ---------------------------------------------------------------------------
+// The rdc example of clients/c/README.md (examples/game.c)
+// ---------------------------------------------------------------------------
+
+static void test_rdc_example_exits_when_world_1_is_missing(void** state) {
+    fixture* f = *state;
+    // A server without the demo: no world 1. The example says the server's
+    // error and exits 1 (it used to wait in silence).
+    assert_int_equal(server_start(&f->srv, 0, false), 0);
+    snprintf(f->url, sizeof f->url, "ws://127.0.0.1:%d/ws", f->srv.port);
+    char* argv[] = {(char*)env_or("RDC_EXAMPLE", "build/clients/c/rdc-example"), f->url, NULL};
+    double t0 = now_s();
+    run(&f->r, argv, 30);
+    assert_int_equal(f->r.exit_code, 1);
+    assert_true(now_s() - t0 < 10);
+    assert_non_null(strstr(f->r.err, "subscribe failed: not_found"));
+}
+
+static void test_rdc_example_kills_the_demo_character(void** state) {
+    fixture* f = *state;
+    // With the demo: 60 snapshots (2 s), then the kill, whose reply names
+    // the bone it hit; exit 0.
+    char* argv[] = {(char*)env_or("RDC_EXAMPLE", "build/clients/c/rdc-example"), f->url, NULL};
+    run(&f->r, argv, 60);
+    assert_int_equal(f->r.exit_code, 0);
+    assert_non_null(strstr(f->r.out, "(animated)"));
+    assert_non_null(strstr(f->r.out, "killed: the impulse hit the "));
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
@@ -828,6 +857,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_ragdoll_load_sends_its_token, setup_bare, teardown),
         cmocka_unit_test_setup_teardown(test_ragdoll_load_gives_up_when_nobody_listens, setup_bare,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_rdc_example_exits_when_world_1_is_missing, setup_bare,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rdc_example_kills_the_demo_character, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdoll_load_50_clients_for_5_seconds, setup,
                                         teardown),
     };

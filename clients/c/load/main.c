@@ -441,7 +441,7 @@ static void on_state(rdc_client* c, const rdc_status* st, void* user) {
             snprintf(r->last_failure, sizeof r->last_failure,
                      "server refused the upgrade: %d%s%s%s", st->http_status,
                      st->http_reason[0] != '\0' ? " " : "", st->http_reason,
-                     st->http_status == 401 ? " (check the token: scenario \"token\", --token "
+                     st->http_status == 401 ? "; check the token (scenario \"token\", --token "
                                               "or RAGDOLL_TOKEN)"
                                             : "");
         } else {
