@@ -100,7 +100,7 @@ export class Connection {
           const changed = refused !== this.refusedLast;
           this.refusedLast = refused;
           if (this.ws !== null) return; // the next attempt is under way
-          if (changed) this.h.status('closed', `${refused ? 'refused' : 'offline'}, retry in ${(delay / 1000).toFixed(1)} s`);
+          if (changed) this.h.status('closed', `${refused ? 'refused' : 'offline'} · retry ${(delay / 1000).toFixed(1)} s`);
           if (refused) this.h.refused?.();
         };
         fetch(this.probeUrl, { cache: 'no-store' }).then(() => said(true), () => said(false));
@@ -116,7 +116,7 @@ export class Connection {
     // Jitter so that many viewers of a restarted server do not reconnect in step.
     const delay = Math.round(base * (0.75 + 0.5 * Math.random()));
     this.attempt++;
-    this.h.status('closed', `${why}, retry in ${(delay / 1000).toFixed(1)} s`);
+    this.h.status('closed', `${why} · retry ${(delay / 1000).toFixed(1)} s`);
     this.retryTimer = setTimeout(() => this.connect(), delay);
     return delay;
   }

@@ -127,6 +127,7 @@ export class Hud {
   status(state, text) {
     this.badge.dataset.state = state;
     this.badge.textContent = text;
+    this.badge.title = text; // in full, should the header be too narrow for it
   }
 }
 

@@ -962,7 +962,7 @@ test('viewer offers its token as a subprotocol and says so when the upgrade is r
       assert.match(text, /^connection refused: check the token in the page URL \(#token=…\)$/);
       assert.ok(!text.includes(TOKEN));
       // The badge says it too between its retries (which it keeps making).
-      await until(() => page.locator('#conn').textContent(), (b) => /^refused, retry in \d+\.\d s$/.test(b), 10000,
+      await until(() => page.locator('#conn').textContent(), (b) => /^refused · retry \d+\.\d s$/.test(b), 10000,
         'the badge to say refused');
       await twoFrames(page);
       await screenshot(page, 'refused.png');
