@@ -72,7 +72,8 @@ const snapRate = new SnapshotRate(); // decoded snapshots (and deltas), over the
 // first one the server lists. Anything else is not a world id: say so and
 // show nothing rather than some other world.
 const worldParam = new URLSearchParams(location.search).get('world');
-const wanted = worldParam !== null && /^[1-9]\d{0,15}$/.test(worldParam) ? Number(worldParam) : null;
+const wanted = worldParam !== null && /^[1-9]\d*$/.test(worldParam) && Number.isSafeInteger(Number(worldParam))
+  ? Number(worldParam) : null;
 const badWorld = worldParam !== null && wanted === null;
 
 let view = null;
