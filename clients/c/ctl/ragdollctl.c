@@ -41,9 +41,8 @@ static void usage_global(FILE* f) {
                "message are printed) or with a malformed reply (no \"ok\": true, or a field\n"
                "the command needs missing), 2 usage error, 3 cannot connect (also when the\n"
                "server refuses the upgrade, e.g. 401 for a missing or unknown token),\n"
-               "connection lost or no reply in time, 4 writing stdout or record's log failed (a "
-               "reader of\n"
-               "stdout that goes away, as in | head, is not a failure).\n");
+               "connection lost or no reply in time, 4 writing stdout or record's log\n"
+               "failed (a reader of stdout that goes away, as in | head, is not a failure).\n");
 }
 
 int ctl_usage(const ctl_cmd* cmd, const char* fmt, ...) {
