@@ -18,11 +18,12 @@
 //    in the middle and the panels cover a bounded share of the window,
 //    every HUD value is one line; at 800×600 the snapshot rate stays about
 //    30 after the page stalled for 1.5 s;
-// 4. with #token=… in the page URL the page offers it as a second
-//    subprotocol (seen by a stand-in server in front of ragdolld), says
-//    what to check when the upgrade is refused (401), connects when it is
-//    passed through, and puts the token in no request URL and on no
-//    console line; a malformed token is refused before any connection;
+// 4. against a ragdolld with an auth file: with #token=… in the page URL
+//    (same origin) the page offers it as a second subprotocol and watches
+//    the world; with a wrong token or none the server refuses (401) and
+//    the page says what to check; the token is in no request URL, on no
+//    console line and in no line of the server's log; a malformed token is
+//    refused before any connection;
 // 5. ?world=7 (no such world) says so and subscribes to nothing else;
 //    ?world=demo is not a world id.
 //
@@ -37,9 +38,7 @@
 // versions (every panel open), refused.png and no-world.png.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:http';
-import { connect as tcpConnect } from 'node:net';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -772,7 +771,7 @@ async function withPage(t, opts, body) {
   const killServer = () => server?.proc.kill('SIGKILL');
   process.once('exit', killServer);
   try {
-    if (opts.server !== false) server = await startServer();
+    if (opts.server !== false) server = await startServer(opts.serverArgs ?? []);
     profile = mkdtempSync(join(tmpdir(), 'rd-e2e-chromium-'));
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS,
@@ -901,110 +900,49 @@ for (const size of [{ width: 800, height: 600 }, { width: 390, height: 844 }]) {
     }));
 }
 
-// A stand-in in front of ragdolld, since ragdolld does not check tokens yet:
-// it passes plain GETs (the page, /healthz) through, records every request
-// (its URL and headers), and answers WebSocket upgrades as opts.upgrade
-// says: 'refuse' with 401 Unauthorized (as the access-control contract
-// has a server do for an unknown token), 'pass' by splicing the socket to
-// ragdolld. Resolves with { http, requests, close() }.
-async function frontOf(server, opts) {
-  const requests = [];
-  const record = (req) => requests.push({ url: req.url, headers: { ...req.headers } });
-  const proxy = createServer((req, res) => {
-    record(req);
-    fetch(`${server.http}${req.url}`).then(async (r) => {
-      res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/octet-stream' });
-      res.end(Buffer.from(await r.arrayBuffer()));
-    }, () => { res.writeHead(502); res.end(); });
-  });
-  const sockets = new Set();
-  proxy.on('connection', (sock) => { sockets.add(sock); sock.on('close', () => sockets.delete(sock)); });
-  proxy.on('upgrade', (req, sock, head) => {
-    record(req);
-    if (opts.upgrade === 'refuse') {
-      sock.end('HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
-      return;
-    }
-    const up = tcpConnect(server.port, '127.0.0.1', () => {
-      const lines = [`${req.method} ${req.url} HTTP/1.1`];
-      for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
-      up.write(lines.join('\r\n') + '\r\n\r\n');
-      if (head.length) up.write(head);
-      up.pipe(sock);
-      sock.pipe(up);
-    });
-    sockets.add(up);
-    up.on('close', () => { sockets.delete(up); sock.destroy(); });
-    up.on('error', () => sock.destroy());
-    sock.on('error', () => up.destroy());
-  });
-  await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  return {
-    http: `http://127.0.0.1:${proxy.address().port}`,
-    requests,
-    close: () => {
-      for (const sock of sockets) sock.destroy();
-      return new Promise((resolve) => proxy.close(resolve));
-    },
-  };
-}
-
 const TOKEN = 'Viewer.Token_0123456789~abc-XYZ';
+const tokenDir = mkdtempSync(join(tmpdir(), 'rd-e2e-tokens-'));
+const authFile = join(tokenDir, 'tokens');
+writeFileSync(authFile, `${TOKEN} viewer\n`);
 
-test('viewer offers its token as a subprotocol and says so when the upgrade is refused', { timeout: 90000 },
-  (t) => withPage(t, {}, async ({ page, server, sent, consoleText }) => {
-    // Refused: the offer carries the token, the page says what to check,
-    // and the token is in no request's URL and nowhere on the console.
-    const refusing = await frontOf(server, { upgrade: 'refuse' });
-    try {
-      await page.goto(`${refusing.http}/?world=1#token=${TOKEN}`);
-      const text = await until(() => page.evaluate(() => window.__ragdolld.notice), Boolean, 10000, 'a notice');
-      assert.match(text, /^connection refused: check the token in the page URL \(#token=…\)$/);
-      assert.ok(!text.includes(TOKEN));
-      // The badge says it too between its retries (which it keeps making).
-      await until(() => page.locator('#conn').textContent(), (b) => /^refused · retry \d+\.\d s$/.test(b), 10000,
-        'the badge to say refused');
-      await twoFrames(page);
-      await screenshot(page, 'refused.png');
-      const upgrades = refusing.requests.filter((r) => r.headers.upgrade === 'websocket');
-      assert.ok(upgrades.length >= 1, JSON.stringify(refusing.requests));
-      for (const u of upgrades) {
-        assert.equal(u.headers['sec-websocket-protocol'], `ragdolld.v1, ragdolld.auth.${TOKEN}`);
-        assert.equal(u.headers.authorization, undefined);
-      }
-      for (const r of refusing.requests) assert.ok(!r.url.includes(TOKEN), `the token in a request URL: ${r.url}`);
-      assert.ok(!consoleText().includes(TOKEN), 'the token on the console');
-    } finally {
-      await refusing.close();
-    }
+test('viewer watches a server with access control with the token from its URL fragment', { timeout: 90000 },
+  (t) => withPage(t, { serverArgs: ['--auth-file', authFile] }, async ({ page, server, consoleText }) => {
+    const urls = [];
+    page.on('request', (r) => urls.push(r.url()));
+    // A wrong token: ragdolld refuses the upgrade (401), and the page says
+    // what to check (a browser cannot see the status; /healthz tells a
+    // refusal from a server that is down). It keeps retrying.
+    const wrong = 'Wrong.Token_0123456789~abc-XYZ';
+    await page.goto(`${server.http}/?world=1#token=${wrong}`);
+    const text = await until(() => page.evaluate(() => window.__ragdolld.notice), Boolean, 10000, 'a notice');
+    assert.match(text, /^connection refused: check the token in the page URL \(#token=…\)$/);
+    assert.ok(!text.includes(wrong));
+    await until(() => page.locator('#conn').textContent(), (b) => /^refused · retry \d+\.\d s$/.test(b), 10000,
+      'the badge to say refused');
+    await twoFrames(page);
+    await screenshot(page, 'refused.png');
 
-    // Passed through to ragdolld (which answers with ragdolld.v1 alone):
-    // the page connects with its token and shows the world.
-    const passing = await frontOf(server, { upgrade: 'pass' });
-    try {
-      await page.goto(`${passing.http}/#token=${TOKEN}`);
-      await until(() => page.evaluate(() => window.__ragdolld.snapshots), (n) => n > 5, 15000, 'snapshots through the proxy');
-      assert.equal(await page.evaluate(() => window.__ragdolld.notice), null);
-      assert.equal(await page.locator('#conn').textContent(), 'connected');
-      const upgrade = passing.requests.find((r) => r.headers.upgrade === 'websocket');
-      assert.equal(upgrade.headers['sec-websocket-protocol'], `ragdolld.v1, ragdolld.auth.${TOKEN}`);
-      // Without a token the offer is ragdolld.v1 alone.
-      await page.goto(`${passing.http}/`);
-      await until(() => page.evaluate(() => window.__ragdolld.snapshots), (n) => n > 0, 15000, 'snapshots without a token');
-      assert.equal(passing.requests.filter((r) => r.headers.upgrade === 'websocket').at(-1).headers['sec-websocket-protocol'],
-        'ragdolld.v1');
-      // A malformed token: said so, and nothing is offered at all.
-      const before = passing.requests.length;
-      await page.goto('about:blank'); // a new fragment alone would not load the page again
-      await page.goto(`${passing.http}/#token=not%20a%20token`);
-      const bad = await until(() => page.evaluate(() => window.__ragdolld.notice), Boolean, 5000, 'a notice');
-      assert.match(bad, /is not a token/);
-      await sleep(500);
-      assert.equal(passing.requests.slice(before).filter((r) => r.headers.upgrade === 'websocket').length, 0);
-      assert.equal(sent.filter((c) => c.op === 'subscribe').length >= 1, true);
-    } finally {
-      await passing.close();
-    }
+    // The right one, same origin: the page connects and shows the world.
+    await page.goto('about:blank'); // a new fragment alone would not load the page again
+    await page.goto(`${server.http}/#token=${TOKEN}`);
+    await until(() => page.evaluate(() => window.__ragdolld.snapshots), (n) => n > 5, 15000, 'snapshots with the token');
+    assert.equal(await page.evaluate(() => window.__ragdolld.notice), null);
+    assert.equal(await page.locator('#conn').textContent(), 'connected');
+
+    // No token at all: this server lets nobody in without one.
+    await page.goto('about:blank');
+    await page.goto(`${server.http}/`);
+    await until(() => page.evaluate(() => window.__ragdolld.notice), Boolean, 10000, 'a notice without a token');
+
+    // A malformed token: said so, and no connection is tried.
+    await page.goto('about:blank');
+    await page.goto(`${server.http}/#token=not%20a%20token`);
+    const bad = await until(() => page.evaluate(() => window.__ragdolld.notice), Boolean, 5000, 'a notice');
+    assert.match(bad, /is not a token/);
+
+    for (const u of urls) assert.ok(!u.includes(TOKEN) && !u.includes(wrong), `a token in a request URL: ${u}`);
+    assert.ok(!consoleText().includes(TOKEN), 'the token on the console');
+    assert.ok(!server.stderr().includes(TOKEN) && !server.stderr().includes(wrong), 'a token in the log');
   }));
 
 test('viewer says so when ?world=N names no world, and shows no other', { timeout: 90000 },
