@@ -26,8 +26,11 @@
 //
 //   node bench/soak/soak.mjs [--build DIR | --ragdolld PATH] [--seconds D (600)]
 //                            [--clients C (200)] [--seed S (1)] [--hostile F (0.1)]
-//                            [--kinds K1,K2,...] [--json FILE] [--quiet]
+//                            [--kinds K1,K2,...] [--healthz-timeout MS (3000)]
+//                            [--json FILE] [--quiet]
 //
+// A /healthz poll fails when it is not a 200 with "status": "ok" within the
+// timeout: the event loop stalled that long (or the server is gone).
 // --kinds restricts the hostile actions to the kinds named (as in the
 // report); with --hostile 1 a run does nothing else, to reproduce a finding.
 // It prints a report (and writes it as JSON with --json): crashes (the server
@@ -50,6 +53,7 @@ import { Worker, isMainThread, parentPort, workerData } from 'node:worker_thread
 import net from 'node:net';
 import http from 'node:http';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -137,6 +141,20 @@ function countFds(pid) {
   return readdirSync(`/proc/${pid}/fd`).length;
 }
 
+// Seconds the process has run on a CPU and waited in a run queue for one
+// (/proc/PID/schedstat), and the machine's 1-minute load average.
+function readSched(pid) {
+  let run = NaN;
+  let wait = NaN;
+  try {
+    [run, wait] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ').map((x) => Number(x) / 1e9);
+  } catch {
+    // no schedstat in this kernel
+  }
+  const load = Number(readFileSync('/proc/loadavg', 'utf8').split(' ')[0]);
+  return { run, wait, load };
+}
+
 function healthz(port, timeoutMs) {
   return new Promise((resolveH) => {
     const t0 = now();
@@ -167,7 +185,7 @@ function healthz(port, timeoutMs) {
 // ---------------------------------------------------------------------------
 
 async function monitorMain() {
-  const { port, pid, demoWorld, metricWorlds } = workerData;
+  const { port, pid, demoWorld, healthzTimeoutMs } = workerData;
   const t0 = now();
   let stop = false;
   const loopDelay = monitorEventLoopDelay({ resolution: 10 });
@@ -215,32 +233,82 @@ async function monitorMain() {
     }
   })();
 
-  // Metrics of the other worlds: `metrics` events of binary subscriptions at 1 Hz.
-  const worldMetrics = {};
-  for (const w of metricWorlds) worldMetrics[w] = { first: null, last: null, events: 0, maxStepMs: 0 };
-  let metricsWs = null;
+  // Every world's metrics: `metrics` events of binary subscriptions at 1 Hz
+  // (at most 8 subscriptions a connection, so as many connections as that
+  // takes); list_worlds every 5 s finds the worlds clients create.
+  const worldMetrics = {}; // world -> { name, first, last, events, maxStepMs, simMs, ticks, prev }
+  const conns = []; // { ws, worlds: Set }
+  const tracked = new Map(); // world -> its connection
+  const wsOpen = (ws) => new Promise((r) => {
+    ws.once('open', () => r(true));
+    ws.once('error', () => r(false));
+  });
+  function onMetricsMessage(conn, data, isBinary) {
+    if (isBinary || data[0] !== 0x7b) return;
+    const head = data.toString('latin1', 0, 24);
+    if (head.startsWith('{"ev":"world_destroyed"')) {
+      const m = JSON.parse(data.toString());
+      conn.worlds.delete(m.world);
+      tracked.delete(m.world);
+      if (worldMetrics[m.world]) worldMetrics[m.world].prev = null;
+      return;
+    }
+    if (!head.startsWith('{"ev":"metrics"')) return;
+    const m = JSON.parse(data.toString());
+    const wm = worldMetrics[m.world];
+    if (!wm) return;
+    const mt = m.metrics;
+    wm.events++;
+    if (wm.prev && m.tick > wm.prev.tick && mt.overruns >= wm.prev.overruns) {
+      const ticks = m.tick - wm.prev.tick;
+      wm.ticks += ticks;
+      wm.simMs += mt.step_ms * ticks; // the last tick's step time stands for the second's
+      wm.overruns += mt.overruns - wm.prev.overruns;
+    }
+    wm.prev = { tick: m.tick, overruns: mt.overruns };
+    wm.maxStepMs = Math.max(wm.maxStepMs, mt.step_ms);
+  }
+  async function track(world, name) {
+    let conn = conns.find((c) => c.worlds.size < 8 && c.ws.readyState === WebSocket.OPEN);
+    if (!conn) {
+      if (conns.length >= 8) return;
+      const ws = new WebSocket(`ws://${HOST}:${port}/ws`, ['ragdolld.v1'], { perMessageDeflate: false, handshakeTimeout: 10000 });
+      conn = { ws, worlds: new Set() };
+      conns.push(conn);
+      ws.on('message', (data, isBinary) => onMetricsMessage(conn, data, isBinary));
+      ws.on('close', () => {
+        for (const w of conn.worlds) tracked.delete(w);
+        conns.splice(conns.indexOf(conn), 1);
+      });
+      if (!(await wsOpen(ws))) return;
+    }
+    conn.worlds.add(world);
+    tracked.set(world, conn);
+    worldMetrics[world] ??= { name, events: 0, maxStepMs: 0, simMs: 0, ticks: 0, overruns: 0, prev: null };
+    worldMetrics[world].name = name;
+    conn.ws.send(JSON.stringify({ op: 'subscribe', id: world, world, format: 'binary', rate_hz: 1 }));
+  }
+  let listWs = null;
   const metricsLoop = (async () => {
     for (let attempt = 0; !stop && attempt < 1000; ++attempt) {
       if (attempt > 0) await sleep(1000);
       if (stop) break;
       const ws = new WebSocket(`ws://${HOST}:${port}/ws`, ['ragdolld.v1'], { perMessageDeflate: false, handshakeTimeout: 10000 });
-      metricsWs = ws;
-      ws.on('open', () => {
-        metricWorlds.forEach((world, i) =>
-          ws.send(JSON.stringify({ op: 'subscribe', id: i + 1, world, format: 'binary', rate_hz: 1 })));
-      });
-      ws.on('message', (data, isBinary) => {
-        if (isBinary || data[0] !== 0x7b || !data.toString('latin1', 0, 15).startsWith('{"ev":"metrics"')) return;
-        const m = JSON.parse(data.toString());
-        const wm = worldMetrics[m.world];
-        if (!wm) return;
-        wm.events++;
-        if (wm.first === null) wm.first = m.metrics.overruns;
-        wm.last = m.metrics.overruns;
-        wm.maxStepMs = Math.max(wm.maxStepMs, m.metrics.step_ms);
-      });
+      listWs = ws;
       ws.on('error', () => {});
-      await new Promise((r) => ws.on('close', r));
+      ws.on('message', async (data, isBinary) => {
+        if (isBinary) return;
+        const m = JSON.parse(data.toString());
+        const worlds = m.ev === 'welcome' ? m.worlds : m.ok ? m.worlds : null;
+        if (!worlds) return;
+        for (const w of worlds) if (!tracked.has(w.world)) await track(w.world, w.name);
+      });
+      const closed = new Promise((r) => ws.on('close', r));
+      const poller = setInterval(() => {
+        if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ op: 'list_worlds', id: 1 }));
+      }, 5000);
+      await closed;
+      clearInterval(poller);
     }
   })();
 
@@ -249,7 +317,7 @@ async function monitorMain() {
   const healthLoop = (async () => {
     while (!stop) {
       const started = now();
-      const h = await healthz(port, 3000);
+      const h = await healthz(port, healthzTimeoutMs);
       health.polls++;
       health.latencies.push(h.ms);
       if (h.ok) {
@@ -265,16 +333,18 @@ async function monitorMain() {
   })();
 
   // /proc samples once a second.
-  const samples = []; // [t_s, rss_kb, fds]
+  const samples = []; // [t_s, rss_kb, fds, cpu_s, runqueue_wait_s, load1]
   let hwm = 0;
   const sampler = setInterval(() => {
     try {
       const st = readProcStatus(pid);
       hwm = Math.max(hwm, st.hwm_kb);
-      samples.push([(now() - t0) / 1000, st.rss_kb, countFds(pid)]);
+      const sc = readSched(pid);
+      samples.push([(now() - t0) / 1000, st.rss_kb, countFds(pid), sc.run, sc.wait, sc.load]);
       const last = samples[samples.length - 1];
       parentPort.postMessage({ type: 'sample', t: last[0], rss_kb: last[1], fds: last[2],
-                               sessions: health.lastSessions, demo: demo.snapshots });
+                               sessions: health.lastSessions, demo: demo.snapshots,
+                               own_sessions: 2 + conns.length });
     } catch {
       // the process is gone; the main thread reports it
     }
@@ -285,7 +355,8 @@ async function monitorMain() {
     stop = true;
     clearInterval(sampler);
     demoWs?.terminate();
-    metricsWs?.terminate();
+    listWs?.terminate();
+    for (const c of [...conns]) c.ws.terminate();
     await Promise.race([Promise.all([demoLoop, metricsLoop, healthLoop]), sleep(5000)]);
     loopDelay.disable();
     const gapSummary = summary(demo.gaps);
@@ -346,10 +417,11 @@ async function main() {
   const hostileShare = Number(opt('--hostile', '0.1'));
   const jsonOut = opt('--json', null);
   const kinds = opt('--kinds', null)?.split(',') ?? null;
+  const healthzTimeoutMs = Number(opt('--healthz-timeout', '3000'));
   const quiet = args.includes('--quiet');
   if (!(seconds >= 5 && seconds <= 86400) || !(clients >= 1 && clients <= 900) ||
-      !(hostileShare >= 0 && hostileShare <= 1)) {
-    console.error('soak: --seconds 5..86400, --clients 1..900, --hostile 0..1');
+      !(hostileShare >= 0 && hostileShare <= 1) || !(healthzTimeoutMs >= 100 && healthzTimeoutMs <= 60000)) {
+    console.error('soak: --seconds 5..86400, --clients 1..900, --hostile 0..1, --healthz-timeout 100..60000');
     process.exit(2);
   }
   const log = (...a) => { if (!quiet) console.error(...a); };
@@ -824,7 +896,7 @@ async function main() {
   // ------------------------------------------------------------------ monitor
   const samplesLive = [];
   const monitor = new Worker(fileURLToPath(import.meta.url), {
-    workerData: { port, pid: server.pid, demoWorld: DEMO, metricWorlds: [SOAK, CLOTH] },
+    workerData: { port, pid: server.pid, demoWorld: DEMO, healthzTimeoutMs },
   });
   const monitorResult = new Promise((r) => monitor.on('message', (m) => {
     if (m.type === 'result') r(m);
@@ -1186,7 +1258,7 @@ async function main() {
         await raw.writeDrained(batch);
         sent += 2048;
       }
-      const outcome = await raw.outcome(5000);
+      const outcome = await raw.outcome(10000);
       // (How many frames it took is not measured: the socket buffers take
       // them all before the server has read 64 KiB of them.)
       recordHostile('endless_fragments', variant, outcome);
@@ -1289,9 +1361,11 @@ async function main() {
       const { rng } = ctx;
       if (slowReaders >= maxSlowReaders || timeLeft() < 5000) return HOSTILE_BY_NAME.reconnect_churn(ctx);
       slowReaders++;
-      const variant = rng() < 0.5 ? 'silent' : 'describes_while_not_reading';
-      noteHostile(ctx.index, 'slow_reader', variant);
+      // Held past 60 s, the server closes it as idle (PROTOCOL.md §1): the
+      // variant names which side of that the hold fell.
       const holdMs = Math.min(rng.range(20000, 75000), timeLeft() - 2000);
+      const variant = `${rng() < 0.5 ? 'silent' : 'describes_while_not_reading'}, held ${holdMs >= 60000 ? '>=' : '<'} 60 s`;
+      noteHostile(ctx.index, 'slow_reader', variant);
       const task = (async () => {
         const raw = await rawSession('slow_reader', variant);
         if (!raw) return;
@@ -1300,7 +1374,7 @@ async function main() {
         await sleep(200);
         raw.sock.pause(); // from here on nothing is read
         const end = now() + holdMs;
-        for (let i = 2; i < 60 && now() < end && variant !== 'silent'; ++i) {
+        for (let i = 2; i < 60 && now() < end && !variant.startsWith('silent'); ++i) {
           raw.write(textFrame(JSON.stringify({ op: 'describe', id: i, world: CLOTH, entity: cloth?.entity ?? 1 })));
           await sleep(500);
         }
@@ -1407,18 +1481,17 @@ async function main() {
         while (ctx.own.length && s.open) await despawnOne(ctx);
         for (const d of ctx.drags.splice(0)) if (s.open) await s.cmd({ op: 'release', ...d });
         if (ctx.ownWorld !== null && s.open) await dropOwnWorld(ctx);
-      } else {
-        for (const e of ctx.own) poolDel(e.world, e.entity);
-        if (ctx.ownWorld !== null) {
-          // Its session is gone; clean up over a new one.
-          try {
-            const c = await Session.connect();
-            ctx.s = c;
-            await dropOwnWorld(ctx);
-            await c.close(false);
-          } catch {
-            // counted as a failed session
-          }
+      } else if (ctx.own.length || ctx.ownWorld !== null) {
+        // The session is gone (a hostile action closed it): clean up over
+        // a new one, so that what is left at the end is the server's doing.
+        try {
+          const c = await Session.connect();
+          ctx.s = c;
+          while (ctx.own.length && c.open) await despawnOne(ctx);
+          await dropOwnWorld(ctx);
+          await c.close(false);
+        } catch {
+          for (const e of ctx.own) poolDel(e.world, e.entity);
         }
       }
       await s.close(rng() < 0.2);
@@ -1449,17 +1522,19 @@ async function main() {
   const runSeconds = (now() - runStart) / 1000;
 
   // ------------------------------------------------------------------ after the clients
-  // Every client has gone: the sessions should come back to the monitor's 2.
+  // Every client has gone: the sessions should come back to the monitor's.
   let after = null;
   if (crashes.length === 0) {
     const until = now() + 15000;
     let h;
     do {
       h = await healthz(port, 3000);
-      if (h.ok && h.sessions <= 2) break;
+      const own = samplesLive[samplesLive.length - 1]?.own_sessions ?? 2;
+      if (h.ok && h.sessions <= own) break;
       await sleep(250);
     } while (now() < until);
-    after = { sessions: h.ok ? h.sessions : null, worlds: h.ok ? h.worlds : null };
+    after = { sessions: h.ok ? h.sessions : null, monitor_sessions: samplesLive[samplesLive.length - 1]?.own_sessions ?? null,
+              worlds: h.ok ? h.worlds : null };
     try {
       after.rss_mib = Math.round(readProcStatus(server.pid).rss_kb / 102.4) / 10;
       after.fds = countFds(server.pid);
@@ -1507,17 +1582,29 @@ async function main() {
   const mib = (kb) => (kb === null ? null : Math.round(kb / 102.4) / 10);
   const rssFirst = mean(firstWin.map((s) => s[1]));
   const rssLast = mean(lastWin.map((s) => s[1]));
+  // Overruns (ticks dropped) and step time per world, from the metrics
+  // events; the worlds clients created and destroyed are summed.
   const overruns = {};
+  let simMs = 0;
   if (mon) {
-    const d = mon.demo.overruns;
-    overruns[`${DEMO} demo`] = { first: d.first, last: d.last, delta: d.last !== null ? d.last - d.first : null };
+    const clientWorlds = { worlds: 0, ticks: 0, overruns: 0 };
     for (const [w, m] of Object.entries(mon.worldMetrics)) {
-      const name = Number(w) === SOAK ? 'soak' : 'soak-cloth';
-      overruns[`${w} ${name}`] = { first: m.first, last: m.last, delta: m.last !== null ? m.last - m.first : null, max_step_ms: m.maxStepMs };
+      simMs += m.simMs;
+      const world = Number(w);
+      if (world === DEMO || world === SOAK || world === CLOTH) {
+        overruns[`${w} ${m.name}`] = { ticks: m.ticks, overruns: m.overruns, max_step_ms: m.maxStepMs,
+                                      step_ms_mean: m.ticks ? Math.round((m.simMs / m.ticks) * 1000) / 1000 : null };
+      } else {
+        clientWorlds.worlds++;
+        clientWorlds.ticks += m.ticks;
+        clientWorlds.overruns += m.overruns;
+      }
     }
+    overruns["clients' worlds"] = clientWorlds;
   }
   const report = {
-    config: { seconds, clients, seed, hostile_share: hostileShare, ragdolld, run_s: Math.round(runSeconds * 10) / 10 },
+    config: { seconds, clients, seed, hostile_share: hostileShare, kinds, healthz_timeout_ms: healthzTimeoutMs, ragdolld,
+              run_s: Math.round(runSeconds * 10) / 10 },
     crashes: crashes.length,
     crash_details: crashes,
     shutdown,
@@ -1530,6 +1617,7 @@ async function main() {
       drift_pct: rssFirst ? Math.round(((rssLast - rssFirst) / rssFirst) * 1000) / 10 : null,
       peak: mon ? mib(mon.hwm_kb) : null,
     },
+    server_cpu: { ...cpuReport(samples), stepping_per_s: Math.round(simMs / runSeconds) / 1000 },
     fds: {
       first: firstWin.length ? Math.round(mean(firstWin.map((s) => s[2]))) : null,
       last: lastWin.length ? Math.round(mean(lastWin.map((s) => s[2]))) : null,
@@ -1548,13 +1636,30 @@ async function main() {
     monitor_loop_delay_ms: mon?.monitor_loop_delay_ms ?? null,
     recent_hostile: crashes.length ? recentHostile : undefined,
     server_stderr_tail: serverErr.slice(-2000),
-    rss_samples: samples.map((s) => [Math.round(s[0]), s[1], s[2]]),
+    samples: samples.map((s) => [Math.round(s[0]), s[1], s[2], Math.round(s[3] * 100) / 100, Math.round(s[4] * 100) / 100, s[5]]),
   };
   printReport(report);
   if (jsonOut) writeFileSync(jsonOut, JSON.stringify(report, null, 1));
   const demoOk = (mon?.demo.snapshots ?? 0) > 0;
   const healthOk = mon !== null && mon.health.failures === 0;
   process.exit(crashes.length === 0 && healthOk && demoOk ? 0 : 1);
+}
+
+// The server's CPU time and run-queue wait per second of the run, and the
+// machine's load: on a shared machine a server waiting for a CPU misses
+// ticks that it would not miss alone.
+function cpuReport(samples) {
+  if (samples.length < 2) return null;
+  const a = samples[0];
+  const b = samples[samples.length - 1];
+  const wall = b[0] - a[0];
+  const r = (x) => Math.round(x * 1000) / 1000;
+  return {
+    cpu_per_s: r((b[3] - a[3]) / wall),
+    runqueue_wait_per_s: r((b[4] - a[4]) / wall),
+    load1_mean: r(samples.reduce((s, x) => s + x[5], 0) / samples.length),
+    nproc: availableParallelism(),
+  };
 }
 
 function printReport(r) {
@@ -1571,12 +1676,18 @@ function printReport(r) {
   const m = r.rss_mib;
   out(`  RSS: ${m.first} MiB (first ${m.window_s} s) -> ${m.last} MiB (last ${m.window_s} s): drift ${m.drift} MiB (${m.drift_pct} %); peak ${m.peak} MiB`);
   out(`  fds: ${r.fds.first} -> ${r.fds.last} (max ${r.fds.max})`);
+  if (r.server_cpu) {
+    const c = r.server_cpu;
+    out(`  server CPU: ${c.cpu_per_s} s/s on a CPU (${c.stepping_per_s} s/s of it stepping worlds), ` +
+        `${c.runqueue_wait_per_s} s/s waiting for one; machine load ${c.load1_mean} on ${c.nproc} CPUs`);
+  }
   if (r.after_clients) {
     const a = r.after_clients;
-    out(`  after the clients left: ${a.sessions} sessions, ${a.fds} fds, RSS ${a.rss_mib} MiB, worlds ` +
+    out(`  after the clients left: ${a.sessions} sessions (the monitor's: ${a.monitor_sessions}), ${a.fds} fds, RSS ${a.rss_mib} MiB, worlds ` +
         (a.worlds_list ? a.worlds_list.map((w) => `${w.world} ${w.name} (${w.entities} entities)`).join(', ') : '?'));
   }
-  out(`  tick overruns over the run: ${Object.entries(r.overruns).map(([w, o]) => `world ${w} +${o.delta}`).join(', ')}`);
+  out(`  tick overruns (ticks dropped) over the run: ${Object.entries(r.overruns).map(([w, o]) =>
+    `world ${w} ${o.overruns} of ${o.ticks + o.overruns}${o.worlds !== undefined ? ` (${o.worlds} worlds)` : `, step ${o.step_ms_mean} ms mean, ${o.max_step_ms} max`}`).join('; ')}`);
   const d = r.demo_subscriber;
   if (d) {
     out(`  demo subscriber (JSON, 30 Hz): ${d.snapshots} snapshots (${d.per_s}/s); gaps p50 ${d.gaps_ms.p50} ms, p99 ${d.gaps_ms.p99} ms, ` +
