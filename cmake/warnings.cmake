@@ -13,6 +13,16 @@ if(RD_SANITIZE)
     add_compile_options(-fsanitize=${RD_SANITIZE} -fno-sanitize-recover=all -fno-omit-frame-pointer)
     add_link_options(-fsanitize=${RD_SANITIZE})
 endif()
+if(RD_FUZZ)
+    if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+        message(FATAL_ERROR "RD_FUZZ needs clang (libFuzzer): configure with CC=clang")
+    endif()
+    # Every target is built for coverage-guided fuzzing, with ASan and UBSan;
+    # only the targets of tests/fuzz link libFuzzer itself (and its main).
+    add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+                        -fno-omit-frame-pointer)
+    add_link_options(-fsanitize=address,undefined)
+endif()
 if(RD_TSAN)
     add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
     add_link_options(-fsanitize=thread)

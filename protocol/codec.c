@@ -82,6 +82,11 @@ static uint64_t get_bits(bitr* r, unsigned n) {
     return v;
 }
 
+// Bits not yet read.
+static uint64_t bits_left(const bitr* r) {
+    return 8 * (uint64_t)r->len - r->bit;
+}
+
 // Exp-Golomb code of order k for an unsigned n: (n >> k) + 1 written as
 // its bit length L - 1 in zeros, then its L bits from the top; then the k
 // low bits of n.
@@ -806,8 +811,11 @@ static bool get_entity_head(bitr* r, rdp_qsnap* q, rdp_qentity* e, uint32_t* ske
     e->id = (hi << 32) | (lo & 0xffffffffu);
     e->kind = (uint8_t)get_bits(r, 3);
     uint64_t count = get_eg(r, 0);
-    if (r->bad || count > 1u << 20 || e->kind < RDP_KIND_ROPE || e->kind > RDP_KIND_BALL ||
-        (e->kind == RDP_KIND_BALL && count != 1) ||
+    // Coded without a baseline, every particle or body takes 3 bits at
+    // least: a count the rest of the frame cannot hold is refused before
+    // room is made for it (2^20 particles are 24 MiB).
+    if (r->bad || count > 1u << 20 || 3 * count > bits_left(r) || e->kind < RDP_KIND_ROPE ||
+        e->kind > RDP_KIND_BALL || (e->kind == RDP_KIND_BALL && count != 1) ||
         (e->kind == RDP_KIND_CHARACTER && (count < 1 || count > 32))) {
         return false;
     }
@@ -935,6 +943,12 @@ static bool get_bodies(bitr* r, rdp_qsnap* q, const rdp_qentity* e, const rdp_qs
                 v[3] = (int32_t)get_bits(r, 2);
                 for (int c = 0; c < 3; ++c) {
                     v[4 + c] = (int32_t)get_fixed(r, 12);
+                    // s(12) holds -2048, which no encoder makes; a baseline
+                    // holding it could take no delta (changes stay within
+                    // ±QUAT_MAX), so it is refused here too.
+                    if (v[4 + c] < -QUAT_MAX) {
+                        return false;
+                    }
                 }
             }
         }
@@ -982,7 +996,8 @@ rdp_code rdp_decode(rdp_decoder* d, const uint8_t* buf, size_t len, const rdp_qs
     bitr r = {buf + head, len - head, 0, false};
     uint64_t world = get_eg(&r, 0);
     uint64_t count = get_eg(&r, 0);
-    if (r.bad || count > 1u << 16) {
+    // Every entity takes 3 bits at least (see get_entity_head).
+    if (r.bad || count > 1u << 16 || 3 * count > bits_left(&r)) {
         return RDP_E_BAD_REQUEST;
     }
     q->tick = UINT64_MAX;

@@ -554,6 +554,40 @@ static bool has_nul_escape(const char* text, size_t len) {
     return false;
 }
 
+// Finds the first raw byte below 0x20 other than tab, LF and CR (RFC 8259
+// §2: space and those three are the only white space; §7: a control
+// character in a string must be escaped). cJSON is laxer on both counts: it
+// skips every byte up to 0x20 as white space and cuts a string at a raw
+// NUL, so `{"op":<NUL>"destroy_world"}` would parse and a name would lose
+// what follows a NUL; such bytes are refused before cJSON sees the text. A
+// raw tab, LF or CR inside a string gets as far as the field's own checks
+// (a name refuses control characters, an op does not match).
+static bool find_raw_control(const char* text, size_t len, size_t* at) {
+    for (size_t i = 0; i < len; ++i) {
+        unsigned char c = (unsigned char)text[i];
+        if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') {
+            *at = i;
+            return true;
+        }
+    }
+    return false;
+}
+
+// The length of s cut to at most max bytes, before a character rather than
+// through one: a message quoting the client's text goes back in a text
+// frame, which must be UTF-8 (RFC 6455 §8.1; a browser fails the
+// connection otherwise).
+static int utf8_prefix(const char* s, int max) {
+    int n = 0;
+    while (n < max && s[n] != '\0') {
+        n++;
+    }
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80) {
+        n--; // s[n] continues the character before it: cut before that one
+    }
+    return n;
+}
+
 // Reads "id" first so that every later error reply can carry it.
 static rdp_code decode_id(const cJSON* root, rdp_command* out, rdp_error* err) {
     const cJSON* id = cJSON_GetObjectItemCaseSensitive(root, "id");
@@ -575,6 +609,11 @@ rdp_code rdp_command_decode(const char* text, size_t len, rdp_command* out, rdp_
     err->message[0] = '\0';
     if (len > RDP_MAX_MESSAGE_BYTES) {
         return fail(err, RDP_E_TOO_LARGE, "message is larger than %d bytes", RDP_MAX_MESSAGE_BYTES);
+    }
+    size_t at;
+    if (find_raw_control(text, len, &at)) {
+        return fail(err, RDP_E_BAD_JSON, "not valid JSON: raw control byte 0x%02x at offset %zu",
+                    (unsigned char)text[at], at);
     }
     const char* end = NULL;
     cJSON* root = cJSON_ParseWithLengthOpts(text, len, &end, false);
@@ -613,7 +652,8 @@ rdp_code rdp_command_decode(const char* text, size_t len, rdp_command* out, rdp_
         }
     }
     if (spec == NULL) {
-        rc = fail(err, RDP_E_UNKNOWN_OP, "unknown op \"%.40s\"", op->valuestring);
+        rc = fail(err, RDP_E_UNKNOWN_OP, "unknown op \"%.*s\"", utf8_prefix(op->valuestring, 40),
+                  op->valuestring);
         goto done;
     }
     out->op = spec->op;

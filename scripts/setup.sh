@@ -41,10 +41,40 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 # npm packages pinned by package-lock.json: three.js for the viewer; ws and
-# playwright-core for the tests. Never `npx playwright install` (it downloads
-# a browser); the tests drive Debian's /usr/bin/chromium.
+# playwright-core (dev) for the tests and benchmarks. Never `npx playwright
+# install` (it downloads a browser); the tests drive Debian's
+# /usr/bin/chromium.
+#
+# `npm ci` empties node_modules before it installs, so it runs only when
+# something needed is missing or at another version than the lock file's,
+# and a plain setup (scripts/run.sh) never takes away the dev packages that
+# `--test` installed: it installs them too when any is there already.
+locked_present() { # locked_present all|prod: every such package at its locked version?
+  node -e '
+    const fs = require("fs");
+    const all = process.argv[1] === "all";
+    const lock = JSON.parse(fs.readFileSync("package-lock.json", "utf8"));
+    for (const [path, meta] of Object.entries(lock.packages ?? {})) {
+      if (!path.startsWith("node_modules/") || (meta.dev && !all) || meta.optional) continue;
+      let version = null;
+      try { version = JSON.parse(fs.readFileSync(path + "/package.json", "utf8")).version; } catch {}
+      if (version !== meta.version) process.exit(1);
+    }' "$1"
+}
+any_dev_present() {
+  node -e '
+    const fs = require("fs");
+    const lock = JSON.parse(fs.readFileSync("package-lock.json", "utf8"));
+    const dev = Object.entries(lock.packages ?? {}).filter(([p, m]) => p.startsWith("node_modules/") && m.dev);
+    process.exit(dev.some(([p]) => fs.existsSync(p + "/package.json")) ? 0 : 1);'
+}
+npm_flags=(--no-audit --no-fund --loglevel=error)
 if [ "$want_test" = 1 ]; then
-  npm ci --no-audit --no-fund --loglevel=error
-else
-  npm ci --omit=dev --no-audit --no-fund --loglevel=error
+  locked_present all || npm ci "${npm_flags[@]}"
+elif ! locked_present prod; then
+  if any_dev_present; then
+    npm ci "${npm_flags[@]}"
+  else
+    npm ci --omit=dev "${npm_flags[@]}"
+  fi
 fi

@@ -3,7 +3,10 @@
 #   1. gcc, Release, -Werror                    (build/)
 #   2. clang, AddressSanitizer + UndefinedBehaviorSanitizer, -Werror (build-asan/)
 # Each run: cmocka unit tests, integration tests against a real server, and
-# the browser test in headless Chromium. Test artifacts (screenshots) go to
+# the browser test in headless Chromium. Then a third build fuzzes:
+#   3. clang, libFuzzer + ASan + UBSan, the fuzz targets only (build-fuzz/):
+#      every committed seed once, then each target for 20 s from its seeds.
+# Test artifacts (screenshots, inputs that crashed a fuzzer) go to
 # test-artifacts/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,4 +41,11 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   ctest --test-dir build-asan --output-on-failure --no-tests=error -j"$jobs" -L unit
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
   ctest --test-dir build-asan --output-on-failure --no-tests=error -j"$jobs" -LE unit
-echo "all tests passed (gcc Release, clang ASan+UBSan)"
+
+echo "== clang libFuzzer (smoke) =="
+CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRD_FUZZ=ON \
+  -DRD_BUILD_TESTS=OFF -DRD_BUILD_BENCH=OFF -DRD_BUILD_WEB=OFF >/dev/null
+cmake --build build-fuzz -j"$jobs" --target fuzz
+ctest --test-dir build-fuzz --output-on-failure --no-tests=error -L fuzz
+tests/fuzz/smoke.sh build-fuzz 20
+echo "all tests passed (gcc Release, clang ASan+UBSan, clang libFuzzer)"

@@ -239,8 +239,9 @@ int rdc_open(uv_loop_t* loop, const rdc_config* cfg, rdc_client** out) {
         cfg->max_message_bytes < 1024) {
         return RDC_E_CONFIG;
     }
-    if (cfg->token != NULL && strpbrk(cfg->token, "\r\n") != NULL) {
-        return RDC_E_CONFIG; // it goes into a header line
+    // It goes into a header line: the token's alphabet keeps it one.
+    if (cfg->token != NULL && cfg->token[0] != '\0' && !rdc_token_valid(cfg->token)) {
+        return RDC_E_CONFIG;
     }
     rdc__url url;
     if (rdc__url_parse(cfg->url, &url) != 0) {
@@ -1242,6 +1243,7 @@ static void client_opened(rdc_client* c) {
         memset(&st, 0, sizeof st);
         st.state = RDC_CONNECTED;
         st.close_reason = "";
+        st.http_reason = "";
         c->cfg.on_state(c, &st, c->cfg.user);
     }
 }
@@ -1269,6 +1271,7 @@ static void client_conn_lost(rdc_client* c, rdc__conn* k, int err, uint16_t clos
     st.close_code = close_code;
     st.close_reason = k != NULL && close_code != 0 ? k->close_reason : "";
     st.http_status = k != NULL && err == RDC_E_HANDSHAKE ? k->hs.status : 0;
+    st.http_reason = st.http_status != 0 ? k->hs.reason : "";
     st.failures = c->failures;
     if (c->cfg.reconnect) {
         // Exponential backoff with jitter: uniform in [wait/2, wait].

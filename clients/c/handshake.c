@@ -99,6 +99,19 @@ void rdc__ws_key(const uint8_t nonce[16], char out[25]) {
     out[BASE64_ENCODE_RAW_LENGTH(16)] = '\0';
 }
 
+bool rdc_token_valid(const char* token) {
+    if (token == NULL) {
+        return false;
+    }
+    size_t n = strlen(token);
+    if (n < RDC_TOKEN_MIN || n > RDC_TOKEN_MAX) {
+        return false;
+    }
+    // The access-control contract (issue 8): [A-Za-z0-9._~-], so that a
+    // token fits a Sec-WebSocket-Protocol token and a URL fragment unescaped.
+    return strspn(token, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~-") == n;
+}
+
 size_t rdc__handshake_request(const rdc__url* u, const char* key, const char* token, char* out,
                               size_t cap) {
     char host[300];
@@ -173,6 +186,19 @@ static int on_header_value(http_parser* p, const char* at, size_t len) {
     return hs->header_bytes > RDC__MAX_RESPONSE_HEADER_BYTES;
 }
 
+// The reason phrase of the status line ("Unauthorized"), kept printable and
+// short: it is shown to people, and the server is not trusted.
+static int on_status(http_parser* p, const char* at, size_t len) {
+    rdc__hs* hs = p->data;
+    hs->header_bytes += len;
+    for (size_t i = 0; i < len && hs->reason_len + 1 < sizeof hs->reason; ++i) {
+        unsigned char ch = (unsigned char)at[i];
+        hs->reason[hs->reason_len++] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+    }
+    hs->reason[hs->reason_len] = '\0';
+    return hs->header_bytes > RDC__MAX_RESPONSE_HEADER_BYTES;
+}
+
 static int on_headers_complete(http_parser* p) {
     rdc__hs* hs = p->data;
     hs->done = true;
@@ -182,6 +208,7 @@ static int on_headers_complete(http_parser* p) {
 }
 
 static const http_parser_settings hs_settings = {
+    .on_status = on_status,
     .on_header_field = on_header_field,
     .on_header_value = on_header_value,
     .on_headers_complete = on_headers_complete,

@@ -69,8 +69,10 @@ typedef struct rdc__hs {
     char val[4][RDC__HVAL_MAX]; ///< Upgrade, Connection, Accept, Protocol.
     size_t val_len[4];
     bool too_long;
-    bool done;  ///< Headers complete.
-    int status; ///< HTTP status code.
+    bool done;       ///< Headers complete.
+    int status;      ///< HTTP status code.
+    char reason[64]; ///< The status line's reason phrase, printable ASCII ('?' else), cut short.
+    size_t reason_len;
 } rdc__hs;
 
 /// Readies *hs to read the response to a request that sent `key`.

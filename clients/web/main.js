@@ -8,7 +8,8 @@ import { WorldView } from './scene.js';
 import { installDrag } from './drag.js';
 import { installClick } from './click.js';
 import { CharacterPanel } from './characters.js';
-import { ParamPanel, Hud, RateMeter, logMessage } from './ui.js';
+import { ParamPanel, Hud, RateMeter, SnapshotRate, logMessage } from './ui.js';
+import { protocolsFor, refusalMessage } from './auth.js';
 
 const SNAPSHOT_HZ = 30;
 const FORMAT = 'binary';
@@ -24,6 +25,30 @@ const hud = new Hud($('hud-values'), $('conn'));
 const log = (text, kind = 'error') => logMessage($('log'), text, kind);
 const dropButton = $('drop');
 const worldButtons = [dropButton, $('throw-ball'), $('spawn-character')];
+
+// A message that stays in the middle of the screen while a problem lasts
+// (refused connection, a world that is not there), unlike the log's lines.
+// `key` names the problem, so that clearing one leaves another shown.
+const noticeEl = $('notice');
+let noticeKey = null;
+function notice(key, text) {
+  noticeKey = key;
+  noticeEl.textContent = text;
+  noticeEl.hidden = false;
+}
+function clearNotice(key) {
+  if (noticeKey !== key) return;
+  noticeKey = null;
+  noticeEl.hidden = true;
+}
+
+// On a small screen the panels start folded, so the scene shows; on a short
+// one the parameter sliders do, so the buttons and the character panel fit.
+if (matchMedia('(max-width: 600px)').matches) {
+  for (const id of ['hud-details', 'params-details', 'character-details']) $(id).open = false;
+} else if (window.innerHeight < 700) {
+  $('params-details').open = false;
+}
 
 const state = {
   worlds: [],            // from the welcome: [{ world, name, tick_hz, ... }]
@@ -41,14 +66,15 @@ const state = {
 const stats = newStats(); // binary frames, snapshots, deltas, acks, resyncs: all subscriptions
 let received = 0;                   // bytes of every frame received, text and binary
 const byteRate = new RateMeter();   // every frame received and its bytes
-const snapRate = new RateMeter();   // decoded snapshots
-const deltaRate = new RateMeter();  // decoded delta snapshots
+const snapRate = new SnapshotRate(); // decoded snapshots (and deltas), over their ticks
 
-// ?world=N picks the world; otherwise the first one the server lists.
-const wanted = (() => {
-  const w = new URLSearchParams(location.search).get('world');
-  return w !== null && /^\d+$/.test(w) ? Number(w) : null;
-})();
+// ?world=N picks the world, and then only that one is shown; otherwise the
+// first one the server lists. Anything else is not a world id: say so and
+// show nothing rather than some other world.
+const worldParam = new URLSearchParams(location.search).get('world');
+const wanted = worldParam !== null && /^[1-9]\d*$/.test(worldParam) && Number.isSafeInteger(Number(worldParam))
+  ? Number(worldParam) : null;
+const badWorld = worldParam !== null && wanted === null;
 
 let view = null;
 try {
@@ -71,11 +97,18 @@ window.__ragdolld = Object.freeze({
   // Ids of the entities drawn (those whose topology is known).
   get drawn() { return view ? [...view.bodies.keys()] : []; },
   get world() { return state.world; },
+  // The newest snapshot's tick, or null.
+  get tick() { return state.last?.tick ?? null; },
+  // The message in the middle of the screen, or null.
+  get notice() { return noticeEl.hidden ? null : noticeEl.textContent; },
   get entities() { return state.entities; },
   get selection() { return [...characters.selection]; },
   get camera() { return view?.camera.position.toArray() ?? null; },
   screenOf: (entity, particle) => view?.screenOf(entity, particle) ?? null,
   screenOfBone: (entity, bone) => view?.screenOfBone(entity, bone) ?? null,
+  // The drag marker as drawn (ring at the held particle, dot at the target,
+  // the line's ends, in page coordinates), or null while nothing is held.
+  dragMarker: () => view?.dragMarker() ?? null,
   // Page coordinates of a world point [x, y, z], or null behind the camera.
   project(p) {
     const s = view?.project(new THREE.Vector3(...p));
@@ -197,37 +230,58 @@ $('spawn-character').addEventListener('click', async () => {
 });
 
 // Connect last: its status callback touches the panel, button and drag above.
-const conn = new Connection(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`, {
-  welcome: onWelcome,
-  message: onMessage,
-  status(s, text) {
-    hud.status(s, text);
-    if (s !== 'open') leaveWorld();
-  },
-  binary: onBinary,
-  bytes(n) {
-    received += n;
-    byteRate.add(performance.now(), n);
-  },
-});
+// The access token, if any, comes from the page URL's fragment (auth.js);
+// it goes nowhere but into the subprotocol offer.
+const auth = protocolsFor(location.hash);
+const offline = { send: () => Promise.reject(new Error('not connected')), sendBinary: () => false };
+let conn = offline;
+if (badWorld) {
+  notice('world', `?world=${worldParam.slice(0, 40)} is not a world id: it wants a whole number, like ?world=1`);
+  hud.set({ world: 'none' });
+  hud.status('closed', 'not connected');
+} else if (auth.error) {
+  notice('auth', auth.error);
+  hud.status('closed', 'not connected');
+} else {
+  conn = new Connection(`${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/ws`, {
+    welcome: onWelcome,
+    message: onMessage,
+    status(s, text) {
+      hud.status(s, text);
+      if (s === 'open') clearNotice('refused');
+      else leaveWorld();
+    },
+    refused: () => notice('refused', refusalMessage(auth.token)),
+    binary: onBinary,
+    bytes(n) {
+      received += n;
+      byteRate.add(performance.now(), n);
+    },
+  }, auth.protocols, `${location.origin}/healthz`);
+}
 
 function onWelcome(msg) {
   state.worlds = msg.worlds ?? [];
-  const first = state.worlds[0]?.world ?? null;
-  const target = wanted ?? first;
+  const target = wanted ?? state.worlds[0]?.world ?? null;
   if (target === null) {
     log('the server has no worlds', 'info');
     return;
   }
-  subscribe(target, wanted !== null && first !== null && first !== wanted ? first : null);
+  subscribe(target);
 }
 
-async function subscribe(world, fallback = null) {
+async function subscribe(world) {
   const reply = await command({ op: 'subscribe', world, format: FORMAT, rate_hz: SNAPSHOT_HZ });
-  if (!reply || reply.error) {
-    if (reply && fallback !== null) subscribe(fallback);
+  if (reply?.error?.code === 'not_found' && world === wanted) {
+    // Asked for by the page URL: show that it is not there, not another world.
+    const others = state.worlds.map((w) => `${w.world}${w.name ? ` (${w.name})` : ''}`).join(', ');
+    notice('world', `no world ${world} on this server` +
+      (others ? `: it has ${others}; open ?world=${state.worlds[0].world}` : ': it has none'));
+    hud.set({ world: `no world ${world}` });
     return;
   }
+  if (!reply || reply.error) return;
+  clearNotice('world');
   enterWorld(reply);
 }
 
@@ -244,6 +298,7 @@ function enterWorld(reply) {
     log,
   }, stats);
   state.tickHz = reply.tick_hz;
+  snapRate.reset();
   state.last = null;
   state.metrics = null;
   state.entities.clear();
@@ -314,6 +369,11 @@ function onMessage(msg) {
       state.headSpeed = null;
       state.worlds = state.worlds.filter((w) => w.world !== msg.world);
       hud.set({ world: `${msg.world} destroyed` });
+      if (msg.world === wanted) {
+        // The page URL names this world: do not move on to another.
+        notice('world', `world ${msg.world} was destroyed`);
+        return;
+      }
       command({ op: 'list_worlds' }).then((r) => {
         if (r?.worlds) state.worlds = r.worlds;
         const next = r?.worlds?.[0]?.world;
@@ -332,8 +392,7 @@ function onBinary(bytes) {
   const now = performance.now();
   const snap = state.stream?.receive(bytes, now);
   if (!snap) return;
-  snapRate.add(now);
-  if (snap.delta) deltaRate.add(now);
+  snapRate.add(snap.tick, snap.delta, now);
   onSnapshot(snap, now);
 }
 
@@ -387,21 +446,20 @@ setInterval(() => {
   // rather than stop updating the HUD.
   const num = (v) => typeof v === 'number' && Number.isFinite(v);
   const count = (v, fallback) => (num(v) ? String(v) : s ? String(fallback()) : '–');
-  // The sum over all sticks grows with the world; the mean per stick is the
-  // figure to compare.
-  const error = !num(m.constraint_error) ? '–'
-    : num(m.sticks) && m.sticks > 0
-      ? `${m.constraint_error.toFixed(3)} m (${(1000 * m.constraint_error / m.sticks).toFixed(2)} mm/stick)`
-      : `${m.constraint_error.toFixed(4)} m`;
-  const snaps = snapRate.rate(now).count;
-  const deltas = deltaRate.rate(now).count;
+  // constraint_error sums |length - rest length| over every stick, so it
+  // grows with the world; the mean per stick is the figure that means
+  // something on its own.
+  const error = !num(m.constraint_error) || !num(m.sticks) ? '–'
+    : m.sticks === 0 ? 'no sticks'
+      : `${(1000 * m.constraint_error / m.sticks).toFixed(2)} mm mean`;
+  const { count: snaps, deltas } = snapRate.rate(now, state.tickHz);
   hud.set({
     tick: s ? String(s.tick) : '–',
     head: !num(state.headSpeed) ? '–' : `${state.headSpeed.toFixed(2)} m/s`,
     error,
     passes: num(m.solver_passes) ? String(m.solver_passes) : '–',
-    step: !num(m.step_ms) ? '–'
-      : `${m.step_ms.toFixed(2)} ms` + (num(m.overruns) && m.overruns > 0 ? `, ${m.overruns} late` : ''),
+    step: !num(m.step_ms) ? '–' : `${m.step_ms.toFixed(2)} ms`,
+    dropped: num(m.overruns) ? String(m.overruns) : '–',
     sps: snaps === 0 ? '0' : `${snaps.toFixed(0)} (${Math.round(100 * deltas / snaps)} % delta)`,
     bps: formatBytes(byteRate.rate(now).size),
     entities: count(m.entities, () => s.entities.length),

@@ -1,9 +1,9 @@
 // The WebSocket link to ragdolld (protocol/PROTOCOL.md): commands with ids
 // whose replies resolve promises, events handed to a callback, binary frames
 // (snapshots, §5.2) handed to another, binary frames out (acks), and
-// reconnection with exponential backoff when the socket closes.
+// reconnection with exponential backoff when the socket closes. The
+// subprotocols offered (with an access token or without) come from auth.js.
 
-const SUBPROTOCOL = 'ragdolld.v1';
 const REPLY_TIMEOUT_MS = 10000;
 const BACKOFF_MIN_MS = 500;
 const BACKOFF_MAX_MS = 8000;
@@ -16,16 +16,26 @@ export class Connection {
    *   binary(bytes)         – a binary frame (Uint8Array): a snapshot,
    *   status(state, text)   – state is 'connecting' | 'open' | 'closed',
    *   bytes(n)              – size of every frame received, text or binary (for the HUD),
+   *   refused()             – the server answers HTTP (probeUrl) but refused the
+   *                           WebSocket upgrade: a browser cannot see the status
+   *                           (401 token, 403 origin, 429, 503 full), only that
+   *                           the socket closed before it opened,
    * }
+   * protocols: the subprotocols to offer (auth.js protocolsFor); probeUrl: a
+   * plain GET on the same server (/healthz) that tells a refusal from a
+   * server that is down.
    */
-  constructor(url, handlers) {
+  constructor(url, handlers, protocols, probeUrl) {
     this.url = url;
     this.h = handlers;
+    this.protocols = protocols;
+    this.probeUrl = probeUrl;
     this.ws = null;
     this.nextId = 1;
     this.pending = new Map(); // id -> { resolve, reject, timer }
     this.attempt = 0;
     this.retryTimer = 0;
+    this.refusedLast = false; // the last attempt was refused (not: nobody there)
     this.connect();
   }
 
@@ -35,7 +45,12 @@ export class Connection {
 
   connect() {
     this.h.status('connecting', this.attempt === 0 ? 'connecting' : 'reconnecting');
-    const ws = new WebSocket(this.url, SUBPROTOCOL);
+    const ws = new WebSocket(this.url, this.protocols);
+    let opened = false;
+    ws.onopen = () => {
+      opened = true;
+      this.refusedLast = false;
+    };
     // Snapshots are decoded as soon as they arrive: no Blob round trip.
     ws.binaryType = 'arraybuffer';
     this.ws = ws;
@@ -77,19 +92,33 @@ export class Connection {
         p.reject(new Error('connection closed'));
       }
       this.pending.clear();
-      this.scheduleReconnect();
+      const delay = this.scheduleReconnect(!opened && this.refusedLast ? 'refused' : 'offline');
+      if (!opened && this.probeUrl) {
+        // Closed before it opened: refused, or nobody there. An HTTP answer
+        // of any status from the same server says it is up.
+        const said = (refused) => {
+          const changed = refused !== this.refusedLast;
+          this.refusedLast = refused;
+          if (this.ws !== null) return; // the next attempt is under way
+          if (changed) this.h.status('closed', `${refused ? 'refused' : 'offline'} · retry ${(delay / 1000).toFixed(1)} s`);
+          if (refused) this.h.refused?.();
+        };
+        fetch(this.probeUrl, { cache: 'no-store' }).then(() => said(true), () => said(false));
+      }
     };
     // An error is always followed by a close; the close handler does the work.
     ws.onerror = () => {};
   }
 
-  scheduleReconnect() {
+  /** Waits (with backoff) and connects again; `why` is the badge's word. Returns the wait, ms. */
+  scheduleReconnect(why = 'offline') {
     const base = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.attempt);
     // Jitter so that many viewers of a restarted server do not reconnect in step.
     const delay = Math.round(base * (0.75 + 0.5 * Math.random()));
     this.attempt++;
-    this.h.status('closed', `offline, retry in ${(delay / 1000).toFixed(1)} s`);
+    this.h.status('closed', `${why} · retry ${(delay / 1000).toFixed(1)} s`);
     this.retryTimer = setTimeout(() => this.connect(), delay);
+    return delay;
   }
 
   /**

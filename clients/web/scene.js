@@ -7,6 +7,11 @@ import { createBody } from './bodies.js';
 
 const BACKGROUND = 0x111418;
 const PICK_SLOP_PX = 10; // how far outside a particle's disc a click still grabs it
+const FOV = 50; // degrees, vertical
+// In a portrait window (a phone) the vertical field of view widens so that
+// at least this much shows across, degrees.
+const MIN_HFOV = 40;
+const DRAG_COLOR = 0xffd166;
 
 export class WorldView {
   constructor(canvas) {
@@ -26,7 +31,7 @@ export class WorldView {
     this.scene.background = new THREE.Color(BACKGROUND);
     this.scene.fog = new THREE.Fog(BACKGROUND, 18, 45);
 
-    this.camera = new THREE.PerspectiveCamera(50, 1, 0.1, 200);
+    this.camera = new THREE.PerspectiveCamera(FOV, 1, 0.1, 200);
     this.camera.position.set(0, 2.5, 7);
     this.controls = new OrbitControls(this.camera, canvas);
     this.controls.target.set(0, 1.5, 0);
@@ -82,17 +87,28 @@ export class WorldView {
   }
 
   addDragMarker() {
-    // While dragging: a small ball at the target and a tether to the particle.
-    this.dragTarget = new THREE.Mesh(
-      new THREE.SphereGeometry(0.035, 12, 8),
-      new THREE.MeshBasicMaterial({ color: 0xffffff }));
+    // While dragging: a ring around the held particle, a dot at the drag
+    // target (where the pointer pulls it) and a line between them. Drawn
+    // last and through everything (no depth test): the held particle is
+    // often behind a limb or inside a cloth, and the target, right after
+    // the grab, inside the particle itself.
+    const material = (extra) => new THREE.MeshBasicMaterial({
+      color: DRAG_COLOR, depthTest: false, depthWrite: false, transparent: true, ...extra,
+    });
+    this.dragRing = new THREE.Mesh(new THREE.RingGeometry(0.78, 1, 40), material({ side: THREE.DoubleSide }));
+    this.dragTarget = new THREE.Mesh(new THREE.SphereGeometry(1, 12, 8), material({ opacity: 0.9 }));
     const geo = new THREE.BufferGeometry();
     geo.setAttribute('position', new THREE.BufferAttribute(new Float32Array(6), 3));
-    this.dragLine = new THREE.Line(geo, new THREE.LineBasicMaterial({ color: 0xffffff, transparent: true, opacity: 0.6 }));
-    this.dragLine.frustumCulled = false;
+    this.dragLine = new THREE.Line(geo, new THREE.LineBasicMaterial({
+      color: DRAG_COLOR, depthTest: false, depthWrite: false, transparent: true, opacity: 0.9,
+    }));
+    for (const o of [this.dragRing, this.dragTarget, this.dragLine]) {
+      o.frustumCulled = false;
+      o.renderOrder = 10;
+      o.visible = false;
+    }
     this.drag = null; // { entity, particle, target: Vector3 }
-    this.dragTarget.visible = this.dragLine.visible = false;
-    this.scene.add(this.dragTarget, this.dragLine);
+    this.scene.add(this.dragRing, this.dragTarget, this.dragLine);
   }
 
   resize() {
@@ -101,6 +117,8 @@ export class WorldView {
     if (w === 0 || h === 0) return;
     this.renderer.setSize(w, h, false);
     this.camera.aspect = w / h;
+    const tallFov = 2 * Math.atan(Math.tan(THREE.MathUtils.degToRad(MIN_HFOV / 2)) / this.camera.aspect);
+    this.camera.fov = Math.max(FOV, THREE.MathUtils.radToDeg(tallFov));
     this.camera.updateProjectionMatrix();
   }
 
@@ -180,7 +198,27 @@ export class WorldView {
 
   setDrag(drag) {
     this.drag = drag;
-    this.dragTarget.visible = this.dragLine.visible = drag !== null;
+    if (!drag) this.dragRing.visible = this.dragTarget.visible = this.dragLine.visible = false;
+  }
+
+  /**
+   * The drag marker as drawn, for the test: { ring, target } page points of
+   * the ring's centre and the target dot, and the line's ends; null when
+   * there is none.
+   */
+  dragMarker() {
+    if (!this.drag || !this.dragRing.visible) return null;
+    const attr = this.dragLine.geometry.attributes.position;
+    const at = (v) => {
+      const s = this.project(v);
+      return { x: s.x, y: s.y };
+    };
+    return {
+      ring: at(this.dragRing.position),
+      target: at(this.dragTarget.position),
+      line: [at(new THREE.Vector3().fromBufferAttribute(attr, 0)), at(new THREE.Vector3().fromBufferAttribute(attr, 1))],
+      visible: this.dragLine.visible && this.dragTarget.visible,
+    };
   }
 
   render() {
@@ -189,18 +227,37 @@ export class WorldView {
     const now = performance.now();
     const alpha = THREE.MathUtils.clamp((now - this.lastSnapshotAt) / this.interval, 0, 1);
     for (const body of this.bodies.values()) body.interpolate(alpha);
-    if (this.drag) {
-      const p = this.positionOf(this.drag.entity, this.drag.particle);
-      if (p) {
-        this.dragTarget.position.copy(this.drag.target);
-        const attr = this.dragLine.geometry.attributes.position;
-        attr.setXYZ(0, p.x, p.y, p.z);
-        attr.setXYZ(1, this.drag.target.x, this.drag.target.y, this.drag.target.z);
-        attr.needsUpdate = true;
-      }
-    }
+    if (this.drag) this.placeDragMarker();
     this.controls.update();
     this.renderer.render(this.scene, this.camera);
+  }
+
+  // The ring around the held particle as drawn this frame, facing the
+  // camera, a little larger than the particle and never smaller than 8 px
+  // across its radius; a 3 px dot at the target; the line between.
+  placeDragMarker() {
+    const { entity, particle, target } = this.drag;
+    const p = this.positionOf(entity, particle, tmpP);
+    const shown = p !== null;
+    this.dragRing.visible = this.dragTarget.visible = this.dragLine.visible = shown;
+    if (!shown) return;
+    const r = this.bodies.get(entity).radii[particle];
+    this.dragRing.position.copy(p);
+    this.dragRing.quaternion.copy(this.camera.quaternion);
+    this.dragRing.scale.setScalar(Math.max(1.6 * r, 8 * this.metresPerPixel(p)));
+    this.dragTarget.position.copy(target);
+    this.dragTarget.scale.setScalar(3 * this.metresPerPixel(target));
+    const attr = this.dragLine.geometry.attributes.position;
+    attr.setXYZ(0, p.x, p.y, p.z);
+    attr.setXYZ(1, target.x, target.y, target.z);
+    attr.needsUpdate = true;
+  }
+
+  // The size of one CSS pixel at a world point's depth, metres.
+  metresPerPixel(point) {
+    const depth = Math.max(this.camera.near, -tmpV.copy(point).applyMatrix4(this.camera.matrixWorldInverse).z);
+    const h = Math.max(1, this.canvas.clientHeight);
+    return depth * 2 * Math.tan(THREE.MathUtils.degToRad(this.camera.fov) / 2) / h;
   }
 
   /** Rendered position of a particle, or null. */
@@ -365,5 +422,6 @@ function isSoftwareGL() {
 }
 
 const tmpV = new THREE.Vector3();
+const tmpP = new THREE.Vector3();
 const tmpNdc = new THREE.Vector2();
 const raycaster = new THREE.Raycaster();

@@ -1,5 +1,7 @@
-// The DOM side: parameter sliders, the HUD, the message log, and a sliding
-// window rate meter for the HUD's per-second figures.
+// The DOM side: parameter sliders, the HUD, the message log, and the rate
+// meters for the HUD's per-second figures (a sliding window over arrival
+// times for bytes, one over world ticks for snapshots). No DOM at module
+// load: the tests import the meters in Node (tests/js/rate.test.mjs).
 
 // One slider per world parameter. `get` reads it from a params object, `set`
 // makes the set_params fields for a new value (gravity keeps its X and Z).
@@ -76,30 +78,35 @@ export class ParamPanel {
   }
 }
 
-// HUD rows: key, label. Snapshots/s counts decoded snapshots and the share
-// of deltas among them; "received" counts every frame (the subscription's
-// format is shown in the HUD's header).
+// HUD rows: key, label, what it means (the label's tooltip). Labels and
+// values are short enough to share one line each at the HUD's width.
 const HUD_ROWS = [
-  ['world', 'world'],
-  ['tick', 'tick'],
-  ['head', 'head speed'],
-  ['error', 'constraint error'],
-  ['passes', 'solver passes/tick'],
-  ['step', 'step time'],
-  ['sps', 'snapshots/s'],
-  ['bps', 'received'],
-  ['entities', 'entities'],
-  ['particles', 'particles'],
+  ['world', 'world', 'The world this page watches: its id and name'],
+  ['tick', 'tick', 'The tick of the newest snapshot'],
+  ['head', 'head speed', "Speed of the first particle ragdoll's head, between the last two snapshots"],
+  ['error', 'stick error',
+    "Mean over the world's sticks (particle distance constraints) of |length − rest length|: " +
+    "the metrics event's constraint_error, a sum over all sticks, divided by their number"],
+  ['passes', 'solver passes', 'Constraint passes per tick: iterations × substeps'],
+  ['step', 'step time', "Wall time of the server's last tick"],
+  ['dropped', 'ticks dropped',
+    'Ticks the server skipped since the world started because stepping fell behind real time (overruns)'],
+  ['sps', 'snapshots/s',
+    'Snapshots received per second of world time (from their ticks), and the share of deltas among them'],
+  ['bps', 'received', 'Bytes per second of every frame received: snapshots, events and replies'],
+  ['entities', 'entities', 'Entities in the world'],
+  ['particles', 'particles', 'Particles in the world'],
 ];
 
 export class Hud {
   constructor(dl, badge) {
     this.badge = badge;
     this.cells = {};
-    for (const [key, label] of HUD_ROWS) {
+    for (const [key, label, title] of HUD_ROWS) {
       const dt = document.createElement('dt');
       const dd = document.createElement('dd');
       dt.textContent = label;
+      dt.title = title;
       dd.textContent = '–';
       dl.append(dt, dd);
       this.cells[key] = dd;
@@ -110,13 +117,17 @@ export class Hud {
   set(values) {
     for (const [key, text] of Object.entries(values)) {
       const cell = this.cells[key];
-      if (cell && cell.textContent !== text) cell.textContent = text;
+      if (cell && cell.textContent !== text) {
+        cell.textContent = text;
+        cell.title = text; // the whole of a value cut short (a long world name)
+      }
     }
   }
 
   status(state, text) {
     this.badge.dataset.state = state;
     this.badge.textContent = text;
+    this.badge.title = text; // in full, should the header be too narrow for it
   }
 }
 
@@ -149,6 +160,52 @@ function scheduleRemoval(li) {
     li.classList.add('fading');
     setTimeout(() => li.remove(), 400);
   }, LOG_MS);
+}
+
+/**
+ * Snapshots per second of world time. Counted over arrival times, a page
+ * that stalls (software rendering, a busy tab) gets the snapshots of the
+ * stall in one burst, and a one-second window then holds nearly two
+ * seconds' worth (55/s on a 30 Hz subscription). Counted over their ticks
+ * instead: the snapshots of the last `windowS` seconds of world time before
+ * the newest one, n of them spanning s seconds of ticks, came at (n - 1) / s
+ * per second, however they bunched on the way. No snapshot for `windowS`
+ * seconds of wall time: 0.
+ */
+export class SnapshotRate {
+  constructor(windowS = 2) {
+    this.windowS = windowS;
+    this.reset();
+  }
+
+  /** Forgets everything (a new subscription: ticks start elsewhere). */
+  reset() {
+    this.events = []; // [tick, delta]
+    this.lastAt = 0;
+  }
+
+  /** A snapshot of `tick` (full, increasing), a delta or not, decoded at `now` (ms). */
+  add(tick, delta, now) {
+    this.events.push([tick, delta]);
+    this.lastAt = now;
+  }
+
+  /** { count, deltas } per second at `now` (ms), for a world of tickHz. */
+  rate(now, tickHz) {
+    const n0 = this.events.length;
+    if (n0 === 0 || !(tickHz > 0) || now - this.lastAt > this.windowS * 1000) return { count: 0, deltas: 0 };
+    const last = this.events[n0 - 1][0];
+    let drop = 0;
+    while (drop < n0 && this.events[drop][0] <= last - this.windowS * tickHz) drop++;
+    if (drop) this.events.splice(0, drop);
+    const n = this.events.length;
+    const span = (last - this.events[0][0]) / tickHz;
+    if (n < 2 || span <= 0) return { count: 0, deltas: 0 }; // too few to tell yet
+    let deltas = 0;
+    for (const [, d] of this.events) if (d) deltas++;
+    const count = (n - 1) / span;
+    return { count, deltas: count * deltas / n };
+  }
 }
 
 /** Events per second and their summed sizes over the last second. */

@@ -233,6 +233,9 @@ typedef struct rdp_command {
 /// and fills *out. On failure returns the error code, fills *err, and sets
 /// out->has_id/out->id if an id could be read (so the reply can carry it).
 /// Checks in the order of PROTOCOL.md §2: JSON, shape, finiteness, ranges.
+/// A raw byte below 0x20 other than tab, LF and CR anywhere in the text is
+/// RDP_E_BAD_JSON (RFC 8259 §2 and §7), with its value and offset in the
+/// message.
 rdp_code rdp_command_decode(const char* text, size_t len, rdp_command* out, rdp_error* err);
 
 // ---------------------------------------------------------------------------

@@ -211,3 +211,11 @@ void net__ws_tick(net_session* s);
 
 /// Frees the WebSocket state (wslay context, out buffer, waiting payloads).
 void net__ws_free(net_session* s);
+
+/// Starts a session on a connected stream socket the caller already has, as
+/// if the listener had accepted it: the way tests and the fuzz harness drive
+/// a session through one end of a socketpair, without a network. The
+/// session owns fd from the call on (on failure fd is closed). Returns 0,
+/// UV_ECANCELED when the server is stopping, or another libuv error; on
+/// success the session closes as any other (net_server_stop included).
+int net__session_adopt(net_server* srv, uv_os_sock_t fd);

@@ -11,6 +11,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 // How long a graceful close may wait for the peer before the handles close.
 #define NET__CLOSE_GRACE_MS 2000
@@ -305,14 +306,12 @@ static uint32_t http_count_from(const net_server* srv, const char* peer) {
     return n;
 }
 
-static void on_connection(uv_stream_t* server, int status) {
-    net_server* srv = server->data;
-    if (status < 0 || srv->stopping) {
-        return;
-    }
+// A new session on the server's list with its handles initialised; the
+// TCP handle still has to be given its socket. NULL when out of memory.
+static net_session* session_new(net_server* srv) {
     net_session* s = calloc(1, sizeof *s);
     if (s == NULL) {
-        return;
+        return NULL;
     }
     s->srv = srv;
     s->id = ++srv->next_id;
@@ -327,23 +326,27 @@ static void on_connection(uv_stream_t* server, int status) {
         srv->sessions->prev = s;
     }
     srv->sessions = s;
-    if (uv_accept(server, (uv_stream_t*)&s->tcp) != 0) {
-        net__close_now(s);
-        return;
-    }
+    return s;
+}
+
+// Starts a session whose handle has its socket: the peer's address, the
+// per-address cap, the request deadline, reading.
+static void session_start(net_session* s) {
+    net_server* srv = s->srv;
     uv_tcp_nodelay(&s->tcp, 1);
     struct sockaddr_storage peer;
     int namelen = sizeof peer;
     if (uv_tcp_getpeername(&s->tcp, (struct sockaddr*)&peer, &namelen) == 0) {
         if (peer.ss_family == AF_INET6) {
             uv_ip6_name((struct sockaddr_in6*)&peer, s->peer, sizeof s->peer);
-        } else {
+        } else if (peer.ss_family == AF_INET) {
             uv_ip4_name((struct sockaddr_in*)&peer, s->peer, sizeof s->peer);
         }
     }
     net__stats_accepted(s);
     http_parser_init(&s->parser, HTTP_REQUEST);
     s->parser.data = s;
+    s->last_rx_ms = net__now_ms(s);
     if (srv->cfg.max_http_per_address > 0 &&
         http_count_from(srv, s->peer) > srv->cfg.max_http_per_address) {
         // One address may not hold every connection slot with requests it
@@ -353,9 +356,24 @@ static void on_connection(uv_stream_t* server, int status) {
                           sizeof too_many - 1, true);
         return;
     }
-    s->last_rx_ms = net__now_ms(s);
     net__arm_request_deadline(s);
     net__read_update(s);
+}
+
+static void on_connection(uv_stream_t* server, int status) {
+    net_server* srv = server->data;
+    if (status < 0 || srv->stopping) {
+        return;
+    }
+    net_session* s = session_new(srv);
+    if (s == NULL) {
+        return;
+    }
+    if (uv_accept(server, (uv_stream_t*)&s->tcp) != 0) {
+        net__close_now(s);
+        return;
+    }
+    session_start(s);
 }
 
 int net_server_start(uv_loop_t* loop, const net_config* cfg, const net_callbacks* cb,
@@ -477,4 +495,25 @@ size_t net_session_queued_bytes(const net_session* s) {
     }
     return uv_stream_get_write_queue_size((const uv_stream_t*)&s->tcp) +
            wslay_event_get_queued_msg_length(s->ws);
+}
+
+// ---------------------------------------------------------------------------
+// Sessions on a socket the caller has (tests and fuzzing)
+// ---------------------------------------------------------------------------
+
+int net__session_adopt(net_server* srv, uv_os_sock_t fd) {
+    // As on_connection(), with uv_tcp_open() where it accepts.
+    net_session* s = srv->stopping ? NULL : session_new(srv);
+    if (s == NULL) {
+        close(fd);
+        return srv->stopping ? UV_ECANCELED : UV_ENOMEM;
+    }
+    int rc = uv_tcp_open(&s->tcp, fd);
+    if (rc != 0) {
+        close(fd); // not the handle's yet
+        net__close_now(s);
+        return rc;
+    }
+    session_start(s);
+    return 0;
 }

@@ -22,5 +22,9 @@ fi
 "$cc" -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror "${extra[@]}" \
   -o "$prefix/game" "$src/clients/c/examples/game.c" $(pkg-config --cflags --libs rdc)
 test -x "$prefix/game"
+# The README shows the example whole: it must be the file that builds.
+awk '/^```c$/ { getline; if ($0 ~ /^\/\/ game\.c/) { show = 1 } } show && /^```$/ { exit } show { print }' \
+  "$src/clients/c/README.md" | diff -u "$src/clients/c/examples/game.c" - \
+  || { echo "clients/c/README.md's example differs from examples/game.c" >&2; exit 1; }
 "$prefix/bin/ragdollctl" --version
 echo "rdc installs, and the example builds from pkg-config alone"

@@ -155,6 +155,10 @@ test('bad input gets the right error code and nothing else changes for anyone', 
     [`{"op":"set_params","id":14,"world":${world},"iterations":100,"substeps":32}`, 'too_large'],
     [`{"op":"spawn_cloth","id":15,"world":${world},"origin":[0,3,0],"cols":256,"rows":128,"spacing":0.01}`, 'too_large'],
     ['{"op":"create_world","id":16,"name":"a\\u0000\\u001b[31m"}', 'bad_request'],
+    // Raw control bytes (not escaped): cJSON would skip the NUL as white
+    // space and destroy the world, or cut the name at it.
+    [`{"op":\u0000"destroy_world","world":${world}}`, 'bad_json'],
+    ['{"op":"create_world","name":"ok\u0000\u0001\u001b[2Jevil"}', 'bad_json'],
   ];
   for (let round = 0; round < 20; ++round) {
     for (const [text, code] of cases) {

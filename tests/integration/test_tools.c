@@ -23,13 +23,16 @@
 
 #include <cJSON.h>
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -156,6 +159,17 @@ static int setup(void** state) {
         fail_msg("ragdolld did not start (set RAGDOLLD to its path)");
     }
     snprintf(f->url, sizeof f->url, "ws://127.0.0.1:%d/ws", f->srv.port);
+    snprintf(f->dir, sizeof f->dir, "/tmp/rd_tools_%s", "XXXXXX"); // mkdtemp's template
+    assert_non_null(mkdtemp(f->dir));
+    *state = f;
+    return 0;
+}
+
+// A fixture without ragdolld: the test starts what it needs (in f->srv,
+// which teardown stops).
+static int setup_bare(void** state) {
+    fixture* f = calloc(1, sizeof *f);
+    assert_non_null(f);
     snprintf(f->dir, sizeof f->dir, "/tmp/rd_tools_%s", "XXXXXX"); // mkdtemp's template
     assert_non_null(mkdtemp(f->dir));
     *state = f;
@@ -578,6 +592,249 @@ static void test_ragdoll_load_50_clients_for_5_seconds(void** state) {
     cJSON_Delete(rep);
 }
 
+// ---------------------------------------------------------------------------
+// Access tokens: what the tools send, and what they say when the upgrade is
+// refused. ragdolld does not check tokens yet, so a stand-in server (a
+// child process) reads each upgrade request, appends it to a file and
+// answers as the access-control contract says a server refuses one: 401
+// Unauthorized with WWW-Authenticate: Bearer.
+// ---------------------------------------------------------------------------
+
+// Starts the stand-in on 127.0.0.1 (its pid and port in f->srv, so that
+// teardown stops it); requests go to `log`, each followed by "----\n".
+static void start_refuser(fixture* f, const char* log) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(bind(fd, (struct sockaddr*)&a, sizeof a), 0);
+    assert_int_equal(listen(fd, 128), 0);
+    socklen_t len = sizeof a;
+    assert_int_equal(getsockname(fd, (struct sockaddr*)&a, &len), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        for (;;) {
+            int c = accept(fd, NULL, NULL);
+            if (c < 0) {
+                continue;
+            }
+            char req[8192];
+            size_t n = 0;
+            ssize_t got;
+            while (n < sizeof req - 1 && (got = read(c, req + n, sizeof req - 1 - n)) > 0) {
+                n += (size_t)got;
+                req[n] = '\0';
+                if (strstr(req, "\r\n\r\n") != NULL) {
+                    break;
+                }
+            }
+            int out = open(log, O_WRONLY | O_APPEND | O_CREAT, 0600);
+            if (out >= 0) {
+                (void)!write(out, req, n);
+                (void)!write(out, "----\n", 5);
+                close(out);
+            }
+            static const char no[] = "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\n"
+                                     "Content-Type: text/plain\r\nContent-Length: 14\r\n"
+                                     "Connection: close\r\n\r\nunknown token\n";
+            (void)!write(c, no, sizeof no - 1);
+            close(c);
+        }
+    }
+    close(fd);
+    f->srv.pid = pid;
+    f->srv.port = ntohs(a.sin_port);
+    snprintf(f->url, sizeof f->url, "ws://127.0.0.1:%d/ws", f->srv.port);
+}
+
+// The Authorization header values the stand-in has read since the log was
+// last emptied, one per request ("-" for a request without one), joined by
+// spaces; the log is emptied.
+static const char* authorizations(const char* log) {
+    static char out[4096];
+    out[0] = '\0';
+    FILE* fp = fopen(log, "r");
+    if (fp == NULL) {
+        return out;
+    }
+    char line[1024];
+    bool seen = false;
+    size_t len = 0;
+    while (fgets(line, sizeof line, fp) != NULL) {
+        if (strncmp(line, "Authorization: ", 15) == 0) {
+            seen = true;
+            len += (size_t)snprintf(out + len, sizeof out - len, "%s%.*s", len > 0 ? " " : "",
+                                    (int)strcspn(line + 15, "\r\n"), line + 15);
+        } else if (strcmp(line, "----\n") == 0) {
+            if (!seen) {
+                len += (size_t)snprintf(out + len, sizeof out - len, "%s-", len > 0 ? " " : "");
+            }
+            seen = false;
+        }
+    }
+    fclose(fp);
+    unlink(log);
+    return out;
+}
+
+static void test_ragdollctl_sends_its_token_and_names_a_refusal(void** state) {
+    fixture* f = *state;
+    const char* log = path_in(f, "requests.txt", 0);
+    start_refuser(f, log);
+    unsetenv("RAGDOLL_TOKEN");
+
+    // --token: sent as a bearer token; the 401 ends the run with exit 3 and
+    // a message that names the status.
+    assert_int_equal(ctl(f, (const char*[]){"--token", "Flag.Token_0123456789", "list", NULL}), 3);
+    assert_non_null(strstr(f->r.err, "server refused the upgrade: 401 Unauthorized"));
+    assert_string_equal(authorizations(log), "Bearer Flag.Token_0123456789");
+    // The token itself is never printed.
+    assert_null(strstr(f->r.err, "Flag.Token_0123456789"));
+
+    // RAGDOLL_TOKEN when there is no --token; --token wins over it.
+    setenv("RAGDOLL_TOKEN", "Env~Token-0123456789", 1);
+    assert_int_equal(ctl(f, (const char*[]){"list", NULL}), 3);
+    assert_string_equal(authorizations(log), "Bearer Env~Token-0123456789");
+    assert_int_equal(ctl(f, (const char*[]){"--token", "Flag.Token_0123456789", "list", NULL}), 3);
+    assert_string_equal(authorizations(log), "Bearer Flag.Token_0123456789");
+    // An empty variable is no token: no header at all.
+    setenv("RAGDOLL_TOKEN", "", 1);
+    assert_int_equal(ctl(f, (const char*[]){"list", NULL}), 3);
+    assert_non_null(strstr(f->r.err, "401 Unauthorized"));
+    assert_non_null(strstr(f->r.err, "wants a token"));
+    assert_string_equal(authorizations(log), "-");
+
+    // A malformed token is a usage error, before anything is sent, and is
+    // not echoed.
+    assert_int_equal(ctl(f, (const char*[]){"--token", "too-short", "list", NULL}), 2);
+    assert_null(strstr(f->r.err, "too-short"));
+    setenv("RAGDOLL_TOKEN", "has spaces in the middle", 1);
+    assert_int_equal(ctl(f, (const char*[]){"list", NULL}), 2);
+    assert_non_null(strstr(f->r.err, "RAGDOLL_TOKEN"));
+    assert_null(strstr(f->r.err, "spaces"));
+    assert_string_equal(authorizations(log), "");
+    unsetenv("RAGDOLL_TOKEN");
+}
+
+// Runs ragdoll-load on `scenario` with up to 6 more arguments; returns the
+// seconds it took.
+static double load(fixture* f, const char* scenario, const char* const* args) {
+    char* argv[16];
+    int n = 0;
+    argv[n++] = (char*)env_or("RAGDOLL_LOAD", "build/clients/c/ragdoll-load");
+    argv[n++] = "--quiet";
+    for (int i = 0; args[i] != NULL && n < 14; ++i) {
+        argv[n++] = (char*)args[i];
+    }
+    argv[n++] = (char*)scenario;
+    argv[n] = NULL;
+    double t0 = now_s();
+    run(&f->r, argv, 60);
+    return now_s() - t0;
+}
+
+static void test_ragdoll_load_sends_its_token(void** state) {
+    fixture* f = *state;
+    const char* log = path_in(f, "requests.txt", 0);
+    start_refuser(f, log);
+    unsetenv("RAGDOLL_TOKEN");
+    // Three clients that do not reconnect: three requests, then exit 3 (no
+    // client could connect), long before the scenario's minute is up.
+    char text[256];
+    snprintf(text, sizeof text,
+             "{\"url\": \"%s\", \"clients\": 3, \"duration_s\": 60, \"token\": "
+             "\"Scenario.Token-0123456789\"}",
+             f->url);
+    const char* scenario = write_file(f, "token.json", text, 1);
+    double took = load(f, scenario, (const char*[]){NULL});
+    assert_int_equal(f->r.exit_code, 3);
+    assert_true(took < 10);
+    assert_non_null(strstr(f->r.err, "401 Unauthorized"));
+    assert_null(strstr(f->r.err, "Scenario.Token-0123456789"));
+    const char* three = "Bearer Scenario.Token-0123456789 Bearer Scenario.Token-0123456789 "
+                        "Bearer Scenario.Token-0123456789";
+    assert_string_equal(authorizations(log), three);
+    // --token overrides the scenario's; RAGDOLL_TOKEN does not.
+    setenv("RAGDOLL_TOKEN", "Env~Token-0123456789", 1);
+    load(f, scenario, (const char*[]){"--token", "Flag.Token_0123456789", NULL});
+    assert_int_equal(f->r.exit_code, 3);
+    assert_string_equal(authorizations(log), "Bearer Flag.Token_0123456789 Bearer "
+                                             "Flag.Token_0123456789 Bearer Flag.Token_0123456789");
+    load(f, scenario, (const char*[]){NULL});
+    assert_string_equal(authorizations(log), three);
+    // With neither, RAGDOLL_TOKEN.
+    snprintf(text, sizeof text, "{\"url\": \"%s\", \"clients\": 3, \"duration_s\": 60}", f->url);
+    scenario = write_file(f, "env.json", text, 2);
+    load(f, scenario, (const char*[]){NULL});
+    assert_int_equal(f->r.exit_code, 3);
+    assert_string_equal(authorizations(log), "Bearer Env~Token-0123456789 Bearer "
+                                             "Env~Token-0123456789 Bearer Env~Token-0123456789");
+    unsetenv("RAGDOLL_TOKEN");
+    // A malformed token in the file: a scenario error (2), not echoed.
+    snprintf(text, sizeof text, "{\"url\": \"%s\", \"token\": \"a b c d e f g h i j\"}", f->url);
+    scenario = write_file(f, "bad.json", text, 2);
+    load(f, scenario, (const char*[]){NULL});
+    assert_int_equal(f->r.exit_code, 2);
+    assert_non_null(strstr(f->r.err, "\"token\""));
+    assert_null(strstr(f->r.err, "a b c"));
+    assert_string_equal(authorizations(log), "");
+}
+
+static void test_ragdoll_load_gives_up_when_nobody_listens(void** state) {
+    fixture* f = *state;
+    int port = server_free_port();
+    assert_true(port > 0);
+    char url[64];
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d/ws", port);
+    // 50 clients for a minute, and 50 started 10 a second: both end with
+    // exit 3 within seconds (the bound is wide: a loaded machine).
+    const char* scenario = env_or("RD_LOAD_SCENARIO", "clients/c/scenarios/demo.json");
+    double took = load(f, scenario,
+                       (const char*[]){"--url", url, "--clients", "50", "--duration", "60", NULL});
+    print_message("all at once: exit %d after %.2f s\n", f->r.exit_code, took);
+    assert_int_equal(f->r.exit_code, 3);
+    assert_true(took < 10);
+    assert_non_null(strstr(f->r.err, "giving up"));
+    took = load(
+        f, scenario,
+        (const char*[]){"--url", url, "--clients", "50", "--ramp", "10", "--duration", "60", NULL});
+    print_message("ramp of 10/s: exit %d after %.2f s\n", f->r.exit_code, took);
+    assert_int_equal(f->r.exit_code, 3);
+    assert_true(took < 10);
+}
+
+// ---------------------------------------------------------------------------
+// The rdc example of clients/c/README.md (examples/game.c)
+// ---------------------------------------------------------------------------
+
+static void test_rdc_example_exits_when_world_1_is_missing(void** state) {
+    fixture* f = *state;
+    // A server without the demo: no world 1. The example says the server's
+    // error and exits 1 (it used to wait in silence).
+    assert_int_equal(server_start(&f->srv, 0, false), 0);
+    snprintf(f->url, sizeof f->url, "ws://127.0.0.1:%d/ws", f->srv.port);
+    char* argv[] = {(char*)env_or("RDC_EXAMPLE", "build/clients/c/rdc-example"), f->url, NULL};
+    double t0 = now_s();
+    run(&f->r, argv, 30);
+    assert_int_equal(f->r.exit_code, 1);
+    assert_true(now_s() - t0 < 10);
+    assert_non_null(strstr(f->r.err, "subscribe failed: not_found"));
+}
+
+static void test_rdc_example_kills_the_demo_character(void** state) {
+    fixture* f = *state;
+    // With the demo: 60 snapshots (2 s), then the kill, whose reply names
+    // the bone it hit; exit 0.
+    char* argv[] = {(char*)env_or("RDC_EXAMPLE", "build/clients/c/rdc-example"), f->url, NULL};
+    run(&f->r, argv, 60);
+    assert_int_equal(f->r.exit_code, 0);
+    assert_non_null(strstr(f->r.out, "(animated)"));
+    assert_non_null(strstr(f->r.out, "killed: the impulse hit the "));
+}
+
 int main(void) {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
@@ -595,6 +852,14 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_record_reports_write_errors, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_ragdollctl_sends_its_token_and_names_a_refusal,
+                                        setup_bare, teardown),
+        cmocka_unit_test_setup_teardown(test_ragdoll_load_sends_its_token, setup_bare, teardown),
+        cmocka_unit_test_setup_teardown(test_ragdoll_load_gives_up_when_nobody_listens, setup_bare,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rdc_example_exits_when_world_1_is_missing, setup_bare,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rdc_example_kills_the_demo_character, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdoll_load_50_clients_for_5_seconds, setup,
                                         teardown),
     };

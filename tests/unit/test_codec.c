@@ -358,6 +358,47 @@ static void test_malformed_frames_are_refused_and_change_nothing(void** state) {
     rdp_qsnap_free(b);
 }
 
+// A ball at the origin, unrotated, whose first coded quaternion component
+// is then set to `c` (in the integers; the encoder codes them as given).
+static size_t ball_frame(int32_t c, uint64_t tick, uint8_t* buf, size_t cap) {
+    static const float pose[7] = {0, 0, 0, 0, 0, 0, 1};
+    rdp_entity_state e;
+    memset(&e, 0, sizeof e);
+    e.entity = 7;
+    e.kind = RDP_KIND_BALL;
+    e.body_count = 1;
+    e.pose = pose;
+    rdp_snapshot snap = {.world = 1, .tick = tick, .entity_count = 1, .entities = &e};
+    rdp_qsnap* q = rdp_qsnap_new();
+    assert_int_equal(rdp_quantize(&snap, q), 0);
+    assert_int_equal(q->vals[3], 3); // w is the largest, dropped
+    q->vals[4] = c;
+    size_t n = rdp_encode(q, NULL, buf, cap);
+    rdp_qsnap_free(q);
+    assert_true(n > 0);
+    return n;
+}
+
+static void test_a_quaternion_component_no_encoder_makes_is_refused(void** state) {
+    (void)state;
+    // Components are rounded from |c| <= 1/sqrt(2) times 2047·sqrt(2), so
+    // they lie in [-2047, 2047]; s(12) also holds -2048. A full frame with
+    // it was taken, and then no delta against it could decode (a change
+    // must land in [-2047, 2047]): found by fuzz_snapshot.
+    uint8_t buf[64];
+    const rdp_qsnap* out;
+    rdp_decoder* d = rdp_decoder_new();
+    size_t n = ball_frame(-2047, 10, buf, sizeof buf);
+    assert_int_equal(rdp_decode(d, buf, n, &out), RDP_OK);
+    assert_int_equal(out->vals[4], -2047);
+    n = ball_frame(2047, 11, buf, sizeof buf);
+    assert_int_equal(rdp_decode(d, buf, n, &out), RDP_OK);
+    assert_int_equal(out->vals[4], 2047);
+    n = ball_frame(-2048, 12, buf, sizeof buf);
+    assert_int_equal(rdp_decode(d, buf, n, &out), RDP_E_BAD_REQUEST);
+    rdp_decoder_free(d);
+}
+
 static void test_acks_round_trip(void** state) {
     (void)state;
     uint8_t buf[RDP_ACK_BYTES];
@@ -469,6 +510,7 @@ int main(void) {
         cmocka_unit_test(test_tick_arithmetic_wraps),
         cmocka_unit_test(test_an_unchanged_world_costs_a_few_bytes),
         cmocka_unit_test(test_malformed_frames_are_refused_and_change_nothing),
+        cmocka_unit_test(test_a_quaternion_component_no_encoder_makes_is_refused),
         cmocka_unit_test(test_acks_round_trip),
         cmocka_unit_test(test_golden_vectors_decode_to_their_listed_values),
     };

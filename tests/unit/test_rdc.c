@@ -543,6 +543,14 @@ typedef struct mask_server {
     const char* reply;      ///< The reply to the first command (NULL: {"re":1,"ok":true}).
     uint16_t close_code;    ///< Of the last RDC_DISCONNECTED.
     char close_reason[128]; ///< Of the last RDC_DISCONNECTED.
+    const char* token;      ///< The client's config token (ms_open), or NULL.
+    /// The server's whole answer to the upgrade request instead of its 101
+    /// (a refusal), or NULL; the connection is closed after it.
+    const char* refusal;
+    char request[2048]; ///< The upgrade request as the server read it.
+    int error;          ///< Of the last RDC_DISCONNECTED.
+    int http_status;    ///< Of the last RDC_DISCONNECTED.
+    char http_reason[64];
 } mask_server;
 
 // Appends an unmasked server frame (FIN, opcode) to m->greet.
@@ -589,6 +597,15 @@ static void ms_consume(mask_server* m) {
         char* end = strstr((char*)m->in, "\r\n\r\n");
         char* key = strstr((char*)m->in, "Sec-WebSocket-Key: ");
         if (end == NULL || key == NULL) {
+            return;
+        }
+        snprintf(m->request, sizeof m->request, "%.*s", (int)(end + 4 - (char*)m->in),
+                 (const char*)m->in);
+        if (m->refusal != NULL) {
+            // The client gives up on reading it; its close ends ours (ms_read).
+            ms_write(m, m->refusal, strlen(m->refusal));
+            m->in_len = 0;
+            m->upgraded = true; // nothing more is read as frames
             return;
         }
         char k[25];
@@ -674,6 +691,9 @@ static void ms_state(rdc_client* c, const rdc_status* st, void* user) {
     if (st->state == RDC_DISCONNECTED) {
         m->close_code = st->close_code;
         snprintf(m->close_reason, sizeof m->close_reason, "%s", st->close_reason);
+        m->error = st->error;
+        m->http_status = st->http_status;
+        snprintf(m->http_reason, sizeof m->http_reason, "%s", st->http_reason);
     }
 }
 
@@ -709,6 +729,7 @@ static void ms_open(mask_server* m, rdc_snapshot_cb on_snapshot) {
     cfg.user = m;
     cfg.on_state = ms_state;
     cfg.on_snapshot = on_snapshot;
+    cfg.token = m->token;
     assert_int_equal(rdc_open(&m->loop, &cfg, &m->c), 0);
 }
 
@@ -928,6 +949,115 @@ static void test_rdc_reports_the_close_code_and_reason(void** state) {
     free(m);
 }
 
+static void test_rdc_token_form(void** state) {
+    (void)state;
+    // 16 to 128 characters from [A-Za-z0-9._~-] (the access-control contract).
+    assert_true(rdc_token_valid("abcdefghijklmnop"));
+    assert_true(rdc_token_valid("AZaz09._~-AZaz09._~-"));
+    assert_false(rdc_token_valid("abcdefghijklmno")); // 15
+    char t[130];
+    memset(t, 'x', sizeof t);
+    t[128] = '\0';
+    assert_true(rdc_token_valid(t));
+    t[128] = 'x';
+    t[129] = '\0';
+    assert_false(rdc_token_valid(t));
+    const char* bad[] = {"abcdefghijklmnop ",
+                         "abcdefgh/ijklmnop",
+                         "abcdefgh+ijklmnop",
+                         "abcdefghijklmnop=",
+                         "abcdefgh:ijklmnop",
+                         "abcdefghijklmnop\r\nX: y",
+                         "abcdefgh\xc3\xa9ijklmnop",
+                         "",
+                         NULL};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        assert_false(rdc_token_valid(bad[i]));
+    }
+    // rdc_open refuses a malformed token before anything is sent; "" is none.
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    rdc_config cfg = rdc_config_default();
+    rdc_client* c = NULL;
+    cfg.token = "short";
+    assert_int_equal(rdc_open(&loop, &cfg, &c), RDC_E_CONFIG);
+    cfg.token = "abcdefghijklmnop\r\nX-Injected: 1";
+    assert_int_equal(rdc_open(&loop, &cfg, &c), RDC_E_CONFIG);
+    assert_null(c);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+static void test_rdc_sends_the_token_in_the_upgrade_request(void** state) {
+    (void)state;
+    mask_server* m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    m->all_masked = true;
+    m->token = "Tok.en_~-0123456789abcdef";
+    ms_open(m, NULL);
+    ms_run_until(m, &m->connected);
+    assert_true(m->connected);
+    // The request as the server read it: one Authorization header, Bearer,
+    // the token exactly.
+    const char* auth = strstr(m->request, "\r\nAuthorization: ");
+    assert_non_null(auth);
+    assert_null(strstr(auth + 2, "\r\nAuthorization: "));
+    assert_non_null(strstr(m->request, "\r\nAuthorization: Bearer Tok.en_~-0123456789abcdef\r\n"));
+    ms_close(m);
+    free(m);
+
+    // Without a token: no Authorization header at all.
+    m = calloc(1, sizeof *m);
+    assert_non_null(m);
+    m->all_masked = true;
+    ms_open(m, NULL);
+    ms_run_until(m, &m->connected);
+    assert_true(m->connected);
+    assert_non_null(strstr(m->request, "\r\nSec-WebSocket-Protocol: ragdolld.v1\r\n"));
+    assert_null(strstr(m->request, "Authorization"));
+    ms_close(m);
+    free(m);
+}
+
+static void test_rdc_reports_the_status_of_a_refused_upgrade(void** state) {
+    (void)state;
+    // The refusals of the access-control contract, as a server writes them.
+    const struct {
+        const char* response;
+        int status;
+        const char* reason;
+    } cases[] = {
+        {"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\nContent-Length: 0\r\n\r\n", 401,
+         "Unauthorized"},
+        {"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n", 403, "Forbidden"},
+        {"HTTP/1.1 429 Too Many Requests\r\nContent-Length: 0\r\n\r\n", 429, "Too Many Requests"},
+        // A reason with a control character comes out printable.
+        {"HTTP/1.1 503 Service\x01Unavailable\r\nRetry-After: 5\r\n\r\n", 503,
+         "Service?Unavailable"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        mask_server* m = calloc(1, sizeof *m);
+        assert_non_null(m);
+        m->all_masked = true;
+        m->token = "abcdefghijklmnop";
+        m->refusal = cases[i].response;
+        ms_open(m, NULL);
+        bool down = false;
+        uint64_t deadline = uv_hrtime() + 10000000000ull;
+        while (!down && uv_hrtime() < deadline) {
+            uv_run(&m->loop, UV_RUN_ONCE);
+            down = m->disconnects > 0;
+        }
+        assert_int_equal(m->disconnects, 1);
+        assert_false(m->connected);
+        assert_int_equal(m->error, RDC_E_HANDSHAKE);
+        assert_int_equal(m->http_status, cases[i].status);
+        assert_string_equal(m->http_reason, cases[i].reason);
+        assert_non_null(strstr(m->request, "\r\nAuthorization: Bearer abcdefghijklmnop\r\n"));
+        ms_close(m);
+        free(m);
+    }
+}
+
 static void test_rdc_error_names(void** state) {
     (void)state;
     assert_string_equal(rdc_err_name(0), "OK");
@@ -960,6 +1090,9 @@ int main(void) {
         cmocka_unit_test(test_rdc_a_reply_without_ok_is_malformed),
         cmocka_unit_test(test_rdc_ignores_a_reply_with_trailing_garbage),
         cmocka_unit_test(test_rdc_reports_the_close_code_and_reason),
+        cmocka_unit_test(test_rdc_token_form),
+        cmocka_unit_test(test_rdc_sends_the_token_in_the_upgrade_request),
+        cmocka_unit_test(test_rdc_reports_the_status_of_a_refused_upgrade),
         cmocka_unit_test(test_rdc_error_names),
     };
     return cmocka_run_group_tests_name("rdc", tests, NULL, NULL);

@@ -194,6 +194,82 @@ static void test_rdp_rejects_bad_input_with_the_right_code(void** state) {
     expect_code("{\"op\":\"list_worlds\",\"id\":1.5}", RDP_E_BAD_REQUEST);
 }
 
+// Decodes a literal that may hold NUL bytes (its length is sizeof - 1).
+#define DECODE_BYTES(lit, cmd, err) rdp_command_decode(lit, sizeof(lit) - 1, cmd, err)
+
+static void test_rdp_refuses_raw_control_bytes_as_bad_json(void** state) {
+    (void)state;
+    rdp_command c;
+    rdp_error e;
+    // A raw NUL inside the op: cJSON would cut the string there and run
+    // list_worlds. The message names the byte and its offset (18, counted
+    // by hand: {"op":" is 7 bytes, list_worlds 11).
+    static const char op_nul[] = "{\"op\":\"list_worlds\0garbage\",\"id\":1}";
+    assert_int_equal(DECODE_BYTES(op_nul, &c, &e), RDP_E_BAD_JSON);
+    assert_int_equal(e.code, RDP_E_BAD_JSON);
+    assert_string_equal(e.message, "not valid JSON: raw control byte 0x00 at offset 18");
+    // A name with a raw NUL, then raw SOH and ESC (a terminal escape): the
+    // world would have been created as "ok". Offset 31: the 29 bytes of
+    // {"op":"create_world","name":" then "ok".
+    static const char name_nul[] = "{\"op\":\"create_world\",\"name\":\"ok\0\x01\x1b[2Jevil\"}";
+    assert_int_equal(DECODE_BYTES(name_nul, &c, &e), RDP_E_BAD_JSON);
+    assert_string_equal(e.message, "not valid JSON: raw control byte 0x00 at offset 31");
+    // ... and without the NUL, the first control byte is the one named.
+    static const char name_soh[] = "{\"op\":\"create_world\",\"name\":\"ok\x01\x1b[2Jevil\"}";
+    assert_int_equal(DECODE_BYTES(name_soh, &c, &e), RDP_E_BAD_JSON);
+    assert_string_equal(e.message, "not valid JSON: raw control byte 0x01 at offset 31");
+    // A raw NUL where white space may go: cJSON skips it, and world 1 was
+    // destroyed.
+    static const char ws_nul[] = "{\"op\":\0\"destroy_world\",\"world\":1}";
+    assert_int_equal(DECODE_BYTES(ws_nul, &c, &e), RDP_E_BAD_JSON);
+    assert_string_equal(e.message, "not valid JSON: raw control byte 0x00 at offset 6");
+    // Every other byte below 0x20 but tab, LF and CR, between tokens.
+    for (int b = 0; b < 0x20; ++b) {
+        char t[] = "{\"op\":#\"destroy_world\",\"world\":1}";
+        *strchr(t, '#') = (char)b;
+        rdp_code want = b == '\t' || b == '\n' || b == '\r' ? RDP_OK : RDP_E_BAD_JSON;
+        assert_int_equal(rdp_command_decode(t, sizeof t - 1, &c, &e), want);
+    }
+    // Tab, CR and LF stay white space, wherever JSON allows it.
+    static const char spaced[] = "\r\n{\t\"op\"\r\n:\t\"destroy_world\" ,\n\"world\" : 1\r\n}\n\t";
+    assert_int_equal(DECODE_BYTES(spaced, &c, &e), RDP_OK);
+    assert_int_equal(c.op, RDP_OP_DESTROY_WORLD);
+    assert_int_equal(c.world, 1);
+    // An escaped control character is JSON; a name still refuses it.
+    expect_code("{\"op\":\"create_world\",\"name\":\"ok\\u001b[2J\"}", RDP_E_BAD_REQUEST);
+    // The JSON ack (the text form of the binary ack) takes the same path.
+    static const char ack_nul[] = "{\"op\":\"ack\",\"world\":1,\0\"tick\":7}";
+    assert_int_equal(DECODE_BYTES(ack_nul, &c, &e), RDP_E_BAD_JSON);
+    expect_code("{\"op\":\"ack\",\"world\":1,\t\"tick\":7}", RDP_OK);
+}
+
+static void test_rdp_quotes_an_unknown_op_cut_between_characters(void** state) {
+    (void)state;
+    // "a" then twenty "é" (2 bytes each): 41 bytes, of which the message
+    // quotes at most 40; byte 40 is the first half of the last "é", so the
+    // quote ends before it, with 19 of them. (Found by fuzz_command: cut
+    // through the character, the error reply was not UTF-8, and a text
+    // frame that is not UTF-8 makes a browser fail the connection.)
+    char op[64] = "a";
+    for (int i = 0; i < 20; ++i) {
+        strcat(op, "\xc3\xa9");
+    }
+    char text[128], want[128] = "unknown op \"a";
+    snprintf(text, sizeof text, "{\"op\":\"%s\",\"id\":1}", op);
+    for (int i = 0; i < 19; ++i) {
+        strcat(want, "\xc3\xa9");
+    }
+    strcat(want, "\"");
+    rdp_command c;
+    rdp_error e;
+    assert_int_equal(decode(text, &c, &e), RDP_E_UNKNOWN_OP);
+    assert_string_equal(e.message, want);
+    // Forty ASCII bytes and more are cut at 40, as before.
+    assert_int_equal(decode("{\"op\":\"0123456789012345678901234567890123456789xyz\"}", &c, &e),
+                     RDP_E_UNKNOWN_OP);
+    assert_string_equal(e.message, "unknown op \"0123456789012345678901234567890123456789\"");
+}
+
 static void test_rdp_checks_shape_before_finiteness_before_range(void** state) {
     (void)state;
     // A wrong type wins over a non-finite number, which wins over a range.
@@ -434,6 +510,8 @@ int main(void) {
         cmocka_unit_test(test_rdp_decodes_spawn_rope_with_defaults),
         cmocka_unit_test(test_rdp_decodes_every_op),
         cmocka_unit_test(test_rdp_rejects_bad_input_with_the_right_code),
+        cmocka_unit_test(test_rdp_refuses_raw_control_bytes_as_bad_json),
+        cmocka_unit_test(test_rdp_quotes_an_unknown_op_cut_between_characters),
         cmocka_unit_test(test_rdp_checks_shape_before_finiteness_before_range),
         cmocka_unit_test(test_rdp_keeps_the_id_for_error_replies),
         cmocka_unit_test(test_rdp_never_reads_past_the_frame),

@@ -24,8 +24,9 @@ static void usage_global(FILE* f) {
             "\n"
             "options:\n"
             "  --url URL      server WebSocket URL (default " DEFAULT_URL ")\n"
-            "  --token T      sent as \"Authorization: Bearer T\" in the handshake; reserved\n"
-            "                 for access control: ragdolld ignores it today\n"
+            "  --token T      access token, sent as \"Authorization: Bearer T\" in the\n"
+            "                 handshake (16-128 characters of A-Z a-z 0-9 . _ ~ -); without\n"
+            "                 it, the environment variable RAGDOLL_TOKEN, if set and not empty\n"
             "  --json         print the server's raw reply JSON (for scripts)\n"
             "  --timeout S    seconds to wait for the connection and for each reply (10)\n"
             "  --help         this text; COMMAND --help describes a command\n"
@@ -38,9 +39,10 @@ static void usage_global(FILE* f) {
     fprintf(f, "\n"
                "exit codes: 0 success, 1 the server replied with an error (its code and\n"
                "message are printed) or with a malformed reply (no \"ok\": true, or a field\n"
-               "the command needs missing), 2 usage error, 3 cannot connect, connection lost\n"
-               "or no reply in time, 4 writing stdout or record's log failed (a reader of\n"
-               "stdout that goes away, as in | head, is not a failure).\n");
+               "the command needs missing), 2 usage error, 3 cannot connect (also when the\n"
+               "server refuses the upgrade, e.g. 401 for a missing or unknown token),\n"
+               "connection lost or no reply in time, 4 writing stdout or record's log\n"
+               "failed (a reader of stdout that goes away, as in | head, is not a failure).\n");
 }
 
 int ctl_usage(const ctl_cmd* cmd, const char* fmt, ...) {
@@ -230,6 +232,19 @@ static void on_state(rdc_client* c, const rdc_status* st, void* user) {
         x->cmd->start(x);
         return;
     }
+    if (st->error == RDC_E_HANDSHAKE && st->http_status != 0 && st->http_status != 101) {
+        // The server answered the upgrade with an HTTP error: say which.
+        fprintf(stderr, "ragdollctl: %s: server refused the upgrade: %d%s%s\n", x->url,
+                st->http_status, st->http_reason[0] != '\0' ? " " : "", st->http_reason);
+        if (st->http_status == 401) {
+            fprintf(stderr, "ragdollctl: %s\n",
+                    x->token != NULL ? "the server does not accept this token (--token or "
+                                       "RAGDOLL_TOKEN)"
+                                     : "the server wants a token: --token T or RAGDOLL_TOKEN");
+        }
+        ctl_finish(x, CTL_CONNECTION);
+        return;
+    }
     if (st->was_connected) {
         fprintf(stderr, "ragdollctl: connection to %s lost: %s", x->url,
                 st->error == 0 ? "the server closed it" : rdc_strerror(st->error));
@@ -327,6 +342,31 @@ int main(int argc, char** argv) {
         rc = ctl_usage(x.cmd, "%s", why);
     }
     if (rc != 0 || x.finished) {
+        cJSON_Delete(x.request);
+        if (x.sub_free != NULL) {
+            x.sub_free(x.sub);
+        }
+        return rc;
+    }
+
+    // The token last: --help and usage errors do not depend on it.
+    if (x.token == NULL) {
+        const char* env = getenv("RAGDOLL_TOKEN");
+        x.token = env != NULL && env[0] != '\0' ? env : NULL;
+        if (x.token != NULL && !rdc_token_valid(x.token)) {
+            // Not echoed: it is a secret, wherever it went wrong.
+            fprintf(stderr,
+                    "ragdollctl: RAGDOLL_TOKEN is not a token: it wants %d-%d characters "
+                    "of A-Z a-z 0-9 . _ ~ -\n",
+                    RDC_TOKEN_MIN, RDC_TOKEN_MAX);
+            rc = CTL_USAGE;
+        }
+    } else if (!rdc_token_valid(x.token)) {
+        fprintf(stderr, "ragdollctl: --token wants %d-%d characters of A-Z a-z 0-9 . _ ~ -\n",
+                RDC_TOKEN_MIN, RDC_TOKEN_MAX);
+        rc = CTL_USAGE;
+    }
+    if (rc != 0) {
         cJSON_Delete(x.request);
         if (x.sub_free != NULL) {
             x.sub_free(x.sub);

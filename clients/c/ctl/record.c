@@ -345,7 +345,10 @@ static void stream_begin(stream* s) {
     if (s->ncmds > 0) {
         schedule_next(s);
     } else if (s->kind == S_REPLAY) {
-        fprintf(stderr, "ragdollctl: %s has no commands to replay\n", s->path);
+        fprintf(stderr,
+                "ragdollctl: %s has no commands to replay (a log holds commands when it was "
+                "recorded with --commands FILE)\n",
+                s->path);
         ctl_finish(x, CTL_OK);
     }
 }
@@ -822,7 +825,8 @@ const ctl_cmd ctl_cmd_record = {
     .synopsis = "WORLD FILE [--commands FILE] [--format F] [--rate HZ] [--count N] [--seconds S]",
     .help = "Subscribes to a world and writes a log (JSON lines) of everything sent and\n"
             "received, until Ctrl-C, --count N snapshots or --seconds S. FILE - is stdout.\n"
-            "`ragdollctl replay` sends the log's commands again.\n\n"
+            "`ragdollctl replay` sends the commands of --commands again; a log without\n"
+            "them (record's own subscribe does not count) has nothing to replay.\n\n"
             "  --commands FILE  commands to send while recording: one JSON object per line,\n"
             "                   with \"at\": seconds after the start (default: the line\n"
             "                   above's; at most a year; a command due after --seconds is\n"

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 static int snapshots = 0;
+static int exit_code = 0;
 
 static void on_kill(rdc_client* c, const rdc_reply* r, void* arg) {
     (void)arg;
@@ -11,9 +12,32 @@ static void on_kill(rdc_client* c, const rdc_reply* r, void* arg) {
         printf("killed: the impulse hit the %s\n",
                cJSON_GetObjectItem(r->json, "bone")->valuestring);
     } else {
-        printf("kill failed: %s: %s\n", r->code, r->message);
+        fprintf(stderr, "kill failed: %s: %s\n", r->code, r->message);
+        exit_code = 1;
     }
     rdc_close(c, NULL, NULL); // the loop ends once the client is closed
+}
+
+static void on_subscribed(rdc_client* c, const rdc_reply* r, void* arg) {
+    (void)arg;
+    // The server said no (not_found: there is no such world): give up. A
+    // lost connection (RDC_E_DISCONNECTED) is not an answer: rdc reconnects
+    // and subscribes again.
+    if (r->status == RDC_E_SERVER || r->status == RDC_E_PROTOCOL) {
+        fprintf(stderr, "subscribe failed: %s: %s\n", r->code, r->message);
+        exit_code = 1;
+        rdc_close(c, NULL, NULL);
+    }
+}
+
+static void on_state(rdc_client* c, const rdc_status* st, void* user) {
+    (void)c;
+    (void)user;
+    if (st->state == RDC_DISCONNECTED) { // say why, rather than wait in silence
+        fprintf(stderr, "%s: %s; trying again in %u ms\n",
+                st->was_connected ? "connection lost" : "cannot connect", rdc_strerror(st->error),
+                (unsigned)st->retry_ms);
+    }
 }
 
 static void on_snapshot(rdc_client* c, const rdc_snapshot* s, void* user) {
@@ -41,11 +65,15 @@ int main(int argc, char** argv) {
     rdc_config cfg = rdc_config_default();
     cfg.url = argc > 1 ? argv[1] : "ws://127.0.0.1:8080/ws";
     cfg.on_snapshot = on_snapshot;
+    cfg.on_state = on_state;
     rdc_client* c;
-    if (rdc_open(uv_default_loop(), &cfg, &c) != 0) {
+    int rc = rdc_open(uv_default_loop(), &cfg, &c);
+    if (rc != 0) {
+        fprintf(stderr, "%s: %s\n", cfg.url, rdc_strerror(rc));
         return 1;
     }
-    rdc_subscribe(c, 1, RDC_FORMAT_BINARY, 30, NULL, NULL); // world 1 is the demo
+    // World 1 is the demo; on_subscribed hears whether the server has it.
+    rdc_subscribe(c, 1, RDC_FORMAT_BINARY, 30, on_subscribed, NULL);
     uv_run(uv_default_loop(), UV_RUN_DEFAULT);
-    return uv_loop_close(uv_default_loop()) == 0 ? 0 : 1;
+    return uv_loop_close(uv_default_loop()) == 0 ? exit_code : 1;
 }

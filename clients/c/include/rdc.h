@@ -279,7 +279,17 @@ typedef struct rdc_status {
     /// The reason text of the server's close frame (control characters as
     /// '?'), or "" (never NULL); valid during the callback only.
     const char* close_reason;
-    int http_status; ///< RDC_E_HANDSHAKE: the server's HTTP status (e.g. 503), else 0.
+    /// RDC_E_HANDSHAKE: the status of the server's HTTP response when it
+    /// refused the upgrade (401 missing or unknown token, 403 origin not
+    /// allowed, 429 too many sessions from this address, 503 server full),
+    /// or 101 when it agreed but its response broke RFC 6455 (a wrong
+    /// accept key or subprotocol); 0 when the response was not HTTP, and for
+    /// other errors.
+    int http_status;
+    /// The reason phrase of that response's status line ("Unauthorized"),
+    /// printable ASCII with anything else as '?', at most 63 characters; ""
+    /// when there is none (never NULL). Valid during the callback only.
+    const char* http_reason;
     /// RDC_DISCONNECTED: milliseconds until the next attempt, or 0 when there
     /// will be none (reconnect is off or the client is closing).
     uint32_t retry_ms;
@@ -299,8 +309,11 @@ typedef struct rdc_config {
     /// not given. Host is a name, an IPv4 address or a [bracketed] IPv6
     /// one. Copied.
     const char* url;
-    /// Sent as "Authorization: Bearer <token>" in the handshake, or NULL.
-    /// Reserved for access control: ragdolld ignores it today. Copied.
+    /// Access token, sent as "Authorization: Bearer <token>" in every
+    /// upgrade request; NULL or "" for none. 16-128 characters from
+    /// [A-Za-z0-9._~-] (rdc_token_valid()), else rdc_open() fails with
+    /// RDC_E_CONFIG. A server that requires a token and does not know this
+    /// one refuses the upgrade with 401 (rdc_status.http_status). Copied.
     const char* token;
     bool reconnect;              ///< Reconnect after a failure or loss (true).
     uint32_t backoff_initial_ms; ///< First wait before reconnecting (100).
@@ -337,13 +350,24 @@ typedef struct rdc_config {
     uint32_t cookie;             ///< Set by rdc_config_default().
 } rdc_config;
 
+/// Shortest and longest access token, characters.
+#define RDC_TOKEN_MIN 16
+#define RDC_TOKEN_MAX 128
+
+/// Whether `token` (NUL-terminated) has the form of an access token:
+/// RDC_TOKEN_MIN to RDC_TOKEN_MAX characters, each from [A-Za-z0-9._~-]
+/// (so that it fits a header, a WebSocket subprotocol and a URL fragment
+/// unescaped). False for NULL. Says nothing of whether a server knows it.
+RDC_API bool rdc_token_valid(const char* token);
+
 /// The defaults described in rdc_config, with url "ws://127.0.0.1:8080/ws".
 RDC_API rdc_config rdc_config_default(void);
 
 /// Creates a client on `loop` and starts connecting (asynchronously; the
 /// outcome comes to on_state). Returns 0 and *out, RDC_E_URL for a URL it
-/// cannot use, RDC_E_CONFIG for a config not from rdc_config_default() or
-/// with impossible values, or UV_ENOMEM. The client must be closed with
+/// cannot use, RDC_E_CONFIG for a config not from rdc_config_default(),
+/// with impossible values or with a token that is not "" and fails
+/// rdc_token_valid(), or UV_ENOMEM. The client must be closed with
 /// rdc_close() before the loop is closed.
 RDC_API int rdc_open(uv_loop_t* loop, const rdc_config* cfg, rdc_client** out);
 

@@ -54,6 +54,9 @@ typedef struct load_mix {
 /// A parsed scenario (clients/c/README.md describes the file).
 typedef struct load_scenario {
     char url[512];
+    /// Access token every client sends (rdc_config.token), "" for none:
+    /// "token" of the file, overridden by --token, else $RAGDOLL_TOKEN.
+    char token[RDC_TOKEN_MAX + 1];
     uint32_t clients;
     double ramp_per_s; ///< Clients started per second; 0: all at once.
     double duration_s;

@@ -29,6 +29,10 @@
 #define DRAIN_MS    3000
 #define MAX_SPAWNED 64
 #define MAX_CODES   32
+/// Failed connection attempts after which a run in which no client has
+/// connected gives up (fewer when there are fewer clients and they do not
+/// reconnect: then each makes one attempt).
+#define GIVE_UP_ATTEMPTS 10
 
 typedef struct load_run load_run;
 
@@ -55,6 +59,7 @@ typedef struct client {
     bool timer_open;
     bool ever_connected;
     bool connected;
+    bool down; ///< Disconnected for good (reconnect is off).
     client_sub subs[RDC_MAX_SUBSCRIPTIONS];
     uint64_t spawned[MAX_SPAWNED];
     uint64_t spawned_world[MAX_SPAWNED];
@@ -97,6 +102,9 @@ struct load_run {
     world_view views[RDC_MAX_SUBSCRIPTIONS];
     // Totals.
     uint64_t established, failures, lost;
+    uint32_t down;          ///< Clients disconnected for good.
+    bool gave_up;           ///< The run ended early: no client could connect.
+    char last_failure[160]; ///< Why the latest failed attempt failed.
     uint64_t sent, replied, skipped, send_failed;
     load_hist latency;
     code_count codes[MAX_CODES];
@@ -371,6 +379,32 @@ static void on_snapshot(rdc_client* c, const rdc_snapshot* snap, void* user) {
     }
 }
 
+static void end_run(load_run* r);
+
+// Ends the run early when it cannot go on: no client has connected after
+// GIVE_UP_ATTEMPTS failed attempts (or after every client's one attempt,
+// when they do not reconnect), or every client is down for good.
+static void check_progress(load_run* r) {
+    if (r->ending) {
+        return;
+    }
+    uint32_t enough = GIVE_UP_ATTEMPTS;
+    if (!r->sc.reconnect && r->sc.clients < enough) {
+        enough = r->sc.clients;
+    }
+    if (r->established == 0 && r->failures >= enough) {
+        fprintf(stderr,
+                "ragdoll-load: giving up after %llu failed connection attempts: no client "
+                "could connect to %s (%s)\n",
+                (unsigned long long)r->failures, r->sc.url, r->last_failure);
+        r->gave_up = true;
+        end_run(r);
+    } else if (r->started == r->sc.clients && r->down == r->sc.clients) {
+        fprintf(stderr, "ragdoll-load: every client has lost its connection; ending the run\n");
+        end_run(r);
+    }
+}
+
 static void on_state(rdc_client* c, const rdc_status* st, void* user) {
     (void)c;
     client* cl = user;
@@ -395,21 +429,36 @@ static void on_state(rdc_client* c, const rdc_status* st, void* user) {
         cl->subs[i].granted_ns = granted_ns(&cl->subs[i], now);
         cl->subs[i].active = false;
     }
+    if (st->retry_ms == 0 && !cl->down) {
+        cl->down = true;
+        r->down++;
+    }
     if (st->was_connected) {
         r->lost++;
     } else if (!cl->ever_connected) {
         r->failures++;
+        if (st->error == RDC_E_HANDSHAKE && st->http_status != 0 && st->http_status != 101) {
+            snprintf(r->last_failure, sizeof r->last_failure,
+                     "server refused the upgrade: %d%s%s%s", st->http_status,
+                     st->http_reason[0] != '\0' ? " " : "", st->http_reason,
+                     st->http_status == 401 ? "; check the token (scenario \"token\", --token "
+                                              "or RAGDOLL_TOKEN)"
+                                            : "");
+        } else {
+            snprintf(r->last_failure, sizeof r->last_failure, "%s", rdc_strerror(st->error));
+        }
         if (!r->quiet && r->failures <= 5) {
-            fprintf(stderr, "ragdoll-load: client %u cannot connect: %s%s\n", cl->index,
-                    rdc_strerror(st->error),
-                    st->http_status != 0 ? " (the server answered HTTP error)" : "");
+            fprintf(stderr, "ragdoll-load: client %u cannot connect: %s\n", cl->index,
+                    r->last_failure);
         }
     }
+    check_progress(r);
 }
 
 static void start_client(load_run* r, client* cl) {
     rdc_config cfg = rdc_config_default();
     cfg.url = r->sc.url;
+    cfg.token = r->sc.token[0] != '\0' ? r->sc.token : NULL;
     cfg.reconnect = r->sc.reconnect;
     cfg.read_buffer_bytes = 16 * 1024; // thousands of clients: keep each small
     cfg.reply_timeout_ms = 10000;
@@ -425,7 +474,11 @@ static void start_client(load_run* r, client* cl) {
     int rc = rdc_open(r->loop, &cfg, &cl->c);
     if (rc != 0) {
         fprintf(stderr, "ragdoll-load: client %u: %s\n", cl->index, rdc_strerror(rc));
+        snprintf(r->last_failure, sizeof r->last_failure, "%s", rdc_strerror(rc));
         r->failures++;
+        cl->down = true;
+        r->down++;
+        check_progress(r);
         return;
     }
     for (uint32_t i = 0; i < r->sc.sub_count; ++i) {
@@ -452,7 +505,7 @@ static void on_ramp(uv_timer_t* t) {
         double d = floor(seconds_since(r->t0_ns) * r->sc.ramp_per_s) + 1;
         due = d < r->sc.clients ? (uint32_t)d : r->sc.clients;
     }
-    while (r->started < due) {
+    while (r->started < due && !r->ending) {
         client* cl = &r->clients[r->started];
         cl->run = r;
         cl->index = r->started;
@@ -831,6 +884,8 @@ static void usage(FILE* f) {
             "\n"
             "options (override the scenario):\n"
             "  --url URL          server URL (scenario \"url\", default ws://127.0.0.1:8080/ws)\n"
+            "  --token T          access token every client sends (scenario \"token\"; without\n"
+            "                     either, the environment variable RAGDOLL_TOKEN)\n"
             "  --clients N        clients (1-%d)\n"
             "  --duration S       seconds of load (at most %.0f)\n"
             "  --ramp R           clients started per second (0: all at once)\n"
@@ -843,26 +898,24 @@ static void usage(FILE* f) {
             "  --help, --version\n"
             "\n"
             "exit codes: 0 the run completed (read the report for errors), 2 usage or\n"
-            "scenario error, 3 no client could connect.\n",
-            LOAD_MAX_CLIENTS, LOAD_MAX_DURATION_S);
+            "scenario error, 3 no client could connect (it gives up after %d failed\n"
+            "attempts, or once every client has tried once when there are fewer and\n"
+            "they do not reconnect).\n",
+            LOAD_MAX_CLIENTS, LOAD_MAX_DURATION_S, GIVE_UP_ATTEMPTS);
 }
 
 static int run_load(load_run* r, int argc, char** argv) {
     const char* url = NULL;
+    const char* token = NULL;
     double clients = -1, duration = -1, ramp = -1;
     bool allow_remote = false, no_decode = false;
     static const struct option opts[] = {
-        {"url", required_argument, NULL, 'u'},
-        {"clients", required_argument, NULL, 'c'},
-        {"duration", required_argument, NULL, 'd'},
-        {"ramp", required_argument, NULL, 'r'},
-        {"json", required_argument, NULL, 'j'},
-        {"allow-remote", no_argument, NULL, 'R'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"help", no_argument, NULL, 'h'},
-        {"no-decode", no_argument, NULL, 'D'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
+        {"url", required_argument, NULL, 'u'},     {"token", required_argument, NULL, 't'},
+        {"clients", required_argument, NULL, 'c'}, {"duration", required_argument, NULL, 'd'},
+        {"ramp", required_argument, NULL, 'r'},    {"json", required_argument, NULL, 'j'},
+        {"allow-remote", no_argument, NULL, 'R'},  {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},          {"no-decode", no_argument, NULL, 'D'},
+        {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0},
     };
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -870,6 +923,9 @@ static int run_load(load_run* r, int argc, char** argv) {
         switch (o) {
         case 'u':
             url = optarg;
+            break;
+        case 't':
+            token = optarg;
             break;
         case 'c':
             clients = strtod(optarg, &end);
@@ -919,6 +975,26 @@ static int run_load(load_run* r, int argc, char** argv) {
     }
     if (url != NULL) {
         snprintf(r->sc.url, sizeof r->sc.url, "%s", url);
+    }
+    // --token, else the scenario's, else the environment's. Never echoed.
+    const char* env = getenv("RAGDOLL_TOKEN");
+    if (token == NULL && r->sc.token[0] == '\0' && env != NULL && env[0] != '\0') {
+        if (!rdc_token_valid(env)) {
+            fprintf(stderr,
+                    "ragdoll-load: RAGDOLL_TOKEN is not a token: it wants %d-%d characters "
+                    "of A-Z a-z 0-9 . _ ~ -\n",
+                    RDC_TOKEN_MIN, RDC_TOKEN_MAX);
+            return 2;
+        }
+        token = env;
+    }
+    if (token != NULL) {
+        if (!rdc_token_valid(token)) {
+            fprintf(stderr, "ragdoll-load: --token wants %d-%d characters of A-Z a-z 0-9 . _ ~ -\n",
+                    RDC_TOKEN_MIN, RDC_TOKEN_MAX);
+            return 2;
+        }
+        snprintf(r->sc.token, sizeof r->sc.token, "%s", token);
     }
     if (clients >= 0) {
         r->sc.clients = clients >= 1 && clients <= 1e6 && clients == floor(clients)

@@ -107,6 +107,16 @@ int load_scenario_read(const char* path, load_scenario* sc, char* err, size_t ca
         }
         snprintf(sc->url, sizeof sc->url, "%s", url->valuestring);
     }
+    const cJSON* token = cJSON_GetObjectItemCaseSensitive(root, "token");
+    if (token != NULL) {
+        if (!cJSON_IsString(token) || !rdc_token_valid(token->valuestring)) {
+            // The value is a secret: not repeated in the message.
+            fail(err, cap, "\"token\" must be a string of %d-%d characters of A-Z a-z 0-9 . _ ~ -",
+                 RDC_TOKEN_MIN, RDC_TOKEN_MAX);
+            goto out;
+        }
+        snprintf(sc->token, sizeof sc->token, "%s", token->valuestring);
+    }
     if (!opt_num(root, "clients", &clients) || !whole(clients, 1, 1e9) ||
         !opt_num(root, "ramp_per_s", &sc->ramp_per_s) || sc->ramp_per_s < 0 ||
         !opt_num(root, "duration_s", &sc->duration_s) || !(sc->duration_s > 0) ||
