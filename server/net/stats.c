@@ -17,8 +17,11 @@ void net__stats_accepted(net_session* s) {
     int len = sizeof sa;
     unsigned port = 0;
     if (uv_tcp_getpeername(&s->tcp, (struct sockaddr*)&sa, &len) == 0) {
-        port = sa.ss_family == AF_INET6 ? ntohs(((const struct sockaddr_in6*)&sa)->sin6_port)
-                                        : ntohs(((const struct sockaddr_in*)&sa)->sin_port);
+        if (sa.ss_family == AF_INET6) {
+            port = ntohs(((const struct sockaddr_in6*)&sa)->sin6_port);
+        } else if (sa.ss_family == AF_INET) {
+            port = ntohs(((const struct sockaddr_in*)&sa)->sin_port);
+        }
     }
     if (s->peer[0] == '\0') {
         snprintf(s->st.peer, sizeof s->st.peer, "unknown");
