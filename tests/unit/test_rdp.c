@@ -744,6 +744,8 @@ static long json_same(const cJSON* a, const cJSON* b) {
 static void test_rdp_json_snapshot_equals_the_cjson_encoder(void** state) {
     (void)state;
     static random_world w;
+    // One buffer for every run, started tiny so that it grows mid-text.
+    rdp_buf buf = {cJSON_malloc(1), 0, 1};
     long numbers = 0;
     for (int run = 0; run < 3000; ++run) {
         random_world_fill(&w);
@@ -753,9 +755,12 @@ static void test_rdp_json_snapshot_equals_the_cjson_encoder(void** state) {
             char* got = rdp_snapshot_json(&w.snap, topology, &len);
             assert_non_null(ref);
             assert_non_null(got);
+            assert_int_equal(rdp_snapshot_json_into(&w.snap, topology, &buf), 0);
             // The same text, byte for byte...
             assert_string_equal(got, ref);
             assert_int_equal(len, ref_len);
+            assert_string_equal(buf.data, ref);
+            assert_int_equal(buf.len, ref_len);
             // ...so a reader gets the same numbers; check that as a reader would.
             cJSON* a = cJSON_ParseWithLength(got, len);
             cJSON* b = cJSON_ParseWithLength(ref, ref_len);
@@ -770,6 +775,9 @@ static void test_rdp_json_snapshot_equals_the_cjson_encoder(void** state) {
     }
     // Dozens of numbers per snapshot on average: the walk saw the arrays.
     assert_true(numbers > 3000L * 100);
+    rdp_buf_free(&buf);
+    assert_null(buf.data);
+    rdp_buf_free(NULL);
 }
 
 // Values on the 0.1 mm grid across the whole world, at every position of
@@ -788,6 +796,7 @@ static void test_rdp_json_snapshot_prints_the_grid_like_cjson(void** state) {
     memset(&s, 0, sizeof s);
     s.entity_count = 1;
     s.entities = &e;
+    rdp_buf buf = {NULL, 0, 0};
     for (int64_t base = -10000000; base <= 10000000; base += 3 * N * 61) {
         for (int i = 0; i < 3 * N; ++i) {
             // Steps of 0.1 mm, and of 0.01 mm (half of them ties).
@@ -795,11 +804,30 @@ static void test_rdp_json_snapshot_prints_the_grid_like_cjson(void** state) {
             grid[i] = i % 2 ? (float)((double)k / 1e4) : (float)((double)k / 1e5);
         }
         char* ref = rdp_ref_snapshot_json(&s, false, NULL);
-        char* got = rdp_snapshot_json(&s, false, NULL);
-        assert_string_equal(got, ref);
+        assert_int_equal(rdp_snapshot_json_into(&s, false, &buf), 0);
+        assert_string_equal(buf.data, ref);
         rdp_free(ref);
-        rdp_free(got);
     }
+    rdp_buf_free(&buf);
+}
+
+static void test_rdp_json_snapshot_reuses_its_buffer(void** state) {
+    (void)state;
+    rdp_entity_state e[4];
+    rdp_snapshot s = hand_snapshot(e);
+    rdp_buf buf = {NULL, 0, 0};
+    assert_int_equal(rdp_snapshot_json_into(&s, true, &buf), 0);
+    char* data = buf.data;
+    size_t cap = buf.cap;
+    size_t full_len = buf.len;
+    assert_int_equal(rdp_snapshot_json_into(&s, false, &buf), 0);
+    assert_true(buf.len < full_len);
+    assert_int_equal(rdp_snapshot_json_into(&s, true, &buf), 0);
+    assert_ptr_equal(buf.data, data);
+    assert_int_equal(buf.cap, cap);
+    assert_int_equal(buf.len, full_len);
+    assert_int_equal(buf.data[buf.len], '\0');
+    rdp_buf_free(&buf);
 }
 
 static void test_rdp_describe_reply_splices_a_cached_body(void** state) {
@@ -877,6 +905,7 @@ int main(void) {
         cmocka_unit_test(test_rdp_json_snapshot_matches_hand_written_text),
         cmocka_unit_test(test_rdp_json_snapshot_equals_the_cjson_encoder),
         cmocka_unit_test(test_rdp_json_snapshot_prints_the_grid_like_cjson),
+        cmocka_unit_test(test_rdp_json_snapshot_reuses_its_buffer),
         cmocka_unit_test(test_rdp_describe_reply_splices_a_cached_body),
         cmocka_unit_test(test_rdp_events),
     };
