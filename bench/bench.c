@@ -20,13 +20,23 @@
  *             ragdolling down from 2 m, the same walking, a 32 × 32 cloth
  *             swinging, and the demo world at rest; with raw floats beside.
  *
- * Usage: ragdoll-bench [--ticks N] [--runs N] [--piles-only] [--stream-only] [--assets DIR]
+ *   json      µs per JSON snapshot (PROTOCOL.md §5.1) of the demo world and
+ *             of the 64 × 64 cloth, per tick and with topology (a client's
+ *             first): the cJSON encoder ragdolld used before (rdp_json_ref)
+ *             against rdp_snapshot_json_into() with a reused buffer, in the
+ *             same process on the same snapshot, in turn, and the median
+ *             of their ratios.
+ *
+ * Usage: ragdoll-bench [--ticks N] [--runs N] [--piles-only] [--stream-only] [--json-only]
+ *                      [--assets DIR]
  */
 #include "assets.h"
+#include "json_ref.h"
 #include "rdp.h"
 #include "scenes.h"
 #include "sim.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,19 +174,42 @@ static double time_pile(uint32_t n, int ticks, int runs) {
 // Streaming: bytes per binary snapshot
 // ---------------------------------------------------------------------------
 
-// The snapshot a server would stream of w (what server/app does, minus
-// topology): particles, and characters' and balls' poses with skeletons.
+// The snapshot a server would stream of w (what server/app does):
+// particles, and characters' and balls' poses with skeletons; with
+// `topology`, also what a client's first JSON snapshot carries.
 typedef struct stream_scratch {
     rdp_entity_state ents[64];
     float pose[64][7 * 32];
     int parents[64][32];
     float anchors[64][6 * 32];
+    const char* bone_names[64][32];
+    float body_radius[64][32];
+    float body_half_length[64][32];
+    uint32_t* sticks; ///< Every entity's sticks, sticks_cap values; grown as needed.
+    size_t sticks_cap;
 } stream_scratch;
 
-static void snapshot_of(sim_world* w, stream_scratch* st, rdp_snapshot* s) {
+static void snapshot_of(sim_world* w, stream_scratch* st, bool topology, rdp_snapshot* s) {
     uint32_t n = sim_world_entity_count(w);
     n = n > 64 ? 64 : n;
     memset(s, 0, sizeof *s);
+    // Room for every stick first: entities point into one array.
+    size_t sticks_needed = 0, sticks_used = 0;
+    uint32_t stick_total = 0;
+    for (uint32_t i = 0; i < n && topology; ++i) {
+        sim_entity_view v;
+        sim_entity_get_view(w, sim_world_entity_at(w, i), &v);
+        sticks_needed += 2 * (size_t)v.stick_count;
+    }
+    if (sticks_needed > st->sticks_cap) {
+        free(st->sticks);
+        st->sticks = malloc(sticks_needed * sizeof *st->sticks);
+        if (st->sticks == NULL) {
+            fprintf(stderr, "ragdoll-bench: out of memory\n");
+            exit(1);
+        }
+        st->sticks_cap = sticks_needed;
+    }
     for (uint32_t i = 0; i < n; ++i) {
         sim_entity_id id = sim_world_entity_at(w, i);
         sim_entity_view v;
@@ -193,7 +226,13 @@ static void snapshot_of(sim_world* w, stream_scratch* st, rdp_snapshot* s) {
                 const float f[7] = {p[b].p.x, p[b].p.y, p[b].p.z, p[b].q.x,
                                     p[b].q.y, p[b].q.z, p[b].q.w};
                 memcpy(st->pose[i] + 7 * b, f, sizeof f);
-                st->parents[i][b] = cv.skeleton->bones[b].parent;
+                const sim_bone_def* bd = &cv.skeleton->bones[b];
+                st->parents[i][b] = bd->parent;
+                st->bone_names[i][b] = bd->name;
+                st->body_radius[i][b] = bd->radius;
+                float dx = bd->tail.x - bd->head.x, dy = bd->tail.y - bd->head.y,
+                      dz = bd->tail.z - bd->head.z;
+                st->body_half_length[i][b] = 0.5f * sqrtf(dx * dx + dy * dy + dz * dz);
                 sim_joint_view j;
                 if (b > 0 && sim_character_joint_view(w, id, (uint32_t)b, &j) == SIM_OK) {
                     const float a[6] = {j.anchor_parent.x, j.anchor_parent.y, j.anchor_parent.z,
@@ -207,11 +246,14 @@ static void snapshot_of(sim_world* w, stream_scratch* st, rdp_snapshot* s) {
             e->parents = st->parents[i];
             e->anchors = st->anchors[i];
             e->state = sim_char_state_name(cv.state);
+            e->bone_names = st->bone_names[i];
+            e->skeleton = cv.skeleton->name;
         } else if (v.kind == SIM_ENTITY_BALL) {
             sim_bone_pose p;
-            sim_ball_get(w, id, &p, NULL, NULL);
+            sim_ball_get(w, id, &p, NULL, &st->body_radius[i][0]);
             const float f[7] = {p.p.x, p.p.y, p.p.z, p.q.x, p.q.y, p.q.z, p.q.w};
             memcpy(st->pose[i], f, sizeof f);
+            st->body_half_length[i][0] = 0.0f;
             e->kind = RDP_KIND_BALL;
             e->body_count = 1;
             e->pose = st->pose[i];
@@ -221,12 +263,33 @@ static void snapshot_of(sim_world* w, stream_scratch* st, rdp_snapshot* s) {
                                                      : RDP_KIND_ROPE;
             e->particle_count = v.particle_count;
             e->xyz = (const float*)v.pos;
+            e->names = v.names;
+            e->radius = v.radius;
+            e->inv_mass = v.inv_mass;
+            e->cols = v.cols;
+            e->rows = v.rows;
+            stick_total += v.stick_count;
+            if (topology) {
+                int k = sim_entity_copy_sticks(w, id, st->sticks + sticks_used, v.stick_count);
+                e->stick_count = k > 0 ? (uint32_t)k : 0;
+                e->sticks = st->sticks + sticks_used;
+                sticks_used += 2 * e->stick_count;
+            }
+        }
+        if (rdp_kind_is_rigid(e->kind)) {
+            e->body_radius = st->body_radius[i];
+            e->body_half_length = st->body_half_length[i];
         }
     }
     s->world = 1;
     s->tick = sim_world_tick(w);
     s->entity_count = n;
     s->entities = st->ents;
+    s->metrics.particles = sim_world_particle_count(w);
+    s->metrics.sticks = stick_total;
+    s->metrics.constraint_error = sim_world_constraint_error(w);
+    sim_params p = sim_world_params(w);
+    s->metrics.solver_passes = (uint32_t)(p.iterations * p.substeps);
 }
 
 typedef void (*stream_poke)(sim_world* w, int tick, void* arg);
@@ -255,7 +318,7 @@ static double stream_bytes(sim_world* w, double seconds, int lag, stream_poke po
             continue;
         }
         rdp_snapshot s;
-        snapshot_of(w, &st, &s);
+        snapshot_of(w, &st, false, &s);
         rdp_qsnap* q = hist[snaps % HIST];
         rdp_quantize(&s, q);
         size_t nraw = 40;
@@ -347,9 +410,105 @@ static void stream_figures(void) {
     }
 }
 
+// ---------------------------------------------------------------------------
+// JSON snapshots: µs per encoding, the cJSON encoder against the direct one
+// ---------------------------------------------------------------------------
+
+// Seconds per encoding of s, over at least 50 ms: the cJSON reference
+// (printed and freed, as ragdolld did) or rdp_snapshot_json_into() with
+// one buffer kept across encodings (as ragdolld does now). *bytes gets the
+// text's length.
+static double time_json(const rdp_snapshot* s, bool topology, bool cjson, rdp_buf* buf,
+                        size_t* bytes) {
+    long reps = 0;
+    double t0 = now_s(), t = 0.0;
+    do {
+        if (cjson) {
+            char* text = rdp_ref_snapshot_json(s, topology, bytes);
+            if (text == NULL) {
+                fprintf(stderr, "ragdoll-bench: out of memory\n");
+                exit(1);
+            }
+            rdp_free(text);
+        } else if (rdp_snapshot_json_into(s, topology, buf) != 0) {
+            fprintf(stderr, "ragdoll-bench: out of memory\n");
+            exit(1);
+        } else {
+            *bytes = buf->len;
+        }
+        reps++;
+        t = now_s() - t0;
+    } while (t < 0.05);
+    return t / (double)reps;
+}
+
+static void json_figures(int runs) {
+    printf("json: JSON snapshot encoding (PROTOCOL.md 5.1), us per snapshot, median of %d runs\n",
+           runs);
+    printf("  %-36s %9s %10s %10s %9s\n", "snapshot", "bytes", "cJSON us", "direct us", "speed-up");
+    static stream_scratch st;
+    for (int scene = 0; scene < 2; ++scene) {
+        sim_world_def def = sim_world_def_default();
+        def.library = g_lib;
+        sim_world* w = NULL;
+        int rc = sim_world_create(&def, &w);
+        // 2 s in: the characters walk and the cloths swing, so the values
+        // have their usual digits.
+        rc = rc == SIM_OK ? (scene == 0 ? sim_scene_demo(w) : scene_cloth64(w)) : rc;
+        if (rc != SIM_OK) {
+            fprintf(stderr, "ragdoll-bench: cannot build the scene\n");
+            exit(1);
+        }
+        for (int t = 0; t < 120; ++t) {
+            sim_world_step(w);
+        }
+        for (int topology = 0; topology < 2; ++topology) {
+            rdp_snapshot s;
+            snapshot_of(w, &st, topology, &s);
+            // The two must print the same text (the unit tests check this
+            // on random snapshots; here on the measured ones).
+            char* ref = rdp_ref_snapshot_json(&s, topology, NULL);
+            char* got = rdp_snapshot_json(&s, topology, NULL);
+            if (ref == NULL || got == NULL || strcmp(ref, got) != 0) {
+                fprintf(stderr, "ragdoll-bench: the JSON encoders disagree\n");
+                exit(1);
+            }
+            rdp_free(ref);
+            rdp_free(got);
+            // The two in turn, run after run, so that a machine whose
+            // speed drifts slows both alike; the ratio is the median of
+            // the runs' ratios.
+            size_t bytes = 0;
+            double* old_t = calloc(3 * (size_t)runs, sizeof *old_t);
+            double* new_t = old_t + runs;
+            double* ratio = new_t + runs;
+            rdp_buf buf = {NULL, 0, 0};
+            for (int r = 0; r < runs; ++r) {
+                old_t[r] = time_json(&s, topology, true, &buf, &bytes);
+                new_t[r] = time_json(&s, topology, false, &buf, &bytes);
+                ratio[r] = old_t[r] / new_t[r];
+            }
+            rdp_buf_free(&buf);
+            double old_s = median(old_t, runs);
+            double new_s = median(new_t, runs);
+            double speedup = median(ratio, runs);
+            free(old_t);
+            char name[64];
+            snprintf(name, sizeof name, "%s, %s", scene == 0 ? "demo world" : "64x64 cloth",
+                     topology ? "first (topology)" : "per tick");
+            printf("  %-36s %9zu %10.1f %10.1f %8.1fx\n", name, bytes, old_s * 1e6, new_s * 1e6,
+                   speedup);
+        }
+        sim_world_destroy(w);
+    }
+    free(st.sticks);
+    st.sticks = NULL;
+    st.sticks_cap = 0;
+}
+
 int main(int argc, char** argv) {
     int ticks = 300, runs = 7;
-    bool piles_only = false, stream_only = false;
+    bool piles_only = false, stream_only = false, json_only = false;
     const char* assets = RD_ASSETS_DIR;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--ticks") == 0 && i + 1 < argc) {
@@ -362,10 +521,12 @@ int main(int argc, char** argv) {
             piles_only = true;
         } else if (strcmp(argv[i], "--stream-only") == 0) {
             stream_only = true;
+        } else if (strcmp(argv[i], "--json-only") == 0) {
+            json_only = true;
         } else {
             fprintf(stderr,
                     "usage: ragdoll-bench [--ticks N] [--runs N] [--piles-only] [--stream-only] "
-                    "[--assets DIR]\n");
+                    "[--json-only] [--assets DIR]\n");
             return 2;
         }
     }
@@ -378,8 +539,13 @@ int main(int argc, char** argv) {
         fprintf(stderr, "ragdoll-bench: assets: %s\n", err);
         return 1;
     }
-    if (stream_only) {
-        stream_figures();
+    if (stream_only || json_only) {
+        if (stream_only) {
+            stream_figures();
+        }
+        if (json_only) {
+            json_figures(runs);
+        }
         sim_library_destroy(g_lib);
         return 0;
     }
@@ -408,6 +574,7 @@ int main(int argc, char** argv) {
            1.0 / d / 60.0);
 
     stream_figures();
+    json_figures(runs);
 
 piles:;
     // Box3D's rain: ~300 humans of 14 bodies, about 6 ms per step on a

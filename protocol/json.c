@@ -1,7 +1,8 @@
 /*
- * json.c: encoding of replies, events and JSON snapshots (PROTOCOL.md
- * §2, §4, §5.1) with cJSON. Each encoder builds a cJSON tree, prints it
- * unformatted and frees the tree; the caller owns the printed string.
+ * json.c: encoding of replies, events and describe (PROTOCOL.md §2, §3, §4)
+ * with cJSON. Each encoder builds a cJSON tree, prints it unformatted and
+ * frees the tree; the caller owns the printed string. JSON snapshots, sent
+ * every tick, are written without cJSON by json_snapshot.c.
  */
 #include "rdp.h"
 
@@ -185,12 +186,6 @@ static cJSON* floats_array(const float* v, int n, double scale) {
     return a;
 }
 
-// Adds "p" (0.1 mm) and "q" (1e-5) of body i of a rigid entity.
-static void add_pose(cJSON* o, const rdp_entity_state* e, uint32_t i) {
-    cJSON_AddItemToObject(o, "p", floats_array(e->pose + 7 * i, 3, 1e4));
-    cJSON_AddItemToObject(o, "q", floats_array(e->pose + 7 * i + 3, 4, 1e5));
-}
-
 // Adds the topology of a rigid entity: its skeleton and capsule sizes.
 static void add_rigid_topology(cJSON* o, const rdp_entity_state* e) {
     if (e->skeleton != NULL) {
@@ -202,23 +197,6 @@ static void add_rigid_topology(cJSON* o, const rdp_entity_state* e) {
         cJSON_AddItemToArray(c, cJSON_CreateNumber(round_mm10(e->body_radius[i])));
         cJSON_AddItemToArray(c, cJSON_CreateNumber(round_mm10(e->body_half_length[i])));
         cJSON_AddItemToArray(caps, c);
-    }
-}
-
-// Adds a rigid entity's state: a character's "state" and "bones", or a
-// ball's pose.
-static void add_rigid_state(cJSON* o, const rdp_entity_state* e) {
-    if (e->kind == RDP_KIND_BALL) {
-        add_pose(o, e, 0);
-        return;
-    }
-    cJSON_AddStringToObject(o, "state", e->state != NULL ? e->state : "unknown");
-    cJSON* bones = cJSON_AddArrayToObject(o, "bones");
-    for (uint32_t i = 0; i < e->body_count; ++i) {
-        cJSON* b = cJSON_CreateObject();
-        cJSON_AddStringToObject(b, "name", e->bone_names[i]);
-        add_pose(b, e, i);
-        cJSON_AddItemToArray(bones, b);
     }
 }
 
@@ -291,18 +269,6 @@ static void add_topology(cJSON* o, const rdp_entity_state* e) {
             cJSON_AddItemToArray(pinned, cJSON_CreateNumber(i));
         }
     }
-}
-
-static cJSON* particles_array(const rdp_entity_state* e) {
-    cJSON* a = cJSON_CreateArray();
-    for (uint32_t i = 0; i < e->particle_count; ++i) {
-        cJSON* p = cJSON_CreateArray();
-        cJSON_AddItemToArray(p, cJSON_CreateNumber(round_mm10(e->xyz[3 * i])));
-        cJSON_AddItemToArray(p, cJSON_CreateNumber(round_mm10(e->xyz[3 * i + 1])));
-        cJSON_AddItemToArray(p, cJSON_CreateNumber(round_mm10(e->xyz[3 * i + 2])));
-        cJSON_AddItemToArray(a, p);
-    }
-    return a;
 }
 
 // The members describe adds for an entity (PROTOCOL.md §3).
@@ -464,28 +430,6 @@ static cJSON* metrics_object(const rdp_metrics* mt, uint32_t entities) {
 
 char* rdp_event_metrics(const rdp_snapshot* s, size_t* len) {
     cJSON* root = world_event("metrics", s->world, s->tick);
-    cJSON_AddItemToObject(root, "metrics", metrics_object(&s->metrics, s->entity_count));
-    return finish(root, len);
-}
-
-char* rdp_snapshot_json(const rdp_snapshot* s, bool topology, size_t* len) {
-    cJSON* root = world_event("snapshot", s->world, s->tick);
-    cJSON* ents = cJSON_AddArrayToObject(root, "entities");
-    for (uint32_t k = 0; k < s->entity_count; ++k) {
-        const rdp_entity_state* e = &s->entities[k];
-        cJSON* o = cJSON_CreateObject();
-        add_uint(o, "entity", e->entity);
-        cJSON_AddStringToObject(o, "kind", rdp_kind_name(e->kind));
-        if (rdp_kind_is_rigid(e->kind)) {
-            add_rigid_state(o, e);
-        } else {
-            cJSON_AddItemToObject(o, "particles", particles_array(e));
-        }
-        if (topology) {
-            add_topology(o, e);
-        }
-        cJSON_AddItemToArray(ents, o);
-    }
     cJSON_AddItemToObject(root, "metrics", metrics_object(&s->metrics, s->entity_count));
     return finish(root, len);
 }

@@ -449,6 +449,23 @@ char* rdp_event_metrics(const rdp_snapshot* s, size_t* len);
 /// with rdp_free(), or NULL on OOM.
 char* rdp_snapshot_json(const rdp_snapshot* s, bool topology, size_t* len);
 
+/// A growable text buffer an encoder writes into and the caller keeps, so
+/// that encoding again allocates nothing once it is large enough.
+/// Zero-initialise it; free it with rdp_buf_free(). `data` comes from cJSON's
+/// allocator.
+typedef struct rdp_buf {
+    char* data; ///< The text, NUL-terminated after a successful encode.
+    size_t len; ///< Bytes of text, without the NUL.
+    size_t cap; ///< Bytes allocated.
+} rdp_buf;
+
+/// Frees b's memory and zeroes it (NULL is allowed).
+void rdp_buf_free(rdp_buf* b);
+
+/// rdp_snapshot_json() into b, replacing its text and growing it if needed.
+/// Returns 0, or -1 on OOM (b keeps its memory, its text is undefined).
+int rdp_snapshot_json_into(const rdp_snapshot* s, bool topology, rdp_buf* b);
+
 // ---------------------------------------------------------------------------
 // Binary snapshots, version 2 (PROTOCOL.md §5.2)
 // ---------------------------------------------------------------------------

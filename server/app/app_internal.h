@@ -165,6 +165,7 @@ typedef struct app_world {
     uint64_t cache_tick;
     net_blob* json_lean;
     net_blob* json_full;
+    rdp_buf jsonbuf; ///< Where JSON snapshots are written, kept across ticks.
     net_blob* binary;
     // Scratch for building rdp_snapshot (sized at creation).
     rdp_entity_state* ents;

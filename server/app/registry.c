@@ -54,6 +54,7 @@ static void world_free(app_world* w) {
     free(w->parents);
     free(w->anchors);
     free(w->encbuf);
+    rdp_buf_free(&w->jsonbuf);
     for (uint32_t i = 0; i < RDP_BASELINES; ++i) {
         rdp_qsnap_free(w->qring[i]);
     }
@@ -512,12 +513,6 @@ static bool build_snapshot(app_world* w, bool topology, rdp_snapshot* s) {
     return true;
 }
 
-static net_blob* blob_from_text(char* text, size_t len) {
-    net_blob* b = text != NULL ? net_blob_create(text, len) : NULL;
-    rdp_free(text);
-    return b;
-}
-
 // The snapshot blob for a format, encoded at most once per tick.
 // This tick's JSON snapshot, with or without topology, encoded once and
 // shared by every client that gets it.
@@ -530,9 +525,11 @@ static net_blob* json_blob(app_world* w, bool topology) {
     if (!build_snapshot(w, topology, &s)) {
         return NULL;
     }
-    size_t len = 0;
-    char* text = rdp_snapshot_json(&s, topology, &len);
-    *slot = blob_from_text(text, len);
+    // Written into the world's buffer, then copied into the shared blob.
+    if (rdp_snapshot_json_into(&s, topology, &w->jsonbuf) != 0) {
+        return NULL;
+    }
+    *slot = net_blob_create(w->jsonbuf.data, w->jsonbuf.len);
     return *slot;
 }
 

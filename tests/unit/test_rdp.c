@@ -12,12 +12,14 @@
 #include <cmocka.h>
 // clang-format on
 
+#include "json_ref.h"
 #include "rdp.h"
 
 #include <cJSON.h>
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static rdp_code decode(const char* text, rdp_command* cmd, rdp_error* err) {
@@ -445,6 +447,438 @@ static void test_rdp_json_snapshot_rounds_and_sends_topology_on_request(void** s
     rdp_free(without);
 }
 
+// A snapshot of each kind whose text is written out below by hand, from
+// PROTOCOL.md §5.1 and the rounding of each float (worked beside it).
+static const float hand_ragdoll_xyz[6] = {
+    0.123456f, // 1234.56 (the float is 0.123456001) rounds to 1235: 0.1235
+    1.0f,      // 1
+    -2.00004f, // -20000.4 rounds to -20000: -2
+    3.5f,      // 3.5
+    -0.00004f, // -0.4 rounds to -0: cJSON printed "-0", valid JSON equal to 0
+    -0.25f,    // -0.25
+};
+static const char* const hand_names[2] = {"head", "a\"b\\c\n"}; // escaped as cJSON does
+static const float hand_cloth_xyz[6] = {
+    1000.0f,     // the world's half extent
+    -999.99994f, // the float is -999.99993896..., -9999999.39 rounds to -9999999
+    0.0001f,     // 9.99999975e-05: 0.99999997 rounds to 1: 0.0001
+    -0.0001f,    // -0.0001
+    2.5f,        // 2.5
+    12.34567f,   // 12.3456697...: 123456.697 rounds to 123457: 12.3457
+};
+static const float hand_pose[14] = {
+    0.0f,     0.96f,      0.0f,                     // 0.96f is 0.959999979: 9600 → 0.96
+    0.0f,     0.0f,       0.70710678f, 0.70710678f, // 70710.678 → 70711 → 0.70711 (1e-5 steps)
+    -0.5f,    1.25f,      100.00001f,               // 100.0000076...: 1000000.08 → 100
+    0.00003f, -0.000004f, -0.015625f,  1.0f,        // 3 → 3e-05 (%g below 1e-4), -0.4 → -0,
+                                                    // -1562.5 → -1563 (ties away from 0)
+};
+static const float hand_caps_radius[2] = {0.12f, 0.1f};
+static const float hand_caps_half[2] = {0.06f, 0.15f};
+static const char* const hand_bones[2] = {"pelvis", "spine"};
+// 0.03125 · 10^4 is 312.5 exactly, a tie: 313. 1.2f is 1.20000005: 1.2.
+static const float hand_ball_pose[7] = {0.03125f, 1.2f, -3.0f, 0.0f, 0.0f, 0.0f, 1.0f};
+static const float hand_ball_radius[1] = {0.2f};
+static const float hand_ball_half[1] = {0.0f};
+static const float hand_radius_002[2] = {0.02f, 0.02f}; // 0.0199999996 → 200 → 0.02
+static const float hand_radius_005[2] = {0.05f, 0.05f};
+static const float hand_pinned_first[2] = {0.0f, 1.0f};
+static const float hand_pinned_both[2] = {0.0f, 0.0f};
+
+static rdp_snapshot hand_snapshot(rdp_entity_state e[4]) {
+    memset(e, 0, 4 * sizeof *e);
+    e[0].entity = 4294967297ull;
+    e[0].kind = RDP_KIND_RAGDOLL;
+    e[0].particle_count = 2;
+    e[0].xyz = hand_ragdoll_xyz;
+    e[0].names = hand_names;
+    e[0].stick_count = 1;
+    e[0].sticks = sticks;
+    e[0].radius = hand_radius_002;
+    e[0].inv_mass = hand_pinned_first;
+    e[1].entity = 4294967298ull;
+    e[1].kind = RDP_KIND_CLOTH;
+    e[1].particle_count = 2;
+    e[1].xyz = hand_cloth_xyz;
+    e[1].cols = 2;
+    e[1].rows = 1;
+    e[1].stick_count = 1;
+    e[1].sticks = sticks;
+    e[1].radius = hand_radius_005;
+    e[1].inv_mass = hand_pinned_both;
+    e[2].entity = 4294967299ull;
+    e[2].kind = RDP_KIND_CHARACTER;
+    e[2].state = "ragdoll";
+    e[2].body_count = 2;
+    e[2].pose = hand_pose;
+    e[2].bone_names = hand_bones;
+    e[2].skeleton = "humanoid";
+    e[2].body_radius = hand_caps_radius;
+    e[2].body_half_length = hand_caps_half;
+    e[3].entity = 4294967300ull;
+    e[3].kind = RDP_KIND_BALL;
+    e[3].body_count = 1;
+    e[3].pose = hand_ball_pose;
+    e[3].body_radius = hand_ball_radius;
+    e[3].body_half_length = hand_ball_half;
+    rdp_snapshot s;
+    memset(&s, 0, sizeof s);
+    s.world = 3;
+    s.tick = 120;
+    s.entity_count = 4;
+    s.entities = e;
+    s.metrics.constraint_error = 0.0123456; // 12345.6 µm rounds to 12346: 0.012346
+    s.metrics.sticks = 2;
+    s.metrics.solver_passes = 8;
+    s.metrics.particles = 4;
+    s.metrics.step_ms = 0.2104; // 1 µs steps: 0.21
+    s.metrics.overruns = 5;
+    return s;
+}
+
+static void test_rdp_json_snapshot_matches_hand_written_text(void** state) {
+    (void)state;
+    rdp_entity_state e[4];
+    rdp_snapshot s = hand_snapshot(e);
+    size_t len = 0;
+    char* lean = rdp_snapshot_json(&s, false, &len);
+    assert_string_equal(
+        lean, "{\"ev\":\"snapshot\",\"world\":3,\"tick\":120,\"entities\":["
+              "{\"entity\":4294967297,\"kind\":\"ragdoll\","
+              "\"particles\":[[0.1235,1,-2],[3.5,-0,-0.25]]},"
+              "{\"entity\":4294967298,\"kind\":\"cloth\","
+              "\"particles\":[[1000,-999.9999,0.0001],[-0.0001,2.5,12.3457]]},"
+              "{\"entity\":4294967299,\"kind\":\"character\",\"state\":\"ragdoll\",\"bones\":["
+              "{\"name\":\"pelvis\",\"p\":[0,0.96,0],\"q\":[0,0,0.70711,0.70711]},"
+              "{\"name\":\"spine\",\"p\":[-0.5,1.25,100],\"q\":[3e-05,-0,-0.01563,1]}]},"
+              "{\"entity\":4294967300,\"kind\":\"ball\",\"p\":[0.0313,1.2,-3],\"q\":[0,0,0,1]}],"
+              "\"metrics\":{\"constraint_error\":0.012346,\"sticks\":2,\"solver_passes\":8,"
+              "\"particles\":4,\"entities\":4,\"step_ms\":0.21,\"overruns\":5}}");
+    assert_int_equal(len, strlen(lean));
+    char* full = rdp_snapshot_json(&s, true, &len);
+    assert_string_equal(
+        full, "{\"ev\":\"snapshot\",\"world\":3,\"tick\":120,\"entities\":["
+              "{\"entity\":4294967297,\"kind\":\"ragdoll\","
+              "\"particles\":[[0.1235,1,-2],[3.5,-0,-0.25]],"
+              "\"names\":[\"head\",\"a\\\"b\\\\c\\n\"],\"sticks\":[[0,1]],"
+              "\"radii\":[0.02,0.02],\"pinned\":[0]},"
+              "{\"entity\":4294967298,\"kind\":\"cloth\","
+              "\"particles\":[[1000,-999.9999,0.0001],[-0.0001,2.5,12.3457]],"
+              "\"cols\":2,\"rows\":1,\"sticks\":[[0,1]],\"radii\":[0.05,0.05],\"pinned\":[0,1]},"
+              "{\"entity\":4294967299,\"kind\":\"character\",\"state\":\"ragdoll\",\"bones\":["
+              "{\"name\":\"pelvis\",\"p\":[0,0.96,0],\"q\":[0,0,0.70711,0.70711]},"
+              "{\"name\":\"spine\",\"p\":[-0.5,1.25,100],\"q\":[3e-05,-0,-0.01563,1]}],"
+              "\"skeleton\":\"humanoid\",\"capsules\":[[0.12,0.06],[0.1,0.15]]},"
+              "{\"entity\":4294967300,\"kind\":\"ball\",\"p\":[0.0313,1.2,-3],\"q\":[0,0,0,1],"
+              "\"capsules\":[[0.2,0]]}],"
+              "\"metrics\":{\"constraint_error\":0.012346,\"sticks\":2,\"solver_passes\":8,"
+              "\"particles\":4,\"entities\":4,\"step_ms\":0.21,\"overruns\":5}}");
+    assert_int_equal(len, strlen(full));
+    rdp_free(lean);
+    rdp_free(full);
+}
+
+// Random snapshots for the comparison with the cJSON encoder.
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rng_u64(void) { // xorshift64
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static double rng_unit(void) { // [0, 1)
+    return (double)(rng_u64() >> 11) / 9007199254740992.0;
+}
+
+static double rng_sym(double m) { // [-m, m)
+    return (2.0 * rng_unit() - 1.0) * m;
+}
+
+// A float a snapshot might carry, or one meant to break a fast printer:
+// zeros of both signs, values that round to ±0 and ±0.1 mm, the 0.1 mm grid
+// and the ties between its steps, the world's extent, huge values, and any
+// bit pattern (denormals, infinities, NaNs).
+static float rng_float(void) {
+    switch (rng_u64() % 15) {
+    case 0:
+        return 0.0f;
+    case 1:
+        return -0.0f;
+    case 2:
+        return (float)rng_sym(2e-4);
+    case 3:
+        return (float)((double)((int64_t)(rng_u64() % 20000001) - 10000000) / 1e4);
+    case 4:
+        return (float)(((double)((int64_t)(rng_u64() % 20000001) - 10000000) + 0.5) / 1e4);
+    case 5:
+        return (float)rng_sym(1000.0);
+    case 6:
+        return rng_u64() % 2 ? 1000.0f : -1000.0f;
+    case 7:
+        return (float)rng_sym(1e-3);
+    case 8:
+        return (float)rng_sym(pow(10.0, 3.0 + 13.0 * rng_unit()));
+    case 9: {
+        uint32_t bits = (uint32_t)rng_u64();
+        float f;
+        memcpy(&f, &bits, sizeof f);
+        return f;
+    }
+    case 10:
+        return (float)rng_sym(1.0);
+    case 11:
+        return (float)rng_sym(1e-5);
+    case 12:
+        // Multiples of powers of two: many are ties once scaled (0.03125 · 10^4).
+        return (float)ldexp((double)((int)(rng_u64() % 2001) - 1000), -(int)(rng_u64() % 24));
+    default:
+        return (float)rng_sym(10.0);
+    }
+}
+
+// A double for the metrics: the same kinds, at double precision.
+static double rng_double(void) {
+    switch (rng_u64() % 6) {
+    case 0:
+        return 0.0;
+    case 1:
+        return rng_unit() * 1e-6;
+    case 2:
+        return rng_unit() * pow(10.0, 20.0 * rng_unit());
+    case 3: {
+        uint64_t bits = rng_u64();
+        double d;
+        memcpy(&d, &bits, sizeof d);
+        return d;
+    }
+    default:
+        return rng_unit() * 10.0;
+    }
+}
+
+// A name: usually plain, sometimes every byte but NUL, sometimes NULL
+// (which cJSON left out).
+static const char* rng_name(char* buf, size_t cap) {
+    uint64_t r = rng_u64() % 10;
+    if (r == 0) {
+        return NULL;
+    }
+    size_t n = (size_t)(rng_u64() % (cap - 1));
+    for (size_t i = 0; i < n; ++i) {
+        buf[i] = r < 5 ? (char)('a' + rng_u64() % 26) : (char)(1 + rng_u64() % 255);
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+#define RW_ENTS      6
+#define RW_PARTICLES 64
+#define RW_BODIES    20
+typedef struct random_world {
+    rdp_entity_state ents[RW_ENTS];
+    float xyz[RW_ENTS][3 * RW_PARTICLES];
+    float radius[RW_ENTS][RW_PARTICLES];
+    float inv_mass[RW_ENTS][RW_PARTICLES];
+    char name_text[RW_ENTS][RW_PARTICLES][12];
+    const char* names[RW_ENTS][RW_PARTICLES];
+    uint32_t sticks[RW_ENTS][2 * RW_PARTICLES];
+    float pose[RW_ENTS][7 * RW_BODIES];
+    float body_radius[RW_ENTS][RW_BODIES];
+    float body_half[RW_ENTS][RW_BODIES];
+    char bone_text[RW_ENTS][RW_BODIES][12];
+    const char* bone_names[RW_ENTS][RW_BODIES];
+    char state_text[RW_ENTS][12];
+    char skeleton_text[RW_ENTS][12];
+    rdp_snapshot snap;
+} random_world;
+
+static void random_world_fill(random_world* w) {
+    memset(w, 0, sizeof *w);
+    uint32_t count = (uint32_t)(rng_u64() % (RW_ENTS + 1));
+    for (uint32_t k = 0; k < count; ++k) {
+        rdp_entity_state* e = &w->ents[k];
+        e->entity = rng_u64() % 4 == 0 ? rng_u64() : (rng_u64() & 0x1fffffffffffffull);
+        e->kind = (rdp_kind)(1 + rng_u64() % 5);
+        if (rdp_kind_is_rigid(e->kind)) {
+            e->body_count = e->kind == RDP_KIND_BALL ? 1 : (uint32_t)(rng_u64() % RW_BODIES);
+            for (uint32_t i = 0; i < e->body_count; ++i) {
+                float* p = w->pose[k] + 7 * i;
+                for (int c = 0; c < 3; ++c) {
+                    p[c] = rng_float();
+                }
+                // A unit quaternion, or anything.
+                double q[4], n = 0.0;
+                for (int c = 0; c < 4; ++c) {
+                    q[c] = rng_sym(1.0);
+                    n += q[c] * q[c];
+                }
+                for (int c = 0; c < 4; ++c) {
+                    p[3 + c] = rng_u64() % 3 ? (float)(q[c] / sqrt(n)) : rng_float();
+                }
+                w->body_radius[k][i] = rng_float();
+                w->body_half[k][i] = rng_float();
+                w->bone_names[k][i] = rng_name(w->bone_text[k][i], sizeof w->bone_text[k][i]);
+            }
+            e->pose = w->pose[k];
+            e->body_radius = w->body_radius[k];
+            e->body_half_length = w->body_half[k];
+            e->bone_names = w->bone_names[k];
+            e->state = rng_name(w->state_text[k], sizeof w->state_text[k]);
+            e->skeleton = rng_name(w->skeleton_text[k], sizeof w->skeleton_text[k]);
+            continue;
+        }
+        e->particle_count = (uint32_t)(rng_u64() % RW_PARTICLES);
+        for (uint32_t i = 0; i < e->particle_count; ++i) {
+            for (int c = 0; c < 3; ++c) {
+                w->xyz[k][3 * i + c] = rng_float();
+            }
+            w->radius[k][i] = rng_float();
+            w->inv_mass[k][i] = rng_u64() % 4 == 0 ? 0.0f : rng_float();
+            w->names[k][i] = rng_name(w->name_text[k][i], sizeof w->name_text[k][i]);
+        }
+        e->stick_count = (uint32_t)(rng_u64() % RW_PARTICLES);
+        for (uint32_t i = 0; i < 2 * e->stick_count; ++i) {
+            w->sticks[k][i] = rng_u64() % 8 == 0 ? (uint32_t)rng_u64() : (uint32_t)(rng_u64() % 64);
+        }
+        e->xyz = w->xyz[k];
+        e->radius = w->radius[k];
+        e->inv_mass = w->inv_mass[k];
+        e->names = rng_u64() % 2 ? w->names[k] : NULL;
+        e->sticks = w->sticks[k];
+        e->cols = (uint32_t)rng_u64();
+        e->rows = (uint32_t)(rng_u64() % 100);
+    }
+    w->snap.world = rng_u64() % 2 ? rng_u64() % 100 : rng_u64();
+    w->snap.tick = rng_u64();
+    w->snap.entity_count = count;
+    w->snap.entities = w->ents;
+    w->snap.metrics.constraint_error = rng_double();
+    w->snap.metrics.sticks = (uint32_t)rng_u64();
+    w->snap.metrics.solver_passes = (uint32_t)(rng_u64() % 3200);
+    w->snap.metrics.particles = (uint32_t)rng_u64();
+    w->snap.metrics.step_ms = rng_double();
+    w->snap.metrics.overruns = rng_u64();
+}
+
+// Walks two parsed documents side by side: the same structure, keys and
+// strings, and every number the same double (the sign of zero included).
+// Returns how many numbers it compared.
+static long json_same(const cJSON* a, const cJSON* b) {
+    assert_int_equal(a->type & 0xff, b->type & 0xff);
+    if (a->string != NULL || b->string != NULL) {
+        assert_non_null(a->string);
+        assert_non_null(b->string);
+        assert_string_equal(a->string, b->string);
+    }
+    long numbers = 0;
+    if (cJSON_IsNumber(a)) {
+        assert_true(a->valuedouble == b->valuedouble);
+        assert_true(signbit(a->valuedouble) == signbit(b->valuedouble));
+        numbers++;
+    } else if (cJSON_IsString(a)) {
+        assert_string_equal(a->valuestring, b->valuestring);
+    }
+    const cJSON* ca = a->child;
+    const cJSON* cb = b->child;
+    for (; ca != NULL && cb != NULL; ca = ca->next, cb = cb->next) {
+        numbers += json_same(ca, cb);
+    }
+    assert_null(ca);
+    assert_null(cb);
+    return numbers;
+}
+
+static void test_rdp_json_snapshot_equals_the_cjson_encoder(void** state) {
+    (void)state;
+    static random_world w;
+    // One buffer for every run, started tiny so that it grows mid-text.
+    rdp_buf buf = {cJSON_malloc(1), 0, 1};
+    long numbers = 0;
+    for (int run = 0; run < 3000; ++run) {
+        random_world_fill(&w);
+        for (int topology = 0; topology < 2; ++topology) {
+            size_t ref_len = 0, len = 0;
+            char* ref = rdp_ref_snapshot_json(&w.snap, topology, &ref_len);
+            char* got = rdp_snapshot_json(&w.snap, topology, &len);
+            assert_non_null(ref);
+            assert_non_null(got);
+            assert_int_equal(rdp_snapshot_json_into(&w.snap, topology, &buf), 0);
+            // The same text, byte for byte...
+            assert_string_equal(got, ref);
+            assert_int_equal(len, ref_len);
+            assert_string_equal(buf.data, ref);
+            assert_int_equal(buf.len, ref_len);
+            // ...so a reader gets the same numbers; check that as a reader would.
+            cJSON* a = cJSON_ParseWithLength(got, len);
+            cJSON* b = cJSON_ParseWithLength(ref, ref_len);
+            assert_non_null(a);
+            assert_non_null(b);
+            numbers += json_same(a, b);
+            cJSON_Delete(a);
+            cJSON_Delete(b);
+            rdp_free(ref);
+            rdp_free(got);
+        }
+    }
+    // Dozens of numbers per snapshot on average: the walk saw the arrays.
+    assert_true(numbers > 3000L * 100);
+    rdp_buf_free(&buf);
+    assert_null(buf.data);
+    rdp_buf_free(NULL);
+}
+
+// Values on the 0.1 mm grid across the whole world, at every position of
+// the fractional part, against the cJSON encoder.
+static void test_rdp_json_snapshot_prints_the_grid_like_cjson(void** state) {
+    (void)state;
+    enum { N = 4096 };
+    static float grid[3 * N];
+    rdp_entity_state e;
+    memset(&e, 0, sizeof e);
+    e.entity = 1;
+    e.kind = RDP_KIND_ROPE;
+    e.particle_count = N;
+    e.xyz = grid;
+    rdp_snapshot s;
+    memset(&s, 0, sizeof s);
+    s.entity_count = 1;
+    s.entities = &e;
+    rdp_buf buf = {NULL, 0, 0};
+    for (int64_t base = -10000000; base <= 10000000; base += 3 * N * 61) {
+        for (int i = 0; i < 3 * N; ++i) {
+            // Steps of 0.1 mm, and of 0.01 mm (half of them ties).
+            int64_t k = base + 61 * i;
+            grid[i] = i % 2 ? (float)((double)k / 1e4) : (float)((double)k / 1e5);
+        }
+        char* ref = rdp_ref_snapshot_json(&s, false, NULL);
+        assert_int_equal(rdp_snapshot_json_into(&s, false, &buf), 0);
+        assert_string_equal(buf.data, ref);
+        rdp_free(ref);
+    }
+    rdp_buf_free(&buf);
+}
+
+static void test_rdp_json_snapshot_reuses_its_buffer(void** state) {
+    (void)state;
+    rdp_entity_state e[4];
+    rdp_snapshot s = hand_snapshot(e);
+    rdp_buf buf = {NULL, 0, 0};
+    assert_int_equal(rdp_snapshot_json_into(&s, true, &buf), 0);
+    char* data = buf.data;
+    size_t cap = buf.cap;
+    size_t full_len = buf.len;
+    assert_int_equal(rdp_snapshot_json_into(&s, false, &buf), 0);
+    assert_true(buf.len < full_len);
+    assert_int_equal(rdp_snapshot_json_into(&s, true, &buf), 0);
+    assert_ptr_equal(buf.data, data);
+    assert_int_equal(buf.cap, cap);
+    assert_int_equal(buf.len, full_len);
+    assert_int_equal(buf.data[buf.len], '\0');
+    rdp_buf_free(&buf);
+}
+
 static void test_rdp_describe_reply_splices_a_cached_body(void** state) {
     (void)state;
     rdp_entity_state e;
@@ -518,6 +952,10 @@ int main(void) {
         cmocka_unit_test(test_rdp_reply_ok_carries_ids_exactly),
         cmocka_unit_test(test_rdp_reply_code_reads_the_outcome_of_every_reply),
         cmocka_unit_test(test_rdp_json_snapshot_rounds_and_sends_topology_on_request),
+        cmocka_unit_test(test_rdp_json_snapshot_matches_hand_written_text),
+        cmocka_unit_test(test_rdp_json_snapshot_equals_the_cjson_encoder),
+        cmocka_unit_test(test_rdp_json_snapshot_prints_the_grid_like_cjson),
+        cmocka_unit_test(test_rdp_json_snapshot_reuses_its_buffer),
         cmocka_unit_test(test_rdp_describe_reply_splices_a_cached_body),
         cmocka_unit_test(test_rdp_events),
     };
