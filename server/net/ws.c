@@ -388,7 +388,7 @@ void net__ws_feed(net_session* s, const uint8_t* data, size_t len) {
 // Gives a backlogged session its next turn. Returns true when its backlog
 // is gone (drained, or the session is closing).
 static bool ws_backlog_turn(net_session* s) {
-    if (s->state != NET__WS || s->close_queued) {
+    if (!s->backlogged || s->state != NET__WS || s->close_queued) {
         return true;
     }
     s->turn_msgs = 0;
@@ -397,6 +397,14 @@ static bool ws_backlog_turn(net_session* s) {
     int rc = 0;
     size_t left = s->backlog_len - s->backlog_off;
     s->backlog_off += ws_consume(s, s->backlog + s->backlog_off, left, &rc);
+    if (!s->backlogged) {
+        // The session began closing during the turn and dropped its
+        // backlog, which wslay was reading: free it now.
+        free(s->backlog);
+        s->backlog = NULL;
+        s->backlog_off = s->backlog_len = 0;
+        return true;
+    }
     bool drained = s->backlog_off == s->backlog_len || rc != 0 || s->state != NET__WS;
     if (drained && rc == 0 && s->state == NET__WS && s->backlog_refuse != NET__REFUSE_NONE) {
         ws_refuse(s, (net__refuse)s->backlog_refuse);
@@ -415,7 +423,13 @@ void net__on_idle(uv_idle_t* h) {
         net_session* s = list;
         list = s->backlog_next;
         s->backlog_next = NULL;
-        if (ws_backlog_turn(s)) {
+        bool drained = ws_backlog_turn(s);
+        if (!s->backlogged) {
+            // It is closing: its backlog went with net__backlog_drop(). (Its
+            // memory lasts until its handles' close callbacks, after this.)
+            continue;
+        }
+        if (drained) {
             free(s->backlog);
             s->backlog = NULL;
             s->backlog_off = s->backlog_len = 0;
@@ -439,14 +453,22 @@ void net__backlog_drop(net_session* s) {
     for (net_session** p = &srv->backlog; *p != NULL; p = &(*p)->backlog_next) {
         if (*p == s) {
             *p = s->backlog_next;
+            s->backlog_next = NULL;
             break;
         }
     }
-    s->backlog_next = NULL;
+    // Not found: s is in the pass net__on_idle() is making, which skips it
+    // now that it is not backlogged (its link is that pass's, left alone).
+    s->backlogged = false;
+    if (s->in_feed) {
+        // wslay is reading from the backlog: stop it there, and let
+        // ws_backlog_turn() free the buffer once wslay has returned.
+        s->rlen = 0;
+        return;
+    }
     free(s->backlog);
     s->backlog = NULL;
     s->backlog_off = s->backlog_len = 0;
-    s->backlogged = false;
 }
 
 static size_t queued_bytes(const net_session* s) {

@@ -983,6 +983,62 @@ static void test_net_a_ping_does_not_cost_what_follows_it(void** state) {
     close(fd);
 }
 
+// Builds n masked text frames of 3 bytes each ("000".."999", or "bye" at
+// index bye_at) into a new buffer of *len bytes.
+static uint8_t* burst_of(int n, int bye_at, size_t* len) {
+    size_t one = 2 + 4 + 3;
+    uint8_t* burst = malloc((size_t)n * one);
+    const uint8_t key[4] = {1, 2, 3, 4};
+    for (int i = 0; i < n; ++i) {
+        uint8_t* p = burst + (size_t)i * one;
+        p[0] = 0x81;
+        p[1] = 0x80 | 3;
+        memcpy(p + 2, key, 4);
+        char body[4];
+        snprintf(body, sizeof body, "%03d", i % 1000);
+        if (i == bye_at) {
+            memcpy(body, "bye", 3);
+        }
+        for (int k = 0; k < 3; ++k) {
+            p[6 + k] = (uint8_t)body[k] ^ key[k];
+        }
+    }
+    *len = (size_t)n * one;
+    return burst;
+}
+
+static void test_net_a_session_closing_with_input_waiting_is_freed_cleanly(void** state) {
+    fixture* f = *state;
+    // The application closes the session (4000) while it has input waiting
+    // for later turns; and a client resets its connection while its input
+    // waits and its replies are being written. Neither may touch the
+    // session after it is freed (ASan catches it), and the server goes on.
+    size_t len;
+    int fd = ws_open(f);
+    expect_text(fd, "welcome");
+    uint8_t* burst = burst_of(2000, 150, &len);
+    send_all(fd, burst, len);
+    free(burst);
+    assert_int_equal(ws_expect_close(fd), 4000);
+    close(fd);
+    for (int round = 0; round < 5; ++round) {
+        fd = ws_open(f);
+        expect_text(fd, "welcome");
+        burst = burst_of(2000, -1, &len);
+        send_all(fd, burst, len);
+        free(burst);
+        struct linger rst = {1, 0};
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &rst, sizeof rst);
+        close(fd); // RST, with most of the burst still waiting at the server
+        usleep(20 * 1000);
+    }
+    fd = ws_open(f);
+    expect_text(fd, "welcome");
+    ws_send_text(fd, "still here");
+    expect_text(fd, "text:still here");
+    close(fd);
+}
+
 static void test_net_sessions_beyond_the_cap_get_503(void** state) {
     fixture* f = *state;
     int a = ws_open(f);
@@ -1220,6 +1276,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_net_slow_handshake_is_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_net_one_session_handles_a_bounded_number_of_messages_per_turn, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_net_a_session_closing_with_input_waiting_is_freed_cleanly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_net_a_ping_does_not_cost_what_follows_it, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_net_fragments_beyond_the_cap_are_refused,
