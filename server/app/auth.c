@@ -277,12 +277,33 @@ static bool same_origin(const char* origin, const char* host) {
     return strcasecmp(sep + 3, host) == 0;
 }
 
+// A Host header that names this machine: localhost, 127.x.x.x or [::1],
+// with or without a port.
+static bool loopback_host(const char* host) {
+    if (host == NULL) {
+        return false;
+    }
+    if (strncmp(host, "[::1]", 5) == 0) {
+        return host[5] == '\0' || host[5] == ':';
+    }
+    size_t n = strcspn(host, ":");
+    return (n == 9 && strncasecmp(host, "localhost", 9) == 0) || strncmp(host, "127.", 4) == 0;
+}
+
 static bool origin_allowed(const app_server* app, const char* origin, const char* host) {
     if (origin == NULL) {
         return true; // not a browser: the token decides
     }
     if (app->cfg.allow_origin_count == 0) {
-        return same_origin(origin, host);
+        // A server on loopback without tokens treats every client as an
+        // admin, so a browser must also have reached it by a loopback name:
+        // a page whose own name was rebound to 127.0.0.1 (DNS rebinding)
+        // sends Host and Origin alike, both its own.
+        const char* bind = app->cfg.host;
+        bool local_only = strncmp(bind, "127.", 4) == 0 || strcmp(bind, "::1") == 0 ||
+                          strcmp(bind, "localhost") == 0;
+        return same_origin(origin, host) &&
+               (app->cfg.auth != NULL || !local_only || loopback_host(host));
     }
     for (uint32_t i = 0; i < app->cfg.allow_origin_count; ++i) {
         const char* o = app->cfg.allow_origins[i];

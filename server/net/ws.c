@@ -100,22 +100,24 @@ static void ws_msg_cb(wslay_event_context_ptr ctx, const struct wslay_event_on_m
                       void* user) {
     (void)ctx;
     net_session* s = user;
+    net_server* srv = s->srv;
+    // Every message counts toward the session's turn, control frames too:
+    // a flood of pings must not hold the loop either.
+    s->turn_msgs++;
+    s->turn_bytes += arg->msg_length;
+    if (s->turn_msgs >= srv->cfg.max_messages_per_turn ||
+        s->turn_bytes >= srv->cfg.max_bytes_per_turn) {
+        s->turn_spent = true;
+    }
     if (s->close_queued || s->state != NET__WS) {
         return;
     }
     if (arg->opcode != WSLAY_TEXT_FRAME && arg->opcode != WSLAY_BINARY_FRAME) {
         return; // ping, pong and close are wslay's business
     }
-    net_server* srv = s->srv;
     if (srv->cb.on_message != NULL) {
         srv->cb.on_message(srv->cb.ctx, s, arg->msg, arg->msg_length,
                            arg->opcode == WSLAY_BINARY_FRAME);
-    }
-    s->turn_msgs++;
-    s->turn_bytes += arg->msg_length;
-    if (s->turn_msgs >= srv->cfg.max_messages_per_turn ||
-        s->turn_bytes >= srv->cfg.max_bytes_per_turn) {
-        s->turn_spent = true;
     }
 }
 
@@ -175,9 +177,9 @@ void net__ws_upgrade(net_session* s, const uint8_t* rest, size_t rest_len) {
         if (status != 0) {
             char body[160];
             int n = snprintf(body, sizeof body, "%s\n", reason != NULL ? reason : "refused");
-            const char* extra = status == 401   ? "WWW-Authenticate: Bearer realm=\"ragdolld\"\r\n"
-                                : status == 429 ? "Retry-After: 5\r\n"
-                                                : "";
+            const char* extra = status == 401 ? "WWW-Authenticate: Bearer realm=\"ragdolld\"\r\n"
+                                : status == 429 || status == 503 ? "Retry-After: 5\r\n"
+                                                                 : "";
             net__http_respond(s, status, "text/plain; charset=utf-8", extra, body,
                               n > 0 && (size_t)n < sizeof body ? (size_t)n : 0, true);
             return;

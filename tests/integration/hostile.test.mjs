@@ -291,6 +291,14 @@ test('a cross-origin upgrade gets 403; same-origin and allowed origins get in', 
   const native = await upgrade(s.url);
   assert.equal(native.open, true, 'no Origin: a native client, judged by token alone');
   native.ws.close();
+  // DNS rebinding: a page whose name now points at 127.0.0.1 sends its own
+  // name as Host and Origin; without tokens (every client an admin) a
+  // loopback server takes browsers only by loopback names.
+  const rebound = await upgrade(s.url, { headers: { Origin: 'http://evil.example:8080', Host: 'evil.example:8080' } });
+  assert.equal(rebound.status, 403);
+  const byName = await upgrade(s.url, { headers: { Origin: `http://localhost:${s.port}`, Host: `localhost:${s.port}` } });
+  assert.equal(byName.open, true);
+  byName.ws.close();
   const allowed = await server(['--allow-origin', 'https://game.example']);
   const ok = await upgrade(allowed.url, { headers: { Origin: 'https://game.example' } });
   assert.equal(ok.open, true);
