@@ -6,8 +6,29 @@ if(RD_WERROR)
     list(APPEND RD_WARNINGS -Werror)
 endif()
 
-# Determinism: no fused multiply-add contraction, no fast-math (STYLE.md section 8).
-add_compile_options(-ffp-contract=off)
+# Determinism: no fused multiply-add contraction, no fast-math (STYLE.md section 8;
+# README, "Determinism"). RD_FP_FLAGS_<compiler id> is the rule for each
+# compiler; tests/determinism builds the scene with the other one too.
+#
+# GCC 12's vectoriser does not honour -ffp-contract=off everywhere: its SLP
+# "addsub" pattern (tree-vect-slp-patterns.cc, addsub_pattern::recognize)
+# turns lanes that alternate a*b-c and a*b+c (q_mul in server/sim/quat.h)
+# into .VEC_FMADDSUB/.VEC_FMSUBADD, i.e. vfmaddsub/vfmsubadd, whenever the
+# target has FMA (-march=haswell, x86-64-v3, x86-64-v4, native on a CPU with
+# FMA); -O2 -march=x86-64-v3 changed the scene's hash. -mno-fma does not
+# stop it under AVX-512 (AVX512F has the same instructions); the loop
+# vectoriser uses the pattern too, so -fno-tree-slp-vectorize is not enough.
+# With -fno-tree-vectorize gcc 12 forms no FMA in our sources (the scalar
+# contraction honours the flag); tests/determinism checks the objects.
+# Later GCC sources check the flag in that pattern; only gcc 12 was tried.
+# Clang 14 honours -ffp-contract=off in its vectorisers.
+set(RD_FP_FLAGS_GNU -ffp-contract=off -fno-tree-vectorize)
+set(RD_FP_FLAGS_Clang -ffp-contract=off)
+if(DEFINED RD_FP_FLAGS_${CMAKE_C_COMPILER_ID})
+    add_compile_options(${RD_FP_FLAGS_${CMAKE_C_COMPILER_ID}})
+else()
+    add_compile_options(-ffp-contract=off)
+endif()
 
 if(RD_SANITIZE)
     add_compile_options(-fsanitize=${RD_SANITIZE} -fno-sanitize-recover=all -fno-omit-frame-pointer)
