@@ -1,17 +1,47 @@
-# cmake -DA=prog [-DB=prog | -DEXPECT=hash] -DASSETS=dir -P compare.cmake
-# Runs A (and B) on ASSETS and fails unless the printed hashes agree.
+# cmake -DA=prog [-DB=prog | -DEXPECT=hash] -DASSETS=dir [-DNEEDS=flag,flag...]
+#       [-DENV=VAR=value] -P compare.cmake
+# Runs A (and B, with ENV set) on ASSETS and fails unless the printed hashes
+# agree. Prints "SKIP: ..." and succeeds (the test's SKIP_REGULAR_EXPRESSION
+# makes it a skip) when /proc/cpuinfo lacks one of NEEDS, B's instruction set.
+if(NEEDS)
+    set(cpu_flags "")
+    if(EXISTS /proc/cpuinfo)
+        file(STRINGS /proc/cpuinfo cpu_flags REGEX "^flags[ \t]*:" LIMIT_COUNT 1)
+    endif()
+    string(REPLACE "," ";" NEEDS "${NEEDS}")
+    set(missing "")
+    foreach(flag ${NEEDS})
+        if(NOT cpu_flags MATCHES "[ \t]${flag}( |$)")
+            list(APPEND missing ${flag})
+        endif()
+    endforeach()
+    if(missing)
+        list(JOIN missing " " missing)
+        message(STATUS "SKIP: this CPU lacks ${missing} (per /proc/cpuinfo): ${B} not run")
+        return()
+    endif()
+endif()
 execute_process(COMMAND ${A} ${ASSETS} OUTPUT_VARIABLE HA RESULT_VARIABLE RA
                 OUTPUT_STRIP_TRAILING_WHITESPACE)
 if(NOT RA EQUAL 0 OR HA STREQUAL "")
     message(FATAL_ERROR "${A} failed (${RA})")
 endif()
 if(DEFINED B)
-    execute_process(COMMAND ${B} ${ASSETS} OUTPUT_VARIABLE HB RESULT_VARIABLE RB
-                    OUTPUT_STRIP_TRAILING_WHITESPACE)
-    if(NOT RB EQUAL 0 OR NOT HA STREQUAL HB)
-        message(FATAL_ERROR "optimised ${HA} != -O0 ${HB}")
+    set(env "")
+    set(b "${B}")
+    if(ENV)
+        set(env ${CMAKE_COMMAND} -E env ${ENV})
+        set(b "${ENV} ${B}")
     endif()
-    message(STATUS "optimised and -O0 both hash ${HA}")
+    execute_process(COMMAND ${env} ${B} ${ASSETS} OUTPUT_VARIABLE HB RESULT_VARIABLE RB
+                    OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(NOT RB EQUAL 0 OR HB STREQUAL "")
+        message(FATAL_ERROR "${B} failed (${RB})")
+    endif()
+    if(NOT HA STREQUAL HB)
+        message(FATAL_ERROR "${A} hashes ${HA}, ${b} hashes ${HB}")
+    endif()
+    message(STATUS "${A} and ${b} both hash ${HA}")
 else()
     if(NOT HA STREQUAL EXPECT)
         message(FATAL_ERROR "scene hash ${HA}, pinned ${EXPECT}")

@@ -1,0 +1,25 @@
+# cmake -DOBJDUMP=objdump -DFILES=file;file... -P no_fma.cmake
+# Fails if any FILE (object or executable) holds an x86 fused multiply-add:
+# vfmadd*, vfmsub*, vfnmadd*, vfnmsub*, vfmaddsub*, vfmsubadd* (FMA3 and FMA4).
+if(NOT OBJDUMP)
+    message(FATAL_ERROR "no objdump (CMAKE_OBJDUMP is empty)")
+endif()
+set(found "")
+set(n 0)
+foreach(f ${FILES})
+    execute_process(COMMAND ${OBJDUMP} -d --no-show-raw-insn ${f} OUTPUT_VARIABLE asm
+                    RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "${OBJDUMP} -d ${f} failed (${rc})")
+    endif()
+    string(REGEX MATCHALL "[^\n]*[ \t]vfn?m(add|sub)[a-z0-9]*[ \t][^\n]*" hits "${asm}")
+    if(hits)
+        list(JOIN hits "\n    " hits)
+        string(APPEND found "  ${f}:\n    ${hits}\n")
+    endif()
+    math(EXPR n "${n} + 1")
+endforeach()
+if(found)
+    message(FATAL_ERROR "fused multiply-adds (see cmake/warnings.cmake):\n${found}")
+endif()
+message(STATUS "no fused multiply-add in ${n} files")
