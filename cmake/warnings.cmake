@@ -7,8 +7,10 @@ if(RD_WERROR)
 endif()
 
 # Determinism: no fused multiply-add contraction, no fast-math (STYLE.md section 8;
-# README, "Determinism"). RD_FP_FLAGS_<compiler id> is the rule for each
-# compiler; tests/determinism builds the scene with the other one too.
+# README, "Determinism"). RD_FP_FLAGS is the rule for every compiler and
+# target; RD_FP_FMA_FLAGS_<compiler id> is added for a target with FMA
+# instructions. tests/determinism builds the scene with the other compiler
+# and for x86-64-v3 and -v4 with these too.
 #
 # GCC 12's vectoriser does not honour -ffp-contract=off everywhere: its SLP
 # "addsub" pattern (tree-vect-slp-patterns.cc, addsub_pattern::recognize)
@@ -19,15 +21,39 @@ endif()
 # stop it under AVX-512 (AVX512F has the same instructions); the loop
 # vectoriser uses the pattern too, so -fno-tree-slp-vectorize is not enough.
 # With -fno-tree-vectorize gcc 12 forms no FMA in our sources (the scalar
-# contraction honours the flag); tests/determinism checks the objects.
+# contraction honours the flag); tests/determinism checks the objects. It
+# costs 8-10 % in ragdoll-bench --piles-only, so it is added only for a
+# target that has FMA (a target without cannot fuse, vectorised or not):
+# the default x86-64 build's code does not change.
 # Later GCC sources check the flag in that pattern; only gcc 12 was tried.
 # Clang 14 honours -ffp-contract=off in its vectorisers.
-set(RD_FP_FLAGS_GNU -ffp-contract=off -fno-tree-vectorize)
-set(RD_FP_FLAGS_Clang -ffp-contract=off)
-if(DEFINED RD_FP_FLAGS_${CMAKE_C_COMPILER_ID})
-    add_compile_options(${RD_FP_FLAGS_${CMAKE_C_COMPILER_ID}})
-else()
-    add_compile_options(-ffp-contract=off)
+set(RD_FP_FLAGS -ffp-contract=off)
+set(RD_FP_FMA_FLAGS_GNU -fno-tree-vectorize)
+set(RD_FP_FMA_FLAGS_Clang "")
+add_compile_options(${RD_FP_FLAGS})
+if(RD_FP_FMA_FLAGS_${CMAKE_C_COMPILER_ID})
+    # The build's target: CMAKE_C_FLAGS and the build type's (-march=native, ...).
+    # A -march added to one target needs RD_FP_FMA_FLAGS_<id> there too.
+    include(CheckCSourceCompiles)
+    string(TOUPPER "${CMAKE_BUILD_TYPE}" rd_config)
+    set(CMAKE_REQUIRED_FLAGS "${CMAKE_C_FLAGS_${rd_config}}")
+    set(CMAKE_REQUIRED_QUIET ON)
+    unset(RD_TARGET_HAS_FMA CACHE) # the flags may have changed since the last run
+    check_c_source_compiles([[
+#if !defined(__FP_FAST_FMAF) && !defined(__FMA__) && !defined(__FMA4__) && !defined(__AVX512F__)
+#error no fused multiply-add on this target
+#endif
+int main(void) { return 0; }
+]] RD_TARGET_HAS_FMA)
+    unset(CMAKE_REQUIRED_FLAGS)
+    unset(CMAKE_REQUIRED_QUIET)
+    if(RD_TARGET_HAS_FMA)
+        add_compile_options(${RD_FP_FMA_FLAGS_${CMAKE_C_COMPILER_ID}})
+        message(STATUS "Determinism: the target has FMA, so also "
+                       "${RD_FP_FMA_FLAGS_${CMAKE_C_COMPILER_ID}}")
+    else()
+        message(STATUS "Determinism: the target has no FMA")
+    endif()
 endif()
 
 if(RD_SANITIZE)
