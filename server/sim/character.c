@@ -15,7 +15,7 @@
  * of the tick they are set exactly on the pose, so integration never drifts.
  *
  * Drives (active ragdoll): each joint of a dynamic bone can pull toward the
- * clip's pose with gains that ramp linearly (rigid.c solves them).
+ * clip's pose with gains that ramp linearly (joint.c solves them).
  */
 #include "rigid.h"
 #include "world.h"

@@ -1,9 +1,10 @@
 /*
  * rigid.h: private structures and functions of the rigid-body part of the
- * simulator: the skeleton library (library.c), bodies and joints solved as
- * XPBD rigid bodies (rigid.c, Müller et al. 2020, "Detailed Rigid Body
- * Simulation with Extended Position Based Dynamics"), contacts (contact.c)
- * and characters (character.c).
+ * simulator: the skeleton library (library.c), bodies (body.c) and joints
+ * (joint.c) solved as XPBD rigid bodies (Müller et al. 2020, "Detailed
+ * Rigid Body Simulation with Extended Position Based Dynamics"), the broad
+ * phase (broad_phase.c), contacts (contact.c), the rigid substep
+ * (solver.c) and characters (character.c).
  *
  * Body frames: a bone's body frame sits at its capsule centre with local +X
  * along the capsule (head → tail in the bind pose). A ball's frame is its
@@ -97,6 +98,13 @@ typedef struct sim__body {
     /// orientation at the start of the substep (sim__body_update_inertia).
     float iw[6];
 } sim__body;
+
+/// I⁻¹v with the body's world-frame inverse inertia b->iw.
+static inline sim_vec3 sim__inv_inertia_mul(const sim__body* b, sim_vec3 v) {
+    const float* m = b->iw;
+    return v3(m[0] * v.x + m[3] * v.y + m[4] * v.z, m[3] * v.x + m[1] * v.y + m[5] * v.z,
+              m[4] * v.x + m[5] * v.y + m[2] * v.z);
+}
 
 /// Recomputes b->iw from b->q and b->inv_inertia: once per substep, and
 /// whenever a body turns dynamic or kinematic.

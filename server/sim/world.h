@@ -15,6 +15,8 @@
 #include "rigid.h"
 #include "sim.h"
 
+#include <math.h>
+
 #define SIM__DEF_COOKIE        0x5244444fu /* "RDDO" */
 #define SIM__MAX_EVENTS        256
 #define SIM__JOINTS_PER_ENTITY 8    /* joint-limit capacity: max_entities × this */
@@ -22,6 +24,16 @@
 #define SIM__CELLS_PER_BODY    27   /* grid entries reserved per body */
 #define SIM__PAIRS_PER_BODY    16   /* candidate pairs reserved per body */
 #define SIM__CONTACTS_PER_BODY 8    /* static contacts reserved per body */
+#define SIM__GRID_CELL         1.0f /* broadphase grid cell edge, m */
+// Rigid bodies take at least SIM__RIGID_MIN_SUBSTEPS per tick (the XPBD
+// rigid solver needs them whatever the particles use; solver.c may split
+// further for fast bodies).
+#define SIM__RIGID_MIN_SUBSTEPS 4
+// Solver work of one rigid body or joint per rigid substep, in particle
+// projections (about 10 ns each): a pile of 300 humanoids, the worst case
+// ragdoll-bench measures, costs about 1 µs per body or joint and rigid
+// substep (contacts and joint passes together).
+#define SIM__RIGID_WORK 100u
 
 /// One body in one cell of the broadphase grid.
 typedef struct sim__grid_entry {
@@ -280,3 +292,48 @@ void sim__collide_project(sim_world* w);
 /// substep by moving their previous positions (velocity pass, after Müller
 /// et al. 2020 section 3.5, in displacement form). h is the substep length.
 void sim__collide_respond(sim_world* w, float h);
+
+/// Whether the world's solver work per tick, with an entity of these counts
+/// added, stays within def.max_solver_work (0: no limit) (world.c).
+bool sim__work_fits(const sim_world* w, uint32_t particles, uint32_t dists, uint32_t joints,
+                    uint32_t bodies, uint32_t bjoints);
+
+/// Verlet-integrates every particle over one substep; g_h2 is gravity × h²
+/// (particle.c).
+void sim__particles_integrate(sim_world* w, sim_vec3 g_h2);
+
+/// One relaxation pass over every entity's distance constraints and joint
+/// limits; inv_h2 = 1/h² for XPBD compliance (particle.c).
+void sim__particles_project(sim_world* w, float inv_h2);
+
+/// The joint-limit clean-up passes after a substep's last collision
+/// projection (particle.c).
+void sim__particles_joint_limits(sim_world* w);
+
+/// Projects the drags, one XPBD pass (interact.c).
+void sim__drags_project(sim_world* w, float inv_h2);
+
+/// How many rigid substeps each of the world's `substeps` particle substeps
+/// is split into this tick (solver.c).
+int sim__rigid_split(const sim_world* w, int substeps);
+
+/// One rigid substep of length h over every body, joint and contact
+/// (solver.c).
+void sim__rigid_substep(sim_world* w, float h);
+
+/// The broadphase grid cell holding coordinate v (m).
+static inline int32_t sim__cell_of(float v) {
+    return (int32_t)floorf(v / SIM__GRID_CELL);
+}
+
+/// The bucket of grid cell (x, y, z) (Teschner et al. 2003's spatial hash).
+static inline uint32_t sim__cell_hash(int32_t x, int32_t y, int32_t z) {
+    uint32_t h = (uint32_t)x * 73856093u ^ (uint32_t)y * 19349663u ^ (uint32_t)z * 83492791u;
+    return h & (SIM__GRID_BUCKETS - 1u);
+}
+
+/// Whether two axis-aligned boxes overlap (touching counts).
+static inline bool sim__aabb_overlap(sim_vec3 alo, sim_vec3 ahi, sim_vec3 blo, sim_vec3 bhi) {
+    return alo.x <= bhi.x && blo.x <= ahi.x && alo.y <= bhi.y && blo.y <= ahi.y && alo.z <= bhi.z &&
+           blo.z <= ahi.z;
+}
