@@ -40,14 +40,26 @@ int sim__entity_begin(sim_world* w, sim_entity_kind kind, uint32_t particles, ui
     if (!sim__work_fits(w, particles, dists, joints, bodies, bjoints)) {
         return SIM_E_CAPACITY;
     }
+    if (w->free_count == 0 && w->e_used >= d->max_entities) {
+        return SIM_E_CAPACITY;
+    }
+    // Arrays are indexed by slot: a new slot needs room for e_used + 1.
+    sim_counts need = {w->e_used + (w->free_count == 0 ? 1u : 0u),
+                       w->p_count + particles,
+                       w->d_count + dists,
+                       w->j_count + joints,
+                       w->b_count + bodies,
+                       w->bj_count + bjoints};
+    int rc = sim_world_reserve(w, &need); // grows only when short of room
+    if (rc != SIM_OK) {
+        return rc; // SIM_E_NOMEM, nothing changed
+    }
     uint32_t slot;
     if (w->free_count > 0) {
         slot = w->free_slots[--w->free_count];
-    } else if (w->e_used < d->max_entities) {
+    } else {
         slot = w->e_used++;
         w->entities[slot].generation = 1;
-    } else {
-        return SIM_E_CAPACITY;
     }
     sim__entity* e = &w->entities[slot];
     uint32_t gen = e->generation;

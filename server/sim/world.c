@@ -3,8 +3,9 @@
  * solver-work budget, and its static colliders.
  *
  * Builders (rope.c, cloth.c, ragdoll.c, character.c) only fill the ranges
- * sim__entity_begin() (entity.c) hands them. Nothing here does I/O, and
- * nothing after sim_world_create() allocates.
+ * sim__entity_begin() (entity.c) hands them, after it has grown the arrays
+ * here (sim_world_reserve()) when they had no room. Nothing here does I/O,
+ * and nothing a step calls allocates.
  */
 #include "world.h"
 
@@ -63,6 +64,7 @@ sim_world_def sim_world_def_default(void) {
     d.max_solver_work = 1000000;
     d.max_bodies = 2048;
     d.max_joints = 2048;
+    d.max_contacts = 2048 * (SIM__CONTACTS_PER_BODY + SIM__PAIRS_PER_BODY);
     d.library = NULL;
     d.allocator = sim_allocator_default();
     d.cookie = SIM__DEF_COOKIE;
@@ -70,56 +72,199 @@ sim_world_def sim_world_def_default(void) {
 }
 
 // ---------------------------------------------------------------------------
-// Lifecycle
+// Lifecycle and growth
 // ---------------------------------------------------------------------------
 
-static void* world_alloc(sim_world* w, size_t count, size_t elem) {
-    if (count == 0) {
-        count = 1;
-    }
-    void* p = w->alloc.alloc(w->alloc.ctx, count * elem, 64);
+// The arrays of a world: each with its capacity as a function of the counts
+// the world has room for (r, a sim_counts) and of its def (d), and its
+// element size. Creation, growth, destruction and the byte counts all walk
+// this one list, so an array added here is grown and freed with the rest.
+// A capacity that depends on d alone is allocated at creation and never
+// grows.
+#define SIM__WORLD_ARRAYS(XX, r, d)                                                                \
+    XX(pos, (r).particles, sizeof(sim_vec3))                                                       \
+    XX(prev, (r).particles, sizeof(sim_vec3))                                                      \
+    XX(vpre, (r).particles, sizeof(sim_vec3))                                                      \
+    XX(inv_mass, (r).particles, sizeof(float))                                                     \
+    XX(radius, (r).particles, sizeof(float))                                                       \
+    XX(contact_n, (r).particles, sizeof(sim_vec3))                                                 \
+    XX(push, (r).particles, sizeof(float))                                                         \
+    XX(contact, (r).particles, sizeof(uint8_t))                                                    \
+    XX(dist, (r).constraints, sizeof(sim__dist))                                                   \
+    XX(joint, (r).joint_limits, sizeof(sim__joint))                                                \
+    XX(events, SIM__MAX_EVENTS, sizeof(sim_event))                                                 \
+    XX(body, (r).bodies, sizeof(sim__body))                                                        \
+    XX(binfo, (r).bodies, sizeof(sim__body_info))                                                  \
+    XX(bjoint, (r).joints, sizeof(sim__bjoint))                                                    \
+    XX(chars, (r).entities, sizeof(sim__char))                                                     \
+    XX(grid_head, SIM__GRID_BUCKETS, sizeof(int32_t))                                              \
+    XX(grid, (size_t)(r).bodies* SIM__CELLS_PER_BODY, sizeof(sim__grid_entry))                     \
+    XX(aabb_lo, (r).bodies, sizeof(sim_vec3))                                                      \
+    XX(aabb_hi, (r).bodies, sizeof(sim_vec3))                                                      \
+    XX(pairs, (size_t)(r).bodies* SIM__PAIRS_PER_BODY, sizeof(sim__pair))                          \
+    XX(contacts, contact_cap(&(r), &(d)), sizeof(sim__contact))                                    \
+    XX(entities, (r).entities, sizeof(sim__entity))                                                \
+    XX(free_slots, (r).entities, sizeof(uint32_t))                                                 \
+    XX(order, (r).entities, sizeof(uint32_t))                                                      \
+    XX(boxes, (d).max_boxes, sizeof(sim_box))                                                      \
+    XX(drags, (d).max_drags, sizeof(sim__drag))
+
+// The contact list: 24 per body (8 static, 16 from pairs), at most
+// max_contacts.
+static size_t contact_cap(const sim_counts* r, const sim_world_def* d) {
+    size_t per_body = (size_t)r->bodies * (SIM__CONTACTS_PER_BODY + SIM__PAIRS_PER_BODY);
+    return per_body < d->max_contacts ? per_body : d->max_contacts;
+}
+
+// Row numbers of the table, and its element sizes.
+enum {
+#define SIM__ROW(field, count, elem) SIM__ROW_##field,
+    SIM__WORLD_ARRAYS(SIM__ROW, unused, unused)
+#undef SIM__ROW
+        SIM__ROW_COUNT
+};
+
+static const size_t row_elem[SIM__ROW_COUNT] = {
+#define SIM__ELEM(field, count, elem) (elem),
+    SIM__WORLD_ARRAYS(SIM__ELEM, unused, unused)
+#undef SIM__ELEM
+};
+
+// Every array's capacity (elements) when the world has room for r.
+static void row_caps(const sim_counts* r, const sim_world_def* d, size_t cap[SIM__ROW_COUNT]) {
+#define SIM__CAP(field, count, elem) cap[SIM__ROW_##field] = (size_t)(count);
+    SIM__WORLD_ARRAYS(SIM__CAP, *r, *d)
+#undef SIM__CAP
+}
+
+// An array of `count` elements takes count × elem bytes; an empty one still
+// takes one element, so that no array pointer is ever NULL (memmove and
+// memset of zero bytes must still be given a valid pointer).
+static size_t row_bytes(size_t count, size_t elem) {
+    return (count == 0 ? 1 : count) * elem;
+}
+
+static void* world_alloc(const sim_allocator* a, size_t count, size_t elem) {
+    size_t n = row_bytes(count, elem);
+    void* p = a->alloc(a->ctx, n, 64);
     if (p != NULL) {
-        memset(p, 0, count * elem);
+        memset(p, 0, n);
     }
     return p;
 }
 
-static void world_free(sim_world* w, void* p, size_t count, size_t elem) {
+static void world_free(const sim_allocator* a, void* p, size_t count, size_t elem) {
     if (p != NULL) {
-        w->alloc.free(w->alloc.ctx, p, (count == 0 ? 1 : count) * elem);
+        a->free(a->ctx, p, row_bytes(count, elem));
     }
 }
 
-// The arrays of a world and their element sizes, so create and destroy walk
-// one list instead of two that could drift apart.
-#define SIM__WORLD_ARRAYS(XX, d)                                                                   \
-    XX(pos, (d).max_particles, sizeof(sim_vec3))                                                   \
-    XX(prev, (d).max_particles, sizeof(sim_vec3))                                                  \
-    XX(vpre, (d).max_particles, sizeof(sim_vec3))                                                  \
-    XX(inv_mass, (d).max_particles, sizeof(float))                                                 \
-    XX(radius, (d).max_particles, sizeof(float))                                                   \
-    XX(contact_n, (d).max_particles, sizeof(sim_vec3))                                             \
-    XX(push, (d).max_particles, sizeof(float))                                                     \
-    XX(contact, (d).max_particles, sizeof(uint8_t))                                                \
-    XX(dist, (d).max_constraints, sizeof(sim__dist))                                               \
-    XX(joint, (d).max_entities* SIM__JOINTS_PER_ENTITY, sizeof(sim__joint))                        \
-    XX(events, SIM__MAX_EVENTS, sizeof(sim_event))                                                 \
-    XX(body, (d).max_bodies, sizeof(sim__body))                                                    \
-    XX(binfo, (d).max_bodies, sizeof(sim__body_info))                                              \
-    XX(bjoint, (d).max_joints, sizeof(sim__bjoint))                                                \
-    XX(chars, (d).max_entities, sizeof(sim__char))                                                 \
-    XX(grid_head, SIM__GRID_BUCKETS, sizeof(int32_t))                                              \
-    XX(grid, (size_t)(d).max_bodies* SIM__CELLS_PER_BODY, sizeof(sim__grid_entry))                 \
-    XX(aabb_lo, (d).max_bodies, sizeof(sim_vec3))                                                  \
-    XX(aabb_hi, (d).max_bodies, sizeof(sim_vec3))                                                  \
-    XX(pairs, (size_t)(d).max_bodies* SIM__PAIRS_PER_BODY, sizeof(sim__pair))                      \
-    XX(contacts, (size_t)(d).max_bodies*(SIM__CONTACTS_PER_BODY + SIM__PAIRS_PER_BODY),            \
-       sizeof(sim__contact))                                                                       \
-    XX(entities, (d).max_entities, sizeof(sim__entity))                                            \
-    XX(free_slots, (d).max_entities, sizeof(uint32_t))                                             \
-    XX(order, (d).max_entities, sizeof(uint32_t))                                                  \
-    XX(boxes, (d).max_boxes, sizeof(sim_box))                                                      \
-    XX(drags, (d).max_drags, sizeof(sim__drag))
+// Allocates (zeroed) every array whose capacity differs between `have` and
+// `want` into fresh[row] (NULL for the others). All or nothing: when the
+// allocator refuses one, those taken so far are freed and false returned.
+// With `all`, every array is allocated (a new world).
+static bool rows_alloc(const sim_allocator* a, const size_t have[SIM__ROW_COUNT],
+                       const size_t want[SIM__ROW_COUNT], bool all, void* fresh[SIM__ROW_COUNT]) {
+    for (int i = 0; i < SIM__ROW_COUNT; ++i) {
+        fresh[i] = NULL;
+    }
+    for (int i = 0; i < SIM__ROW_COUNT; ++i) {
+        if (!all && have[i] == want[i]) {
+            continue;
+        }
+        fresh[i] = world_alloc(a, want[i], row_elem[i]);
+        if (fresh[i] == NULL) {
+            for (int k = 0; k < i; ++k) {
+                world_free(a, fresh[k], want[k], row_elem[k]);
+            }
+            return false;
+        }
+    }
+    return true;
+}
+
+// Capacity derived from r that the step reads (broad_phase.c, contact.c).
+static void set_caps(sim_world* w) {
+    size_t cap[SIM__ROW_COUNT];
+    row_caps(&w->reserved, &w->def, cap);
+    w->grid_cap = (uint32_t)cap[SIM__ROW_grid];
+    w->pair_cap = (uint32_t)cap[SIM__ROW_pairs];
+    w->contact_cap = (uint32_t)cap[SIM__ROW_contacts];
+}
+
+// Room for `need` of something the world has room for `have` of: at least
+// double (and at least `floor`, so the first spawns do not grow one at a
+// time), never above `max`. The caller has checked need <= max.
+static uint32_t grown(uint32_t have, uint32_t need, uint32_t max, uint32_t floor) {
+    if (need <= have) {
+        return have;
+    }
+    uint64_t n = 2 * (uint64_t)have;
+    n = n < floor ? floor : n;
+    n = n < need ? need : n;
+    return n > max ? max : (uint32_t)n;
+}
+
+// Whether a def's limits are within the ranges sim.h gives (which keep
+// every capacity × element size well inside size_t).
+static bool limits_ok(const sim_world_def* d) {
+    return d->max_particles >= 1 && d->max_particles <= SIM_LIMIT_MAX_PARTICLES &&
+           d->max_entities >= 1 && d->max_entities <= SIM_LIMIT_MAX_ENTITIES &&
+           d->max_constraints <= SIM_LIMIT_MAX_CONSTRAINTS &&
+           d->max_bodies <= SIM_LIMIT_MAX_BODIES && d->max_joints <= SIM_LIMIT_MAX_JOINTS &&
+           d->max_contacts <= SIM_LIMIT_MAX_CONTACTS && d->max_boxes <= (1u << 20) &&
+           d->max_drags <= (1u << 20);
+}
+
+// The limits of a world as counts.
+static sim_counts limits_of(const sim_world_def* d) {
+    sim_counts m = {d->max_entities,    d->max_particles,
+                    d->max_constraints, d->max_entities * SIM__JOINTS_PER_ENTITY,
+                    d->max_bodies,      d->max_joints};
+    return m;
+}
+
+int sim_world_reserve(sim_world* w, const sim_counts* t) {
+    if (w == NULL || t == NULL) {
+        return SIM_E_INVALID_ARG;
+    }
+    const sim_counts m = limits_of(&w->def);
+    if (t->entities > m.entities || t->particles > m.particles || t->constraints > m.constraints ||
+        t->joint_limits > m.joint_limits || t->bodies > m.bodies || t->joints > m.joints) {
+        return SIM_E_CAPACITY;
+    }
+    const sim_counts r = w->reserved;
+    // Floors: a few entities' worth, so that a small scene grows once or
+    // twice rather than at every spawn.
+    sim_counts n = {grown(r.entities, t->entities, m.entities, 8),
+                    grown(r.particles, t->particles, m.particles, 64),
+                    grown(r.constraints, t->constraints, m.constraints, 128),
+                    grown(r.joint_limits, t->joint_limits, m.joint_limits, 16),
+                    grown(r.bodies, t->bodies, m.bodies, 16),
+                    grown(r.joints, t->joints, m.joints, 16)};
+    if (memcmp(&n, &r, sizeof n) == 0) {
+        return SIM_OK;
+    }
+    size_t have[SIM__ROW_COUNT], want[SIM__ROW_COUNT];
+    void* fresh[SIM__ROW_COUNT];
+    row_caps(&r, &w->def, have);
+    row_caps(&n, &w->def, want);
+    if (!rows_alloc(&w->alloc, have, want, false, fresh)) {
+        return SIM_E_NOMEM;
+    }
+    // Nothing can fail from here: move every grown array's contents over.
+#define SIM__MOVE(field, count, elem)                                                              \
+    if (fresh[SIM__ROW_##field] != NULL) {                                                         \
+        memcpy(fresh[SIM__ROW_##field], w->field, have[SIM__ROW_##field] * (elem));                \
+        world_free(&w->alloc, w->field, have[SIM__ROW_##field], (elem));                           \
+        w->field = fresh[SIM__ROW_##field];                                                        \
+    }
+    SIM__WORLD_ARRAYS(SIM__MOVE, unused, unused)
+#undef SIM__MOVE
+    w->reserved = n;
+    set_caps(w);
+    return SIM_OK;
+}
 
 int sim_world_create(const sim_world_def* def, sim_world** out) {
     if (def == NULL || out == NULL || def->cookie != SIM__DEF_COOKIE ||
@@ -133,10 +278,7 @@ int sim_world_create(const sim_world_def* def, sim_world** out) {
     if (!sim_is_finite(def->dt) || !sim_is_finite(def->half_extent)) {
         return SIM_E_NOT_FINITE;
     }
-    if (def->dt <= 0.0f || def->dt > 1.0f || def->half_extent <= 0.0f || def->max_particles == 0 ||
-        def->max_particles > (1u << 24) || def->max_entities == 0 ||
-        def->max_entities > (1u << 20) || def->max_constraints > (1u << 26) ||
-        def->max_bodies > (1u << 20) || def->max_joints > (1u << 20)) {
+    if (def->dt <= 0.0f || def->dt > 1.0f || def->half_extent <= 0.0f || !limits_ok(def)) {
         return SIM_E_OUT_OF_RANGE;
     }
 
@@ -150,19 +292,19 @@ int sim_world_create(const sim_world_def* def, sim_world** out) {
     w->params = def->params;
     w->dt = def->dt;
 
-    bool ok = true;
-#define SIM__ALLOC(field, count, elem)                                                             \
-    w->field = world_alloc(w, (count), (elem));                                                    \
-    ok = ok && w->field != NULL;
-    SIM__WORLD_ARRAYS(SIM__ALLOC, w->def)
-#undef SIM__ALLOC
-    if (!ok) {
-        sim_world_destroy(w);
+    // Room for nothing: only the arrays of a fixed size take memory now
+    // (the others hold one element each until a spawn grows them).
+    size_t cap[SIM__ROW_COUNT];
+    void* fresh[SIM__ROW_COUNT];
+    row_caps(&w->reserved, &w->def, cap);
+    if (!rows_alloc(&w->alloc, cap, cap, true, fresh)) {
+        w->alloc.free(w->alloc.ctx, w, sizeof *w);
         return SIM_E_NOMEM;
     }
-    w->grid_cap = w->def.max_bodies * SIM__CELLS_PER_BODY;
-    w->pair_cap = w->def.max_bodies * SIM__PAIRS_PER_BODY;
-    w->contact_cap = w->def.max_bodies * (SIM__CONTACTS_PER_BODY + SIM__PAIRS_PER_BODY);
+#define SIM__TAKE(field, count, elem) w->field = fresh[SIM__ROW_##field];
+    SIM__WORLD_ARRAYS(SIM__TAKE, unused, unused)
+#undef SIM__TAKE
+    set_caps(w);
     memset(w->grid_head, 0xff, SIM__GRID_BUCKETS * sizeof *w->grid_head);
     *out = w;
     return SIM_OK;
@@ -172,11 +314,46 @@ void sim_world_destroy(sim_world* w) {
     if (w == NULL) {
         return;
     }
-#define SIM__FREE(field, count, elem) world_free(w, w->field, (count), (elem));
-    SIM__WORLD_ARRAYS(SIM__FREE, w->def)
+    size_t cap[SIM__ROW_COUNT];
+    row_caps(&w->reserved, &w->def, cap);
+#define SIM__FREE(field, count, elem)                                                              \
+    world_free(&w->alloc, w->field, cap[SIM__ROW_##field], (elem));
+    SIM__WORLD_ARRAYS(SIM__FREE, unused, unused)
 #undef SIM__FREE
     sim_allocator a = w->alloc;
     a.free(a.ctx, w, sizeof *w);
+}
+
+// Bytes of the world struct and its arrays when it has room for r.
+static size_t bytes_for(const sim_counts* r, const sim_world_def* d) {
+    size_t cap[SIM__ROW_COUNT];
+    row_caps(r, d, cap);
+    size_t sum = sizeof(sim_world);
+    for (int i = 0; i < SIM__ROW_COUNT; ++i) {
+        sum += row_bytes(cap[i], row_elem[i]);
+    }
+    return sum;
+}
+
+size_t sim_world_reserved_bytes(const sim_world* w) {
+    return bytes_for(&w->reserved, &w->def);
+}
+
+size_t sim_world_def_max_bytes(const sim_world_def* d) {
+    if (d == NULL || !limits_ok(d)) {
+        return 0;
+    }
+    sim_counts m = limits_of(d);
+    return bytes_for(&m, d);
+}
+
+sim_counts sim_world_reserved(const sim_world* w) {
+    return w->reserved;
+}
+
+sim_counts sim_world_counts(const sim_world* w) {
+    sim_counts c = {w->order_count, w->p_count, w->d_count, w->j_count, w->b_count, w->bj_count};
+    return c;
 }
 
 uint64_t sim_world_tick(const sim_world* w) {
@@ -207,6 +384,13 @@ bool sim__work_fits(const sim_world* w, uint32_t particles, uint32_t dists, uint
     uint64_t work = solver_work(w->d_count + dists, w->j_count + joints, w->p_count + particles,
                                 w->b_count + bodies, w->bj_count + bjoints, &w->params);
     return w->def.max_solver_work == 0 || work <= w->def.max_solver_work;
+}
+
+uint64_t sim_counts_solver_work(const sim_counts* c, const sim_params* p) {
+    sim_params q = *p;
+    q.iterations = q.iterations < 1 ? 1 : q.iterations;
+    q.substeps = q.substeps < 1 ? 1 : q.substeps;
+    return solver_work(c->constraints, c->joint_limits, c->particles, c->bodies, c->joints, &q);
 }
 
 uint64_t sim_world_solver_work(const sim_world* w) {

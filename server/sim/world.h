@@ -35,6 +35,17 @@
 // substep (contacts and joint passes together).
 #define SIM__RIGID_WORK 100u
 
+// The builders' def cookies and size bounds, repeated here for the counts of
+// cost.c. Each builder defines its own too: a definition that differed from
+// these would be a redefinition, which the build (-Werror) refuses.
+#define SIM__ROPE_COOKIE       0x524f5045u /* "ROPE" */
+#define SIM__MAX_ROPE_SEGMENTS 1000u
+#define SIM__CLOTH_COOKIE      0x434c4f54u /* "CLOT" */
+#define SIM__MAX_CLOTH_SIDE    256u
+#define SIM__RAGDOLL_COOKIE    0x5241474du /* "RAGM" */
+#define SIM__CHAR_COOKIE       0x43484152u /* "CHAR" */
+#define SIM__BALL_COOKIE       0x42414c4cu /* "BALL" */
+
 /// One body in one cell of the broadphase grid.
 typedef struct sim__grid_entry {
     int32_t next; ///< Next entry in the bucket, -1 at the end.
@@ -165,7 +176,10 @@ typedef struct sim__entity {
 
 struct sim_world {
     sim_allocator alloc;
-    sim_world_def def;
+    sim_world_def def; ///< Its limits (max_*) are what `reserved` may grow to.
+    /// What the arrays have room for now (world.c's SIM__WORLD_ARRAYS gives
+    /// each array's capacity from it): grown at spawn time, never in a step.
+    sim_counts reserved;
     sim_params params;
     float dt;
     uint64_t tick;
@@ -229,8 +243,10 @@ struct sim_world {
 };
 
 /// Reserves storage for a new entity at the end of the arrays and fills its
-/// slot. On error nothing changes. Counts are checked against capacities and
-/// the solver work budget.
+/// slot, growing the arrays (sim_world_reserve()) when they have no room.
+/// On error nothing changes. Counts are checked against the def's limits
+/// and the solver work budget (SIM_E_CAPACITY); a refused growth is
+/// SIM_E_NOMEM.
 int sim__entity_begin(sim_world* w, sim_entity_kind kind, uint32_t particles, uint32_t dists,
                       uint32_t joints, uint32_t bodies, uint32_t bjoints, sim_entity_id* out_id,
                       sim__entity** out);
