@@ -20,6 +20,10 @@
  *             ragdolling down from 2 m, the same walking, a 32 × 32 cloth
  *             swinging, and the demo world at rest; with raw floats beside.
  *
+ *   memory    bytes a world reserves (through a counting allocator): empty,
+ *             with the demo scene, and with a pile of 300 humanoids; and
+ *             what a world full to the default limits would reserve.
+ *
  *   json      µs per JSON snapshot (PROTOCOL.md §5.1) of the demo world and
  *             of the 64 × 64 cloth, per tick and with topology (a client's
  *             first): the cJSON encoder ragdolld used before (rdp_json_ref)
@@ -28,7 +32,7 @@
  *             of their ratios.
  *
  * Usage: ragdoll-bench [--ticks N] [--runs N] [--piles-only] [--stream-only] [--json-only]
- *                      [--assets DIR]
+ *                      [--memory-only] [--assets DIR]
  */
 #include "assets.h"
 #include "json_ref.h"
@@ -168,6 +172,56 @@ static double time_pile(uint32_t n, int ticks, int runs) {
     double m = median(per_tick, runs);
     free(per_tick);
     return m;
+}
+
+// ---------------------------------------------------------------------------
+// Memory: bytes a world reserves
+// ---------------------------------------------------------------------------
+
+// Counts what a world asked its allocator for and has not freed.
+static void* counting_alloc(void* ctx, size_t size, size_t align) {
+    void* p = aligned_alloc(align, (size + align - 1) / align * align);
+    if (p != NULL) {
+        *(size_t*)ctx += size;
+    }
+    return p;
+}
+
+static void counting_free(void* ctx, void* p, size_t size) {
+    *(size_t*)ctx -= size;
+    free(p);
+}
+
+static void memory_figures(void) {
+    size_t live = 0;
+    sim_world_def def = sim_world_def_default();
+    def.library = g_lib;
+    def.allocator.alloc = counting_alloc;
+    def.allocator.free = counting_free;
+    def.allocator.ctx = &live;
+    sim_world* w = NULL;
+    if (sim_world_create(&def, &w) != SIM_OK) {
+        fprintf(stderr, "ragdoll-bench: cannot create a world\n");
+        exit(1);
+    }
+    printf("memory: bytes a world reserves (default limits)\n");
+    printf("  empty world                  %10zu\n", live);
+    if (sim_scene_demo(w) != SIM_OK) {
+        fprintf(stderr, "ragdoll-bench: cannot build the demo\n");
+        exit(1);
+    }
+    printf("  demo world                   %10zu\n", live);
+    sim_world_destroy(w);
+    printf("  full to the default limits   %10zu   (sim_world_def_max_bytes)\n",
+           sim_world_def_max_bytes(&def));
+    sim_world* p = pile(300);
+    if (p == NULL) {
+        fprintf(stderr, "ragdoll-bench: cannot build a pile of 300\n");
+        exit(1);
+    }
+    printf("  300 humanoids (4800 bodies)  %10zu   (sim_world_reserved_bytes)\n",
+           sim_world_reserved_bytes(p));
+    sim_world_destroy(p);
 }
 
 // ---------------------------------------------------------------------------
@@ -508,7 +562,7 @@ static void json_figures(int runs) {
 
 int main(int argc, char** argv) {
     int ticks = 300, runs = 7;
-    bool piles_only = false, stream_only = false, json_only = false;
+    bool piles_only = false, stream_only = false, json_only = false, memory_only = false;
     const char* assets = RD_ASSETS_DIR;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--ticks") == 0 && i + 1 < argc) {
@@ -523,10 +577,12 @@ int main(int argc, char** argv) {
             stream_only = true;
         } else if (strcmp(argv[i], "--json-only") == 0) {
             json_only = true;
+        } else if (strcmp(argv[i], "--memory-only") == 0) {
+            memory_only = true;
         } else {
             fprintf(stderr,
                     "usage: ragdoll-bench [--ticks N] [--runs N] [--piles-only] [--stream-only] "
-                    "[--json-only] [--assets DIR]\n");
+                    "[--json-only] [--memory-only] [--assets DIR]\n");
             return 2;
         }
     }
@@ -538,6 +594,11 @@ int main(int argc, char** argv) {
     if (sim_library_create(&g_lib) != SIM_OK || app_assets_load(assets, g_lib, err, sizeof err)) {
         fprintf(stderr, "ragdoll-bench: assets: %s\n", err);
         return 1;
+    }
+    if (memory_only) {
+        memory_figures();
+        sim_library_destroy(g_lib);
+        return 0;
     }
     if (stream_only || json_only) {
         if (stream_only) {
@@ -575,6 +636,7 @@ int main(int argc, char** argv) {
 
     stream_figures();
     json_figures(runs);
+    memory_figures();
 
 piles:;
     // Box3D's rain: ~300 humans of 14 bodies, about 6 ms per step on a
