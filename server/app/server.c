@@ -233,10 +233,16 @@ int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
     }
     if (cfg->demo) {
         app_world* w = NULL;
+        int rc = SIM_E_NOMEM;
         if (app__world_create(app, "demo", 60, app->cfg.world_limits, &w) != RDP_OK ||
-            sim_scene_demo(w->sim) != SIM_OK) {
+            (rc = sim_scene_demo(w->sim)) != SIM_OK) {
+            if (rc == SIM_E_CAPACITY) {
+                app__report_error(app, NULL,
+                                  "the demo world does not fit in --world-limits or "
+                                  "--max-solver-work; raise them or give --no-demo");
+            }
             app_free(app);
-            return UV_ENOMEM;
+            return rc == SIM_E_CAPACITY ? UV_EINVAL : UV_ENOMEM;
         }
     }
     net_config ncfg = net_config_default();

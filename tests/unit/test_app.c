@@ -558,6 +558,26 @@ static void test_app_world_limits_are_the_worlds_own(void** state) {
     assert_true(app__world_limits(f->app, &asked, limits, msg, sizeof msg));
 }
 
+// A demo world that does not fit in --world-limits stops the server with a
+// line that says so (not "out of memory").
+static void test_app_demo_outside_its_limits_is_refused_with_a_reason(void** state) {
+    (void)state;
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    char log[4096] = "";
+    FILE* f = fmemopen(log, sizeof log, "w");
+    app_config cfg = app_config_default();
+    cfg.port = 0;
+    cfg.log_stream = f;
+    cfg.world_limits[RDP_LIMIT_PARTICLES] = 100; // the demo has 437 (no library: no characters)
+    app_server* app = NULL;
+    assert_int_equal(app_server_start(&loop, &cfg, &app), UV_EINVAL);
+    fclose(f);
+    assert_non_null(strstr(log, "the demo world does not fit in --world-limits or "
+                                "--max-solver-work; raise them or give --no-demo"));
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 static void test_app_capacity_refusals_name_their_limit(void** state) {
     budget_fixture* f = *state;
     app_world* w = world(f, 60);
@@ -1207,6 +1227,7 @@ int main(void) {
         cmocka_unit_test(test_app_rejects_bad_flags_with_a_message),
         cmocka_unit_test(test_app_describe_budget_is_a_token_bucket),
         cmocka_unit_test(test_app_world_limits_and_ceiling_flags),
+        cmocka_unit_test(test_app_demo_outside_its_limits_is_refused_with_a_reason),
         cmocka_unit_test(test_app_public_bind_needs_an_auth_file),
         cmocka_unit_test(test_app_auth_file_is_parsed_and_checked),
         cmocka_unit_test_setup_teardown(test_app_solver_work_is_limited_per_world_and_in_all,

@@ -169,8 +169,10 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
 typedef struct app_server app_server;
 
 /// Starts listening on `loop` and, if cfg->demo, creates the demo world.
-/// Returns 0 and *out, or a negative libuv error (e.g. UV_EADDRINUSE) or
-/// UV_ENOMEM. Strings in cfg are copied.
+/// Returns 0 and *out, or a negative libuv error (e.g. UV_EADDRINUSE),
+/// UV_ENOMEM, or UV_EINVAL when the demo world does not fit in
+/// cfg->world_limits or cfg->max_solver_work (an error line is logged).
+/// Strings in cfg are copied.
 int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out);
 
 /// The TCP port the server listens on.
