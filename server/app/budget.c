@@ -1,8 +1,8 @@
 /*
  * budget.c: admission of work. Before a spawn or a parameter change is
- * applied, it is checked against what a world may hold (the simulator's
- * capacities: particles, constraints, entities), the per-world solver budget
- * (sim_world_def.max_solver_work) and the server-wide one
+ * applied, it is checked against what a world may hold (its limits:
+ * particles, constraints, rigid bodies and joints, entities), the per-world
+ * solver budget (sim_world_def.max_solver_work) and the server-wide one
  * (app_config.max_total_solver_work), in that order; the first limit it
  * would exceed is named in the reply, with the numbers.
  *
