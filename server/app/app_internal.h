@@ -237,7 +237,7 @@ struct app_server {
 sim_world_def app__world_def(const app_server* app, uint32_t tick_hz);
 
 /// Creates a world (registry.c) with `limits` (RDP_LIMIT_COUNT values, each
-/// within app__limit_max(); see app__world_limits()). Returns 0 and *out,
+/// within the server's ceiling; see app__world_limits()). Returns 0 and *out,
 /// or an rdp error code (RDP_E_TOO_LARGE when the registry is full,
 /// RDP_E_INTERNAL on OOM).
 rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz,
@@ -246,9 +246,6 @@ rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz,
 /// Sets the max_* fields of *def that the limits govern (config.c):
 /// limits[RDP_LIMIT_BODIES] becomes max_bodies, and so on.
 void app__limits_apply(sim_world_def* def, const uint32_t limits[RDP_LIMIT_COUNT]);
-
-/// The largest value the simulator takes for a limit (config.c).
-uint32_t app__limit_max(rdp_limit limit);
 
 /// The limits of a world create_world asks for (budget.c): those `asked`
 /// gives, the server's defaults (cfg.world_limits) for the rest, into out.

@@ -44,10 +44,6 @@ void app__limits_apply(sim_world_def* def, const uint32_t limits[RDP_LIMIT_COUNT
     }
 }
 
-uint32_t app__limit_max(rdp_limit limit) {
-    return limit_table[limit].sim_max;
-}
-
 app_config app_config_default(void) {
     app_config c;
     memset(&c, 0, sizeof c);
