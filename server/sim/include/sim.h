@@ -654,7 +654,10 @@ sim_character_def sim_character_def_default(void);
 
 /// Spawns a character in the ANIMATED state at the clip's first pose.
 /// Errors: SIM_E_INVALID_ARG, SIM_E_NOT_FINITE, SIM_E_OUT_OF_RANGE,
-/// SIM_E_UNKNOWN_NAME (skeleton or clip), SIM_E_CAPACITY.
+/// SIM_E_UNKNOWN_NAME (skeleton or clip), SIM_E_CAPACITY (beyond the
+/// world's limits for bodies, joints or entities, or over the solver work
+/// budget), SIM_E_NOMEM (as for sim_world_spawn_rope()). It adds what
+/// sim_character_def_counts() says.
 int sim_world_spawn_character(sim_world* w, const sim_character_def* def, sim_entity_id* out);
 
 /// Kills a character: it becomes a RAGDOLL. Every bone keeps the velocity
