@@ -170,14 +170,12 @@ static void solve_contact(sim_world* w, sim__contact* c, float h) {
         pb = v3_add(b->x, rb);
     }
     float corr = v3_dot(v3_sub(pb, pa), c->n) - c->keep;
-    if (corr <= 0.0f) {
-        return;
+    if (corr > 0.0f) {
+        c->lambda += sim__apply_positional(a, b, ra, rb, v3_scale(c->n, corr), 0.0f, h, 0.0f);
     }
-    float ln = sim__apply_positional(a, b, ra, rb, v3_scale(c->n, corr), 0.0f, h, 0.0f);
-    if (ln <= 0.0f) {
-        return;
+    if (c->lambda <= 0.0f) {
+        return; // not touching this substep
     }
-    c->lambda += ln;
     // Static friction: undo the tangential slip of the contact points over
     // this substep while that takes less than μ·λn.
     ra = q_rotate(a->q, c->ra);
@@ -275,15 +273,18 @@ static void find_pair(sim_world* w, uint32_t ia, uint32_t ib, float h) {
                 v3_add(cb, v3_scale(n, fb->radius)), h);
 }
 
-void sim__contacts_find(sim_world* w, float h) {
+void sim__contacts_find(sim_world* w, const sim__island* isl, float h) {
     w->contact_count = 0;
-    for (uint32_t i = 0; i < w->b_count; ++i) {
-        if (w->body[i].inv_mass > 0.0f) {
-            find_static(w, i, h);
+    const uint32_t* ib = w->isl_bodies + isl->body_first;
+    for (uint32_t n = 0; n < isl->body_count; ++n) {
+        if (w->body[ib[n]].inv_mass > 0.0f) {
+            find_static(w, ib[n], h);
         }
     }
-    for (uint32_t k = 0; k < w->pair_count; ++k) {
-        find_pair(w, w->pairs[k].a, w->pairs[k].b, h);
+    const uint32_t* ip = w->isl_pairs + isl->pair_first;
+    for (uint32_t n = 0; n < isl->pair_count; ++n) {
+        const sim__pair* p = &w->pairs[ip[n]];
+        find_pair(w, p->a, p->b, h);
     }
 }
 

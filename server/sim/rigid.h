@@ -194,24 +194,14 @@ void sim__body_segment(const sim__body* b, const sim__body_info* bi, sim_vec3* p
 // Contacts
 // ---------------------------------------------------------------------------
 
-/// Whether body i belongs to a sleeping (settled) ragdoll.
+/// Whether body i is frozen in a sleeping island (island.c).
 bool sim__body_asleep(const sim_world* w, uint32_t i);
 
-/// Wakes the sleeping ragdoll that owns body i (its bones turn dynamic
-/// again, at rest). Does nothing to anything else.
-void sim__body_wake(sim_world* w, uint32_t i);
-
-/// Wakes every sleeping ragdoll of the world (gravity changed, a box
-/// appeared, something they may rest on disappeared).
-void sim__characters_wake_all(sim_world* w);
-
 /// Finds candidate body pairs for this tick (a uniform hash grid over
-/// bounding boxes swept by each body's velocity over dt).
+/// bounding boxes swept by each body's velocity over dt), each body's
+/// closing speed (w->closing), and wakes sleeping islands a moving body
+/// reaches.
 void sim__contacts_begin_tick(sim_world* w, float dt);
-
-/// Finds the substep's contacts on the predicted poses: bodies against the
-/// ground and boxes, and the tick's candidate pairs.
-void sim__contacts_find(sim_world* w, float h);
 
 /// One pass over the substep's contacts: positional corrections along the
 /// normal and static friction; accumulates what the velocity pass needs.

@@ -119,7 +119,16 @@ static void world_free(sim_world* w, void* p, size_t count, size_t elem) {
     XX(free_slots, (d).max_entities, sizeof(uint32_t))                                             \
     XX(order, (d).max_entities, sizeof(uint32_t))                                                  \
     XX(boxes, (d).max_boxes, sizeof(sim_box))                                                      \
-    XX(drags, (d).max_drags, sizeof(sim__drag))
+    XX(drags, (d).max_drags, sizeof(sim__drag))                                                    \
+    XX(closing, (d).max_bodies, sizeof(float))                                                     \
+    XX(bsleep, (d).max_bodies, sizeof(sim__sleep))                                                 \
+    XX(uf, (d).max_bodies, sizeof(uint32_t))                                                       \
+    XX(isl_of, (d).max_bodies, sizeof(uint32_t))                                                   \
+    XX(isl_of_body, (d).max_bodies, sizeof(uint32_t))                                              \
+    XX(isl_bodies, (d).max_bodies, sizeof(uint32_t))                                               \
+    XX(islands, (d).max_bodies, sizeof(sim__island))                                               \
+    XX(isl_joints, (d).max_joints, sizeof(sim__ijoint))                                            \
+    XX(isl_pairs, (size_t)(d).max_bodies* SIM__PAIRS_PER_BODY, sizeof(uint32_t))
 
 int sim_world_create(const sim_world_def* def, sim_world** out) {
     if (def == NULL || out == NULL || def->cookie != SIM__DEF_COOKIE ||
@@ -236,7 +245,7 @@ int sim_world_set_params(sim_world* w, const sim_params* p) {
         }
     }
     w->params = *p;
-    sim__characters_wake_all(w); // New gravity or friction moves what rests.
+    sim__wake_all(w); // New gravity or friction moves what rests.
     return SIM_OK;
 }
 
@@ -267,7 +276,7 @@ int sim_world_add_box(sim_world* w, sim_box box) {
         return SIM_E_CAPACITY;
     }
     w->boxes[w->box_count++] = box;
-    sim__characters_wake_all(w); // It may have appeared in something asleep.
+    sim__wake_all(w); // It may have appeared in something asleep.
     return SIM_OK;
 }
 

@@ -452,6 +452,15 @@ uint32_t sim_world_constraint_count(const sim_world* w);
 /// Total rigid bodies (bones of characters, balls) in the world.
 uint32_t sim_world_body_count(const sim_world* w);
 
+/// Rigid bodies not asleep: in an island this tick, or kinematic (animated).
+/// Sleeping bodies (island.c: an island whose bodies have all been under
+/// 0.05 m/s for 0.5 s) cost nothing until something wakes them.
+uint32_t sim_world_awake_body_count(const sim_world* w);
+
+/// Islands the last tick solved: sets of awake bodies linked by joints or
+/// possible contacts, each solved with its own number of substeps.
+uint32_t sim_world_island_count(const sim_world* w);
+
 /// Total rigid joints (between bones of characters) in the world.
 uint32_t sim_world_joint_count(const sim_world* w);
 
