@@ -634,6 +634,7 @@ int sim_character_get_view(const sim_world* w, sim_entity_id id, sim_character_v
     out->origin = ch->origin;
     out->facing = ch->yaw;
     out->bone_count = e->b_count;
+    out->asleep = ch->settled;
     return SIM_OK;
 }
 

@@ -705,6 +705,7 @@ typedef struct sim_character_view {
     sim_vec3 origin;  ///< The animation's origin (ground under the root), m.
     float facing;     ///< The animation's yaw about +Y, rad.
     uint32_t bone_count;
+    bool asleep; ///< Its bones sleep in a resting island (RAGDOLL only), frozen until woken.
 } sim_character_view;
 
 /// Fills *out. Errors: SIM_E_STALE_ID (also for non-characters).
