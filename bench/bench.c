@@ -145,29 +145,127 @@ static sim_world* pile(uint32_t n) {
     return w;
 }
 
-// Median over runs of the mean seconds per tick over `ticks` ticks of a pile.
-static double time_pile(uint32_t n, int ticks, int runs) {
-    double* per_tick = calloc((size_t)runs, sizeof *per_tick);
+// One run of a rigid scene: the mean seconds per tick over `ticks` ticks,
+// and what the solver did.
+typedef struct rigid_run {
+    double s_per_tick;        ///< Mean over all ticks.
+    double s_per_tick_asleep; ///< Mean over the ticks with nothing awake (0: none).
+    double body_substeps;     ///< Mean per tick.
+    uint32_t awake_end;       ///< Awake bodies after the last tick.
+    uint32_t bodies;
+    int asleep_at; ///< First tick with nothing awake, or -1.
+} rigid_run;
+
+static rigid_run run_rigid(sim_world* w, int ticks) {
+    rigid_run r = {0};
+    r.asleep_at = -1;
+    double asleep_s = 0.0;
+    int asleep_ticks = 0;
+    uint64_t substeps = 0;
+    double t0 = now_s();
+    for (int t = 0; t < ticks; ++t) {
+        double a = now_s();
+        sim_world_step(w);
+        double d = now_s() - a;
+        substeps += sim_world_tick_stats(w).body_substeps;
+        if (sim_world_awake_body_count(w) == 0) {
+            asleep_s += d;
+            asleep_ticks++;
+            if (r.asleep_at < 0) {
+                r.asleep_at = t + 1;
+            }
+        }
+    }
+    r.s_per_tick = (now_s() - t0) / ticks;
+    r.s_per_tick_asleep = asleep_ticks > 0 ? asleep_s / asleep_ticks : 0.0;
+    r.body_substeps = (double)substeps / ticks;
+    r.awake_end = sim_world_awake_body_count(w);
+    r.bodies = sim_world_body_count(w);
+    return r;
+}
+
+static int cmp_run(const void* a, const void* b) {
+    double x = ((const rigid_run*)a)->s_per_tick, y = ((const rigid_run*)b)->s_per_tick;
+    return (x > y) - (x < y);
+}
+
+// The median run (by time per tick) of `runs` fresh worlds from `make`.
+static rigid_run median_run(sim_world* (*make)(uint32_t), uint32_t n, int ticks, int runs) {
+    rigid_run* rr = calloc((size_t)runs, sizeof *rr);
     for (int r = 0; r < runs; ++r) {
-        sim_world* w = pile(n);
+        sim_world* w = make(n);
         if (w == NULL) {
-            fprintf(stderr, "ragdoll-bench: cannot build a pile of %u\n", n);
+            fprintf(stderr, "ragdoll-bench: cannot build the scene of %u\n", n);
             exit(1);
         }
-        double t0 = now_s();
-        for (int t = 0; t < ticks; ++t) {
-            sim_world_step(w);
-        }
-        per_tick[r] = (now_s() - t0) / ticks;
+        rr[r] = run_rigid(w, ticks);
         if (sim_world_entity_count(w) != n) {
-            fprintf(stderr, "ragdoll-bench: the pile of %u lost characters\n", n);
+            fprintf(stderr, "ragdoll-bench: the scene of %u lost characters\n", n);
             exit(1);
         }
         sim_world_destroy(w);
     }
-    double m = median(per_tick, runs);
-    free(per_tick);
+    qsort(rr, (size_t)runs, sizeof *rr, cmp_run);
+    rigid_run m = rr[runs / 2];
+    free(rr);
     return m;
+}
+
+// Box3D's "rain" as closely as ragdolld can express it: n humanoids (16
+// capsules, 15 limited swing-twist and hinge joints each) dropped in
+// columns of groups of three from 20 m over a 150 m square, 60 Hz, 4
+// substeps, sleeping on.
+static sim_world* rain(uint32_t n) {
+    sim_world_def def = sim_world_def_default();
+    def.library = g_lib;
+    def.params.substeps = 4;
+    def.half_extent = 200.0f;
+    def.max_entities = n + 8;
+    def.max_bodies = 16 * n + 64;
+    def.max_joints = 15 * n + 64;
+    def.max_solver_work = 0;
+    sim_world* w = NULL;
+    if (sim_world_create(&def, &w) != SIM_OK) {
+        return NULL;
+    }
+    uint32_t columns = (n + 2) / 3, side = 1;
+    while (side * side < columns) {
+        side++;
+    }
+    const float spacing = 150.0f / (float)side;
+    for (uint32_t i = 0; i < n; ++i) {
+        uint32_t c = i / 3, k = i % 3;
+        sim_character_def cd = sim_character_def_default();
+        cd.position = (sim_vec3){spacing * ((float)(c % side) - 0.5f * (float)(side - 1)),
+                                 20.0f + 2.5f * (float)k,
+                                 spacing * ((float)(c / side) - 0.5f * (float)(side - 1))};
+        cd.facing = (float)(i % 4) * 1.5707963f;
+        sim_entity_id id;
+        if (sim_world_spawn_character(w, &cd, &id) != SIM_OK) {
+            sim_world_destroy(w);
+            return NULL;
+        }
+        sim_vec3 hit = {cd.position.x, cd.position.y + 1.4f, cd.position.z};
+        sim_character_kill(w, id, hit, (sim_vec3){3.0f, 0.0f, 0.0f}, NULL);
+    }
+    return w;
+}
+
+static void print_run(const char* name, uint32_t n, const rigid_run* r, int ticks, int runs) {
+    printf("%s %u: %u humanoids (%u bones), 60 Hz, 4 substeps, %d ticks; median of %d runs\n", name,
+           n, n, r->bodies, ticks, runs);
+    printf("  ms per tick                  %8.3f\n", r->s_per_tick * 1e3);
+    printf("  us per ragdoll per tick      %8.2f\n", r->s_per_tick * 1e6 / n);
+    printf("  ns per body-substep          %8.1f   (%.1f rigid substeps per awake body-tick)\n",
+           r->s_per_tick * 1e9 / r->body_substeps,
+           r->body_substeps / (double)(r->bodies > 0 ? r->bodies : 1));
+    printf("  awake / asleep at the end    %u / %u bodies", r->awake_end, r->bodies - r->awake_end);
+    if (r->asleep_at > 0) {
+        printf("; all asleep at %.1f s, then %.3f ms per tick (%.1f%% of the mean)",
+               r->asleep_at / 60.0, r->s_per_tick_asleep * 1e3,
+               100.0 * r->s_per_tick_asleep / r->s_per_tick);
+    }
+    printf("\n");
 }
 
 // ---------------------------------------------------------------------------
@@ -577,24 +675,18 @@ int main(int argc, char** argv) {
     json_figures(runs);
 
 piles:;
-    // Box3D's rain: ~300 humans of 14 bodies, about 6 ms per step on a
-    // Ryzen 7950X, about 3x that on machines like ours.
     const uint32_t sizes[] = {10, 100, 300};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; ++k) {
         uint32_t n = sizes[k];
         int pr = n >= 300 ? (runs < 3 ? runs : 3) : runs;
-        double p = time_pile(n, ticks, pr);
-        printf("pile %u: %u humanoids (%u bones) ragdolling into a pile, 60 Hz, 4 substeps, "
-               "%d ticks; median of %d runs\n",
-               n, n, 16 * n, ticks, pr);
-        printf("  ms per tick                  %8.3f\n", p * 1e3);
-        printf("  us per ragdoll per tick      %8.2f\n", p * 1e6 / n);
-        printf("  bone-steps per second        %8.3g\n", 16.0 * n / p);
-        if (n == 300) {
-            printf("  vs Box3D rain (~300 x 14 bodies, 6.1 ms/step on a 7950X, ~18 ms here): "
-                   "%.2fx\n",
-                   18.0 / (p * 1e3));
-        }
+        rigid_run r = median_run(pile, n, ticks, pr);
+        print_run("pile", n, &r, ticks, pr);
+    }
+    {
+        // The rain runs 10 s: the fall (2 s), the impacts, and the rest.
+        int rr = runs < 3 ? runs : 3;
+        rigid_run r = median_run(rain, 300, 600, rr);
+        print_run("rain", 300, &r, 600, rr);
     }
     sim_library_destroy(g_lib);
     return 0;

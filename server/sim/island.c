@@ -407,3 +407,7 @@ uint32_t sim_world_awake_body_count(const sim_world* w) {
 uint32_t sim_world_island_count(const sim_world* w) {
     return w->island_count;
 }
+
+sim_tick_stats sim_world_tick_stats(const sim_world* w) {
+    return w->stats;
+}

@@ -31,7 +31,6 @@
 // large enough for the solve to go wrong.
 #define SIM__MAX_SPIN_PER_TICK (0.25f * 3.14159265f)
 
-
 static sim_vec3 cap_spin(sim_vec3 wv, float cap) {
     float s = v3_len(wv);
     return s > cap ? v3_scale(wv, cap / s) : wv;

@@ -56,6 +56,17 @@ void sim_world_step(sim_world* w) {
     sim__characters_pre_tick(w, w->dt);
     sim__contacts_begin_tick(w, w->dt);
     sim__islands_build(w);
+    memset(&w->stats, 0, sizeof w->stats);
+    w->stats.islands = w->island_count;
+    for (uint32_t k = 0; k < w->island_count; ++k) {
+        const sim__island* isl = &w->islands[k];
+        const uint32_t split = (uint32_t)sim__island_split(w, isl, substeps);
+        w->stats.awake_bodies += isl->body_count;
+        w->stats.body_substeps += (uint64_t)isl->body_count * split * (uint32_t)substeps;
+        if (split * (uint32_t)substeps > w->stats.max_substeps) {
+            w->stats.max_substeps = split * (uint32_t)substeps;
+        }
+    }
     for (int s = 0; s < substeps; ++s) {
         // Each island with its own split: they do not touch this tick.
         for (uint32_t k = 0; k < w->island_count; ++k) {

@@ -266,6 +266,7 @@ struct sim_world {
     uint32_t* isl_pairs;     ///< Broad-phase pair indices grouped by island.
     sim__island* islands;
     uint32_t island_count;
+    sim_tick_stats stats;    ///< The last tick's (step.c).
     sim_overflows overflows; ///< What the arrays above had no room for.
 };
 

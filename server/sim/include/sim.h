@@ -461,6 +461,17 @@ uint32_t sim_world_awake_body_count(const sim_world* w);
 /// possible contacts, each solved with its own number of substeps.
 uint32_t sim_world_island_count(const sim_world* w);
 
+/// What the last tick's rigid solver did (for benchmarks and metrics).
+typedef struct sim_tick_stats {
+    uint32_t islands;       ///< Islands solved.
+    uint32_t awake_bodies;  ///< Bodies in islands.
+    uint64_t body_substeps; ///< Σ over islands of bodies × rigid substeps.
+    uint32_t max_substeps;  ///< Rigid substeps of the most split island, per tick.
+} sim_tick_stats;
+
+/// The last tick's solver figures (all zero before the first tick).
+sim_tick_stats sim_world_tick_stats(const sim_world* w);
+
 /// Total rigid joints (between bones of characters) in the world.
 uint32_t sim_world_joint_count(const sim_world* w);
 
