@@ -96,17 +96,36 @@ static float surface_speed(const sim_world* w, uint32_t a, uint32_t b) {
     return v3_len(v) + spin;
 }
 
-// The closing speed of dynamic body i against the ground and the boxes its
-// swept bounds reach this tick (0 when it reaches none).
-static float static_closing_speed(const sim_world* w, uint32_t i) {
-    const sim_vec3 lo = w->aabb_lo[i], hi = w->aabb_hi[i];
-    bool near = w->def.ground && lo.y < 0.0f;
-    for (uint32_t k = 0; k < w->box_count && !near; ++k) {
-        const sim_box* bx = &w->boxes[k];
-        near = sim__aabb_overlap(v3_sub(bx->center, bx->half_extents),
-                                 v3_add(bx->center, bx->half_extents), lo, hi);
+// Pairs of awake dynamic bodies and the static boxes their swept bounds
+// reach this tick, after the body pairs (the narrow phase then tests a body
+// against those boxes only), and each body's closing speed against the
+// ground and those boxes.
+static void find_box_pairs(sim_world* w, uint32_t* overflows) {
+    for (uint32_t i = 0; i < w->b_count; ++i) {
+        if (w->body[i].inv_mass == 0.0f) {
+            continue; // kinematic or asleep: no static contacts
+        }
+        const sim_vec3 lo = w->aabb_lo[i], hi = w->aabb_hi[i];
+        bool near = w->def.ground && lo.y < 0.0f;
+        for (uint32_t k = 0; k < w->box_count; ++k) {
+            const sim_box* bx = &w->boxes[k];
+            if (!sim__aabb_overlap(v3_sub(bx->center, bx->half_extents),
+                                   v3_add(bx->center, bx->half_extents), lo, hi)) {
+                continue;
+            }
+            near = true;
+            if (w->pair_count == w->pair_cap) {
+                (*overflows)++; // out of room: this box goes unsolved this tick
+                continue;
+            }
+            w->pairs[w->pair_count].a = i;
+            w->pairs[w->pair_count].b = SIM__BOX_PAIR | k;
+            w->pair_count++;
+        }
+        if (near) {
+            w->closing[i] = fmaxf(w->closing[i], surface_speed(w, i, SIM__NO_BODY));
+        }
     }
-    return near ? surface_speed(w, i, SIM__NO_BODY) : 0.0f;
 }
 
 // Finds the tick's candidate pairs in the grid. Returns true when a moving
@@ -116,6 +135,9 @@ static bool find_pairs(sim_world* w, float dt, uint32_t* overflows) {
     bool woke = false;
     w->pair_count = 0;
     *overflows = 0;
+    for (uint32_t i = 0; i < w->b_count; ++i) {
+        w->closing[i] = 0.0f;
+    }
     // Pairs: for each entry of an awake body, the other bodies in the same
     // cell (a sleeping pile costs nothing here); reported only in the cell
     // of the overlap's minimum corner, so exactly once.
@@ -180,7 +202,7 @@ void sim__contacts_begin_tick(sim_world* w, float dt) {
     w->pair_count = 0;
     for (uint32_t i = 0; i < w->b_count; ++i) {
         body_bounds(&w->body[i], &w->binfo[i], dt, &w->aabb_lo[i], &w->aabb_hi[i]);
-        w->closing[i] = w->body[i].inv_mass > 0.0f ? static_closing_speed(w, i) : 0.0f;
+        w->closing[i] = 0.0f;
         // Particles are looked up by their own cell, so bodies reach a little
         // further in the grid than they do in pair tests.
         const float pm = w->p_count > 0 ? PARTICLE_MARGIN : 0.0f;
@@ -209,5 +231,8 @@ void sim__contacts_begin_tick(sim_world* w, float dt) {
     uint32_t overflows = 0;
     for (int round = 0; round < 4 && find_pairs(w, dt, &overflows); ++round) {
     }
+    w->overflows.pairs += overflows;
+    overflows = 0;
+    find_box_pairs(w, &overflows);
     w->overflows.pairs += overflows;
 }

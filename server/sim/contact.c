@@ -195,31 +195,34 @@ static void solve_contact(sim_world* w, sim__contact* c, float h) {
     }
 }
 
-// Contacts of a dynamic body's capsule (or sphere) with the ground and boxes.
-static void find_static(sim_world* w, uint32_t i, float h) {
+// Contacts of a dynamic body's capsule (or sphere) with the ground.
+static void find_ground(sim_world* w, uint32_t i, float h) {
     const sim__body_info* bi = &w->binfo[i];
     sim_vec3 p0, p1;
     sim__body_segment(&w->body[i], bi, &p0, &p1);
     int ends = bi->half_len > 0.0f ? 2 : 1;
     const float r = bi->radius;
-    if (w->def.ground) {
-        for (int k = 0; k < ends; ++k) {
-            sim__body_segment(&w->body[i], bi, &p0, &p1);
-            sim_vec3 p = k == 0 ? p0 : p1;
-            if (p.y < r + SPECULATIVE) {
-                sim_vec3 n = v3(0.0f, 1.0f, 0.0f);
-                add_contact(w, i, SIM__NO_BODY, n, v3(p.x, p.y - r, p.z), v3(p.x, 0.0f, p.z), h);
-            }
+    for (int k = 0; k < ends; ++k) {
+        sim__body_segment(&w->body[i], bi, &p0, &p1);
+        sim_vec3 p = k == 0 ? p0 : p1;
+        if (p.y < r + SPECULATIVE) {
+            sim_vec3 n = v3(0.0f, 1.0f, 0.0f);
+            add_contact(w, i, SIM__NO_BODY, n, v3(p.x, p.y - r, p.z), v3(p.x, 0.0f, p.z), h);
         }
     }
-    for (uint32_t k = 0; k < w->box_count; ++k) {
+}
+
+// Contacts of a dynamic body's capsule (or sphere) with static box k, a
+// pair the broad phase found.
+static void find_box(sim_world* w, uint32_t i, uint32_t k, float h) {
+    const sim__body_info* bi = &w->binfo[i];
+    sim_vec3 p0, p1;
+    int ends = bi->half_len > 0.0f ? 2 : 1;
+    const float r = bi->radius;
+    {
         const sim_box* bx = &w->boxes[k];
         sim_vec3 lo = v3_sub(bx->center, bx->half_extents),
                  hi = v3_add(bx->center, bx->half_extents);
-        sim_vec3 blo = w->aabb_lo[i], bhi = w->aabb_hi[i];
-        if (!sim__aabb_overlap(lo, hi, blo, bhi)) {
-            continue;
-        }
         // Both ends, and the point of the segment nearest the box (a
         // capsule lying across an edge touches it between its ends).
         for (int c = 0; c < ends + 1; ++c) {
@@ -277,14 +280,25 @@ void sim__contacts_find(sim_world* w, const sim__island* isl, float h) {
     w->contact_count = 0;
     const uint32_t* ib = w->isl_bodies + isl->body_first;
     for (uint32_t n = 0; n < isl->body_count; ++n) {
-        if (w->body[ib[n]].inv_mass > 0.0f) {
-            find_static(w, ib[n], h);
+        if (w->def.ground && w->body[ib[n]].inv_mass > 0.0f) {
+            find_ground(w, ib[n], h);
         }
     }
+    // Static contacts first, then those between bodies (the last solved in a
+    // pass has the last word: a bone is kept out of another bone rather
+    // than out of a step's edge).
     const uint32_t* ip = w->isl_pairs + isl->pair_first;
     for (uint32_t n = 0; n < isl->pair_count; ++n) {
         const sim__pair* p = &w->pairs[ip[n]];
-        find_pair(w, p->a, p->b, h);
+        if (p->b & SIM__BOX_PAIR) {
+            find_box(w, p->a, p->b & ~SIM__BOX_PAIR, h);
+        }
+    }
+    for (uint32_t n = 0; n < isl->pair_count; ++n) {
+        const sim__pair* p = &w->pairs[ip[n]];
+        if ((p->b & SIM__BOX_PAIR) == 0) {
+            find_pair(w, p->a, p->b, h);
+        }
     }
 }
 

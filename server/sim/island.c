@@ -145,7 +145,7 @@ static void link(sim_world* w) {
     }
     for (uint32_t k = 0; k < w->pair_count; ++k) {
         uint32_t a = w->pairs[k].a, b = w->pairs[k].b;
-        if (!w->bsleep[a].asleep && !w->bsleep[b].asleep) {
+        if ((b & SIM__BOX_PAIR) == 0 && !w->bsleep[a].asleep && !w->bsleep[b].asleep) {
             unite(uf, a, b);
         }
     }
@@ -252,7 +252,10 @@ void sim__islands_build(sim_world* w) {
         }
         for (uint32_t k = 0; k < w->pair_count; ++k) {
             uint32_t a = w->pairs[k].a, b = w->pairs[k].b;
-            uint32_t isl = w->isl_of_body[a] != NONE ? w->isl_of_body[a] : w->isl_of_body[b];
+            uint32_t isl = w->isl_of_body[a];
+            if (isl == NONE && (b & SIM__BOX_PAIR) == 0) {
+                isl = w->isl_of_body[b];
+            }
             if (isl == NONE) {
                 continue; // both asleep
             }

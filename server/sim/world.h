@@ -49,10 +49,13 @@ typedef struct sim__grid_entry {
     int32_t cx, cy, cz;
 } sim__grid_entry;
 
-/// A candidate pair of bodies (global indices, a < b).
+/// A candidate pair of bodies (global indices, a < b), or of a body and a
+/// static box (b = SIM__BOX_PAIR | box index).
 typedef struct sim__pair {
     uint32_t a, b;
 } sim__pair;
+
+#define SIM__BOX_PAIR 0x80000000u
 
 /// A contact found at the start of a substep, re-evaluated by every pass
 /// from its points fixed in the bodies (Müller et al. 2020, §3.5), and kept
