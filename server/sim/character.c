@@ -229,6 +229,7 @@ int sim_world_spawn_character(sim_world* w, const sim_character_def* def, sim_en
             j->twist_min = sk->def.bones[i].twist_min;
             j->twist_max = sk->def.bones[i].twist_max;
         }
+        sim__bjoint_limits(j);
         j->target = q_identity();
         // Passive joint friction: a small fraction of the torque the bone's
         // own weight makes about its joint, enough to stop slow swinging

@@ -128,10 +128,20 @@ typedef struct sim__bjoint {
     sim_quat frame_p, frame_c;
     uint32_t kind; ///< sim_joint_kind.
     float swing1, swing2, twist_min, twist_max;
+    /// Derived from the limits by sim__bjoint_limits(), so the clamp needs
+    /// no trigonometry unless a limit is hit: sin of the half swings, and
+    /// tan, sin and cos of the half twist limits.
+    float sin_half_swing1, sin_half_swing2;
+    float tan_half_tmin, tan_half_tmax;
+    float sin_half_tmin, cos_half_tmin, sin_half_tmax, cos_half_tmax;
     float kp, kd;    ///< Drive gains in effect, N·m/rad and N·m·s/rad.
     sim_quat target; ///< Drive target: relative rotation of the joint frames.
     float friction;  ///< Passive joint friction torque, N·m (Coulomb).
 } sim__bjoint;
+
+/// Fills j's derived limit fields from swing1, swing2, twist_min and
+/// twist_max (radians; twist limits within (-π, π)).
+void sim__bjoint_limits(sim__bjoint* j);
 
 /// The joint's relative rotation: (q_p·frame_p)⁻¹ (q_c·frame_c).
 sim_quat sim__joint_relative(const sim__body* p, const sim__body* c, const sim__bjoint* j);
