@@ -809,6 +809,30 @@ typedef struct sim_joint_view {
 int sim_character_joint_view(const sim_world* w, sim_entity_id id, uint32_t bone,
                              sim_joint_view* out);
 
+/// How far one joint of a character is from holding, on its current pose
+/// (sim_character_probe_joints()).
+typedef struct sim_joint_probe {
+    /// Distance between the joint point as the parent carries it and as the
+    /// bone carries it (the two anchors in the world), m; 0 when attached.
+    float gap;
+    /// Rotation about the twist axis (the bone for a ball joint, the hinge
+    /// axis for a hinge) past [twist_min, twist_max], rad; 0 within. For a
+    /// hinge this is its over-range; for a fixed joint, any twist.
+    float twist_over;
+    /// Swing outside the joint's cone, rad, measured along the swing's own
+    /// direction (its angle minus the cone boundary's on that ray); 0
+    /// within. For a hinge (a cone of zero half-angles) it is the tilt of
+    /// the hinge axis; for a fixed joint, any swing.
+    float swing_over;
+} sim_joint_probe;
+
+/// Measures every joint of a character on its current pose: out[i] for
+/// bone i (skeleton order; out[0], the root, has no joint and is zero), up
+/// to `cap` entries. Changes nothing. Returns the number filled (the bone
+/// count when cap allows) or SIM_E_STALE_ID (also for non-characters).
+int sim_character_probe_joints(const sim_world* w, sim_entity_id id, sim_joint_probe* out,
+                               uint32_t cap);
+
 // ---------------------------------------------------------------------------
 // Balls
 // ---------------------------------------------------------------------------
