@@ -713,7 +713,8 @@ int main(int argc, char** argv) {
         return 2;
     }
     char err[256];
-    if (sim_library_create(&g_lib) != SIM_OK || app_assets_load(assets, g_lib, err, sizeof err)) {
+    if (sim_library_create(&g_lib) != SIM_OK ||
+        app_assets_load(assets, g_lib, NULL, NULL, err, sizeof err)) {
         fprintf(stderr, "ragdoll-bench: assets: %s\n", err);
         return 1;
     }

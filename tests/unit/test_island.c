@@ -34,7 +34,7 @@ static int setup(void** state) {
     (void)state;
     char err[256];
     if (sim_library_create(&g_lib) != SIM_OK ||
-        app_assets_load(RD_ASSETS_DIR, g_lib, err, sizeof err) != 0) {
+        app_assets_load(RD_ASSETS_DIR, g_lib, NULL, NULL, err, sizeof err) != 0) {
         fprintf(stderr, "cannot load assets: %s\n", err);
         return -1;
     }
