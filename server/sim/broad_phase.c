@@ -63,19 +63,21 @@ static bool may_touch(const sim_world* w, uint32_t a, uint32_t b, float dt) {
     return v3_len(v3_sub(ca, cb)) < ia->radius + ib->radius + reach + GRID_MARGIN;
 }
 
-// A sleeping ragdoll wakes when a body that moves (awake, or animated)
-// reaches it.
-static void wake_if_hit(sim_world* w, uint32_t a, uint32_t b) {
+// A sleeping island wakes when a body that moves (awake, or animated)
+// reaches it. Returns true when it woke one.
+static bool wake_if_hit(sim_world* w, uint32_t a, uint32_t b) {
     bool sa = sim__body_asleep(w, a), sb = sim__body_asleep(w, b);
     if (sa == sb) {
-        return;
+        return false;
     }
     uint32_t sleeper = sa ? a : b, other = sa ? b : a;
     const sim__body* o = &w->body[other];
     if (v3_len(o->v) + v3_len(o->w) * (w->binfo[other].half_len + w->binfo[other].radius) >
         WAKE_SPEED) {
         sim__body_wake(w, sleeper);
+        return true;
     }
+    return false;
 }
 
 // How fast body a's surface can move relative to body b's (b may be
@@ -94,29 +96,113 @@ static float surface_speed(const sim_world* w, uint32_t a, uint32_t b) {
     return v3_len(v) + spin;
 }
 
-// The closing speed of dynamic body i against the ground and the boxes its
-// swept bounds reach this tick (0 when it reaches none).
-static float static_closing_speed(const sim_world* w, uint32_t i) {
-    const sim_vec3 lo = w->aabb_lo[i], hi = w->aabb_hi[i];
-    bool near = w->def.ground && lo.y < 0.0f;
-    for (uint32_t k = 0; k < w->box_count && !near; ++k) {
-        const sim_box* bx = &w->boxes[k];
-        near = sim__aabb_overlap(v3_sub(bx->center, bx->half_extents),
-                                 v3_add(bx->center, bx->half_extents), lo, hi);
+// Pairs of awake dynamic bodies and the static boxes their swept bounds
+// reach this tick, after the body pairs (the narrow phase then tests a body
+// against those boxes only), and each body's closing speed against the
+// ground and those boxes.
+static void find_box_pairs(sim_world* w, uint32_t* overflows) {
+    for (uint32_t i = 0; i < w->b_count; ++i) {
+        if (w->body[i].inv_mass == 0.0f) {
+            continue; // kinematic or asleep: no static contacts
+        }
+        const sim_vec3 lo = w->aabb_lo[i], hi = w->aabb_hi[i];
+        bool near = w->def.ground && lo.y < 0.0f;
+        for (uint32_t k = 0; k < w->box_count; ++k) {
+            const sim_box* bx = &w->boxes[k];
+            if (!sim__aabb_overlap(v3_sub(bx->center, bx->half_extents),
+                                   v3_add(bx->center, bx->half_extents), lo, hi)) {
+                continue;
+            }
+            near = true;
+            if (w->pair_count == w->pair_cap) {
+                (*overflows)++; // out of room: this box goes unsolved this tick
+                continue;
+            }
+            w->pairs[w->pair_count].a = i;
+            w->pairs[w->pair_count].b = SIM__BOX_PAIR | k;
+            w->pair_count++;
+        }
+        if (near) {
+            w->closing[i] = fmaxf(w->closing[i], surface_speed(w, i, SIM__NO_BODY));
+        }
     }
-    return near ? surface_speed(w, i, SIM__NO_BODY) : 0.0f;
+}
+
+// Finds the tick's candidate pairs in the grid. Returns true when a moving
+// body woke a sleeping island: the pairs are then found again, since the
+// woken bodies now collide with what they skipped while asleep.
+static bool find_pairs(sim_world* w, float dt, uint32_t* overflows) {
+    bool woke = false;
+    w->pair_count = 0;
+    *overflows = 0;
+    for (uint32_t i = 0; i < w->b_count; ++i) {
+        w->closing[i] = 0.0f;
+    }
+    // Pairs: for each entry of an awake body, the other bodies in the same
+    // cell (a sleeping pile costs nothing here); reported only in the cell
+    // of the overlap's minimum corner, so exactly once.
+    for (uint32_t k = 0; k < w->grid_count; ++k) {
+        const sim__grid_entry* e = &w->grid[k];
+        uint32_t a = e->body;
+        if (sim__body_asleep(w, a)) {
+            continue; // found from the awake side, if at all
+        }
+        uint32_t bucket = sim__cell_hash(e->cx, e->cy, e->cz);
+        for (int32_t n = w->grid_head[bucket]; n >= 0; n = w->grid[n].next) {
+            const sim__grid_entry* f = &w->grid[n];
+            uint32_t b = f->body;
+            if (b == a || f->cx != e->cx || f->cy != e->cy || f->cz != e->cz) {
+                continue;
+            }
+            if (!sim__body_asleep(w, b) && b < a) {
+                continue; // two awake bodies: once, from the smaller index
+            }
+            if (!sim__aabb_overlap(w->aabb_lo[a], w->aabb_hi[a], w->aabb_lo[b], w->aabb_hi[b])) {
+                continue;
+            }
+            sim_vec3 m =
+                v3(fmaxf(w->aabb_lo[a].x, w->aabb_lo[b].x), fmaxf(w->aabb_lo[a].y, w->aabb_lo[b].y),
+                   fmaxf(w->aabb_lo[a].z, w->aabb_lo[b].z));
+            if (sim__cell_of(m.x) != e->cx || sim__cell_of(m.y) != e->cy ||
+                sim__cell_of(m.z) != e->cz) {
+                continue;
+            }
+            if (w->body[a].inv_mass == 0.0f && w->body[b].inv_mass == 0.0f &&
+                sim__body_asleep(w, a) == sim__body_asleep(w, b)) {
+                // Two animated (or two sleeping) bodies neither collide nor
+                // wake each other: skip the narrow test (a crowd of
+                // characters standing in one spot is all such pairs).
+                continue;
+            }
+            if (!may_touch(w, a, b, dt)) {
+                continue;
+            }
+            woke |= wake_if_hit(w, a, b);
+            if (!may_collide(w, a, b)) {
+                continue;
+            }
+            if (w->pair_count == w->pair_cap) {
+                (*overflows)++; // out of room: this pair goes unsolved this tick
+                continue;
+            }
+            const float closing = surface_speed(w, a, b);
+            w->closing[a] = fmaxf(w->closing[a], closing);
+            w->closing[b] = fmaxf(w->closing[b], closing);
+            w->pairs[w->pair_count].a = a < b ? a : b;
+            w->pairs[w->pair_count].b = a < b ? b : a;
+            w->pair_count++;
+        }
+    }
+    return woke;
 }
 
 void sim__contacts_begin_tick(sim_world* w, float dt) {
-    w->closing_speed = 0.0f;
     memset(w->grid_head, 0xff, SIM__GRID_BUCKETS * sizeof *w->grid_head);
     w->grid_count = 0;
     w->pair_count = 0;
     for (uint32_t i = 0; i < w->b_count; ++i) {
         body_bounds(&w->body[i], &w->binfo[i], dt, &w->aabb_lo[i], &w->aabb_hi[i]);
-        if (w->body[i].inv_mass > 0.0f) {
-            w->closing_speed = fmaxf(w->closing_speed, static_closing_speed(w, i));
-        }
+        w->closing[i] = 0.0f;
         // Particles are looked up by their own cell, so bodies reach a little
         // further in the grid than they do in pair tests.
         const float pm = w->p_count > 0 ? PARTICLE_MARGIN : 0.0f;
@@ -142,49 +228,11 @@ void sim__contacts_begin_tick(sim_world* w, float dt) {
             }
         }
     }
-    // Pairs: for each entry, the later bodies in the same cell; reported only
-    // in the cell of the overlap's minimum corner, so exactly once.
-    for (uint32_t k = 0; k < w->grid_count; ++k) {
-        const sim__grid_entry* e = &w->grid[k];
-        uint32_t a = e->body;
-        for (int32_t n = e->next; n >= 0; n = w->grid[n].next) {
-            const sim__grid_entry* f = &w->grid[n];
-            uint32_t b = f->body;
-            if (b == a || f->cx != e->cx || f->cy != e->cy || f->cz != e->cz) {
-                continue;
-            }
-            if (!sim__aabb_overlap(w->aabb_lo[a], w->aabb_hi[a], w->aabb_lo[b], w->aabb_hi[b])) {
-                continue;
-            }
-            sim_vec3 m =
-                v3(fmaxf(w->aabb_lo[a].x, w->aabb_lo[b].x), fmaxf(w->aabb_lo[a].y, w->aabb_lo[b].y),
-                   fmaxf(w->aabb_lo[a].z, w->aabb_lo[b].z));
-            if (sim__cell_of(m.x) != e->cx || sim__cell_of(m.y) != e->cy ||
-                sim__cell_of(m.z) != e->cz) {
-                continue;
-            }
-            if (w->body[a].inv_mass == 0.0f && w->body[b].inv_mass == 0.0f &&
-                sim__body_asleep(w, a) == sim__body_asleep(w, b)) {
-                // Two animated (or two sleeping) bodies neither collide nor
-                // wake each other: skip the narrow test (a crowd of
-                // characters standing in one spot is all such pairs).
-                continue;
-            }
-            if (!may_touch(w, a, b, dt)) {
-                continue;
-            }
-            wake_if_hit(w, a, b);
-            if (!may_collide(w, a, b)) {
-                continue;
-            }
-            if (w->pair_count == w->pair_cap) {
-                w->overflows.pairs++; // out of room: this pair goes unsolved this tick
-                continue;
-            }
-            w->closing_speed = fmaxf(w->closing_speed, surface_speed(w, a, b));
-            w->pairs[w->pair_count].a = a < b ? a : b;
-            w->pairs[w->pair_count].b = a < b ? b : a;
-            w->pair_count++;
-        }
+    uint32_t overflows = 0;
+    for (int round = 0; round < 4 && find_pairs(w, dt, &overflows); ++round) {
     }
+    w->overflows.pairs += overflows;
+    overflows = 0;
+    find_box_pairs(w, &overflows);
+    w->overflows.pairs += overflows;
 }

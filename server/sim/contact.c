@@ -170,14 +170,12 @@ static void solve_contact(sim_world* w, sim__contact* c, float h) {
         pb = v3_add(b->x, rb);
     }
     float corr = v3_dot(v3_sub(pb, pa), c->n) - c->keep;
-    if (corr <= 0.0f) {
-        return;
+    if (corr > 0.0f) {
+        c->lambda += sim__apply_positional(a, b, ra, rb, v3_scale(c->n, corr), 0.0f, h, 0.0f);
     }
-    float ln = sim__apply_positional(a, b, ra, rb, v3_scale(c->n, corr), 0.0f, h, 0.0f);
-    if (ln <= 0.0f) {
-        return;
+    if (c->lambda <= 0.0f) {
+        return; // not touching this substep
     }
-    c->lambda += ln;
     // Static friction: undo the tangential slip of the contact points over
     // this substep while that takes less than μ·λn.
     ra = q_rotate(a->q, c->ra);
@@ -197,31 +195,34 @@ static void solve_contact(sim_world* w, sim__contact* c, float h) {
     }
 }
 
-// Contacts of a dynamic body's capsule (or sphere) with the ground and boxes.
-static void find_static(sim_world* w, uint32_t i, float h) {
+// Contacts of a dynamic body's capsule (or sphere) with the ground.
+static void find_ground(sim_world* w, uint32_t i, float h) {
     const sim__body_info* bi = &w->binfo[i];
     sim_vec3 p0, p1;
     sim__body_segment(&w->body[i], bi, &p0, &p1);
     int ends = bi->half_len > 0.0f ? 2 : 1;
     const float r = bi->radius;
-    if (w->def.ground) {
-        for (int k = 0; k < ends; ++k) {
-            sim__body_segment(&w->body[i], bi, &p0, &p1);
-            sim_vec3 p = k == 0 ? p0 : p1;
-            if (p.y < r + SPECULATIVE) {
-                sim_vec3 n = v3(0.0f, 1.0f, 0.0f);
-                add_contact(w, i, SIM__NO_BODY, n, v3(p.x, p.y - r, p.z), v3(p.x, 0.0f, p.z), h);
-            }
+    for (int k = 0; k < ends; ++k) {
+        sim__body_segment(&w->body[i], bi, &p0, &p1);
+        sim_vec3 p = k == 0 ? p0 : p1;
+        if (p.y < r + SPECULATIVE) {
+            sim_vec3 n = v3(0.0f, 1.0f, 0.0f);
+            add_contact(w, i, SIM__NO_BODY, n, v3(p.x, p.y - r, p.z), v3(p.x, 0.0f, p.z), h);
         }
     }
-    for (uint32_t k = 0; k < w->box_count; ++k) {
+}
+
+// Contacts of a dynamic body's capsule (or sphere) with static box k, a
+// pair the broad phase found.
+static void find_box(sim_world* w, uint32_t i, uint32_t k, float h) {
+    const sim__body_info* bi = &w->binfo[i];
+    sim_vec3 p0, p1;
+    int ends = bi->half_len > 0.0f ? 2 : 1;
+    const float r = bi->radius;
+    {
         const sim_box* bx = &w->boxes[k];
         sim_vec3 lo = v3_sub(bx->center, bx->half_extents),
                  hi = v3_add(bx->center, bx->half_extents);
-        sim_vec3 blo = w->aabb_lo[i], bhi = w->aabb_hi[i];
-        if (!sim__aabb_overlap(lo, hi, blo, bhi)) {
-            continue;
-        }
         // Both ends, and the point of the segment nearest the box (a
         // capsule lying across an edge touches it between its ends).
         for (int c = 0; c < ends + 1; ++c) {
@@ -275,15 +276,29 @@ static void find_pair(sim_world* w, uint32_t ia, uint32_t ib, float h) {
                 v3_add(cb, v3_scale(n, fb->radius)), h);
 }
 
-void sim__contacts_find(sim_world* w, float h) {
+void sim__contacts_find(sim_world* w, const sim__island* isl, float h) {
     w->contact_count = 0;
-    for (uint32_t i = 0; i < w->b_count; ++i) {
-        if (w->body[i].inv_mass > 0.0f) {
-            find_static(w, i, h);
+    const uint32_t* ib = w->isl_bodies + isl->body_first;
+    for (uint32_t n = 0; n < isl->body_count; ++n) {
+        if (w->def.ground && w->body[ib[n]].inv_mass > 0.0f) {
+            find_ground(w, ib[n], h);
         }
     }
-    for (uint32_t k = 0; k < w->pair_count; ++k) {
-        find_pair(w, w->pairs[k].a, w->pairs[k].b, h);
+    // Static contacts first, then those between bodies (the last solved in a
+    // pass has the last word: a bone is kept out of another bone rather
+    // than out of a step's edge).
+    const uint32_t* ip = w->isl_pairs + isl->pair_first;
+    for (uint32_t n = 0; n < isl->pair_count; ++n) {
+        const sim__pair* p = &w->pairs[ip[n]];
+        if (p->b & SIM__BOX_PAIR) {
+            find_box(w, p->a, p->b & ~SIM__BOX_PAIR, h);
+        }
+    }
+    for (uint32_t n = 0; n < isl->pair_count; ++n) {
+        const sim__pair* p = &w->pairs[ip[n]];
+        if ((p->b & SIM__BOX_PAIR) == 0) {
+            find_pair(w, p->a, p->b, h);
+        }
     }
 }
 

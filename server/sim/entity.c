@@ -134,6 +134,7 @@ int sim_world_despawn(sim_world* w, sim_entity_id id) {
     }
     w->drag_count = kept;
 
+    sim__sleep_despawned(w, e->b_first, e->b_count);
     SIM__ERASE(w->pos, e->p_first, e->p_count, w->p_count);
     SIM__ERASE(w->prev, e->p_first, e->p_count, w->p_count);
     SIM__ERASE(w->vpre, e->p_first, e->p_count, w->p_count);
@@ -146,6 +147,9 @@ int sim_world_despawn(sim_world* w, sim_entity_id id) {
     SIM__ERASE(w->joint, e->j_first, e->j_count, w->j_count);
     SIM__ERASE(w->body, e->b_first, e->b_count, w->b_count);
     SIM__ERASE(w->binfo, e->b_first, e->b_count, w->b_count);
+    SIM__ERASE(w->bsleep, e->b_first, e->b_count, w->b_count);
+    SIM__ERASE(w->aabb_lo, e->b_first, e->b_count, w->b_count);
+    SIM__ERASE(w->aabb_hi, e->b_first, e->b_count, w->b_count);
     SIM__ERASE(w->bjoint, e->bj_first, e->bj_count, w->bj_count);
     w->p_count -= e->p_count;
     w->d_count -= e->d_count;
@@ -155,6 +159,7 @@ int sim_world_despawn(sim_world* w, sim_entity_id id) {
     // The broadphase refers to bodies by index: it is stale until the next
     // tick rebuilds it, so drop it now.
     w->pair_count = 0;
+    w->island_count = 0;
     w->grid_count = 0;
     memset(w->grid_head, 0xff, SIM__GRID_BUCKETS * sizeof *w->grid_head);
 
@@ -185,7 +190,6 @@ int sim_world_despawn(sim_world* w, sim_entity_id id) {
     e->generation = gen == 0 ? 1 : gen;
     w->free_slots[w->free_count++] = slot;
     w->topo_epoch++;
-    sim__characters_wake_all(w); // What rested on it must fall.
     return SIM_OK;
 }
 

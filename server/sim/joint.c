@@ -20,16 +20,33 @@ sim_quat sim__joint_relative(const sim__body* p, const sim__body* c, const sim__
     return q_normalize(q_mul(q_conj(jp), jc));
 }
 
+void sim__bjoint_limits(sim__bjoint* j) {
+    j->sin_half_swing1 = sinf(0.5f * j->swing1);
+    j->sin_half_swing2 = sinf(0.5f * j->swing2);
+    j->tan_half_tmin = tanf(0.5f * j->twist_min);
+    j->tan_half_tmax = tanf(0.5f * j->twist_max);
+    j->sin_half_tmin = sinf(0.5f * j->twist_min);
+    j->cos_half_tmin = cosf(0.5f * j->twist_min);
+    j->sin_half_tmax = sinf(0.5f * j->twist_max);
+    j->cos_half_tmax = cosf(0.5f * j->twist_max);
+}
+
 bool sim__joint_clamp(const sim__bjoint* j, sim_quat rel, sim_quat* clamped) {
     sim_quat swing, twist;
     q_swing_twist(rel, &swing, &twist);
     bool changed = false;
 
-    // Twist: the angle about +X, clamped to [min, max].
-    float phi = 2.0f * atan2f(twist.x, twist.w);
-    if (phi < j->twist_min || phi > j->twist_max) {
-        phi = phi < j->twist_min ? j->twist_min : j->twist_max;
-        twist = q4(sinf(0.5f * phi), 0.0f, 0.0f, cosf(0.5f * phi));
+    // Twist: the angle φ = 2·atan2(x, w) about +X, clamped to [min, max].
+    // With w ≥ 0 (the same rotation), φ is in [-π, π] and grows with x/w, so
+    // φ < min exactly when x < w·tan(min/2): no trigonometry in range.
+    if (twist.w < 0.0f) {
+        twist = q4(-twist.x, -twist.y, -twist.z, -twist.w);
+    }
+    if (twist.x < twist.w * j->tan_half_tmin) {
+        twist = q4(j->sin_half_tmin, 0.0f, 0.0f, j->cos_half_tmin);
+        changed = true;
+    } else if (twist.x > twist.w * j->tan_half_tmax) {
+        twist = q4(j->sin_half_tmax, 0.0f, 0.0f, j->cos_half_tmax);
         changed = true;
     }
 
@@ -39,7 +56,7 @@ bool sim__joint_clamp(const sim__bjoint* j, sim_quat rel, sim_quat* clamped) {
     if (swing.w < 0.0f) {
         swing = q4(-swing.x, -swing.y, -swing.z, -swing.w);
     }
-    float a = sinf(0.5f * j->swing1), b = sinf(0.5f * j->swing2);
+    float a = j->sin_half_swing1, b = j->sin_half_swing2;
     float y = swing.y, z = swing.z;
     float ny = a > 1e-6f ? y / a : (fabsf(y) > 1e-7f ? 1e9f : 0.0f);
     float nz = b > 1e-6f ? z / b : (fabsf(z) > 1e-7f ? 1e9f : 0.0f);

@@ -55,11 +55,28 @@ void sim_world_step(sim_world* w) {
 
     sim__characters_pre_tick(w, w->dt);
     sim__contacts_begin_tick(w, w->dt);
-    const int split = w->b_count > 0 ? sim__rigid_split(w, substeps) : 0;
-    for (int s = 0; s < substeps; ++s) {
-        for (int k = 0; k < split; ++k) {
-            sim__rigid_substep(w, h / (float)split);
+    sim__islands_build(w);
+    memset(&w->stats, 0, sizeof w->stats);
+    w->stats.islands = w->island_count;
+    for (uint32_t k = 0; k < w->island_count; ++k) {
+        const sim__island* isl = &w->islands[k];
+        const uint32_t split = (uint32_t)sim__island_split(w, isl, substeps);
+        w->stats.awake_bodies += isl->body_count;
+        w->stats.body_substeps += (uint64_t)isl->body_count * split * (uint32_t)substeps;
+        if (split * (uint32_t)substeps > w->stats.max_substeps) {
+            w->stats.max_substeps = split * (uint32_t)substeps;
         }
+    }
+    for (int s = 0; s < substeps; ++s) {
+        // Each island with its own split: they do not touch this tick.
+        for (uint32_t k = 0; k < w->island_count; ++k) {
+            const sim__island* isl = &w->islands[k];
+            const int split = sim__island_split(w, isl, substeps);
+            for (int r = 0; r < split; ++r) {
+                sim__island_substep(w, isl, h / (float)split);
+            }
+        }
+        sim__kinematic_advance(w, h);
         sim__particles_integrate(w, g_h2);
         // λ restarts every substep (Macklin et al. 2019, section 4).
         for (uint32_t j = 0; j < w->d_count; ++j) {
@@ -79,6 +96,7 @@ void sim_world_step(sim_world* w) {
         sim__collide_respond(w, h);
     }
     sim__characters_post_tick(w);
+    sim__islands_sleep(w, w->dt);
     w->tick++;
     quarantine(w);
 }

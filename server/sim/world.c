@@ -107,7 +107,16 @@ sim_world_def sim_world_def_default(void) {
     XX(free_slots, (r).entities, sizeof(uint32_t))                                                 \
     XX(order, (r).entities, sizeof(uint32_t))                                                      \
     XX(boxes, (d).max_boxes, sizeof(sim_box))                                                      \
-    XX(drags, (d).max_drags, sizeof(sim__drag))
+    XX(drags, (d).max_drags, sizeof(sim__drag))                                                    \
+    XX(closing, (r).bodies, sizeof(float))                                                         \
+    XX(bsleep, (r).bodies, sizeof(sim__sleep))                                                     \
+    XX(uf, (r).bodies, sizeof(uint32_t))                                                           \
+    XX(isl_of, (r).bodies, sizeof(uint32_t))                                                       \
+    XX(isl_of_body, (r).bodies, sizeof(uint32_t))                                                  \
+    XX(isl_bodies, (r).bodies, sizeof(uint32_t))                                                   \
+    XX(islands, (r).bodies, sizeof(sim__island))                                                   \
+    XX(isl_joints, (r).joints, sizeof(sim__ijoint))                                                \
+    XX(isl_pairs, (size_t)(r).bodies* SIM__PAIRS_PER_BODY, sizeof(uint32_t))
 
 // The contact list: 24 per body (8 static, 16 from pairs), at most
 // max_contacts.
@@ -420,7 +429,7 @@ int sim_world_set_params(sim_world* w, const sim_params* p) {
         }
     }
     w->params = *p;
-    sim__characters_wake_all(w); // New gravity or friction moves what rests.
+    sim__wake_all(w); // New gravity or friction moves what rests.
     return SIM_OK;
 }
 
@@ -451,7 +460,7 @@ int sim_world_add_box(sim_world* w, sim_box box) {
         return SIM_E_CAPACITY;
     }
     w->boxes[w->box_count++] = box;
-    sim__characters_wake_all(w); // It may have appeared in something asleep.
+    sim__wake_all(w); // It may have appeared in something asleep.
     return SIM_OK;
 }
 

@@ -728,6 +728,33 @@ static void test_app_log_lines_are_escaped_filtered_and_rate_limited(void** stat
     }
 }
 
+// A skeleton that loaded with a warning is logged at startup with its file
+// and both bones (the warning as sim_library_add_skeleton() fills it).
+static void test_app_asset_warnings_are_logged_with_file_and_bones(void** state) {
+    (void)state;
+    static char text[4096];
+    memset(text, 0, sizeof text);
+    FILE* f = fmemopen(text, sizeof text, "w");
+    app_log log;
+    app__log_init(&log, f, APP_LOG_WARN, APP_LOG_TEXT);
+    static sim_skeleton_def sk;
+    memset(&sk, 0, sizeof sk);
+    strcpy(sk.name, "clubbed");
+    sk.bone_count = 2;
+    strcpy(sk.bones[0].name, "torso");
+    strcpy(sk.bones[1].name, "club");
+    sim_skeleton_issue w = {
+        .kind = SIM_SKELETON_MASS_RATIO, .bone = 1, .other = 0, .value = 365.0f};
+    strcpy(w.message, "skeleton clubbed: bone club and its parent torso differ in mass 365.0:1");
+    app__report_asset_warning(&log, "assets/skeletons/club.json", &sk, &w);
+    fclose(f);
+    assert_non_null(strstr(text, " level=warn event=asset_warning file=assets/skeletons/club.json "
+                                 "skeleton=clubbed bone=club parent=torso mass_ratio=365.000 "
+                                 "message=\"skeleton clubbed: bone club and its parent torso "
+                                 "differ in mass 365.0:1\"\n"));
+    assert_int_equal(lines_of(text), 1);
+}
+
 static void test_app_metrics_counters_are_bounded(void** state) {
     (void)state;
     app_metrics m;
@@ -1237,6 +1264,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_app_capacity_refusals_name_their_limit, budget_setup,
                                         budget_teardown),
         cmocka_unit_test(test_app_log_lines_are_escaped_filtered_and_rate_limited),
+        cmocka_unit_test(test_app_asset_warnings_are_logged_with_file_and_bones),
         cmocka_unit_test(test_app_metrics_counters_are_bounded),
         cmocka_unit_test_setup_teardown(test_app_metrics_count_commands_messages_and_closes,
                                         live_setup, live_teardown),

@@ -392,10 +392,12 @@ static void test_capacity_limits_are_checked_at_creation(void** state) {
 
 // What an empty world takes, from the table in world.c: the world, the
 // arrays of a fixed size (256 events, 4096 grid bucket heads, max_boxes
-// boxes, max_drags drags) and one element of each of the other 22 arrays,
+// boxes, max_drags drags) and one element of each of the other 31 arrays,
 // which grow (8 per particle, the constraints, the joint limits, 2 per body
 // state, the rigid joints, the characters, 2 per body's bounds, the grid,
-// the pairs, the contacts, 3 per entity slot).
+// the pairs, the contacts, 3 per entity slot; and the islands': per body
+// its closing speed, sleep state, 4 indices and an island, the islands'
+// joints and pairs).
 static size_t empty_world_bytes(const sim_world_def* d) {
     size_t fixed = sizeof(sim_world) + SIM__MAX_EVENTS * sizeof(sim_event) +
                    SIM__GRID_BUCKETS * sizeof(int32_t) + d->max_boxes * sizeof(sim_box) +
@@ -405,7 +407,9 @@ static size_t empty_world_bytes(const sim_world_def* d) {
                  sizeof(sim__bjoint) + sizeof(sim__char) + sizeof(sim__grid_entry) +
                  2 * sizeof(sim_vec3) + sizeof(sim__pair) + sizeof(sim__contact) +
                  sizeof(sim__entity) + 2 * sizeof(uint32_t);
-    return fixed + one;
+    size_t islands = sizeof(float) + sizeof(sim__sleep) + 4 * sizeof(uint32_t) +
+                     sizeof(sim__island) + sizeof(sim__ijoint) + sizeof(uint32_t);
+    return fixed + one + islands;
 }
 
 static void test_capacity_memory_starts_small_and_follows_what_a_world_holds(void** state) {
@@ -465,7 +469,9 @@ static void test_capacity_memory_starts_small_and_follows_what_a_world_holds(voi
     size_t per_body = sizeof(sim__body) + sizeof(sim__body_info) + 2 * sizeof(sim_vec3) +
                       SIM__CELLS_PER_BODY * sizeof(sim__grid_entry) +
                       SIM__PAIRS_PER_BODY * sizeof(sim__pair) +
-                      (SIM__CONTACTS_PER_BODY + SIM__PAIRS_PER_BODY) * sizeof(sim__contact);
+                      (SIM__CONTACTS_PER_BODY + SIM__PAIRS_PER_BODY) * sizeof(sim__contact) +
+                      sizeof(float) + sizeof(sim__sleep) + 4 * sizeof(uint32_t) +
+                      sizeof(sim__island) + SIM__PAIRS_PER_BODY * sizeof(uint32_t);
     uint32_t bodies = sim_world_reserved(w).bodies;
     assert_true(bodies >= 846 && bodies <= 2 * 846);
     assert_true(c.live - empty >= (size_t)bodies * per_body);
@@ -533,8 +539,8 @@ static void test_capacity_failed_growth_leaves_the_world_unchanged(void** state)
         c.allow = n;
         int rc = sim_world_create(&def, &w);
         if (rc == SIM_OK) {
-            // The world and its 26 arrays (world.c's table): 27 allocations.
-            assert_int_equal(n, 27);
+            // The world and its 35 arrays (world.c's table): 36 allocations.
+            assert_int_equal(n, 36);
             break;
         }
         assert_int_equal(rc, SIM_E_NOMEM);
@@ -574,16 +580,17 @@ static void test_capacity_failed_growth_leaves_the_world_unchanged(void** state)
         assert_int_equal(spawn_rope(w, 2, &small), SIM_OK);
         assert_int_equal(sim_world_despawn(w, small), SIM_OK);
     }
-    // A humanoid in a world without bodies: the 7 arrays sized by bodies
-    // (states, infos, both bounds, grid, pairs, contacts) and the rigid
-    // joints grow together (8 allocations).
+    // A humanoid in a world without bodies: the 15 arrays sized by bodies
+    // (states, infos, both bounds, grid, pairs, contacts; the islands'
+    // closing speeds, sleep states, 4 indices, islands and pairs) and the
+    // 2 sized by rigid joints grow together (17 allocations).
     for (long n = 0;; ++n) {
         world_state before = state_of(w);
         c.allow = n;
         int rc = spawn_humanoid(w, 0.0f, 2.0f, &id);
         c.allow = -1;
         if (rc == SIM_OK) {
-            assert_int_equal(n, 8);
+            assert_int_equal(n, 17);
             break;
         }
         assert_int_equal(rc, SIM_E_NOMEM);
@@ -653,7 +660,7 @@ static void test_capacity_failed_growth_changes_no_result(void** state) {
         }
         sim_world_step(b);
     }
-    assert_true(refused >= 9 + 8); // at least the sheet's and the humanoid's
+    assert_true(refused >= 9 + 17); // at least the sheet's and the humanoid's
     for (int t = 0; t < 60; ++t) {
         sim_world_step(a);
         sim_world_step(b);
@@ -716,7 +723,7 @@ static int setup(void** state) {
     (void)state;
     char err[256];
     if (sim_library_create(&g_lib) != SIM_OK ||
-        app_assets_load(RD_ASSETS_DIR, g_lib, err, sizeof err) != 0) {
+        app_assets_load(RD_ASSETS_DIR, g_lib, NULL, NULL, err, sizeof err) != 0) {
         return -1;
     }
     return 0;

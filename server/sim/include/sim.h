@@ -495,6 +495,26 @@ uint32_t sim_world_constraint_count(const sim_world* w);
 /// Total rigid bodies (bones of characters, balls) in the world.
 uint32_t sim_world_body_count(const sim_world* w);
 
+/// Rigid bodies not asleep: in an island this tick, or kinematic (animated).
+/// Sleeping bodies (island.c: an island whose bodies have all been under
+/// 0.05 m/s for 0.5 s) cost nothing until something wakes them.
+uint32_t sim_world_awake_body_count(const sim_world* w);
+
+/// Islands the last tick solved: sets of awake bodies linked by joints or
+/// possible contacts, each solved with its own number of substeps.
+uint32_t sim_world_island_count(const sim_world* w);
+
+/// What the last tick's rigid solver did (for benchmarks and metrics).
+typedef struct sim_tick_stats {
+    uint32_t islands;       ///< Islands solved.
+    uint32_t awake_bodies;  ///< Bodies in islands.
+    uint64_t body_substeps; ///< Σ over islands of bodies × rigid substeps.
+    uint32_t max_substeps;  ///< Rigid substeps of the most split island, per tick.
+} sim_tick_stats;
+
+/// The last tick's solver figures (all zero before the first tick).
+sim_tick_stats sim_world_tick_stats(const sim_world* w);
+
 /// Total rigid joints (between bones of characters) in the world.
 uint32_t sim_world_joint_count(const sim_world* w);
 
@@ -607,12 +627,79 @@ int sim_library_create(sim_library** out);
 /// Frees a library. NULL is allowed. No world may still use it.
 void sim_library_destroy(sim_library* lib);
 
+/// Largest mass ratio between a bone and its parent that loads without a
+/// warning (heavier / lighter). Beyond it an iterative joint solver
+/// converges slowly: the light body takes nearly all of every correction,
+/// so joints stretch and jitter under load. PhysX's guide sends large mass
+/// ratios to articulations for this reason, Unity's Joint.massScale and
+/// Unreal's mass conditioning exist to hide them, and Jolt's ragdolls keep
+/// neighbouring bones within 0.8-1.2 of each other.
+#define SIM_SKELETON_MAX_MASS_RATIO 10.0f
+
+/// Bytes in a sim_skeleton_issue message, with the NUL.
+#define SIM_SKELETON_MESSAGE_MAX 320
+
+/// What a skeleton check found (sim_skeleton_issue.kind).
+typedef enum sim_skeleton_issue_kind {
+    SIM_SKELETON_ISSUE_NONE = 0,
+    /// Error: a name, the tree order, a size, a mass, an axis or a limit is
+    /// missing, out of range or inconsistent; the message says which.
+    SIM_SKELETON_INVALID = 1,
+    /// Error: the bind pose lies outside the joint's range (a hinge's
+    /// range or a ball joint's twist range). Limits are measured from the
+    /// bind pose, so a character would spawn violating its own limit and
+    /// the solver would snap the bone into range on the first ragdoll step
+    /// (65-70 rad/s for a 30° snap, issue 9). Rejected like Jolt, whose
+    /// hinge and swing-twist limits must contain the rest pose.
+    /// `value`: degrees outside the range (> 0).
+    SIM_SKELETON_BIND_OUTSIDE_LIMIT = 2,
+    /// Warning: a bone and its parent differ in mass by more than
+    /// SIM_SKELETON_MAX_MASS_RATIO. The skeleton loads (a heavy weapon on a
+    /// hand may be meant), but its joints will stretch under impacts.
+    /// `value`: the heavier mass over the lighter (> 10).
+    SIM_SKELETON_MASS_RATIO = 3,
+} sim_skeleton_issue_kind;
+
+/// One finding of sim_library_add_skeleton() about a skeleton. Plain data:
+/// it points into nothing, so it outlives the def and the library.
+typedef struct sim_skeleton_issue {
+    sim_skeleton_issue_kind kind;
+    int bone;    ///< Index of the bone it is about, or -1 (the skeleton as a whole).
+    int other;   ///< SIM_SKELETON_MASS_RATIO: the parent's index; otherwise -1.
+    float value; ///< See the kind; 0 for SIM_SKELETON_INVALID.
+    /// One line for a person: the skeleton, the bone(s), the limit or the
+    /// masses and the figure, and what to change. NUL-terminated.
+    char message[SIM_SKELETON_MESSAGE_MAX];
+} sim_skeleton_issue;
+
+/// What sim_library_add_skeleton() found, for the caller to show: the
+/// error that refused the skeleton, or the warnings of one that loaded.
+/// Owned by the caller (about 11 KB: keep it off small stacks); the call
+/// overwrites all of it.
+typedef struct sim_skeleton_report {
+    /// Why the skeleton was refused (kind SIM_SKELETON_INVALID or
+    /// SIM_SKELETON_BIND_OUTSIDE_LIMIT), when the call failed with
+    /// SIM_E_INVALID_ARG, SIM_E_NOT_FINITE or SIM_E_OUT_OF_RANGE; kind
+    /// SIM_SKELETON_ISSUE_NONE otherwise.
+    sim_skeleton_issue error;
+    /// Warnings, in bone order, when the skeleton was added; at most one
+    /// per joint, so they always fit. 0 on failure.
+    uint32_t warning_count;
+    sim_skeleton_issue warnings[SIM_MAX_BONES];
+} sim_skeleton_report;
+
 /// Adds a skeleton (copied). Validates names, tree order, finite positive
 /// sizes and masses, non-degenerate bones and hinge axes, and limits
-/// (swing in [0, π), twist_min <= twist_max within [-π, π]). Errors:
-/// SIM_E_INVALID_ARG (duplicate or empty name, bad tree), SIM_E_NOT_FINITE,
-/// SIM_E_OUT_OF_RANGE, SIM_E_CAPACITY, SIM_E_NOMEM.
-int sim_library_add_skeleton(sim_library* lib, const sim_skeleton_def* def);
+/// (swing in [0, π), twist_min <= twist_max within [-π, π], and the bind
+/// pose inside every hinge and twist range: twist_min <= 0 <= twist_max).
+/// Then checks the mass ratio of every bone to its parent, which gives
+/// warnings but never refuses. `report` (may be NULL) receives the error
+/// or the warnings, each naming the bone. Errors: SIM_E_INVALID_ARG
+/// (duplicate or empty name, bad tree), SIM_E_NOT_FINITE,
+/// SIM_E_OUT_OF_RANGE (a value, or the bind pose outside a limit),
+/// SIM_E_CAPACITY, SIM_E_NOMEM. On error the library is unchanged.
+int sim_library_add_skeleton(sim_library* lib, const sim_skeleton_def* def,
+                             sim_skeleton_report* report);
 
 /// Adds a clip (copied) to the named skeleton. Errors: SIM_E_UNKNOWN_NAME
 /// (no such skeleton), SIM_E_INVALID_ARG (duplicate name, bone count or key
@@ -745,6 +832,7 @@ typedef struct sim_character_view {
     sim_vec3 origin;  ///< The animation's origin (ground under the root), m.
     float facing;     ///< The animation's yaw about +Y, rad.
     uint32_t bone_count;
+    bool asleep; ///< Its bones sleep in a resting island (RAGDOLL only), frozen until woken.
 } sim_character_view;
 
 /// Fills *out. Errors: SIM_E_STALE_ID (also for non-characters).
@@ -769,6 +857,30 @@ typedef struct sim_joint_view {
 /// SIM_E_STALE_ID, SIM_E_BAD_INDEX.
 int sim_character_joint_view(const sim_world* w, sim_entity_id id, uint32_t bone,
                              sim_joint_view* out);
+
+/// How far one joint of a character is from holding, on its current pose
+/// (sim_character_probe_joints()).
+typedef struct sim_joint_probe {
+    /// Distance between the joint point as the parent carries it and as the
+    /// bone carries it (the two anchors in the world), m; 0 when attached.
+    float gap;
+    /// Rotation about the twist axis (the bone for a ball joint, the hinge
+    /// axis for a hinge) past [twist_min, twist_max], rad; 0 within. For a
+    /// hinge this is its over-range; for a fixed joint, any twist.
+    float twist_over;
+    /// Swing outside the joint's cone, rad, measured along the swing's own
+    /// direction (its angle minus the cone boundary's on that ray); 0
+    /// within. For a hinge (a cone of zero half-angles) it is the tilt of
+    /// the hinge axis; for a fixed joint, any swing.
+    float swing_over;
+} sim_joint_probe;
+
+/// Measures every joint of a character on its current pose: out[i] for
+/// bone i (skeleton order; out[0], the root, has no joint and is zero), up
+/// to `cap` entries. Changes nothing. Returns the number filled (the bone
+/// count when cap allows) or SIM_E_STALE_ID (also for non-characters).
+int sim_character_probe_joints(const sim_world* w, sim_entity_id id, sim_joint_probe* out,
+                               uint32_t cap);
 
 // ---------------------------------------------------------------------------
 // Balls
