@@ -70,7 +70,6 @@ static void solve_joints(sim_world* w, const sim__island* isl, float h, bool dri
 }
 
 static void update_velocities(sim_world* w, const sim__island* isl, float h) {
-    const float cap = SIM__MAX_SPIN_PER_TICK / w->dt;
     const uint32_t* ib = w->isl_bodies + isl->body_first;
     for (uint32_t n = 0; n < isl->body_count; ++n) {
         sim__body* b = &w->body[ib[n]];
@@ -81,7 +80,7 @@ static void update_velocities(sim_world* w, const sim__island* isl, float h) {
         // ω from the orientation change (eq. 23), the short way round.
         sim_quat dq = q_mul(b->q, q_conj(b->q_prev));
         sim_vec3 wv = v3_scale(v3(dq.x, dq.y, dq.z), 2.0f / h);
-        b->w = cap_spin(dq.w >= 0.0f ? wv : v3_scale(wv, -1.0f), cap);
+        b->w = dq.w >= 0.0f ? wv : v3_scale(wv, -1.0f);
     }
 }
 
@@ -136,4 +135,13 @@ void sim__island_substep(sim_world* w, const sim__island* isl, float h) {
     update_velocities(w, isl, h);
     sim__contacts_velocities(w, h);
     damp_joints(w, isl, h);
+    // The velocity passes may have spun a light bone past the cap again.
+    const float cap = SIM__MAX_SPIN_PER_TICK / w->dt;
+    const uint32_t* ib = w->isl_bodies + isl->body_first;
+    for (uint32_t n = 0; n < isl->body_count; ++n) {
+        sim__body* b = &w->body[ib[n]];
+        if (b->inv_mass > 0.0f) {
+            b->w = cap_spin(b->w, cap);
+        }
+    }
 }
