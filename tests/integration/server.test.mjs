@@ -745,7 +745,7 @@ test('create_world limits: refused when bad with nothing else changed; a world m
     const held = await reserved(world);
     // Each body takes at least its state (about 2.4 KB with its share of
     // the broadphase and contact arrays); a world of the old layout took
-    // 13.3 MiB whatever it held, and could not hold these.
+    // 13.8 MiB whatever it held, and could not hold these.
     assert.ok(held > empty + 4800 * 2000, `300 humanoids: ${held} bytes`);
     assert.ok(held < 64 * 1024 * 1024, `300 humanoids: ${held} bytes`);
     assert.equal((await c.send({ op: 'list_worlds' })).worlds[0].entities, 300);
