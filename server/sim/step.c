@@ -75,6 +75,9 @@ void sim_world_step(sim_world* w) {
             for (int r = 0; r < split; ++r) {
                 sim__island_substep(w, isl, h / (float)split);
             }
+            if (s == substeps - 1) {
+                sim__island_stabilize(w, isl, SIM__STABILIZE_PASSES);
+            }
         }
         sim__kinematic_advance(w, h);
         sim__particles_integrate(w, g_h2);

@@ -40,7 +40,9 @@
 // Jolt's test (MotionProperties' sleep test spheres: 0.03 m/s, 0.5 s): a
 // body that trembles in place sleeps, one that creeps or swings does not.
 #define SIM__SLEEP_SPEED 0.05f
-#define SIM__SLEEP_TIME  0.5f
+// Position-only joint passes at the end of each tick (solver.c).
+#define SIM__STABILIZE_PASSES 4
+#define SIM__SLEEP_TIME       0.5f
 
 // The builders' def cookies and size bounds, repeated here for the counts of
 // cost.c. Each builder defines its own too: a definition that differed from
@@ -418,6 +420,10 @@ void sim__sleep_despawned(sim_world* w, uint32_t first, uint32_t count);
 
 /// One rigid substep of length h of island k (solver.c).
 void sim__island_substep(sim_world* w, const sim__island* isl, float h);
+
+/// Closes what joint gaps and limit violations a tick left, by moving poses
+/// only: velocities are not touched, so no energy comes from it (solver.c).
+void sim__island_stabilize(sim_world* w, const sim__island* isl, int passes);
 
 /// The rigid split of island k this tick (solver.c).
 int sim__island_split(const sim_world* w, const sim__island* isl, int substeps);
