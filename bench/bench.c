@@ -20,6 +20,10 @@
  *             ragdolling down from 2 m, the same walking, a 32 × 32 cloth
  *             swinging, and the demo world at rest; with raw floats beside.
  *
+ *   memory    bytes a world reserves (through a counting allocator): empty,
+ *             with the demo scene, and with a pile of 300 humanoids; and
+ *             what a world full to the default limits would reserve.
+ *
  *   json      µs per JSON snapshot (PROTOCOL.md §5.1) of the demo world and
  *             of the 64 × 64 cloth, per tick and with topology (a client's
  *             first): the cJSON encoder ragdolld used before (rdp_json_ref)
@@ -28,7 +32,7 @@
  *             of their ratios.
  *
  * Usage: ragdoll-bench [--ticks N] [--runs N] [--piles-only] [--stream-only] [--json-only]
- *                      [--assets DIR]
+ *                      [--memory-only] [--assets DIR]
  */
 #include "assets.h"
 #include "json_ref.h"
@@ -145,29 +149,255 @@ static sim_world* pile(uint32_t n) {
     return w;
 }
 
-// Median over runs of the mean seconds per tick over `ticks` ticks of a pile.
-static double time_pile(uint32_t n, int ticks, int runs) {
-    double* per_tick = calloc((size_t)runs, sizeof *per_tick);
+// One run of a rigid scene: the mean seconds per tick over `ticks` ticks,
+// and what the solver did.
+typedef struct rigid_run {
+    double s_per_tick;        ///< Mean over all ticks.
+    double s_per_tick_asleep; ///< Mean over the ticks with nothing awake (0: none).
+    double body_substeps;     ///< Mean per tick.
+    uint32_t awake_end;       ///< Awake bodies after the last tick.
+    uint32_t bodies;
+    int asleep_at; ///< First tick with nothing awake, or -1.
+} rigid_run;
+
+static rigid_run run_rigid(sim_world* w, int ticks) {
+    rigid_run r = {0};
+    r.asleep_at = -1;
+    double asleep_s = 0.0;
+    int asleep_ticks = 0;
+    uint64_t substeps = 0;
+    double t0 = now_s();
+    for (int t = 0; t < ticks; ++t) {
+        double a = now_s();
+        sim_world_step(w);
+        double d = now_s() - a;
+        substeps += sim_world_tick_stats(w).body_substeps;
+        if (sim_world_awake_body_count(w) == 0) {
+            asleep_s += d;
+            asleep_ticks++;
+            if (r.asleep_at < 0) {
+                r.asleep_at = t + 1;
+            }
+        }
+    }
+    r.s_per_tick = (now_s() - t0) / ticks;
+    r.s_per_tick_asleep = asleep_ticks > 0 ? asleep_s / asleep_ticks : 0.0;
+    r.body_substeps = (double)substeps / ticks;
+    r.awake_end = sim_world_awake_body_count(w);
+    r.bodies = sim_world_body_count(w);
+    return r;
+}
+
+static int cmp_run(const void* a, const void* b) {
+    double x = ((const rigid_run*)a)->s_per_tick, y = ((const rigid_run*)b)->s_per_tick;
+    return (x > y) - (x < y);
+}
+
+// The median run (by time per tick) of `runs` fresh worlds from `make`.
+static rigid_run median_run(sim_world* (*make)(uint32_t), uint32_t n, int ticks, int runs) {
+    rigid_run* rr = calloc((size_t)runs, sizeof *rr);
     for (int r = 0; r < runs; ++r) {
-        sim_world* w = pile(n);
+        sim_world* w = make(n);
         if (w == NULL) {
-            fprintf(stderr, "ragdoll-bench: cannot build a pile of %u\n", n);
+            fprintf(stderr, "ragdoll-bench: cannot build the scene of %u\n", n);
             exit(1);
         }
-        double t0 = now_s();
-        for (int t = 0; t < ticks; ++t) {
-            sim_world_step(w);
-        }
-        per_tick[r] = (now_s() - t0) / ticks;
+        rr[r] = run_rigid(w, ticks);
         if (sim_world_entity_count(w) != n) {
-            fprintf(stderr, "ragdoll-bench: the pile of %u lost characters\n", n);
+            fprintf(stderr, "ragdoll-bench: the scene of %u lost characters\n", n);
             exit(1);
         }
         sim_world_destroy(w);
     }
-    double m = median(per_tick, runs);
-    free(per_tick);
+    qsort(rr, (size_t)runs, sizeof *rr, cmp_run);
+    rigid_run m = rr[runs / 2];
+    free(rr);
     return m;
+}
+
+// Box3D's "rain" benchmark (box3d shared/benchmarks.c at 30c67b5, read
+// to match it, never copied) as closely as ragdolld can express it:
+//  - 10 × 10 tiles 15 m apart over a 150 m square; on each, in place of
+//    Box3D's half-buried torus (ragdolld has no meshes), a static pillar
+//    4 m high, 1 m × 2 m across, under the column's first human;
+//  - every step with (step & 0x2F) == 0 a column of 10 groups × 3 humans
+//    is spawned at rest 20 m up (x offsets 0, 0.75, 1.5 m), killed with no
+//    push; after the 10th (step 272, 300 humans) each event removes the
+//    oldest column and spawns it afresh, so the count stays at 300;
+//  - every joint has a weak spring toward the rest pose (Box3D: 1 Hz,
+//    damping ratio 0.7; here the PD drive toward the idle clip with kp 10
+//    N·m/rad, kd 2 N·m·s/rad, about 1 Hz on a thigh);
+//  - 60 Hz, 4 substeps, sleeping on; 400 steps, step 0 untimed.
+// Ours: 16 capsules and 15 joints per human (Box3D's: 14 and 13).
+typedef struct rain_state {
+    sim_world* w;
+    sim_entity_id ids[10][30];
+    int next_column; ///< Spawn events so far.
+} rain_state;
+
+static void rain_spawn_column(rain_state* rs, int c) {
+    for (int k = 0; k < 30; ++k) {
+        if (rs->ids[c][k].index1 != 0) {
+            sim_world_despawn(rs->w, rs->ids[c][k]);
+        }
+    }
+    for (int r = 0; r < 10; ++r) {
+        for (int k = 0; k < 3; ++k) {
+            sim_character_def cd = sim_character_def_default();
+            cd.position = (sim_vec3){-75.0f + 15.0f * ((float)c + 0.5f) + 0.75f * (float)k, 20.0f,
+                                     -75.0f + 15.0f * ((float)r + 0.5f)};
+            sim_entity_id id = {0, 0};
+            if (sim_world_spawn_character(rs->w, &cd, &id) == SIM_OK) {
+                sim_character_kill(rs->w, id, cd.position, (sim_vec3){0.0f, 0.0f, 0.0f}, NULL);
+                sim_character_set_drive(rs->w, id, 10.0f, 2.0f, NULL, 0, 0.0f);
+            }
+            rs->ids[c][3 * r + k] = id;
+        }
+    }
+}
+
+static sim_world* rain_world(void) {
+    sim_world_def def = sim_world_def_default();
+    def.library = g_lib;
+    def.params.substeps = 4;
+    def.params.gravity = (sim_vec3){0.0f, -10.0f, 0.0f};
+    def.half_extent = 200.0f;
+    def.max_entities = 320;
+    def.max_bodies = 16 * 320;
+    def.max_joints = 15 * 320;
+    def.max_boxes = 128;
+    def.max_solver_work = 0;
+    sim_world* w = NULL;
+    if (sim_world_create(&def, &w) != SIM_OK) {
+        return NULL;
+    }
+    for (int c = 0; c < 10; ++c) {
+        for (int r = 0; r < 10; ++r) {
+            sim_box pillar = {
+                {-75.0f + 15.0f * ((float)c + 0.5f), 2.0f, -75.0f + 15.0f * ((float)r + 0.5f)},
+                {0.5f, 2.0f, 1.0f}};
+            sim_world_add_box(w, pillar);
+        }
+    }
+    return w;
+}
+
+// Thread CPU time, s: the machine is shared, and CPU time is what both
+// engines are compared by (Box3D's figure too).
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+typedef struct rain_figures {
+    double ms_all;  ///< CPU ms per step over steps 1..399 (Box3D's TOTAL/399).
+    double ms_full; ///< Over steps 272..399 (300 humans).
+    double body_substeps_full;
+    uint32_t awake_end, bodies_end;
+} rain_figures;
+
+static rain_figures run_rain(void) {
+    rain_state rs;
+    memset(&rs, 0, sizeof rs);
+    rs.w = rain_world();
+    if (rs.w == NULL) {
+        fprintf(stderr, "ragdoll-bench: cannot build the rain world\n");
+        exit(1);
+    }
+    rain_figures f = {0};
+    double all = 0.0, full = 0.0;
+    uint64_t substeps = 0;
+    for (int step = 0; step < 400; ++step) {
+        double t0 = cpu_s();
+        if ((step & 0x2F) == 0) {
+            rain_spawn_column(&rs, rs.next_column % 10);
+            rs.next_column++;
+        }
+        sim_world_step(rs.w);
+        double d = cpu_s() - t0;
+        if (step >= 1) {
+            all += d;
+        }
+        if (step >= 272) {
+            full += d;
+            substeps += sim_world_tick_stats(rs.w).body_substeps;
+        }
+    }
+    f.ms_all = all * 1e3 / 399.0;
+    f.ms_full = full * 1e3 / 128.0;
+    f.body_substeps_full = (double)substeps / 128.0;
+    f.awake_end = sim_world_awake_body_count(rs.w);
+    f.bodies_end = sim_world_body_count(rs.w);
+    sim_world_destroy(rs.w);
+    return f;
+}
+
+static void print_run(const char* name, uint32_t n, const rigid_run* r, int ticks, int runs) {
+    printf("%s %u: %u humanoids (%u bones), 60 Hz, 4 substeps, %d ticks; median of %d runs\n", name,
+           n, n, r->bodies, ticks, runs);
+    printf("  ms per tick                  %8.3f\n", r->s_per_tick * 1e3);
+    printf("  us per ragdoll per tick      %8.2f\n", r->s_per_tick * 1e6 / n);
+    printf("  ns per body-substep          %8.1f   (%.1f rigid substeps per awake body-tick)\n",
+           r->s_per_tick * 1e9 / r->body_substeps,
+           r->body_substeps / (double)(r->bodies > 0 ? r->bodies : 1));
+    printf("  awake / asleep at the end    %u / %u bodies", r->awake_end, r->bodies - r->awake_end);
+    if (r->asleep_at > 0) {
+        printf("; all asleep at %.1f s, then %.3f ms per tick (%.1f%% of the mean)",
+               r->asleep_at / 60.0, r->s_per_tick_asleep * 1e3,
+               100.0 * r->s_per_tick_asleep / r->s_per_tick);
+    }
+    printf("\n");
+}
+
+// ---------------------------------------------------------------------------
+// Memory: bytes a world reserves
+// ---------------------------------------------------------------------------
+
+// Counts what a world asked its allocator for and has not freed.
+static void* counting_alloc(void* ctx, size_t size, size_t align) {
+    void* p = aligned_alloc(align, (size + align - 1) / align * align);
+    if (p != NULL) {
+        *(size_t*)ctx += size;
+    }
+    return p;
+}
+
+static void counting_free(void* ctx, void* p, size_t size) {
+    *(size_t*)ctx -= size;
+    free(p);
+}
+
+static void memory_figures(void) {
+    size_t live = 0;
+    sim_world_def def = sim_world_def_default();
+    def.library = g_lib;
+    def.allocator.alloc = counting_alloc;
+    def.allocator.free = counting_free;
+    def.allocator.ctx = &live;
+    sim_world* w = NULL;
+    if (sim_world_create(&def, &w) != SIM_OK) {
+        fprintf(stderr, "ragdoll-bench: cannot create a world\n");
+        exit(1);
+    }
+    printf("memory: bytes a world reserves (default limits)\n");
+    printf("  empty world                  %10zu\n", live);
+    if (sim_scene_demo(w) != SIM_OK) {
+        fprintf(stderr, "ragdoll-bench: cannot build the demo\n");
+        exit(1);
+    }
+    printf("  demo world                   %10zu\n", live);
+    sim_world_destroy(w);
+    printf("  full to the default limits   %10zu   (sim_world_def_max_bytes)\n",
+           sim_world_def_max_bytes(&def));
+    sim_world* p = pile(300);
+    if (p == NULL) {
+        fprintf(stderr, "ragdoll-bench: cannot build a pile of 300\n");
+        exit(1);
+    }
+    printf("  300 humanoids (4800 bodies)  %10zu   (sim_world_reserved_bytes)\n",
+           sim_world_reserved_bytes(p));
+    sim_world_destroy(p);
 }
 
 // ---------------------------------------------------------------------------
@@ -508,7 +738,8 @@ static void json_figures(int runs) {
 
 int main(int argc, char** argv) {
     int ticks = 300, runs = 7;
-    bool piles_only = false, stream_only = false, json_only = false;
+    bool piles_only = false, rain_only = false, stream_only = false, json_only = false,
+         memory_only = false;
     const char* assets = RD_ASSETS_DIR;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--ticks") == 0 && i + 1 < argc) {
@@ -519,14 +750,18 @@ int main(int argc, char** argv) {
             assets = argv[++i];
         } else if (strcmp(argv[i], "--piles-only") == 0) {
             piles_only = true;
+        } else if (strcmp(argv[i], "--rain-only") == 0) {
+            rain_only = true;
         } else if (strcmp(argv[i], "--stream-only") == 0) {
             stream_only = true;
         } else if (strcmp(argv[i], "--json-only") == 0) {
             json_only = true;
+        } else if (strcmp(argv[i], "--memory-only") == 0) {
+            memory_only = true;
         } else {
-            fprintf(stderr,
-                    "usage: ragdoll-bench [--ticks N] [--runs N] [--piles-only] [--stream-only] "
-                    "[--json-only] [--assets DIR]\n");
+            fprintf(stderr, "usage: ragdoll-bench [--ticks N] [--runs N] [--piles-only] "
+                            "[--rain-only] [--stream-only] "
+                            "[--json-only] [--memory-only] [--assets DIR]\n");
             return 2;
         }
     }
@@ -535,9 +770,15 @@ int main(int argc, char** argv) {
         return 2;
     }
     char err[256];
-    if (sim_library_create(&g_lib) != SIM_OK || app_assets_load(assets, g_lib, err, sizeof err)) {
+    if (sim_library_create(&g_lib) != SIM_OK ||
+        app_assets_load(assets, g_lib, NULL, NULL, err, sizeof err)) {
         fprintf(stderr, "ragdoll-bench: assets: %s\n", err);
         return 1;
+    }
+    if (memory_only) {
+        memory_figures();
+        sim_library_destroy(g_lib);
+        return 0;
     }
     if (stream_only || json_only) {
         if (stream_only) {
@@ -548,6 +789,9 @@ int main(int argc, char** argv) {
         }
         sim_library_destroy(g_lib);
         return 0;
+    }
+    if (rain_only) {
+        goto rain;
     }
     if (piles_only) {
         goto piles;
@@ -575,26 +819,38 @@ int main(int argc, char** argv) {
 
     stream_figures();
     json_figures(runs);
+    memory_figures();
 
 piles:;
-    // Box3D's rain: ~300 humans of 14 bodies, about 6 ms per step on a
-    // Ryzen 7950X, about 3x that on machines like ours.
     const uint32_t sizes[] = {10, 100, 300};
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; ++k) {
         uint32_t n = sizes[k];
         int pr = n >= 300 ? (runs < 3 ? runs : 3) : runs;
-        double p = time_pile(n, ticks, pr);
-        printf("pile %u: %u humanoids (%u bones) ragdolling into a pile, 60 Hz, 4 substeps, "
-               "%d ticks; median of %d runs\n",
-               n, n, 16 * n, ticks, pr);
-        printf("  ms per tick                  %8.3f\n", p * 1e3);
-        printf("  us per ragdoll per tick      %8.2f\n", p * 1e6 / n);
-        printf("  bone-steps per second        %8.3g\n", 16.0 * n / p);
-        if (n == 300) {
-            printf("  vs Box3D rain (~300 x 14 bodies, 6.1 ms/step on a 7950X, ~18 ms here): "
-                   "%.2fx\n",
-                   18.0 / (p * 1e3));
+        rigid_run r = median_run(pile, n, ticks, pr);
+        print_run("pile", n, &r, ticks, pr);
+    }
+rain:;
+    {
+        int rr = runs < 5 ? runs : 5;
+        double all[16], full[16];
+        rain_figures f = {0};
+        for (int r = 0; r < rr; ++r) {
+            f = run_rain();
+            all[r] = f.ms_all;
+            full[r] = f.ms_full;
         }
+        qsort(all, (size_t)rr, sizeof all[0], cmp_double);
+        qsort(full, (size_t)rr, sizeof full[0], cmp_double);
+        printf("rain: Box3D's rain scene as ragdolld expresses it (see bench.c), 400 steps; "
+               "thread CPU time, %d runs\n",
+               rr);
+        printf("  ms per step, steps 1..399     min %7.3f  median %7.3f\n", all[0], all[rr / 2]);
+        printf("  ms per step, 300 humans       min %7.3f  median %7.3f   (steps 272..399)\n",
+               full[0], full[rr / 2]);
+        printf("  us per ragdoll-step, 300      min %7.2f\n", full[0] * 1e3 / 300.0);
+        printf("  ns per body-substep, 300      %7.1f   (%.0f body-substeps per step)\n",
+               full[0] * 1e6 / f.body_substeps_full, f.body_substeps_full);
+        printf("  awake at step 399             %u of %u bodies\n", f.awake_end, f.bodies_end);
     }
     sim_library_destroy(g_lib);
     return 0;

@@ -26,6 +26,7 @@ typedef enum field_type {
     F_STRING, ///< 1..hi bytes of UTF-8, no control characters → char[].
     F_ENUM,   ///< One of `choices` → uint32_t (the matching `values` entry).
     F_NAMES,  ///< Array of 0..hi strings of 1..RDP_MAX_BONE_NAME bytes → rdp_names.
+    F_LIMITS, ///< Object of rdp_limit keys, each an integer in [lo, hi] → rdp_limits.
 } field_type;
 
 typedef struct field_spec {
@@ -72,6 +73,8 @@ static const uint32_t pin_values[] = {1, 0};
 static const field_spec create_world_fields[] = {
     {"name", F_STRING, true, 1, RDP_MAX_NAME, false, 0, OFF(u.create_world.name), NULL, NULL, 0, 0},
     {"tick_hz", F_UINT, false, 1, 240, false, 60, OFF(u.create_world.tick_hz), NULL, NULL, 0, 0},
+    {"limits", F_LIMITS, false, 1, RDP_MAX_LIMIT, false, 0, OFF(u.create_world.limits), NULL, NULL,
+     0, 0},
 };
 static const field_spec world_fields[] = {WORLD_FIELD};
 static const field_spec subscribe_fields[] = {
@@ -228,6 +231,25 @@ const char* rdp_op_name(rdp_op op) {
     return NULL;
 }
 
+static const char* const limit_names[RDP_LIMIT_COUNT] = {
+#define RDP__LIMIT_KEY(name, key) key,
+    RDP_LIMIT_MAP(RDP__LIMIT_KEY)
+#undef RDP__LIMIT_KEY
+};
+
+const char* rdp_limit_name(rdp_limit limit) {
+    return (int)limit >= 0 && limit < RDP_LIMIT_COUNT ? limit_names[limit] : NULL;
+}
+
+// The limit named `key`, or RDP_LIMIT_COUNT.
+static rdp_limit limit_of(const char* key) {
+    int i = 0;
+    while (i < RDP_LIMIT_COUNT && strcmp(key, limit_names[i]) != 0) {
+        i++;
+    }
+    return (rdp_limit)i;
+}
+
 const char* rdp_code_name(rdp_code code) {
     switch (code) {
     case RDP_OK:
@@ -301,6 +323,8 @@ static bool clean_utf8(const unsigned char* s, size_t n) {
     return true;
 }
 
+static int utf8_prefix(const char* s, int max);
+
 // Pass 1: presence and JSON type.
 static rdp_code check_shape(const field_spec* f, const cJSON* v, rdp_error* err) {
     switch (f->type) {
@@ -331,6 +355,27 @@ static rdp_code check_shape(const field_spec* f, const cJSON* v, rdp_error* err)
             return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be a string", f->key);
         }
         return RDP_OK;
+    case F_LIMITS: {
+        if (!cJSON_IsObject(v)) {
+            return fail(err, RDP_E_BAD_REQUEST,
+                        "field \"%s\" must be an object of limits, e.g. {\"bodies\": 4096}",
+                        f->key);
+        }
+        const cJSON* c;
+        cJSON_ArrayForEach(c, v) {
+            if (limit_of(c->string) == RDP_LIMIT_COUNT) {
+                return fail(err, RDP_E_BAD_REQUEST,
+                            "field \"%s\" has no limit \"%.*s\" (limits are entities, particles, "
+                            "constraints, bodies, joints, contacts)",
+                            f->key, utf8_prefix(c->string, 32), c->string);
+            }
+            if (!cJSON_IsNumber(c)) {
+                return fail(err, RDP_E_BAD_REQUEST, "field \"%s.%s\" must be a number", f->key,
+                            c->string);
+            }
+        }
+        return RDP_OK;
+    }
     case F_NAMES: {
         if (!cJSON_IsArray(v)) {
             return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be an array of strings", f->key);
@@ -356,6 +401,14 @@ static rdp_code check_finite(const field_spec* f, const cJSON* v, rdp_error* err
             if (!isfinite(c->valuedouble)) {
                 return fail(err, RDP_E_NOT_FINITE, "field \"%s\" has a non-finite component",
                             f->key);
+            }
+        }
+    } else if (f->type == F_LIMITS) {
+        const cJSON* c;
+        cJSON_ArrayForEach(c, v) {
+            if (!isfinite(c->valuedouble)) {
+                return fail(err, RDP_E_NOT_FINITE, "field \"%s.%s\" is not finite", f->key,
+                            c->string);
             }
         }
     } else if ((f->type == F_ID || f->type == F_UINT || f->type == F_NUM) &&
@@ -444,6 +497,27 @@ static rdp_code check_store(const field_spec* f, const cJSON* v, rdp_command* ou
             }
         }
         return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" has an unknown value", f->key);
+    case F_LIMITS: {
+        rdp_limits* limits = (rdp_limits*)(void*)dst;
+        memset(limits, 0, sizeof *limits);
+        const cJSON* c;
+        cJSON_ArrayForEach(c, v) {
+            rdp_limit i = limit_of(c->string); // known: checked in pass 1
+            double x = c->valuedouble;
+            if (!is_integral(x)) {
+                return fail(err, RDP_E_BAD_REQUEST, "field \"%s.%s\" must be an integer", f->key,
+                            c->string);
+            }
+            if (!in_range(f, x)) {
+                return fail(err, RDP_E_OUT_OF_RANGE,
+                            "field \"%s.%s\" = %.17g is outside [%.0f, %.0f]", f->key, c->string, x,
+                            f->lo, f->hi);
+            }
+            limits->value[i] = (uint32_t)x;
+            limits->given |= 1u << i;
+        }
+        return RDP_OK;
+    }
     case F_NAMES: {
         rdp_names* names = (rdp_names*)(void*)dst;
         int n = cJSON_GetArraySize(v);

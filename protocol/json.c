@@ -321,6 +321,12 @@ char* rdp_reply_ok(rdp_re re, const rdp_reply_fields* f, size_t* len) {
     if (f->clip != NULL) {
         cJSON_AddStringToObject(root, "clip", f->clip);
     }
+    if (f->limits != NULL) {
+        cJSON* limits = cJSON_AddObjectToObject(root, "limits");
+        for (int i = 0; i < RDP_LIMIT_COUNT; ++i) {
+            cJSON_AddNumberToObject(limits, rdp_limit_name((rdp_limit)i), f->limits[i]);
+        }
+    }
     if (f->describe != NULL) {
         add_describe(root, f->describe);
     }

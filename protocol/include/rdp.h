@@ -141,6 +141,38 @@ enum rdp_given_bits {
     RDP_GIVEN_BONES = 1 << 3,    ///< set_drive: "bones".
 };
 
+/// The limits a world may be created with (create_world's "limits", PROTOCOL.md
+/// §3): XX(NAME, "key"). Each is the most of that thing the world may ever
+/// hold; its memory follows what it holds.
+#define RDP_LIMIT_MAP(XX)                                                                          \
+    XX(ENTITIES, "entities")                                                                       \
+    XX(PARTICLES, "particles")                                                                     \
+    XX(CONSTRAINTS, "constraints")                                                                 \
+    XX(BODIES, "bodies")                                                                           \
+    XX(JOINTS, "joints")                                                                           \
+    XX(CONTACTS, "contacts")
+
+/// Index of a limit in rdp_limits.value.
+typedef enum rdp_limit {
+#define RDP__LIMIT_ENUM(name, key) RDP_LIMIT_##name,
+    RDP_LIMIT_MAP(RDP__LIMIT_ENUM)
+#undef RDP__LIMIT_ENUM
+        RDP_LIMIT_COUNT
+} rdp_limit;
+
+/// Largest value of any limit on the wire (2^26); a server's own ceiling
+/// (too_large beyond it) is usually far lower.
+#define RDP_MAX_LIMIT 67108864.0
+
+/// The wire key of a limit ("bodies", ...), or NULL for an unknown value.
+const char* rdp_limit_name(rdp_limit limit);
+
+/// A set of limits: value[i] is meaningful when bit i of `given` is set.
+typedef struct rdp_limits {
+    uint32_t given;                  ///< Bit (1u << rdp_limit) per limit given.
+    uint32_t value[RDP_LIMIT_COUNT]; ///< 1..RDP_MAX_LIMIT each.
+} rdp_limits;
+
 /// A list of names (bones), each 1..RDP_MAX_BONE_NAME bytes of clean UTF-8.
 typedef struct rdp_names {
     uint32_t count; ///< 0..RDP_MAX_BONES.
@@ -164,6 +196,7 @@ typedef struct rdp_command {
         struct {
             char name[RDP_MAX_NAME + 1]; ///< NUL-terminated, 1..64 bytes, valid UTF-8.
             uint32_t tick_hz;            ///< 1..240.
+            rdp_limits limits;           ///< Those given; the server's defaults for the rest.
         } create_world;
         struct {
             uint32_t format;  ///< rdp_format.
@@ -312,6 +345,8 @@ typedef struct rdp_reply_fields {
     const struct rdp_entity_state* describe; ///< Topology of one entity (describe)
     const char* bone;                        ///< "bone" (kill)
     const char* clip;                        ///< "clip" (start_getup)
+    /// "limits" (create_world): RDP_LIMIT_COUNT values, every one printed.
+    const uint32_t* limits;
 } rdp_reply_fields;
 
 /// Encodes a success reply {"re", "ok": true, ...fields}. Returns a string to

@@ -212,10 +212,6 @@ struct app_server {
     char* host;
     char* web_root;
     net_server* net;
-    /// An empty world, never stepped, where spawns are measured before they
-    /// are admitted (budget.c). Same capacities as every world, no budget;
-    /// it costs the memory of one world (about 8 MB, zeroed at creation).
-    sim_world* scratch;
     uv_timer_t ticker;
     uint64_t started_ns;
     app_world** worlds; ///< cfg.max_worlds slots; NULL = free.
@@ -240,9 +236,23 @@ struct app_server {
 /// The sim_world_def every world of the server is created with (registry.c).
 sim_world_def app__world_def(const app_server* app, uint32_t tick_hz);
 
-/// Creates a world (registry.c). Returns 0 and *out, or an rdp error code
-/// (RDP_E_TOO_LARGE when the registry is full, RDP_E_INTERNAL on OOM).
-rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, app_world** out);
+/// Creates a world (registry.c) with `limits` (RDP_LIMIT_COUNT values, each
+/// within the server's ceiling; see app__world_limits()). Returns 0 and *out,
+/// or an rdp error code (RDP_E_TOO_LARGE when the registry is full,
+/// RDP_E_INTERNAL on OOM).
+rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz,
+                           const uint32_t* limits, app_world** out);
+
+/// Sets the max_* fields of *def that the limits govern (config.c):
+/// limits[RDP_LIMIT_BODIES] becomes max_bodies, and so on.
+void app__limits_apply(sim_world_def* def, const uint32_t limits[RDP_LIMIT_COUNT]);
+
+/// The limits of a world create_world asks for (budget.c): those `asked`
+/// gives, the server's defaults (cfg.world_limits) for the rest, into out.
+/// False when one is above the server's ceiling (cfg.world_ceiling), with
+/// msg (cap bytes; 160 is ample) naming it and both numbers.
+bool app__world_limits(const app_server* app, const rdp_limits* asked,
+                       uint32_t out[RDP_LIMIT_COUNT], char* msg, size_t cap);
 
 /// Destroys a world: pending commands get not_found, subscribers get a
 /// world_destroyed event and lose the subscription.
@@ -335,14 +345,19 @@ uint64_t app__server_rate(const app_server* app);
 bool app__admit_work(const app_server* app, const app_world* w, uint64_t work, const sim_params* p,
                      char* msg, size_t cap);
 
-/// Checks a spawn command against world w's capacities (particles,
-/// constraints, entities) and both solver budgets, measuring the entity in
-/// the scratch world. Returns SIM_OK; SIM_E_CAPACITY with msg naming the
-/// limit; or another SIM_E_* code from the spawn itself (e.g.
-/// SIM_E_OUT_OF_RANGE), msg untouched. Changes no world but the scratch one,
-/// which it leaves empty.
-int app__admit_spawn(app_server* app, const app_world* w, const rdp_command* cmd, char* msg,
+/// Checks a spawn command against world w's limits (particles,
+/// constraints, rigid bodies and joints, entities) and both solver
+/// budgets, from what the entity would add (app__spawn_counts(), no world
+/// touched). Returns SIM_OK; SIM_E_CAPACITY with msg naming the limit; or
+/// another SIM_E_* code from the counts (SIM_E_UNKNOWN_NAME: no such
+/// skeleton or clip), msg untouched. Changes nothing.
+int app__admit_spawn(const app_server* app, const app_world* w, const rdp_command* cmd, char* msg,
                      size_t cap);
+
+/// What the entity a spawn command describes would add to a world whose
+/// library is lib (dispatch.c): sim_rope_def_counts() and the others on the
+/// def app__spawn() would spawn. Returns a SIM_E_* code and *out.
+int app__spawn_counts(const sim_library* lib, const rdp_command* cmd, sim_counts* out);
 
 /// Fills a bucket of `rate` tokens per second and `burst` at most (bucket.c),
 /// as of now_ns.

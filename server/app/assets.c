@@ -6,6 +6,10 @@
  * a list of keys, each with a time, the root's position and rotation, and
  * bone rotations as model-space axis-angles [ax, ay, az, degrees] relative
  * to the bind pose (or a list of them, applied in order).
+ *
+ * sim checks each skeleton as it is added (sim_library_add_skeleton()): a
+ * refusal comes back with the file's path in front of sim's message, and
+ * each warning goes to the caller's callback with the path.
  */
 #include "assets.h"
 
@@ -308,8 +312,34 @@ done:
     return rc;
 }
 
-static int load_dir(const char* dir, bool skeletons, sim_library* lib, char* err, size_t cap,
-                    uint32_t* loaded) {
+// Parses one skeleton file's JSON and adds it to lib; its warnings go to
+// warn(ctx, path, ...). On failure the reason is in err.
+static int load_skeleton(const cJSON* root, const char* path, sim_library* lib,
+                         app_assets_warn_fn warn, void* ctx, char* err, size_t cap) {
+    // Both are large (the report holds a message per bone): on the heap.
+    sim_skeleton_def* def = malloc(sizeof *def);
+    sim_skeleton_report* report = malloc(sizeof *report);
+    int rc = def == NULL || report == NULL ? fail(err, cap, "out of memory")
+                                           : parse_skeleton(root, def, err, cap);
+    if (rc == 0) {
+        int s = sim_library_add_skeleton(lib, def, report);
+        if (s != SIM_OK) {
+            rc = fail(err, cap, "%s",
+                      report->error.kind != SIM_SKELETON_ISSUE_NONE ? report->error.message
+                                                                    : sim_strerror(s));
+        } else {
+            for (uint32_t i = 0; i < report->warning_count && warn != NULL; ++i) {
+                warn(ctx, path, def, &report->warnings[i]);
+            }
+        }
+    }
+    free(report);
+    free(def);
+    return rc;
+}
+
+static int load_dir(const char* dir, bool skeletons, sim_library* lib, app_assets_warn_fn warn,
+                    void* ctx, char* err, size_t cap, uint32_t* loaded) {
     DIR* d = opendir(dir);
     if (d == NULL) {
         return fail(err, cap, "cannot open %s", dir);
@@ -338,22 +368,9 @@ static int load_dir(const char* dir, bool skeletons, sim_library* lib, char* err
         if (root == NULL) {
             return fail(err, cap, "%s: cannot read or parse", path);
         }
-        char inner[200];
-        int rc;
-        if (skeletons) {
-            sim_skeleton_def* def = malloc(sizeof *def);
-            rc = def == NULL ? fail(inner, sizeof inner, "out of memory")
-                             : parse_skeleton(root, def, inner, sizeof inner);
-            if (rc == 0) {
-                int s = sim_library_add_skeleton(lib, def);
-                if (s != SIM_OK) {
-                    rc = fail(inner, sizeof inner, "%s", sim_strerror(s));
-                }
-            }
-            free(def);
-        } else {
-            rc = parse_clip(root, lib, inner, sizeof inner);
-        }
+        char inner[SIM_SKELETON_MESSAGE_MAX];
+        int rc = skeletons ? load_skeleton(root, path, lib, warn, ctx, inner, sizeof inner)
+                           : parse_clip(root, lib, inner, sizeof inner);
         cJSON_Delete(root);
         if (rc != 0) {
             return fail(err, cap, "%s: %s", path, inner);
@@ -363,18 +380,19 @@ static int load_dir(const char* dir, bool skeletons, sim_library* lib, char* err
     return 0;
 }
 
-int app_assets_load(const char* dir, sim_library* lib, char* err, size_t cap) {
+int app_assets_load(const char* dir, sim_library* lib, app_assets_warn_fn warn, void* ctx,
+                    char* err, size_t cap) {
     if (strlen(dir) > 1000) {
         return fail(err, cap, "the assets path is too long");
     }
     char sub[1024];
     uint32_t skeletons = 0, clips = 0;
     snprintf(sub, sizeof sub, "%.1000s/skeletons", dir);
-    if (load_dir(sub, true, lib, err, cap, &skeletons) != 0) {
+    if (load_dir(sub, true, lib, warn, ctx, err, cap, &skeletons) != 0) {
         return -1;
     }
     snprintf(sub, sizeof sub, "%.1000s/clips", dir);
-    if (load_dir(sub, false, lib, err, cap, &clips) != 0) {
+    if (load_dir(sub, false, lib, warn, ctx, err, cap, &clips) != 0) {
         return -1;
     }
     if (skeletons == 0) {

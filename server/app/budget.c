@@ -1,8 +1,8 @@
 /*
  * budget.c: admission of work. Before a spawn or a parameter change is
- * applied, it is checked against what a world may hold (the simulator's
- * capacities: particles, constraints, entities), the per-world solver budget
- * (sim_world_def.max_solver_work) and the server-wide one
+ * applied, it is checked against what a world may hold (its limits:
+ * particles, constraints, rigid bodies and joints, entities), the per-world
+ * solver budget (sim_world_def.max_solver_work) and the server-wide one
  * (app_config.max_total_solver_work), in that order; the first limit it
  * would exceed is named in the reply, with the numbers.
  *
@@ -13,11 +13,15 @@
  * each world by its rate: the load of a world is its work × tick_hz
  * projections per second, and the limit is max_total_solver_work per 1/60 s.
  *
- * What a spawn adds is not computed here but measured: the entity is
- * spawned into an empty scratch world with the target world's parameters
- * and removed again, so every kind of entity the simulator knows is
- * counted exactly as the simulator will count it. The scratch world is
- * never stepped and holds nothing between calls.
+ * What a spawn adds comes from the simulator's pure counts of the entity's
+ * def (sim_rope_def_counts() and the others, through app__spawn_counts()),
+ * priced by sim_counts_solver_work() under the target world's parameters:
+ * no world is touched until the spawn is admitted. The simulator's unit
+ * tests check those counts against what each kind of spawn really adds.
+ *
+ * The limits a world is created with (create_world's "limits", or the
+ * server's --world-limits) are checked here against the server's ceiling
+ * (--world-ceiling) too.
  *
  * (Per-client rates of commands and describe bytes are bucket.c's.)
  */
@@ -85,72 +89,70 @@ static const char* kind_of_op(rdp_op op) {
     }
 }
 
-int app__admit_spawn(app_server* app, const app_world* w, const rdp_command* cmd, char* msg,
+int app__admit_spawn(const app_server* app, const app_world* w, const rdp_command* cmd, char* msg,
                      size_t cap) {
     unsigned long long world = (unsigned long long)w->id;
     const char* kind = kind_of_op(cmd->op);
-    // Measure the entity alone, under the target world's parameters.
-    sim_params p = sim_world_params(w->sim);
-    int rc = sim_world_set_params(app->scratch, &p);
-    sim_entity_id id = {0, 0};
-    if (rc == SIM_OK) {
-        rc = app__spawn(app->scratch, cmd, &id);
-    }
+    sim_counts add;
+    int rc = app__spawn_counts(w->def.library, cmd, &add);
     if (rc != SIM_OK) {
-        if (rc == SIM_E_CAPACITY && cmd->op == RDP_OP_SPAWN_CLOTH) {
-            // Only a cloth can be too big for an empty world (and then by
-            // its particles: its constraints are about six per particle).
-            uint32_t cols = cmd->u.spawn_cloth.cols, rows = cmd->u.spawn_cloth.rows;
-            snprintf(msg, cap, "a %u x %u cloth has %u particles; a world holds at most %u", cols,
-                     rows, cols * rows, w->def.max_particles);
-        } else if (rc == SIM_E_CAPACITY) {
-            snprintf(msg, cap, "this %s is larger than a world may hold", kind);
+        return rc; // described by the caller (e.g. an unknown skeleton)
+    }
+    sim_counts have = sim_world_counts(w->sim);
+    if (cmd->op == RDP_OP_SPAWN_CLOTH && add.particles > w->def.max_particles) {
+        snprintf(msg, cap, "a %u x %u cloth has %u particles; a world holds at most %u",
+                 cmd->u.spawn_cloth.cols, cmd->u.spawn_cloth.rows, add.particles,
+                 w->def.max_particles);
+        return SIM_E_CAPACITY;
+    }
+    // What it adds against the world's limits, in the order they are named.
+    const struct {
+        const char* what;
+        uint32_t have, add, max;
+    } checks[] = {
+        {"particles", have.particles, add.particles, w->def.max_particles},
+        {"constraints", have.constraints, add.constraints, w->def.max_constraints},
+        {"rigid bodies", have.bodies, add.bodies, w->def.max_bodies},
+        {"rigid joints", have.joints, add.joints, w->def.max_joints},
+    };
+    // Particle joint limits need no check of their own: a world has room
+    // for 8 per entity (sim.h), and a particle ragdoll, the only entity
+    // with any, has 8.
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; ++i) {
+        // Subtract: have <= max always, and a sum could wrap.
+        if (checks[i].add > checks[i].max - checks[i].have) {
+            snprintf(msg, cap,
+                     "world %llu holds %u %s and this %s adds %u; a world holds at most %u", world,
+                     checks[i].have, checks[i].what, kind, checks[i].add, checks[i].max);
+            return SIM_E_CAPACITY;
         }
-        return rc; // others (e.g. out of range) are described by the caller
     }
-    uint32_t particles = sim_world_particle_count(app->scratch);
-    uint32_t constraints = sim_world_constraint_count(app->scratch);
-    uint32_t bodies = sim_world_body_count(app->scratch);
-    uint32_t joints = sim_world_joint_count(app->scratch);
-    uint64_t work = sim_world_solver_work(app->scratch);
-    sim_world_despawn(app->scratch, id);
-
-    uint32_t have_p = sim_world_particle_count(w->sim);
-    uint32_t have_c = sim_world_constraint_count(w->sim);
-    uint32_t have_e = sim_world_entity_count(w->sim);
-    if (particles > w->def.max_particles - have_p) {
-        snprintf(msg, cap,
-                 "world %llu holds %u particles and this %s adds %u; a world holds at most %u",
-                 world, have_p, kind, particles, w->def.max_particles);
-        return SIM_E_CAPACITY;
-    }
-    if (constraints > w->def.max_constraints - have_c) {
-        snprintf(msg, cap,
-                 "world %llu holds %u constraints and this %s adds %u; a world holds at most %u",
-                 world, have_c, kind, constraints, w->def.max_constraints);
-        return SIM_E_CAPACITY;
-    }
-    uint32_t have_b = sim_world_body_count(w->sim), have_j = sim_world_joint_count(w->sim);
-    if (bodies > w->def.max_bodies - have_b) {
-        snprintf(msg, cap,
-                 "world %llu holds %u rigid bodies and this %s adds %u; a world holds at most %u",
-                 world, have_b, kind, bodies, w->def.max_bodies);
-        return SIM_E_CAPACITY;
-    }
-    if (joints > w->def.max_joints - have_j) {
-        snprintf(msg, cap,
-                 "world %llu holds %u rigid joints and this %s adds %u; a world holds at most %u",
-                 world, have_j, kind, joints, w->def.max_joints);
-        return SIM_E_CAPACITY;
-    }
-    if (have_e >= w->def.max_entities) {
+    if (have.entities >= w->def.max_entities) {
         snprintf(msg, cap, "world %llu already holds %u entities, the most a world may", world,
-                 have_e);
+                 have.entities);
         return SIM_E_CAPACITY;
     }
-    // The scratch world measured the entity under the same parameters.
-    if (!app__admit_work(app, w, sim_world_solver_work(w->sim) + work, &p, msg, cap)) {
+    // Solver work is linear in the counts: the world's plus the entity's.
+    sim_params p = sim_world_params(w->sim);
+    uint64_t work = sim_world_solver_work(w->sim) + sim_counts_solver_work(&add, &p);
+    if (!app__admit_work(app, w, work, &p, msg, cap)) {
         return SIM_E_CAPACITY;
     }
     return SIM_OK;
+}
+
+bool app__world_limits(const app_server* app, const rdp_limits* asked,
+                       uint32_t out[RDP_LIMIT_COUNT], char* msg, size_t cap) {
+    for (int i = 0; i < RDP_LIMIT_COUNT; ++i) {
+        bool given = asked != NULL && (asked->given & (1u << i)) != 0;
+        out[i] = given ? asked->value[i] : app->cfg.world_limits[i];
+        if (out[i] > app->cfg.world_ceiling[i]) {
+            snprintf(msg, cap,
+                     "limits.%s = %u is above this server's ceiling of %u for a world "
+                     "(--world-ceiling)",
+                     rdp_limit_name((rdp_limit)i), out[i], app->cfg.world_ceiling[i]);
+            return false;
+        }
+    }
+    return true;
 }

@@ -1,9 +1,12 @@
 /*
- * config.c: command-line options of ragdolld (getopt_long from libc).
+ * config.c: command-line options of ragdolld (getopt_long from libc), and
+ * the world limits they set: what each limit is in a sim_world_def, its
+ * default and the ceiling create_world may not pass.
  */
-#include "app.h"
+#include "app_internal.h"
 
 #include <getopt.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +16,33 @@
 #ifndef RD_ASSETS_DEFAULT
 #define RD_ASSETS_DEFAULT "assets"
 #endif
+
+// The limits (rdp_limit order): the sim_world_def field each sets, the most
+// the simulator takes, and the server's default ceiling. A world full to
+// every default ceiling would reserve 221 MB (sim_world_def_max_bytes();
+// README); the solver budgets keep what worlds can really hold far below
+// that (a humanoid's 16 bodies cost 12,400 of the 10^6 per world).
+static const struct {
+    size_t offset; ///< Of a uint32_t in sim_world_def.
+    uint32_t sim_max;
+    uint32_t ceiling;
+} limit_table[RDP_LIMIT_COUNT] = {
+    [RDP_LIMIT_ENTITIES] = {offsetof(sim_world_def, max_entities), SIM_LIMIT_MAX_ENTITIES, 4096},
+    [RDP_LIMIT_PARTICLES] = {offsetof(sim_world_def, max_particles), SIM_LIMIT_MAX_PARTICLES,
+                             1u << 20},
+    [RDP_LIMIT_CONSTRAINTS] = {offsetof(sim_world_def, max_constraints), SIM_LIMIT_MAX_CONSTRAINTS,
+                               1u << 22},
+    [RDP_LIMIT_BODIES] = {offsetof(sim_world_def, max_bodies), SIM_LIMIT_MAX_BODIES, 16384},
+    [RDP_LIMIT_JOINTS] = {offsetof(sim_world_def, max_joints), SIM_LIMIT_MAX_JOINTS, 16384},
+    [RDP_LIMIT_CONTACTS] = {offsetof(sim_world_def, max_contacts), SIM_LIMIT_MAX_CONTACTS,
+                            24 * 16384},
+};
+
+void app__limits_apply(sim_world_def* def, const uint32_t limits[RDP_LIMIT_COUNT]) {
+    for (int i = 0; i < RDP_LIMIT_COUNT; ++i) {
+        memcpy((char*)def + limit_table[i].offset, &limits[i], sizeof limits[i]);
+    }
+}
 
 app_config app_config_default(void) {
     app_config c;
@@ -28,6 +58,11 @@ app_config app_config_default(void) {
     c.inbox_capacity = 1024;
     c.max_solver_work = 1000000;
     c.max_total_solver_work = 1500000;
+    sim_world_def def = sim_world_def_default();
+    for (int i = 0; i < RDP_LIMIT_COUNT; ++i) {
+        memcpy(&c.world_limits[i], (const char*)&def + limit_table[i].offset, sizeof(uint32_t));
+        c.world_ceiling[i] = limit_table[i].ceiling;
+    }
     c.anonymous_role = APP_ROLE_NONE;
     c.max_sessions_per_address = APP_PER_ADDRESS_AUTO;
     c.cmd_rate = 200;
@@ -63,6 +98,18 @@ static void usage(FILE* f) {
             "                    1/60 s, each world weighted by its tick rate (default\n"
             "                    1500000, about one core); beyond it spawns and parameter\n"
             "                    changes are refused with too_large\n"
+            "  --world-limits LIST\n"
+            "                    limits of a world that create_world does not set, and of\n"
+            "                    the demo world: comma-separated NAME=N of entities,\n"
+            "                    particles, constraints, bodies, joints, contacts (default\n"
+            "                    entities=256,particles=32768,constraints=262144,\n"
+            "                    bodies=2048,joints=2048,contacts=49152; also\n"
+            "                    $RAGDOLLD_WORLD_LIMITS); memory follows what a world holds\n"
+            "  --world-ceiling LIST\n"
+            "                    the most create_world may ask for, as NAME=N (default\n"
+            "                    entities=4096,particles=1048576,constraints=4194304,\n"
+            "                    bodies=16384,joints=16384,contacts=393216; also\n"
+            "                    $RAGDOLLD_WORLD_CEILING); beyond it: too_large\n"
             "  --log-level L     error, warn, info or debug (default info): what goes to\n"
             "                    stderr, one line per event\n"
             "  --log-format F    text (logfmt, the default) or json (one object per line)\n"
@@ -108,6 +155,46 @@ static bool parse_uint(const char* s, long lo, long hi, long* out) {
     return true;
 }
 
+// Parses "NAME=N[,NAME=N...]" (names: rdp_limit_name()) into out, setting
+// bit i of *given for each limit named. `what` names the option in errors.
+static bool parse_limits(const char* what, const char* s, uint32_t out[RDP_LIMIT_COUNT],
+                         uint32_t* given, FILE* err) {
+    char buf[256];
+    if (strlen(s) >= sizeof buf || s[0] == '\0') {
+        fprintf(err, "ragdolld: %s takes NAME=N[,NAME=N...] (at most %zu characters)\n", what,
+                sizeof buf - 1);
+        return false;
+    }
+    memcpy(buf, s, strlen(s) + 1);
+    char* save = NULL;
+    for (char* item = strtok_r(buf, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
+        char* eq = strchr(item, '=');
+        int i = 0;
+        if (eq != NULL) {
+            *eq = '\0';
+            while (i < RDP_LIMIT_COUNT && strcmp(item, rdp_limit_name((rdp_limit)i)) != 0) {
+                i++;
+            }
+        }
+        if (eq == NULL || i == RDP_LIMIT_COUNT) {
+            fprintf(err,
+                    "ragdolld: %s: \"%s\" is not NAME=N with NAME one of entities, particles, "
+                    "constraints, bodies, joints, contacts\n",
+                    what, item);
+            return false;
+        }
+        long v;
+        if (!parse_uint(eq + 1, 1, (long)limit_table[i].sim_max, &v)) {
+            fprintf(err, "ragdolld: %s: %s takes a number from 1 to %u, not \"%s\"\n", what, item,
+                    limit_table[i].sim_max, eq + 1);
+            return false;
+        }
+        out[i] = (uint32_t)v;
+        *given |= 1u << i;
+    }
+    return true;
+}
+
 static bool parse_log_level(const char* s, app_log_level* out) {
     static const char* const names[] = {"error", "warn", "info", "debug"};
     for (int i = 0; i < 4; ++i) {
@@ -139,6 +226,8 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         OPT_CMD_BURST,
         OPT_LOG_LEVEL,
         OPT_LOG_FORMAT,
+        OPT_WORLD_LIMITS,
+        OPT_WORLD_CEILING,
         OPT_HELP,
         OPT_VERSION
     };
@@ -161,6 +250,8 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         {"cmd-burst", required_argument, NULL, OPT_CMD_BURST},
         {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
         {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
+        {"world-limits", required_argument, NULL, OPT_WORLD_LIMITS},
+        {"world-ceiling", required_argument, NULL, OPT_WORLD_CEILING},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -169,6 +260,7 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
     opterr = 0;
     int c;
     long v;
+    uint32_t limits_given = 0, ceiling_given = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case OPT_HOST:
@@ -278,6 +370,16 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
                 return -1;
             }
             break;
+        case OPT_WORLD_LIMITS:
+            if (!parse_limits("--world-limits", optarg, cfg->world_limits, &limits_given, err)) {
+                return -1;
+            }
+            break;
+        case OPT_WORLD_CEILING:
+            if (!parse_limits("--world-ceiling", optarg, cfg->world_ceiling, &ceiling_given, err)) {
+                return -1;
+            }
+            break;
         case OPT_HELP:
             usage(out);
             return 1;
@@ -299,6 +401,30 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         if (env != NULL && env[0] != '\0') {
             cfg->auth_file = env;
         }
+    }
+    // The environment gives what the command line did not.
+    const char* env_limits = getenv("RAGDOLLD_WORLD_LIMITS");
+    if (limits_given == 0 && env_limits != NULL && env_limits[0] != '\0' &&
+        !parse_limits("RAGDOLLD_WORLD_LIMITS", env_limits, cfg->world_limits, &limits_given, err)) {
+        return -1;
+    }
+    const char* env_ceiling = getenv("RAGDOLLD_WORLD_CEILING");
+    if (ceiling_given == 0 && env_ceiling != NULL && env_ceiling[0] != '\0' &&
+        !parse_limits("RAGDOLLD_WORLD_CEILING", env_ceiling, cfg->world_ceiling, &ceiling_given,
+                      err)) {
+        return -1;
+    }
+    for (int i = 0; i < RDP_LIMIT_COUNT; ++i) {
+        if (cfg->world_limits[i] <= cfg->world_ceiling[i]) {
+            continue;
+        }
+        if (limits_given & (1u << i)) {
+            fprintf(err, "ragdolld: the world limit %s=%u is above the ceiling %s=%u\n",
+                    rdp_limit_name((rdp_limit)i), cfg->world_limits[i],
+                    rdp_limit_name((rdp_limit)i), cfg->world_ceiling[i]);
+            return -1;
+        }
+        cfg->world_limits[i] = cfg->world_ceiling[i]; // a lowered ceiling lowers the default
     }
     // Protected mode (Redis): without tokens every client is an admin, which
     // is fine only where every client is this machine.

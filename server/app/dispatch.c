@@ -352,58 +352,106 @@ static int apply_set_params(const app_server* app, app_world* w, const rdp_comma
     return sim_world_set_params(w->sim, &p);
 }
 
-int app__spawn(sim_world* sw, const rdp_command* cmd, sim_entity_id* out) {
+// The simulator's def of what a spawn command makes.
+typedef struct spawn_def {
+    rdp_op op;
+    union {
+        sim_rope_def rope;
+        sim_cloth_def cloth;
+        sim_ragdoll_def ragdoll;
+        sim_character_def character;
+        sim_ball_def ball;
+    } u;
+} spawn_def;
+
+// Fills *d from a spawn command; false for any other op. Names in the
+// character def point into cmd.
+static bool spawn_def_of(const rdp_command* cmd, spawn_def* d) {
+    d->op = cmd->op;
     switch (cmd->op) {
-    case RDP_OP_SPAWN_ROPE: {
-        sim_rope_def d = sim_rope_def_default();
-        d.anchor = vec_of(cmd->u.spawn_rope.anchor);
-        d.segments = cmd->u.spawn_rope.segments;
-        d.segment_length = (float)cmd->u.spawn_rope.segment_length;
-        d.mass = (float)cmd->u.spawn_rope.mass;
-        return sim_world_spawn_rope(sw, &d, out);
-    }
-    case RDP_OP_SPAWN_CLOTH: {
-        sim_cloth_def d = sim_cloth_def_default();
-        d.origin = vec_of(cmd->u.spawn_cloth.origin);
-        d.cols = cmd->u.spawn_cloth.cols;
-        d.rows = cmd->u.spawn_cloth.rows;
-        d.spacing = (float)cmd->u.spawn_cloth.spacing;
-        d.pin_top = cmd->u.spawn_cloth.pin_top != 0;
-        d.mass = (float)cmd->u.spawn_cloth.mass;
+    case RDP_OP_SPAWN_ROPE:
+        d->u.rope = sim_rope_def_default();
+        d->u.rope.anchor = vec_of(cmd->u.spawn_rope.anchor);
+        d->u.rope.segments = cmd->u.spawn_rope.segments;
+        d->u.rope.segment_length = (float)cmd->u.spawn_rope.segment_length;
+        d->u.rope.mass = (float)cmd->u.spawn_rope.mass;
+        return true;
+    case RDP_OP_SPAWN_CLOTH:
+        d->u.cloth = sim_cloth_def_default();
+        d->u.cloth.origin = vec_of(cmd->u.spawn_cloth.origin);
+        d->u.cloth.cols = cmd->u.spawn_cloth.cols;
+        d->u.cloth.rows = cmd->u.spawn_cloth.rows;
+        d->u.cloth.spacing = (float)cmd->u.spawn_cloth.spacing;
+        d->u.cloth.pin_top = cmd->u.spawn_cloth.pin_top != 0;
+        d->u.cloth.mass = (float)cmd->u.spawn_cloth.mass;
         // A little bending compliance lets a sheet drape instead of acting
         // like card.
-        d.bend_compliance = 1.0e-3f;
-        return sim_world_spawn_cloth(sw, &d, out);
-    }
-    case RDP_OP_SPAWN_RAGDOLL: {
-        sim_ragdoll_def d = sim_ragdoll_def_default();
-        d.position = vec_of(cmd->u.spawn_ragdoll.position);
-        d.facing = (float)cmd->u.spawn_ragdoll.facing;
-        d.mass = (float)cmd->u.spawn_ragdoll.mass;
-        return sim_world_spawn_ragdoll(sw, &d, out);
-    }
-    case RDP_OP_SPAWN_CHARACTER: {
-        sim_character_def d = sim_character_def_default();
-        d.position = vec_of(cmd->u.spawn_character.position);
-        d.facing = (float)cmd->u.spawn_character.facing;
+        d->u.cloth.bend_compliance = 1.0e-3f;
+        return true;
+    case RDP_OP_SPAWN_RAGDOLL:
+        d->u.ragdoll = sim_ragdoll_def_default();
+        d->u.ragdoll.position = vec_of(cmd->u.spawn_ragdoll.position);
+        d->u.ragdoll.facing = (float)cmd->u.spawn_ragdoll.facing;
+        d->u.ragdoll.mass = (float)cmd->u.spawn_ragdoll.mass;
+        return true;
+    case RDP_OP_SPAWN_CHARACTER:
+        d->u.character = sim_character_def_default();
+        d->u.character.position = vec_of(cmd->u.spawn_character.position);
+        d->u.character.facing = (float)cmd->u.spawn_character.facing;
         if (cmd->u.spawn_character.skeleton[0] != '\0') {
-            d.skeleton = cmd->u.spawn_character.skeleton;
+            d->u.character.skeleton = cmd->u.spawn_character.skeleton;
         }
         if (cmd->u.spawn_character.clip[0] != '\0') {
-            d.clip = cmd->u.spawn_character.clip;
+            d->u.character.clip = cmd->u.spawn_character.clip;
         }
-        return sim_world_spawn_character(sw, &d, out);
-    }
-    case RDP_OP_SPAWN_BALL: {
-        sim_ball_def d = sim_ball_def_default();
-        d.position = vec_of(cmd->u.spawn_ball.position);
-        d.velocity = vec_of(cmd->u.spawn_ball.velocity);
-        d.radius = (float)cmd->u.spawn_ball.radius;
-        d.mass = (float)cmd->u.spawn_ball.mass;
-        return sim_world_spawn_ball(sw, &d, out);
-    }
+        return true;
+    case RDP_OP_SPAWN_BALL:
+        d->u.ball = sim_ball_def_default();
+        d->u.ball.position = vec_of(cmd->u.spawn_ball.position);
+        d->u.ball.velocity = vec_of(cmd->u.spawn_ball.velocity);
+        d->u.ball.radius = (float)cmd->u.spawn_ball.radius;
+        d->u.ball.mass = (float)cmd->u.spawn_ball.mass;
+        return true;
     default:
+        return false;
+    }
+}
+
+int app__spawn_counts(const sim_library* lib, const rdp_command* cmd, sim_counts* out) {
+    spawn_def d;
+    if (!spawn_def_of(cmd, &d)) {
         return SIM_E_INVALID_ARG;
+    }
+    switch (d.op) {
+    case RDP_OP_SPAWN_ROPE:
+        return sim_rope_def_counts(&d.u.rope, out);
+    case RDP_OP_SPAWN_CLOTH:
+        return sim_cloth_def_counts(&d.u.cloth, out);
+    case RDP_OP_SPAWN_RAGDOLL:
+        return sim_ragdoll_def_counts(&d.u.ragdoll, out);
+    case RDP_OP_SPAWN_CHARACTER:
+        return sim_character_def_counts(lib, &d.u.character, out);
+    default:
+        return sim_ball_def_counts(&d.u.ball, out);
+    }
+}
+
+int app__spawn(sim_world* sw, const rdp_command* cmd, sim_entity_id* out) {
+    spawn_def d;
+    if (!spawn_def_of(cmd, &d)) {
+        return SIM_E_INVALID_ARG;
+    }
+    switch (d.op) {
+    case RDP_OP_SPAWN_ROPE:
+        return sim_world_spawn_rope(sw, &d.u.rope, out);
+    case RDP_OP_SPAWN_CLOTH:
+        return sim_world_spawn_cloth(sw, &d.u.cloth, out);
+    case RDP_OP_SPAWN_RAGDOLL:
+        return sim_world_spawn_ragdoll(sw, &d.u.ragdoll, out);
+    case RDP_OP_SPAWN_CHARACTER:
+        return sim_world_spawn_character(sw, &d.u.character, out);
+    default:
+        return sim_world_spawn_ball(sw, &d.u.ball, out);
     }
 }
 
@@ -644,8 +692,14 @@ void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
     }
     if (cmd->op == RDP_OP_CREATE_WORLD) {
         app_world* w = NULL;
-        rdp_code rc =
-            app__world_create(app, cmd->u.create_world.name, cmd->u.create_world.tick_hz, &w);
+        uint32_t limits[RDP_LIMIT_COUNT];
+        char over[160];
+        if (!app__world_limits(app, &cmd->u.create_world.limits, limits, over, sizeof over)) {
+            app__send_error(c, rdp_re_of(cmd), RDP_E_TOO_LARGE, over);
+            return;
+        }
+        rdp_code rc = app__world_create(app, cmd->u.create_world.name, cmd->u.create_world.tick_hz,
+                                        limits, &w);
         if (rc != RDP_OK) {
             char msg[96];
             if (rc == RDP_E_TOO_LARGE) {
@@ -663,6 +717,7 @@ void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
         f.world = w->id;
         f.has_tick = true;
         f.tick = 0;
+        f.limits = limits; // what it got, the server's defaults included
         reply_ok(c, cmd, &f);
         return;
     }

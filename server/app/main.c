@@ -6,6 +6,7 @@
  */
 #include "app.h"
 #include "log.h"
+#include "report.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -29,6 +30,13 @@ static void say(app_log* log, app_log_level level, const char* event, const char
         }
         app__log_end(&l);
     }
+}
+
+// app_assets_load()'s warn: each warning about an asset file that loaded
+// anyway goes to the log, so the operator sees it at startup.
+static void on_asset_warning(void* ctx, const char* path, const sim_skeleton_def* skeleton,
+                             const sim_skeleton_issue* w) {
+    app__report_asset_warning(ctx, path, skeleton, w);
 }
 
 static void on_shutdown_done(void* arg) {
@@ -78,7 +86,7 @@ int main(int argc, char** argv) {
     sim_library* lib = NULL;
     char err[512];
     if (sim_library_create(&lib) != SIM_OK ||
-        app_assets_load(cfg.assets_dir, lib, err, sizeof err) != 0) {
+        app_assets_load(cfg.assets_dir, lib, on_asset_warning, &p.log, err, sizeof err) != 0) {
         snprintf(msg, sizeof msg, "%s (see --assets)", lib != NULL ? err : "no memory");
         say(&p.log, APP_LOG_ERROR, "assets_failed", "message", msg);
         sim_library_destroy(lib);

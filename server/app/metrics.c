@@ -336,6 +336,17 @@ static void render_worlds(const app_server* app, out* o) {
         emit(o, "ragdolld_particles{world=\"%llu\"} %u\n", (unsigned long long)w->id,
              sim_world_particle_count(w->sim));
     }
+    family(o, "ragdolld_world_reserved_bytes", "gauge",
+           "Bytes a world's simulation holds: it grows with what the world holds, up to its "
+           "limits, and does not shrink.");
+    for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
+        const app_world* w = app->worlds[i];
+        if (w == NULL) {
+            continue;
+        }
+        emit(o, "ragdolld_world_reserved_bytes{world=\"%llu\"} %zu\n", (unsigned long long)w->id,
+             sim_world_reserved_bytes(w->sim));
+    }
     family(o, "ragdolld_subscribers", "gauge", "Sessions subscribed to a world's snapshots.");
     for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
         const app_world* w = app->worlds[i];

@@ -69,7 +69,8 @@ sim_world_def app__world_def(const app_server* app, uint32_t tick_hz) {
     return def;
 }
 
-rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, app_world** out) {
+rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz,
+                           const uint32_t* limits, app_world** out) {
     uint32_t slot = app->cfg.max_worlds;
     for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
         if (app->worlds[i] == NULL) {
@@ -85,6 +86,7 @@ rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, 
         return RDP_E_INTERNAL;
     }
     sim_world_def def = app__world_def(app, tick_hz);
+    app__limits_apply(&def, limits);
     w->def = def;
     w->inbox_cap = app->cfg.inbox_capacity;
     w->inbox = calloc(w->inbox_cap, sizeof *w->inbox);

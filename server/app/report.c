@@ -13,6 +13,7 @@
  *   internal_error                   error  rate-limited (an internal reply: out of memory)
  *   error                            error  rate-limited (out of memory outside a command)
  *   command                          debug  (every command's op and code)
+ *   asset_warning                    warn   (a skeleton file loaded with a warning, at startup)
  *
  * Counting is unconditional; only the lines depend on the level.
  */
@@ -201,4 +202,23 @@ void app__report_end(app_server* app, app_client* c, rdp_code silent) {
         app__report_command(app, c, c->cmd_op, silent, false);
     }
     c->cmd_op = 0; // a queued command is counted at its tick (app__report_reply)
+}
+
+void app__report_asset_warning(app_log* log, const char* path, const sim_skeleton_def* skeleton,
+                               const sim_skeleton_issue* w) {
+    app_log_line l;
+    if (app__log_begin(log, &l, APP_LOG_WARN, APP_LOGK_ALWAYS, "asset_warning", uv_hrtime())) {
+        app__log_str(&l, "file", path);
+        app__log_str(&l, "skeleton", skeleton->name);
+        if (w->bone >= 0 && (uint32_t)w->bone < skeleton->bone_count) {
+            app__log_str(&l, "bone", skeleton->bones[w->bone].name);
+        }
+        if (w->kind == SIM_SKELETON_MASS_RATIO && w->other >= 0 &&
+            (uint32_t)w->other < skeleton->bone_count) {
+            app__log_str(&l, "parent", skeleton->bones[w->other].name);
+            app__log_f64(&l, "mass_ratio", (double)w->value);
+        }
+        app__log_str(&l, "message", w->message);
+        app__log_end(&l);
+    }
 }

@@ -68,3 +68,10 @@ void app__report_world_destroyed(app_server* app, const app_world* w);
 
 /// A message of `bytes` and `kind` was queued to c.
 void app__report_sent(app_client* c, app_msg_kind kind, size_t bytes);
+
+/// A skeleton file loaded with a warning (app_assets_load()'s warn, at
+/// startup, before the server exists): logs asset_warning (warn) with the
+/// file, the skeleton, the bone, its parent (for a mass ratio), the ratio
+/// and sim's message.
+void app__report_asset_warning(app_log* log, const char* path, const sim_skeleton_def* skeleton,
+                               const sim_skeleton_issue* w);

@@ -206,7 +206,6 @@ static void app_free(app_server* app) {
         }
     }
     free(app->worlds);
-    sim_world_destroy(app->scratch);
     free(app->host);
     free(app->web_root);
     free(app);
@@ -227,19 +226,23 @@ int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
     app->cfg.web_root = app->web_root;
     app->worlds = calloc(cfg->max_worlds, sizeof *app->worlds);
     app->started_ns = uv_hrtime();
-    sim_world_def scratch = app__world_def(app, 60);
-    scratch.max_solver_work = 0; // it measures; the budgets are checked elsewhere
     if (app->host == NULL || app->worlds == NULL || cfg->max_worlds == 0 ||
-        cfg->inbox_capacity == 0 || cfg->max_catchup == 0 ||
-        sim_world_create(&scratch, &app->scratch) != SIM_OK) {
+        cfg->inbox_capacity == 0 || cfg->max_catchup == 0) {
         app_free(app);
         return UV_ENOMEM;
     }
     if (cfg->demo) {
         app_world* w = NULL;
-        if (app__world_create(app, "demo", 60, &w) != RDP_OK || sim_scene_demo(w->sim) != SIM_OK) {
+        int rc = SIM_E_NOMEM;
+        if (app__world_create(app, "demo", 60, app->cfg.world_limits, &w) != RDP_OK ||
+            (rc = sim_scene_demo(w->sim)) != SIM_OK) {
+            if (rc == SIM_E_CAPACITY) {
+                app__report_error(app, NULL,
+                                  "the demo world does not fit in --world-limits or "
+                                  "--max-solver-work; raise them or give --no-demo");
+            }
             app_free(app);
-            return UV_ENOMEM;
+            return rc == SIM_E_CAPACITY ? UV_EINVAL : UV_ENOMEM;
         }
     }
     net_config ncfg = net_config_default();

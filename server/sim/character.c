@@ -15,7 +15,7 @@
  * of the tick they are set exactly on the pose, so integration never drifts.
  *
  * Drives (active ragdoll): each joint of a dynamic bone can pull toward the
- * clip's pose with gains that ramp linearly (rigid.c solves them).
+ * clip's pose with gains that ramp linearly (joint.c solves them).
  */
 #include "rigid.h"
 #include "world.h"
@@ -24,12 +24,6 @@
 
 #define SIM__CHAR_COOKIE 0x43484152u /* "CHAR" */
 #define SIM__BALL_COOKIE 0x42414c4cu /* "BALL" */
-// A ragdoll whose bones all stay under these speeds for SETTLE_TICKS has
-// settled; it is unsettled again above SETTLE_WAKE.
-#define SETTLE_V     0.05f // m/s
-#define SETTLE_W     0.5f  // rad/s
-#define SETTLE_WAKE  0.2f  // m/s
-#define SETTLE_TICKS 30
 // Passive friction of every joint, as a fraction of the torque the child
 // bone's weight makes about the joint when the bone is horizontal.
 #define SIM__JOINT_FRICTION 0.05f
@@ -83,8 +77,6 @@ static void set_state(sim_world* w, sim_entity_id id, sim__char* ch, sim_char_st
         return;
     }
     ch->state = s;
-    ch->still_ticks = 0;
-    ch->settled = false;
     // Commands land between ticks and in-step changes before the tick
     // count moves: either way the next tick is the first to show it.
     sim__push_event(w, SIM_EVENT_CHARACTER_STATE, id, s, w->tick + 1);
@@ -96,51 +88,6 @@ static void set_dynamic(sim__body* b, const sim__body_info* bi, bool dynamic) {
     b->inv_inertia = dynamic ? v3(1.0f / bi->inertia.x, 1.0f / bi->inertia.y, 1.0f / bi->inertia.z)
                              : v3(0.0f, 0.0f, 0.0f);
     sim__body_update_inertia(b);
-}
-
-// Sleeping (Box2D and Jolt do the same): a ragdoll that has settled is
-// frozen, its bones kinematic at rest, so it costs nothing and cannot
-// creep; a command, a moving body touching it, or a change of the world
-// wakes it.
-static void sleep(sim_world* w, const sim__entity* e) {
-    for (uint32_t i = 0; i < e->b_count; ++i) {
-        sim__body* b = &w->body[e->b_first + i];
-        b->v = b->w = v3(0.0f, 0.0f, 0.0f);
-        set_dynamic(b, &w->binfo[e->b_first + i], false);
-    }
-}
-
-static void wake(sim_world* w, const sim__entity* e, sim__char* ch) {
-    if (!ch->settled || ch->state != SIM_CHAR_RAGDOLL) {
-        return;
-    }
-    ch->settled = false;
-    ch->still_ticks = 0;
-    for (uint32_t i = 0; i < e->b_count; ++i) {
-        set_dynamic(&w->body[e->b_first + i], &w->binfo[e->b_first + i], true);
-    }
-}
-
-bool sim__body_asleep(const sim_world* w, uint32_t i) {
-    uint32_t slot = w->binfo[i].slot;
-    return w->entities[slot].kind == SIM_ENTITY_CHARACTER && w->chars[slot].settled &&
-           w->chars[slot].state == SIM_CHAR_RAGDOLL;
-}
-
-void sim__body_wake(sim_world* w, uint32_t i) {
-    uint32_t slot = w->binfo[i].slot;
-    if (w->entities[slot].kind == SIM_ENTITY_CHARACTER) {
-        wake(w, &w->entities[slot], &w->chars[slot]);
-    }
-}
-
-void sim__characters_wake_all(sim_world* w) {
-    for (uint32_t k = 0; k < w->order_count; ++k) {
-        uint32_t slot = w->order[k];
-        if (w->entities[slot].kind == SIM_ENTITY_CHARACTER) {
-            wake(w, &w->entities[slot], &w->chars[slot]);
-        }
-    }
 }
 
 static bool bone_dynamic(const sim__char* ch, uint32_t bone) {
@@ -282,6 +229,7 @@ int sim_world_spawn_character(sim_world* w, const sim_character_def* def, sim_en
             j->twist_min = sk->def.bones[i].twist_min;
             j->twist_max = sk->def.bones[i].twist_max;
         }
+        sim__bjoint_limits(j);
         j->target = q_identity();
         // Passive joint friction: a small fraction of the torque the bone's
         // own weight makes about its joint, enough to stop slow swinging
@@ -370,6 +318,7 @@ int sim_ball_apply_impulse(sim_world* w, sim_entity_id id, sim_vec3 impulse) {
     sim__body* b = &w->body[e->b_first];
     int rc = check_impulse(w, b->x, impulse);
     if (rc == SIM_OK) {
+        sim__body_wake(w, e->b_first);
         sim__apply_impulse_at(b, v3(0.0f, 0.0f, 0.0f), impulse);
     }
     return rc;
@@ -386,7 +335,7 @@ int sim_character_kill(sim_world* w, sim_entity_id id, sim_vec3 hit_point, sim_v
     if (rc != SIM_OK) {
         return rc;
     }
-    wake(w, e, ch);
+    sim__entity_wake(w, e);
     // Every bone turns dynamic with the velocity the animation gave it.
     for (uint32_t i = 0; i < e->b_count; ++i) {
         set_dynamic(&w->body[e->b_first + i], &w->binfo[e->b_first + i], true);
@@ -422,7 +371,7 @@ int sim_character_play(sim_world* w, sim_entity_id id, const char* clip) {
     if (ch->state == SIM_CHAR_GETTING_UP) {
         return SIM_E_BAD_STATE;
     }
-    wake(w, &w->entities[id.index1 - 1], ch); // Its drives follow the new clip.
+    sim__entity_wake(w, &w->entities[id.index1 - 1]); // Its drives follow the new clip.
     play(ch, next);
     return SIM_OK;
 }
@@ -445,7 +394,7 @@ int sim_character_apply_impulse(sim_world* w, sim_entity_id id, uint32_t bone, s
     if (rc != SIM_OK) {
         return rc;
     }
-    wake(w, e, ch);
+    sim__entity_wake(w, e);
     sim__body* b = &w->body[e->b_first + bone];
     if (b->inv_mass > 0.0f) {
         sim__apply_impulse_at(b, v3_sub(point, b->x), impulse);
@@ -474,6 +423,7 @@ int sim_character_start_getup(sim_world* w, sim_entity_id id, float blend_time,
     if (ch->state != SIM_CHAR_RAGDOLL) {
         return SIM_E_BAD_STATE;
     }
+    sim__entity_wake(w, e); // Its bones leave the sleeping island.
     const sim__skel* sk = ch->sk;
     const uint32_t up = sk->def.up_bone;
     const sim__body* bodies = &w->body[e->b_first];
@@ -544,7 +494,7 @@ int sim_character_set_drive(sim_world* w, sim_entity_id id, float kp, float kd,
     if (count == 0) {
         mask = 0xffffffffu;
     }
-    wake(w, e, ch); // Muscles move it.
+    sim__entity_wake(w, e); // Muscles move it.
     for (uint32_t i = 1; i < e->b_count; ++i) {
         if ((mask >> i) & 1u) {
             sim__gains* g = &ch->gains[i];
@@ -656,7 +606,6 @@ void sim__characters_post_tick(sim_world* w) {
         }
         sim__char* ch = &w->chars[slot];
         sim__body* bodies = &w->body[e->b_first];
-        float vmax = 0.0f, wmax = 0.0f;
         for (uint32_t i = 0; i < e->b_count; ++i) {
             sim__body* b = &bodies[i];
             if (!bone_dynamic(ch, i)) {
@@ -664,24 +613,6 @@ void sim__characters_post_tick(sim_world* w) {
                 b->x = ch->target_x[i];
                 b->q = ch->target_q[i];
             }
-            vmax = fmaxf(vmax, v3_len(b->v));
-            wmax = fmaxf(wmax, v3_len(b->w));
-        }
-        if (ch->state != SIM_CHAR_RAGDOLL) {
-            continue;
-        }
-        if (vmax > SETTLE_WAKE) {
-            ch->still_ticks = 0;
-            ch->settled = false;
-        } else if (vmax < SETTLE_V && wmax < SETTLE_W) {
-            if (++ch->still_ticks >= SETTLE_TICKS && !ch->settled) {
-                ch->settled = true;
-                sleep(w, e);
-                sim_entity_id id = {slot + 1, e->generation};
-                sim__push_event(w, SIM_EVENT_SETTLED, id, ch->state, w->tick + 1);
-            }
-        } else {
-            ch->still_ticks = 0;
         }
     }
 }
@@ -704,6 +635,7 @@ int sim_character_get_view(const sim_world* w, sim_entity_id id, sim_character_v
     out->origin = ch->origin;
     out->facing = ch->yaw;
     out->bone_count = e->b_count;
+    out->asleep = ch->settled;
     return SIM_OK;
 }
 

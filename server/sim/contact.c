@@ -1,18 +1,13 @@
 /*
- * contact.c: collisions of rigid bodies (capsules and spheres) with the
- * ground, the static boxes, each other, and (one way) with particles.
+ * contact.c: contacts of rigid bodies (capsules and spheres) with the
+ * ground, the static boxes and each other, and (one way) with particles.
  *
- * Broadphase once per tick: every body's bounding box, swept by its velocity
- * over the tick, goes into a uniform hash grid; a pair is reported once, by
- * the cell holding the minimum corner of the two boxes' overlap. Bones of
- * one character skip the pairs their skeleton marks (parent and child, or
- * overlapping in the bind pose); two kinematic bodies never collide.
- *
- * Narrowphase every substep on the current poses, then XPBD contacts
- * (Müller et al. 2020, §3.5): a positional correction along the normal,
- * static friction as a positional correction of the tangential slip while
- * it stays under μ·λn, and a velocity pass with restitution (threshold
- * 2|g|h) and dynamic Coulomb friction. μ is the world's friction parameter.
+ * Narrowphase every substep on the predicted poses of the broad phase's
+ * pairs (broad_phase.c), then XPBD contacts (Müller et al. 2020, §3.5): a
+ * positional correction along the normal, static friction as a positional
+ * correction of the tangential slip while it stays under μ·λn, and a
+ * velocity pass with restitution (threshold 2|g|h) and dynamic Coulomb
+ * friction. μ is the world's friction parameter.
  *
  * Particles are pushed out of bone capsules in the particle collision pass
  * (the bodies do not feel them: a one-way push, enough for cloth on bodies).
@@ -22,9 +17,6 @@
 
 #include <string.h>
 
-#define GRID_CELL       1.0f  // m
-#define GRID_MARGIN     0.02f // m added to every box
-#define PARTICLE_MARGIN 0.15f // m: the largest particle radius we expect
 // Penetration a contact already had at the start of a substep is removed at
 // most this fast, m/s (Box2D v3's contact push-out speed): a body spawned
 // or pushed deep into another separates instead of being shot out, and a
@@ -36,191 +28,6 @@
 // Contacts are found once per substep on the predicted poses, including
 // pairs this close (m) that the substep's passes may still push together.
 #define SPECULATIVE 0.005f
-// A body this fast (m/s at its surface) wakes a sleeping ragdoll it reaches.
-#define WAKE_SPEED 0.1f
-
-static uint32_t cell_hash(int32_t x, int32_t y, int32_t z) {
-    uint32_t h = (uint32_t)x * 73856093u ^ (uint32_t)y * 19349663u ^ (uint32_t)z * 83492791u;
-    return h & (SIM__GRID_BUCKETS - 1u);
-}
-
-static int32_t cell_of(float v) {
-    return (int32_t)floorf(v / GRID_CELL);
-}
-
-static void body_bounds(const sim__body* b, const sim__body_info* bi, float dt, sim_vec3* lo,
-                        sim_vec3* hi) {
-    sim_vec3 p0, p1;
-    sim__body_segment(b, bi, &p0, &p1);
-    float r = bi->radius + GRID_MARGIN;
-    *lo = v3(fminf(p0.x, p1.x) - r, fminf(p0.y, p1.y) - r, fminf(p0.z, p1.z) - r);
-    *hi = v3(fmaxf(p0.x, p1.x) + r, fmaxf(p0.y, p1.y) + r, fmaxf(p0.z, p1.z) + r);
-    // Sweep over the tick so fast bodies meet what lies in their path.
-    sim_vec3 d = v3_scale(b->v, dt);
-    lo->x += fminf(d.x, 0.0f);
-    lo->y += fminf(d.y, 0.0f);
-    lo->z += fminf(d.z, 0.0f);
-    hi->x += fmaxf(d.x, 0.0f);
-    hi->y += fmaxf(d.y, 0.0f);
-    hi->z += fmaxf(d.z, 0.0f);
-}
-
-static bool overlap(sim_vec3 alo, sim_vec3 ahi, sim_vec3 blo, sim_vec3 bhi) {
-    return alo.x <= bhi.x && blo.x <= ahi.x && alo.y <= bhi.y && blo.y <= ahi.y && alo.z <= bhi.z &&
-           blo.z <= ahi.z;
-}
-
-static bool may_collide(const sim_world* w, uint32_t a, uint32_t b) {
-    const sim__body_info *ia = &w->binfo[a], *ib = &w->binfo[b];
-    if (w->body[a].inv_mass == 0.0f && w->body[b].inv_mass == 0.0f) {
-        return false; // two kinematic bodies cannot push each other
-    }
-    if (ia->slot == ib->slot && (ia->no_collide & (1u << ib->bone))) {
-        return false;
-    }
-    return true;
-}
-
-// Whether two capsules can come within contact distance this tick: their
-// gap now against how far their surfaces can move toward each other in dt
-// (boxes overlapping is a much weaker test for long, thin bones).
-static bool may_touch(const sim_world* w, uint32_t a, uint32_t b, float dt) {
-    const sim__body *ba = &w->body[a], *bb = &w->body[b];
-    const sim__body_info *ia = &w->binfo[a], *ib = &w->binfo[b];
-    sim_vec3 a0, a1, b0, b1, ca, cb;
-    sim__body_segment(ba, ia, &a0, &a1);
-    sim__body_segment(bb, ib, &b0, &b1);
-    sim__closest_segments(a0, a1, b0, b1, &ca, &cb);
-    float reach = (v3_len(v3_sub(ba->v, bb->v)) + v3_len(ba->w) * (ia->half_len + ia->radius) +
-                   v3_len(bb->w) * (ib->half_len + ib->radius)) *
-                  dt;
-    return v3_len(v3_sub(ca, cb)) < ia->radius + ib->radius + reach + GRID_MARGIN;
-}
-
-// A sleeping ragdoll wakes when a body that moves (awake, or animated)
-// reaches it.
-static void wake_if_hit(sim_world* w, uint32_t a, uint32_t b) {
-    bool sa = sim__body_asleep(w, a), sb = sim__body_asleep(w, b);
-    if (sa == sb) {
-        return;
-    }
-    uint32_t sleeper = sa ? a : b, other = sa ? b : a;
-    const sim__body* o = &w->body[other];
-    if (v3_len(o->v) + v3_len(o->w) * (w->binfo[other].half_len + w->binfo[other].radius) >
-        WAKE_SPEED) {
-        sim__body_wake(w, sleeper);
-    }
-}
-
-// How fast body a's surface can move relative to body b's (b may be
-// SIM__NO_BODY: the static world), m/s.
-static float surface_speed(const sim_world* w, uint32_t a, uint32_t b) {
-    const sim__body* ba = &w->body[a];
-    const sim__body_info* ia = &w->binfo[a];
-    sim_vec3 v = ba->v;
-    float spin = v3_len(ba->w) * (ia->half_len + ia->radius);
-    if (b != SIM__NO_BODY) {
-        const sim__body* bb = &w->body[b];
-        const sim__body_info* ib = &w->binfo[b];
-        v = v3_sub(v, bb->v);
-        spin += v3_len(bb->w) * (ib->half_len + ib->radius);
-    }
-    return v3_len(v) + spin;
-}
-
-// The closing speed of dynamic body i against the ground and the boxes its
-// swept bounds reach this tick (0 when it reaches none).
-static float static_closing_speed(const sim_world* w, uint32_t i) {
-    const sim_vec3 lo = w->aabb_lo[i], hi = w->aabb_hi[i];
-    bool near = w->def.ground && lo.y < 0.0f;
-    for (uint32_t k = 0; k < w->box_count && !near; ++k) {
-        const sim_box* bx = &w->boxes[k];
-        near = overlap(v3_sub(bx->center, bx->half_extents), v3_add(bx->center, bx->half_extents),
-                       lo, hi);
-    }
-    return near ? surface_speed(w, i, SIM__NO_BODY) : 0.0f;
-}
-
-void sim__contacts_begin_tick(sim_world* w, float dt) {
-    w->closing_speed = 0.0f;
-    memset(w->grid_head, 0xff, SIM__GRID_BUCKETS * sizeof *w->grid_head);
-    w->grid_count = 0;
-    w->pair_count = 0;
-    for (uint32_t i = 0; i < w->b_count; ++i) {
-        body_bounds(&w->body[i], &w->binfo[i], dt, &w->aabb_lo[i], &w->aabb_hi[i]);
-        if (w->body[i].inv_mass > 0.0f) {
-            w->closing_speed = fmaxf(w->closing_speed, static_closing_speed(w, i));
-        }
-        // Particles are looked up by their own cell, so bodies reach a little
-        // further in the grid than they do in pair tests.
-        const float pm = w->p_count > 0 ? PARTICLE_MARGIN : 0.0f;
-        sim_vec3 lo = v3_sub(w->aabb_lo[i], v3(pm, pm, pm));
-        sim_vec3 hi = v3_add(w->aabb_hi[i], v3(pm, pm, pm));
-        for (int32_t x = cell_of(lo.x); x <= cell_of(hi.x); ++x) {
-            for (int32_t y = cell_of(lo.y); y <= cell_of(hi.y); ++y) {
-                for (int32_t z = cell_of(lo.z); z <= cell_of(hi.z); ++z) {
-                    if (w->grid_count == w->grid_cap) {
-                        // Out of room: this body misses some contacts this tick.
-                        w->overflows.grid_entries++;
-                        continue;
-                    }
-                    uint32_t h = cell_hash(x, y, z);
-                    sim__grid_entry* e = &w->grid[w->grid_count];
-                    e->body = i;
-                    e->cx = x;
-                    e->cy = y;
-                    e->cz = z;
-                    e->next = w->grid_head[h];
-                    w->grid_head[h] = (int32_t)w->grid_count++;
-                }
-            }
-        }
-    }
-    // Pairs: for each entry, the later bodies in the same cell; reported only
-    // in the cell of the overlap's minimum corner, so exactly once.
-    for (uint32_t k = 0; k < w->grid_count; ++k) {
-        const sim__grid_entry* e = &w->grid[k];
-        uint32_t a = e->body;
-        for (int32_t n = e->next; n >= 0; n = w->grid[n].next) {
-            const sim__grid_entry* f = &w->grid[n];
-            uint32_t b = f->body;
-            if (b == a || f->cx != e->cx || f->cy != e->cy || f->cz != e->cz) {
-                continue;
-            }
-            if (!overlap(w->aabb_lo[a], w->aabb_hi[a], w->aabb_lo[b], w->aabb_hi[b])) {
-                continue;
-            }
-            sim_vec3 m =
-                v3(fmaxf(w->aabb_lo[a].x, w->aabb_lo[b].x), fmaxf(w->aabb_lo[a].y, w->aabb_lo[b].y),
-                   fmaxf(w->aabb_lo[a].z, w->aabb_lo[b].z));
-            if (cell_of(m.x) != e->cx || cell_of(m.y) != e->cy || cell_of(m.z) != e->cz) {
-                continue;
-            }
-            if (w->body[a].inv_mass == 0.0f && w->body[b].inv_mass == 0.0f &&
-                sim__body_asleep(w, a) == sim__body_asleep(w, b)) {
-                // Two animated (or two sleeping) bodies neither collide nor
-                // wake each other: skip the narrow test (a crowd of
-                // characters standing in one spot is all such pairs).
-                continue;
-            }
-            if (!may_touch(w, a, b, dt)) {
-                continue;
-            }
-            wake_if_hit(w, a, b);
-            if (!may_collide(w, a, b)) {
-                continue;
-            }
-            if (w->pair_count == w->pair_cap) {
-                w->overflows.pairs++; // out of room: this pair goes unsolved this tick
-                continue;
-            }
-            w->closing_speed = fmaxf(w->closing_speed, surface_speed(w, a, b));
-            w->pairs[w->pair_count].a = a < b ? a : b;
-            w->pairs[w->pair_count].b = a < b ? b : a;
-            w->pair_count++;
-        }
-    }
-}
 
 // ---------------------------------------------------------------------------
 // Narrowphase helpers
@@ -363,14 +170,12 @@ static void solve_contact(sim_world* w, sim__contact* c, float h) {
         pb = v3_add(b->x, rb);
     }
     float corr = v3_dot(v3_sub(pb, pa), c->n) - c->keep;
-    if (corr <= 0.0f) {
-        return;
+    if (corr > 0.0f) {
+        c->lambda += sim__apply_positional(a, b, ra, rb, v3_scale(c->n, corr), 0.0f, h, 0.0f);
     }
-    float ln = sim__apply_positional(a, b, ra, rb, v3_scale(c->n, corr), 0.0f, h, 0.0f);
-    if (ln <= 0.0f) {
-        return;
+    if (c->lambda <= 0.0f) {
+        return; // not touching this substep
     }
-    c->lambda += ln;
     // Static friction: undo the tangential slip of the contact points over
     // this substep while that takes less than μ·λn.
     ra = q_rotate(a->q, c->ra);
@@ -390,31 +195,34 @@ static void solve_contact(sim_world* w, sim__contact* c, float h) {
     }
 }
 
-// Contacts of a dynamic body's capsule (or sphere) with the ground and boxes.
-static void find_static(sim_world* w, uint32_t i, float h) {
+// Contacts of a dynamic body's capsule (or sphere) with the ground.
+static void find_ground(sim_world* w, uint32_t i, float h) {
     const sim__body_info* bi = &w->binfo[i];
     sim_vec3 p0, p1;
     sim__body_segment(&w->body[i], bi, &p0, &p1);
     int ends = bi->half_len > 0.0f ? 2 : 1;
     const float r = bi->radius;
-    if (w->def.ground) {
-        for (int k = 0; k < ends; ++k) {
-            sim__body_segment(&w->body[i], bi, &p0, &p1);
-            sim_vec3 p = k == 0 ? p0 : p1;
-            if (p.y < r + SPECULATIVE) {
-                sim_vec3 n = v3(0.0f, 1.0f, 0.0f);
-                add_contact(w, i, SIM__NO_BODY, n, v3(p.x, p.y - r, p.z), v3(p.x, 0.0f, p.z), h);
-            }
+    for (int k = 0; k < ends; ++k) {
+        sim__body_segment(&w->body[i], bi, &p0, &p1);
+        sim_vec3 p = k == 0 ? p0 : p1;
+        if (p.y < r + SPECULATIVE) {
+            sim_vec3 n = v3(0.0f, 1.0f, 0.0f);
+            add_contact(w, i, SIM__NO_BODY, n, v3(p.x, p.y - r, p.z), v3(p.x, 0.0f, p.z), h);
         }
     }
-    for (uint32_t k = 0; k < w->box_count; ++k) {
+}
+
+// Contacts of a dynamic body's capsule (or sphere) with static box k, a
+// pair the broad phase found.
+static void find_box(sim_world* w, uint32_t i, uint32_t k, float h) {
+    const sim__body_info* bi = &w->binfo[i];
+    sim_vec3 p0, p1;
+    int ends = bi->half_len > 0.0f ? 2 : 1;
+    const float r = bi->radius;
+    {
         const sim_box* bx = &w->boxes[k];
         sim_vec3 lo = v3_sub(bx->center, bx->half_extents),
                  hi = v3_add(bx->center, bx->half_extents);
-        sim_vec3 blo = w->aabb_lo[i], bhi = w->aabb_hi[i];
-        if (!overlap(lo, hi, blo, bhi)) {
-            continue;
-        }
         // Both ends, and the point of the segment nearest the box (a
         // capsule lying across an edge touches it between its ends).
         for (int c = 0; c < ends + 1; ++c) {
@@ -468,15 +276,29 @@ static void find_pair(sim_world* w, uint32_t ia, uint32_t ib, float h) {
                 v3_add(cb, v3_scale(n, fb->radius)), h);
 }
 
-void sim__contacts_find(sim_world* w, float h) {
+void sim__contacts_find(sim_world* w, const sim__island* isl, float h) {
     w->contact_count = 0;
-    for (uint32_t i = 0; i < w->b_count; ++i) {
-        if (w->body[i].inv_mass > 0.0f) {
-            find_static(w, i, h);
+    const uint32_t* ib = w->isl_bodies + isl->body_first;
+    for (uint32_t n = 0; n < isl->body_count; ++n) {
+        if (w->def.ground && w->body[ib[n]].inv_mass > 0.0f) {
+            find_ground(w, ib[n], h);
         }
     }
-    for (uint32_t k = 0; k < w->pair_count; ++k) {
-        find_pair(w, w->pairs[k].a, w->pairs[k].b, h);
+    // Static contacts first, then those between bodies (the last solved in a
+    // pass has the last word: a bone is kept out of another bone rather
+    // than out of a step's edge).
+    const uint32_t* ip = w->isl_pairs + isl->pair_first;
+    for (uint32_t n = 0; n < isl->pair_count; ++n) {
+        const sim__pair* p = &w->pairs[ip[n]];
+        if (p->b & SIM__BOX_PAIR) {
+            find_box(w, p->a, p->b & ~SIM__BOX_PAIR, h);
+        }
+    }
+    for (uint32_t n = 0; n < isl->pair_count; ++n) {
+        const sim__pair* p = &w->pairs[ip[n]];
+        if ((p->b & SIM__BOX_PAIR) == 0) {
+            find_pair(w, p->a, p->b, h);
+        }
     }
 }
 
@@ -556,9 +378,9 @@ bool sim__particle_vs_bodies(sim_world* w, sim_vec3* p, float r, sim_vec3* n_out
     if (w->b_count == 0) {
         return false;
     }
-    int32_t cx = cell_of(p->x), cy = cell_of(p->y), cz = cell_of(p->z);
+    int32_t cx = sim__cell_of(p->x), cy = sim__cell_of(p->y), cz = sim__cell_of(p->z);
     bool hit = false;
-    for (int32_t k = w->grid_head[cell_hash(cx, cy, cz)]; k >= 0; k = w->grid[k].next) {
+    for (int32_t k = w->grid_head[sim__cell_hash(cx, cy, cz)]; k >= 0; k = w->grid[k].next) {
         const sim__grid_entry* e = &w->grid[k];
         if (e->cx != cx || e->cy != cy || e->cz != cz) {
             continue;

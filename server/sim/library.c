@@ -15,6 +15,8 @@
 #include "rigid.h"
 #include "world.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,65 +161,197 @@ static bool valid_name(const char* s) {
     return end != NULL && end != s;
 }
 
-static int validate_skeleton(const sim_library* lib, const sim_skeleton_def* d) {
-    if (!valid_name(d->name) || sim__library_skel(lib, d->name) != NULL) {
+// Fills one issue: the message is "skeleton NAME: " and then fmt.
+__attribute__((format(printf, 6, 7))) static void issue(sim_skeleton_issue* is,
+                                                        const sim_skeleton_def* d,
+                                                        sim_skeleton_issue_kind kind, int bone,
+                                                        int other, const char* fmt, ...) {
+    if (is == NULL) {
+        return;
+    }
+    is->kind = kind;
+    is->bone = bone;
+    is->other = other;
+    is->value = 0.0f;
+    // The def's name may be the very thing that is wrong: print at most its
+    // array, and nothing when it is empty.
+    int n = snprintf(is->message, sizeof is->message, "skeleton %.*s: ", SIM_NAME_MAX - 1,
+                     d->name[0] != '\0' ? d->name : "(unnamed)");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(is->message + n, sizeof is->message - (size_t)n, fmt, ap);
+    va_end(ap);
+}
+
+#define DEG_PER_RAD (180.0f / PI_F)
+
+// The bind pose is the zero of every joint angle (limits are measured from
+// it), so it lies in a range [lo, hi] exactly when lo <= 0 <= hi. Returns
+// how far outside it is, rad (0 inside).
+static float bind_outside(float lo, float hi) {
+    return lo > 0.0f ? lo : (hi < 0.0f ? -hi : 0.0f);
+}
+
+// Refuses a hinge or twist range that leaves out the bind pose, naming the
+// bone, the range, by how much, and the range re-based on the bind pose
+// (what the author meant if the bind pose sits at that angle).
+static int check_bind_in_range(const sim_skeleton_def* d, uint32_t i, sim_skeleton_issue* is) {
+    const sim_bone_def* b = &d->bones[i];
+    float out = bind_outside(b->twist_min, b->twist_max);
+    if (out == 0.0f) {
+        return SIM_OK;
+    }
+    // Shift the range by the nearer end so that it starts or ends at 0.
+    float shift = b->twist_min > 0.0f ? b->twist_min : b->twist_max;
+    bool hinge = b->joint == SIM_JOINT_HINGE;
+    issue(is, d, SIM_SKELETON_BIND_OUTSIDE_LIMIT, (int)i, -1,
+          "bone %s: the bind pose is %.1f deg outside its %s [%.1f, %.1f]; limits are "
+          "measured from the bind pose, so it must lie within them (re-based on the bind "
+          "pose, the range would be [%.1f, %.1f])",
+          b->name, (double)(out * DEG_PER_RAD), hinge ? "hinge range_deg" : "twist_deg",
+          (double)(b->twist_min * DEG_PER_RAD), (double)(b->twist_max * DEG_PER_RAD),
+          (double)((b->twist_min - shift) * DEG_PER_RAD),
+          (double)((b->twist_max - shift) * DEG_PER_RAD));
+    if (is != NULL) {
+        is->value = out * DEG_PER_RAD;
+    }
+    return SIM_E_OUT_OF_RANGE;
+}
+
+// Checks one bone; on failure fills *is (may be NULL) with the reason.
+static int validate_bone(const sim_skeleton_def* d, uint32_t i, sim_skeleton_issue* is) {
+    const sim_bone_def* b = &d->bones[i];
+    const int bi = (int)i;
+    if (!valid_name(b->name)) {
+        issue(is, d, SIM_SKELETON_INVALID, bi, -1, "bone %u: the name must be 1-%d bytes", i,
+              SIM_NAME_MAX - 1);
+        return SIM_E_INVALID_ARG;
+    }
+    for (uint32_t k = 0; k < i; ++k) {
+        if (strncmp(d->bones[k].name, b->name, SIM_NAME_MAX) == 0) {
+            issue(is, d, SIM_SKELETON_INVALID, bi, -1, "bone %s: the name is used twice", b->name);
+            return SIM_E_INVALID_ARG;
+        }
+    }
+    // Parents come first, so one forward pass can pose the skeleton.
+    if ((i == 0) != (b->parent < 0) || (i > 0 && b->parent >= (int)i)) {
+        issue(is, d, SIM_SKELETON_INVALID, bi, -1, "bone %s: %s", b->name,
+              i == 0 ? "the first bone is the root and has no parent"
+                     : "the parent must be an earlier bone (only the first bone has none)");
+        return SIM_E_INVALID_ARG;
+    }
+    if (!finite3(b->head) || !finite3(b->tail) || !finite3(b->axis) || !sim_is_finite(b->radius) ||
+        !sim_is_finite(b->mass) || !sim_is_finite(b->swing1) || !sim_is_finite(b->swing2) ||
+        !sim_is_finite(b->twist_min) || !sim_is_finite(b->twist_max) ||
+        !sim_is_finite(b->friction)) {
+        issue(is, d, SIM_SKELETON_INVALID, bi, -1, "bone %s: a number is NaN or infinite", b->name);
+        return SIM_E_NOT_FINITE;
+    }
+    sim_vec3 dir = v3_sub(b->tail, b->head);
+    if (v3_len(dir) < 0.01f) {
+        issue(is, d, SIM_SKELETON_INVALID, bi, -1,
+              "bone %s: head and tail are %.4f m apart, less than 0.01 m", b->name,
+              (double)v3_len(dir));
+        return SIM_E_OUT_OF_RANGE;
+    }
+    if (b->radius <= 0.0f || b->radius > 1.0f || b->mass <= 0.0f || b->mass > 1000.0f ||
+        b->friction > 1000.0f) {
+        issue(is, d, SIM_SKELETON_INVALID, bi, -1,
+              "bone %s: radius %g m, mass %g kg, joint friction %g N m: the radius must be in "
+              "(0, 1], the mass in (0, 1000], the friction at most 1000",
+              b->name, (double)b->radius, (double)b->mass, (double)b->friction);
+        return SIM_E_OUT_OF_RANGE;
+    }
+    if (i == 0) {
+        return SIM_OK;
+    }
+    if (b->joint != SIM_JOINT_BALL && b->joint != SIM_JOINT_HINGE && b->joint != SIM_JOINT_FIXED) {
+        issue(is, d, SIM_SKELETON_INVALID, bi, -1, "bone %s: unknown joint type %d", b->name,
+              (int)b->joint);
+        return SIM_E_INVALID_ARG;
+    }
+    const bool fixed = b->joint == SIM_JOINT_FIXED;
+    // The axis must stand off the bone, or no frame can be built.
+    if (!fixed && (v3_len(b->axis) < 1e-6f ||
+                   v3_len(v3_cross(v3_normalize(dir), v3_normalize(b->axis))) < 0.1f)) {
+        issue(is, d, SIM_SKELETON_INVALID, bi, -1,
+              "bone %s: the joint axis is zero or within 6 deg of the bone", b->name);
+        return SIM_E_OUT_OF_RANGE;
+    }
+    if (b->swing1 < 0.0f || b->swing1 >= PI_F || b->swing2 < 0.0f || b->swing2 >= PI_F) {
+        issue(is, d, SIM_SKELETON_INVALID, bi, -1,
+              "bone %s: swing half-angles %.1f and %.1f deg must be in [0, 180)", b->name,
+              (double)(b->swing1 * DEG_PER_RAD), (double)(b->swing2 * DEG_PER_RAD));
+        return SIM_E_OUT_OF_RANGE;
+    }
+    if (b->twist_min > b->twist_max || b->twist_min < -PI_F || b->twist_max > PI_F) {
+        issue(is, d, SIM_SKELETON_INVALID, bi, -1,
+              "bone %s: %s [%.1f, %.1f] deg must be an interval within [-180, 180]", b->name,
+              b->joint == SIM_JOINT_HINGE ? "the hinge range" : "the twist range",
+              (double)(b->twist_min * DEG_PER_RAD), (double)(b->twist_max * DEG_PER_RAD));
+        return SIM_E_OUT_OF_RANGE;
+    }
+    // A swing cone is centred on the bind pose (half-angles >= 0), so only
+    // a hinge or twist range can leave it out; a fixed joint's are unused.
+    return fixed ? SIM_OK : check_bind_in_range(d, i, is);
+}
+
+static int validate_skeleton(const sim_library* lib, const sim_skeleton_def* d,
+                             sim_skeleton_issue* is) {
+    if (!valid_name(d->name)) {
+        issue(is, d, SIM_SKELETON_INVALID, -1, -1, "the name must be 1-%d bytes", SIM_NAME_MAX - 1);
+        return SIM_E_INVALID_ARG;
+    }
+    if (sim__library_skel(lib, d->name) != NULL) {
+        issue(is, d, SIM_SKELETON_INVALID, -1, -1, "a skeleton of that name is already loaded");
         return SIM_E_INVALID_ARG;
     }
     if (d->bone_count < 1 || d->bone_count > SIM_MAX_BONES || d->up_bone >= d->bone_count) {
+        issue(is, d, SIM_SKELETON_INVALID, -1, -1,
+              "%u bones (1-%d allowed), up_bone %u: must name one of them", d->bone_count,
+              SIM_MAX_BONES, d->up_bone);
         return SIM_E_OUT_OF_RANGE;
     }
     for (uint32_t i = 0; i < d->bone_count; ++i) {
-        const sim_bone_def* b = &d->bones[i];
-        if (!valid_name(b->name)) {
-            return SIM_E_INVALID_ARG;
-        }
-        for (uint32_t k = 0; k < i; ++k) {
-            if (strncmp(d->bones[k].name, b->name, SIM_NAME_MAX) == 0) {
-                return SIM_E_INVALID_ARG;
-            }
-        }
-        // Parents come first, so one forward pass can pose the skeleton.
-        if ((i == 0) != (b->parent < 0) || (i > 0 && b->parent >= (int)i)) {
-            return SIM_E_INVALID_ARG;
-        }
-        if (!finite3(b->head) || !finite3(b->tail) || !finite3(b->axis) ||
-            !sim_is_finite(b->radius) || !sim_is_finite(b->mass) || !sim_is_finite(b->swing1) ||
-            !sim_is_finite(b->swing2) || !sim_is_finite(b->twist_min) ||
-            !sim_is_finite(b->twist_max) || !sim_is_finite(b->friction)) {
-            return SIM_E_NOT_FINITE;
-        }
-        sim_vec3 dir = v3_sub(b->tail, b->head);
-        if (v3_len(dir) < 0.01f || b->radius <= 0.0f || b->radius > 1.0f || b->mass <= 0.0f ||
-            b->mass > 1000.0f || b->friction > 1000.0f) {
-            return SIM_E_OUT_OF_RANGE;
-        }
-        if (i == 0) {
-            continue;
-        }
-        if (b->joint != SIM_JOINT_BALL && b->joint != SIM_JOINT_HINGE &&
-            b->joint != SIM_JOINT_FIXED) {
-            return SIM_E_INVALID_ARG;
-        }
-        if (b->joint != SIM_JOINT_FIXED) {
-            // The axis must stand off the bone, or no frame can be built.
-            sim_vec3 c = v3_cross(v3_normalize(dir), v3_normalize(b->axis));
-            if (v3_len(b->axis) < 1e-6f || v3_len(c) < 0.1f) {
-                return SIM_E_OUT_OF_RANGE;
-            }
-        }
-        if (b->swing1 < 0.0f || b->swing1 >= PI_F || b->swing2 < 0.0f || b->swing2 >= PI_F ||
-            b->twist_min > b->twist_max || b->twist_min < -PI_F || b->twist_max > PI_F) {
-            return SIM_E_OUT_OF_RANGE;
+        int rc = validate_bone(d, i, is);
+        if (rc != SIM_OK) {
+            return rc;
         }
     }
     return SIM_OK;
 }
 
-int sim_library_add_skeleton(sim_library* lib, const sim_skeleton_def* def) {
+// Warns about every bone whose mass is more than SIM_SKELETON_MAX_MASS_RATIO
+// times its parent's or less than its inverse.
+static void check_mass_ratios(const sim_skeleton_def* d, sim_skeleton_report* r) {
+    for (uint32_t i = 1; i < d->bone_count; ++i) {
+        const sim_bone_def* b = &d->bones[i];
+        const sim_bone_def* p = &d->bones[b->parent];
+        float ratio = fmaxf(b->mass, p->mass) / fminf(b->mass, p->mass);
+        if (ratio <= SIM_SKELETON_MAX_MASS_RATIO) {
+            continue;
+        }
+        sim_skeleton_issue* is = &r->warnings[r->warning_count++];
+        issue(is, d, SIM_SKELETON_MASS_RATIO, (int)i, b->parent,
+              "bone %s (%g kg) and its parent %s (%g kg) differ in mass %.1f:1, more than "
+              "%.0f:1: the joint between them will stretch and jitter under impacts; bring the "
+              "masses closer",
+              b->name, (double)b->mass, p->name, (double)p->mass, (double)ratio,
+              (double)SIM_SKELETON_MAX_MASS_RATIO);
+        is->value = ratio;
+    }
+}
+
+int sim_library_add_skeleton(sim_library* lib, const sim_skeleton_def* def,
+                             sim_skeleton_report* report) {
+    if (report != NULL) {
+        memset(report, 0, sizeof *report);
+        report->error.bone = report->error.other = -1;
+    }
     if (lib == NULL || def == NULL) {
         return SIM_E_INVALID_ARG;
     }
-    int rc = validate_skeleton(lib, def);
+    int rc = validate_skeleton(lib, def, report != NULL ? &report->error : NULL);
     if (rc != SIM_OK) {
         return rc;
     }
@@ -295,6 +429,9 @@ int sim_library_add_skeleton(sim_library* lib, const sim_skeleton_def* def) {
         sk->children[p] |= sk->children[i] | (1u << i);
     }
     lib->skels[lib->skel_count++] = sk;
+    if (report != NULL) {
+        check_mass_ratios(def, report);
+    }
     return SIM_OK;
 }
 

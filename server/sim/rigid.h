@@ -1,9 +1,10 @@
 /*
  * rigid.h: private structures and functions of the rigid-body part of the
- * simulator: the skeleton library (library.c), bodies and joints solved as
- * XPBD rigid bodies (rigid.c, Müller et al. 2020, "Detailed Rigid Body
- * Simulation with Extended Position Based Dynamics"), contacts (contact.c)
- * and characters (character.c).
+ * simulator: the skeleton library (library.c), bodies (body.c) and joints
+ * (joint.c) solved as XPBD rigid bodies (Müller et al. 2020, "Detailed
+ * Rigid Body Simulation with Extended Position Based Dynamics"), the broad
+ * phase (broad_phase.c), contacts (contact.c), the rigid substep
+ * (solver.c) and characters (character.c).
  *
  * Body frames: a bone's body frame sits at its capsule centre with local +X
  * along the capsule (head → tail in the bind pose). A ball's frame is its
@@ -98,6 +99,13 @@ typedef struct sim__body {
     float iw[6];
 } sim__body;
 
+/// I⁻¹v with the body's world-frame inverse inertia b->iw.
+static inline sim_vec3 sim__inv_inertia_mul(const sim__body* b, sim_vec3 v) {
+    const float* m = b->iw;
+    return v3(m[0] * v.x + m[3] * v.y + m[4] * v.z, m[3] * v.x + m[1] * v.y + m[5] * v.z,
+              m[4] * v.x + m[5] * v.y + m[2] * v.z);
+}
+
 /// Recomputes b->iw from b->q and b->inv_inertia: once per substep, and
 /// whenever a body turns dynamic or kinematic.
 void sim__body_update_inertia(sim__body* b);
@@ -120,10 +128,20 @@ typedef struct sim__bjoint {
     sim_quat frame_p, frame_c;
     uint32_t kind; ///< sim_joint_kind.
     float swing1, swing2, twist_min, twist_max;
+    /// Derived from the limits by sim__bjoint_limits(), so the clamp needs
+    /// no trigonometry unless a limit is hit: sin of the half swings, and
+    /// tan, sin and cos of the half twist limits.
+    float sin_half_swing1, sin_half_swing2;
+    float tan_half_tmin, tan_half_tmax;
+    float sin_half_tmin, cos_half_tmin, sin_half_tmax, cos_half_tmax;
     float kp, kd;    ///< Drive gains in effect, N·m/rad and N·m·s/rad.
     sim_quat target; ///< Drive target: relative rotation of the joint frames.
     float friction;  ///< Passive joint friction torque, N·m (Coulomb).
 } sim__bjoint;
+
+/// Fills j's derived limit fields from swing1, swing2, twist_min and
+/// twist_max (radians; twist limits within (-π, π)).
+void sim__bjoint_limits(sim__bjoint* j);
 
 /// The joint's relative rotation: (q_p·frame_p)⁻¹ (q_c·frame_c).
 sim_quat sim__joint_relative(const sim__body* p, const sim__body* c, const sim__bjoint* j);
@@ -186,24 +204,14 @@ void sim__body_segment(const sim__body* b, const sim__body_info* bi, sim_vec3* p
 // Contacts
 // ---------------------------------------------------------------------------
 
-/// Whether body i belongs to a sleeping (settled) ragdoll.
+/// Whether body i is frozen in a sleeping island (island.c).
 bool sim__body_asleep(const sim_world* w, uint32_t i);
 
-/// Wakes the sleeping ragdoll that owns body i (its bones turn dynamic
-/// again, at rest). Does nothing to anything else.
-void sim__body_wake(sim_world* w, uint32_t i);
-
-/// Wakes every sleeping ragdoll of the world (gravity changed, a box
-/// appeared, something they may rest on disappeared).
-void sim__characters_wake_all(sim_world* w);
-
 /// Finds candidate body pairs for this tick (a uniform hash grid over
-/// bounding boxes swept by each body's velocity over dt).
+/// bounding boxes swept by each body's velocity over dt), each body's
+/// closing speed (w->closing), and wakes sleeping islands a moving body
+/// reaches.
 void sim__contacts_begin_tick(sim_world* w, float dt);
-
-/// Finds the substep's contacts on the predicted poses: bodies against the
-/// ground and boxes, and the tick's candidate pairs.
-void sim__contacts_find(sim_world* w, float h);
 
 /// One pass over the substep's contacts: positional corrections along the
 /// normal and static friction; accumulates what the velocity pass needs.

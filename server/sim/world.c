@@ -1,135 +1,18 @@
 /*
- * world.c: world lifecycle, the fixed-step integrator, entity storage
- * (spawn/despawn with stable ids), parameters and inspection.
+ * world.c: a world's lifecycle (it owns every array), its parameters and
+ * solver-work budget, and its static colliders.
  *
- * It owns every array of a world; builders (rope.c, cloth.c, ragdoll.c) only
- * fill the ranges sim__entity_begin() hands them, constraints.c and collide.c
- * only project. Nothing here does I/O, and nothing after sim_world_create()
- * allocates.
+ * Builders (rope.c, cloth.c, ragdoll.c, character.c) only fill the ranges
+ * sim__entity_begin() (entity.c) hands them, after it has grown the arrays
+ * here (sim_world_reserve()) when they had no room. Nothing here does I/O,
+ * and nothing a step calls allocates.
  */
 #include "world.h"
 
 #include "rigid.h"
 #include "vec.h"
 
-#include <stdlib.h>
 #include <string.h>
-
-// Passes of the joint-limit clean-up after each substep's last collision
-// projection (see project_joint_limits()).
-#define SIM__JOINT_CLEANUP_PASSES 4
-// Position passes over the rigid joints and contacts per substep. XPBD
-// needs one with many substeps; with the 4 substeps we run, a second pass is
-// what lets a ragdoll lie still (one pass: bones jitter at 1-8 rad/s).
-// Contact-and-joint passes per rigid substep, then one more joint pass.
-// This keeps hinges within 2° of their limits and joints within a few
-// millimetres through 5 m falls onto stairs (test_character); fewer passes
-// do not.
-#define SIM__RIGID_PASSES 3
-// Rigid bodies take at least SIM__RIGID_MIN_SUBSTEPS per tick (the XPBD
-// rigid solver needs them whatever the particles use), more when a body
-// moves fast: enough that none travels more than SIM__RIGID_MAX_TRAVEL
-// (m) in one, up to SIM__RIGID_MAX_SUBSTEPS.
-#define SIM__RIGID_MIN_SUBSTEPS 4
-#define SIM__RIGID_MAX_SUBSTEPS 16
-#define SIM__RIGID_MAX_TRAVEL   0.0125f
-// Solver work of one rigid body or joint per rigid substep, in particle
-// projections (about 10 ns each): a pile of 300 humanoids, the worst case
-// ragdoll-bench measures, costs about 1 µs per body or joint and rigid
-// substep (contacts and joint passes together).
-#define SIM__RIGID_WORK 100u
-#define SIM__GEN_MASK   0x1FFFFFu /* 21 bits: the wire id stays below 2^53 */
-
-// Compliance of the drag constraint, m/N. A 1 kg particle lags its target by
-// about 1 mm per 10 N of load, stiff enough to throw a ragdoll by one hand.
-#define SIM__DRAG_COMPLIANCE 1.0e-4f
-
-// ---------------------------------------------------------------------------
-// Errors and helpers
-// ---------------------------------------------------------------------------
-
-const char* sim_strerror(int err) {
-    switch (err) {
-    case SIM_OK:
-        return "success";
-#define SIM__ERR_MSG(name, value, msg)                                                             \
-    case SIM_E_##name:                                                                             \
-        return msg;
-        SIM_ERRNO_MAP(SIM__ERR_MSG)
-#undef SIM__ERR_MSG
-    default:
-        return "unknown error";
-    }
-}
-
-const char* sim_err_name(int err) {
-    switch (err) {
-    case SIM_OK:
-        return "OK";
-#define SIM__ERR_NAME(name, value, msg)                                                            \
-    case SIM_E_##name:                                                                             \
-        return #name;
-        SIM_ERRNO_MAP(SIM__ERR_NAME)
-#undef SIM__ERR_NAME
-    default:
-        return "UNKNOWN";
-    }
-}
-
-bool sim_is_finite(float f) {
-    return isfinite(f) != 0;
-}
-
-bool sim_vec3_is_finite(sim_vec3 v) {
-    return sim_is_finite(v.x) && sim_is_finite(v.y) && sim_is_finite(v.z);
-}
-
-static void* default_alloc(void* ctx, size_t size, size_t align) {
-    (void)ctx;
-    // aligned_alloc wants size to be a multiple of the alignment.
-    size_t rounded = (size + align - 1) & ~(align - 1);
-    return aligned_alloc(align, rounded == 0 ? align : rounded);
-}
-
-static void default_free(void* ctx, void* p, size_t size) {
-    (void)ctx;
-    (void)size;
-    free(p);
-}
-
-sim_allocator sim_allocator_default(void) {
-    sim_allocator a = {default_alloc, default_free, NULL};
-    return a;
-}
-
-uint64_t sim_entity_id_store(sim_entity_id id) {
-    return ((uint64_t)(id.generation & SIM__GEN_MASK) << 32) | id.index1;
-}
-
-sim_entity_id sim_entity_id_load(uint64_t v) {
-    sim_entity_id id;
-    id.index1 = (uint32_t)(v & 0xFFFFFFFFu);
-    uint64_t gen = v >> 32;
-    // A generation no slot can have (0 or too wide) makes the id invalid.
-    id.generation = gen > SIM__GEN_MASK ? 0 : (uint32_t)gen;
-    return id;
-}
-
-const char* sim_entity_kind_name(sim_entity_kind kind) {
-    switch (kind) {
-    case SIM_ENTITY_ROPE:
-        return "rope";
-    case SIM_ENTITY_CLOTH:
-        return "cloth";
-    case SIM_ENTITY_RAGDOLL:
-        return "ragdoll";
-    case SIM_ENTITY_CHARACTER:
-        return "character";
-    case SIM_ENTITY_BALL:
-        return "ball";
-    }
-    return "unknown";
-}
 
 // ---------------------------------------------------------------------------
 // Parameters and defs
@@ -181,6 +64,7 @@ sim_world_def sim_world_def_default(void) {
     d.max_solver_work = 1000000;
     d.max_bodies = 2048;
     d.max_joints = 2048;
+    d.max_contacts = 2048 * (SIM__CONTACTS_PER_BODY + SIM__PAIRS_PER_BODY);
     d.library = NULL;
     d.allocator = sim_allocator_default();
     d.cookie = SIM__DEF_COOKIE;
@@ -188,56 +72,208 @@ sim_world_def sim_world_def_default(void) {
 }
 
 // ---------------------------------------------------------------------------
-// Lifecycle
+// Lifecycle and growth
 // ---------------------------------------------------------------------------
 
-static void* world_alloc(sim_world* w, size_t count, size_t elem) {
-    if (count == 0) {
-        count = 1;
-    }
-    void* p = w->alloc.alloc(w->alloc.ctx, count * elem, 64);
+// The arrays of a world: each with its capacity as a function of the counts
+// the world has room for (r, a sim_counts) and of its def (d), and its
+// element size. Creation, growth, destruction and the byte counts all walk
+// this one list, so an array added here is grown and freed with the rest.
+// A capacity that depends on d alone is allocated at creation and never
+// grows.
+#define SIM__WORLD_ARRAYS(XX, r, d)                                                                \
+    XX(pos, (r).particles, sizeof(sim_vec3))                                                       \
+    XX(prev, (r).particles, sizeof(sim_vec3))                                                      \
+    XX(vpre, (r).particles, sizeof(sim_vec3))                                                      \
+    XX(inv_mass, (r).particles, sizeof(float))                                                     \
+    XX(radius, (r).particles, sizeof(float))                                                       \
+    XX(contact_n, (r).particles, sizeof(sim_vec3))                                                 \
+    XX(push, (r).particles, sizeof(float))                                                         \
+    XX(contact, (r).particles, sizeof(uint8_t))                                                    \
+    XX(dist, (r).constraints, sizeof(sim__dist))                                                   \
+    XX(joint, (r).joint_limits, sizeof(sim__joint))                                                \
+    XX(events, SIM__MAX_EVENTS, sizeof(sim_event))                                                 \
+    XX(body, (r).bodies, sizeof(sim__body))                                                        \
+    XX(binfo, (r).bodies, sizeof(sim__body_info))                                                  \
+    XX(bjoint, (r).joints, sizeof(sim__bjoint))                                                    \
+    XX(chars, (r).entities, sizeof(sim__char))                                                     \
+    XX(grid_head, SIM__GRID_BUCKETS, sizeof(int32_t))                                              \
+    XX(grid, (size_t)(r).bodies* SIM__CELLS_PER_BODY, sizeof(sim__grid_entry))                     \
+    XX(aabb_lo, (r).bodies, sizeof(sim_vec3))                                                      \
+    XX(aabb_hi, (r).bodies, sizeof(sim_vec3))                                                      \
+    XX(pairs, (size_t)(r).bodies* SIM__PAIRS_PER_BODY, sizeof(sim__pair))                          \
+    XX(contacts, contact_cap(&(r), &(d)), sizeof(sim__contact))                                    \
+    XX(entities, (r).entities, sizeof(sim__entity))                                                \
+    XX(free_slots, (r).entities, sizeof(uint32_t))                                                 \
+    XX(order, (r).entities, sizeof(uint32_t))                                                      \
+    XX(boxes, (d).max_boxes, sizeof(sim_box))                                                      \
+    XX(drags, (d).max_drags, sizeof(sim__drag))                                                    \
+    XX(closing, (r).bodies, sizeof(float))                                                         \
+    XX(bsleep, (r).bodies, sizeof(sim__sleep))                                                     \
+    XX(uf, (r).bodies, sizeof(uint32_t))                                                           \
+    XX(isl_of, (r).bodies, sizeof(uint32_t))                                                       \
+    XX(isl_of_body, (r).bodies, sizeof(uint32_t))                                                  \
+    XX(isl_bodies, (r).bodies, sizeof(uint32_t))                                                   \
+    XX(islands, (r).bodies, sizeof(sim__island))                                                   \
+    XX(isl_joints, (r).joints, sizeof(sim__ijoint))                                                \
+    XX(isl_pairs, (size_t)(r).bodies* SIM__PAIRS_PER_BODY, sizeof(uint32_t))
+
+// The contact list: 24 per body (8 static, 16 from pairs), at most
+// max_contacts.
+static size_t contact_cap(const sim_counts* r, const sim_world_def* d) {
+    size_t per_body = (size_t)r->bodies * (SIM__CONTACTS_PER_BODY + SIM__PAIRS_PER_BODY);
+    return per_body < d->max_contacts ? per_body : d->max_contacts;
+}
+
+// Row numbers of the table, and its element sizes.
+enum {
+#define SIM__ROW(field, count, elem) SIM__ROW_##field,
+    SIM__WORLD_ARRAYS(SIM__ROW, unused, unused)
+#undef SIM__ROW
+        SIM__ROW_COUNT
+};
+
+static const size_t row_elem[SIM__ROW_COUNT] = {
+#define SIM__ELEM(field, count, elem) (elem),
+    SIM__WORLD_ARRAYS(SIM__ELEM, unused, unused)
+#undef SIM__ELEM
+};
+
+// Every array's capacity (elements) when the world has room for r.
+static void row_caps(const sim_counts* r, const sim_world_def* d, size_t cap[SIM__ROW_COUNT]) {
+#define SIM__CAP(field, count, elem) cap[SIM__ROW_##field] = (size_t)(count);
+    SIM__WORLD_ARRAYS(SIM__CAP, *r, *d)
+#undef SIM__CAP
+}
+
+// An array of `count` elements takes count × elem bytes; an empty one still
+// takes one element, so that no array pointer is ever NULL (memmove and
+// memset of zero bytes must still be given a valid pointer).
+static size_t row_bytes(size_t count, size_t elem) {
+    return (count == 0 ? 1 : count) * elem;
+}
+
+static void* world_alloc(const sim_allocator* a, size_t count, size_t elem) {
+    size_t n = row_bytes(count, elem);
+    void* p = a->alloc(a->ctx, n, 64);
     if (p != NULL) {
-        memset(p, 0, count * elem);
+        memset(p, 0, n);
     }
     return p;
 }
 
-static void world_free(sim_world* w, void* p, size_t count, size_t elem) {
+static void world_free(const sim_allocator* a, void* p, size_t count, size_t elem) {
     if (p != NULL) {
-        w->alloc.free(w->alloc.ctx, p, (count == 0 ? 1 : count) * elem);
+        a->free(a->ctx, p, row_bytes(count, elem));
     }
 }
 
-// The arrays of a world and their element sizes, so create and destroy walk
-// one list instead of two that could drift apart.
-#define SIM__WORLD_ARRAYS(XX, d)                                                                   \
-    XX(pos, (d).max_particles, sizeof(sim_vec3))                                                   \
-    XX(prev, (d).max_particles, sizeof(sim_vec3))                                                  \
-    XX(vpre, (d).max_particles, sizeof(sim_vec3))                                                  \
-    XX(inv_mass, (d).max_particles, sizeof(float))                                                 \
-    XX(radius, (d).max_particles, sizeof(float))                                                   \
-    XX(contact_n, (d).max_particles, sizeof(sim_vec3))                                             \
-    XX(push, (d).max_particles, sizeof(float))                                                     \
-    XX(contact, (d).max_particles, sizeof(uint8_t))                                                \
-    XX(dist, (d).max_constraints, sizeof(sim__dist))                                               \
-    XX(joint, (d).max_entities* SIM__JOINTS_PER_ENTITY, sizeof(sim__joint))                        \
-    XX(events, SIM__MAX_EVENTS, sizeof(sim_event))                                                 \
-    XX(body, (d).max_bodies, sizeof(sim__body))                                                    \
-    XX(binfo, (d).max_bodies, sizeof(sim__body_info))                                              \
-    XX(bjoint, (d).max_joints, sizeof(sim__bjoint))                                                \
-    XX(chars, (d).max_entities, sizeof(sim__char))                                                 \
-    XX(grid_head, SIM__GRID_BUCKETS, sizeof(int32_t))                                              \
-    XX(grid, (size_t)(d).max_bodies* SIM__CELLS_PER_BODY, sizeof(sim__grid_entry))                 \
-    XX(aabb_lo, (d).max_bodies, sizeof(sim_vec3))                                                  \
-    XX(aabb_hi, (d).max_bodies, sizeof(sim_vec3))                                                  \
-    XX(pairs, (size_t)(d).max_bodies* SIM__PAIRS_PER_BODY, sizeof(sim__pair))                      \
-    XX(contacts, (size_t)(d).max_bodies*(SIM__CONTACTS_PER_BODY + SIM__PAIRS_PER_BODY),            \
-       sizeof(sim__contact))                                                                       \
-    XX(entities, (d).max_entities, sizeof(sim__entity))                                            \
-    XX(free_slots, (d).max_entities, sizeof(uint32_t))                                             \
-    XX(order, (d).max_entities, sizeof(uint32_t))                                                  \
-    XX(boxes, (d).max_boxes, sizeof(sim_box))                                                      \
-    XX(drags, (d).max_drags, sizeof(sim__drag))
+// Allocates (zeroed) every array whose capacity differs between `have` and
+// `want` into fresh[row] (NULL for the others). All or nothing: when the
+// allocator refuses one, those taken so far are freed and false returned.
+// With `all`, every array is allocated (a new world).
+static bool rows_alloc(const sim_allocator* a, const size_t have[SIM__ROW_COUNT],
+                       const size_t want[SIM__ROW_COUNT], bool all, void* fresh[SIM__ROW_COUNT]) {
+    for (int i = 0; i < SIM__ROW_COUNT; ++i) {
+        fresh[i] = NULL;
+    }
+    for (int i = 0; i < SIM__ROW_COUNT; ++i) {
+        if (!all && have[i] == want[i]) {
+            continue;
+        }
+        fresh[i] = world_alloc(a, want[i], row_elem[i]);
+        if (fresh[i] == NULL) {
+            for (int k = 0; k < i; ++k) {
+                world_free(a, fresh[k], want[k], row_elem[k]);
+            }
+            return false;
+        }
+    }
+    return true;
+}
+
+// Capacity derived from r that the step reads (broad_phase.c, contact.c).
+static void set_caps(sim_world* w) {
+    size_t cap[SIM__ROW_COUNT];
+    row_caps(&w->reserved, &w->def, cap);
+    w->grid_cap = (uint32_t)cap[SIM__ROW_grid];
+    w->pair_cap = (uint32_t)cap[SIM__ROW_pairs];
+    w->contact_cap = (uint32_t)cap[SIM__ROW_contacts];
+}
+
+// Room for `need` of something the world has room for `have` of: at least
+// double (and at least `floor`, so the first spawns do not grow one at a
+// time), never above `max`. The caller has checked need <= max.
+static uint32_t grown(uint32_t have, uint32_t need, uint32_t max, uint32_t floor) {
+    if (need <= have) {
+        return have;
+    }
+    uint64_t n = 2 * (uint64_t)have;
+    n = n < floor ? floor : n;
+    n = n < need ? need : n;
+    return n > max ? max : (uint32_t)n;
+}
+
+// Whether a def's limits are within the ranges sim.h gives (which keep
+// every capacity × element size well inside size_t).
+static bool limits_ok(const sim_world_def* d) {
+    return d->max_particles >= 1 && d->max_particles <= SIM_LIMIT_MAX_PARTICLES &&
+           d->max_entities >= 1 && d->max_entities <= SIM_LIMIT_MAX_ENTITIES &&
+           d->max_constraints <= SIM_LIMIT_MAX_CONSTRAINTS &&
+           d->max_bodies <= SIM_LIMIT_MAX_BODIES && d->max_joints <= SIM_LIMIT_MAX_JOINTS &&
+           d->max_contacts <= SIM_LIMIT_MAX_CONTACTS && d->max_boxes <= (1u << 20) &&
+           d->max_drags <= (1u << 20);
+}
+
+// The limits of a world as counts.
+static sim_counts limits_of(const sim_world_def* d) {
+    sim_counts m = {d->max_entities,    d->max_particles,
+                    d->max_constraints, d->max_entities * SIM__JOINTS_PER_ENTITY,
+                    d->max_bodies,      d->max_joints};
+    return m;
+}
+
+int sim_world_reserve(sim_world* w, const sim_counts* t) {
+    if (w == NULL || t == NULL) {
+        return SIM_E_INVALID_ARG;
+    }
+    const sim_counts m = limits_of(&w->def);
+    if (t->entities > m.entities || t->particles > m.particles || t->constraints > m.constraints ||
+        t->joint_limits > m.joint_limits || t->bodies > m.bodies || t->joints > m.joints) {
+        return SIM_E_CAPACITY;
+    }
+    const sim_counts r = w->reserved;
+    // Floors: a few entities' worth, so that a small scene grows once or
+    // twice rather than at every spawn.
+    sim_counts n = {grown(r.entities, t->entities, m.entities, 8),
+                    grown(r.particles, t->particles, m.particles, 64),
+                    grown(r.constraints, t->constraints, m.constraints, 128),
+                    grown(r.joint_limits, t->joint_limits, m.joint_limits, 16),
+                    grown(r.bodies, t->bodies, m.bodies, 16),
+                    grown(r.joints, t->joints, m.joints, 16)};
+    if (memcmp(&n, &r, sizeof n) == 0) {
+        return SIM_OK;
+    }
+    size_t have[SIM__ROW_COUNT], want[SIM__ROW_COUNT];
+    void* fresh[SIM__ROW_COUNT];
+    row_caps(&r, &w->def, have);
+    row_caps(&n, &w->def, want);
+    if (!rows_alloc(&w->alloc, have, want, false, fresh)) {
+        return SIM_E_NOMEM;
+    }
+    // Nothing can fail from here: move every grown array's contents over.
+#define SIM__MOVE(field, count, elem)                                                              \
+    if (fresh[SIM__ROW_##field] != NULL) {                                                         \
+        memcpy(fresh[SIM__ROW_##field], w->field, have[SIM__ROW_##field] * (elem));                \
+        world_free(&w->alloc, w->field, have[SIM__ROW_##field], (elem));                           \
+        w->field = fresh[SIM__ROW_##field];                                                        \
+    }
+    SIM__WORLD_ARRAYS(SIM__MOVE, unused, unused)
+#undef SIM__MOVE
+    w->reserved = n;
+    set_caps(w);
+    return SIM_OK;
+}
 
 int sim_world_create(const sim_world_def* def, sim_world** out) {
     if (def == NULL || out == NULL || def->cookie != SIM__DEF_COOKIE ||
@@ -251,10 +287,7 @@ int sim_world_create(const sim_world_def* def, sim_world** out) {
     if (!sim_is_finite(def->dt) || !sim_is_finite(def->half_extent)) {
         return SIM_E_NOT_FINITE;
     }
-    if (def->dt <= 0.0f || def->dt > 1.0f || def->half_extent <= 0.0f || def->max_particles == 0 ||
-        def->max_particles > (1u << 24) || def->max_entities == 0 ||
-        def->max_entities > (1u << 20) || def->max_constraints > (1u << 26) ||
-        def->max_bodies > (1u << 20) || def->max_joints > (1u << 20)) {
+    if (def->dt <= 0.0f || def->dt > 1.0f || def->half_extent <= 0.0f || !limits_ok(def)) {
         return SIM_E_OUT_OF_RANGE;
     }
 
@@ -268,19 +301,19 @@ int sim_world_create(const sim_world_def* def, sim_world** out) {
     w->params = def->params;
     w->dt = def->dt;
 
-    bool ok = true;
-#define SIM__ALLOC(field, count, elem)                                                             \
-    w->field = world_alloc(w, (count), (elem));                                                    \
-    ok = ok && w->field != NULL;
-    SIM__WORLD_ARRAYS(SIM__ALLOC, w->def)
-#undef SIM__ALLOC
-    if (!ok) {
-        sim_world_destroy(w);
+    // Room for nothing: only the arrays of a fixed size take memory now
+    // (the others hold one element each until a spawn grows them).
+    size_t cap[SIM__ROW_COUNT];
+    void* fresh[SIM__ROW_COUNT];
+    row_caps(&w->reserved, &w->def, cap);
+    if (!rows_alloc(&w->alloc, cap, cap, true, fresh)) {
+        w->alloc.free(w->alloc.ctx, w, sizeof *w);
         return SIM_E_NOMEM;
     }
-    w->grid_cap = w->def.max_bodies * SIM__CELLS_PER_BODY;
-    w->pair_cap = w->def.max_bodies * SIM__PAIRS_PER_BODY;
-    w->contact_cap = w->def.max_bodies * (SIM__CONTACTS_PER_BODY + SIM__PAIRS_PER_BODY);
+#define SIM__TAKE(field, count, elem) w->field = fresh[SIM__ROW_##field];
+    SIM__WORLD_ARRAYS(SIM__TAKE, unused, unused)
+#undef SIM__TAKE
+    set_caps(w);
     memset(w->grid_head, 0xff, SIM__GRID_BUCKETS * sizeof *w->grid_head);
     *out = w;
     return SIM_OK;
@@ -290,11 +323,46 @@ void sim_world_destroy(sim_world* w) {
     if (w == NULL) {
         return;
     }
-#define SIM__FREE(field, count, elem) world_free(w, w->field, (count), (elem));
-    SIM__WORLD_ARRAYS(SIM__FREE, w->def)
+    size_t cap[SIM__ROW_COUNT];
+    row_caps(&w->reserved, &w->def, cap);
+#define SIM__FREE(field, count, elem)                                                              \
+    world_free(&w->alloc, w->field, cap[SIM__ROW_##field], (elem));
+    SIM__WORLD_ARRAYS(SIM__FREE, unused, unused)
 #undef SIM__FREE
     sim_allocator a = w->alloc;
     a.free(a.ctx, w, sizeof *w);
+}
+
+// Bytes of the world struct and its arrays when it has room for r.
+static size_t bytes_for(const sim_counts* r, const sim_world_def* d) {
+    size_t cap[SIM__ROW_COUNT];
+    row_caps(r, d, cap);
+    size_t sum = sizeof(sim_world);
+    for (int i = 0; i < SIM__ROW_COUNT; ++i) {
+        sum += row_bytes(cap[i], row_elem[i]);
+    }
+    return sum;
+}
+
+size_t sim_world_reserved_bytes(const sim_world* w) {
+    return bytes_for(&w->reserved, &w->def);
+}
+
+size_t sim_world_def_max_bytes(const sim_world_def* d) {
+    if (d == NULL || !limits_ok(d)) {
+        return 0;
+    }
+    sim_counts m = limits_of(d);
+    return bytes_for(&m, d);
+}
+
+sim_counts sim_world_reserved(const sim_world* w) {
+    return w->reserved;
+}
+
+sim_counts sim_world_counts(const sim_world* w) {
+    sim_counts c = {w->order_count, w->p_count, w->d_count, w->j_count, w->b_count, w->bj_count};
+    return c;
 }
 
 uint64_t sim_world_tick(const sim_world* w) {
@@ -320,8 +388,18 @@ static uint64_t solver_work(uint32_t dists, uint32_t joints, uint32_t particles,
            SIM__RIGID_WORK * ((uint64_t)bodies + bjoints) * (uint64_t)p->substeps * split;
 }
 
-static bool within_budget(const sim_world* w, uint64_t work) {
+bool sim__work_fits(const sim_world* w, uint32_t particles, uint32_t dists, uint32_t joints,
+                    uint32_t bodies, uint32_t bjoints) {
+    uint64_t work = solver_work(w->d_count + dists, w->j_count + joints, w->p_count + particles,
+                                w->b_count + bodies, w->bj_count + bjoints, &w->params);
     return w->def.max_solver_work == 0 || work <= w->def.max_solver_work;
+}
+
+uint64_t sim_counts_solver_work(const sim_counts* c, const sim_params* p) {
+    sim_params q = *p;
+    q.iterations = q.iterations < 1 ? 1 : q.iterations;
+    q.substeps = q.substeps < 1 ? 1 : q.substeps;
+    return solver_work(c->constraints, c->joint_limits, c->particles, c->bodies, c->joints, &q);
 }
 
 uint64_t sim_world_solver_work(const sim_world* w) {
@@ -337,8 +415,8 @@ int sim_world_set_params(sim_world* w, const sim_params* p) {
     if (rc != SIM_OK) {
         return rc;
     }
-    if (!within_budget(
-            w, solver_work(w->d_count, w->j_count, w->p_count, w->b_count, w->bj_count, p))) {
+    uint64_t work = solver_work(w->d_count, w->j_count, w->p_count, w->b_count, w->bj_count, p);
+    if (w->def.max_solver_work != 0 && work > w->def.max_solver_work) {
         return SIM_E_CAPACITY;
     }
     if (p->substeps != w->params.substeps) {
@@ -351,7 +429,7 @@ int sim_world_set_params(sim_world* w, const sim_params* p) {
         }
     }
     w->params = *p;
-    sim__characters_wake_all(w); // New gravity or friction moves what rests.
+    sim__wake_all(w); // New gravity or friction moves what rests.
     return SIM_OK;
 }
 
@@ -382,7 +460,7 @@ int sim_world_add_box(sim_world* w, sim_box box) {
         return SIM_E_CAPACITY;
     }
     w->boxes[w->box_count++] = box;
-    sim__characters_wake_all(w); // It may have appeared in something asleep.
+    sim__wake_all(w); // It may have appeared in something asleep.
     return SIM_OK;
 }
 
@@ -396,699 +474,4 @@ const sim_box* sim_world_boxes(const sim_world* w) {
 
 bool sim_world_has_ground(const sim_world* w) {
     return w->def.ground;
-}
-
-// ---------------------------------------------------------------------------
-// Entity storage
-// ---------------------------------------------------------------------------
-
-sim__entity* sim__entity_get(const sim_world* w, sim_entity_id id) {
-    if (id.index1 == 0 || id.index1 > w->e_used || id.generation == 0) {
-        return NULL;
-    }
-    sim__entity* e = &w->entities[id.index1 - 1];
-    return (e->live && e->generation == id.generation) ? e : NULL;
-}
-
-bool sim_entity_is_valid(const sim_world* w, sim_entity_id id) {
-    return sim__entity_get(w, id) != NULL;
-}
-
-int sim__entity_begin(sim_world* w, sim_entity_kind kind, uint32_t particles, uint32_t dists,
-                      uint32_t joints, uint32_t bodies, uint32_t bjoints, sim_entity_id* out_id,
-                      sim__entity** out) {
-    const sim_world_def* d = &w->def;
-    // Compare with subtraction so huge counts cannot wrap around.
-    if (particles > d->max_particles - w->p_count || dists > d->max_constraints - w->d_count ||
-        joints > d->max_entities * SIM__JOINTS_PER_ENTITY - w->j_count ||
-        bodies > d->max_bodies - w->b_count || bjoints > d->max_joints - w->bj_count) {
-        return SIM_E_CAPACITY;
-    }
-    if (!within_budget(w,
-                       solver_work(w->d_count + dists, w->j_count + joints, w->p_count + particles,
-                                   w->b_count + bodies, w->bj_count + bjoints, &w->params))) {
-        return SIM_E_CAPACITY;
-    }
-    uint32_t slot;
-    if (w->free_count > 0) {
-        slot = w->free_slots[--w->free_count];
-    } else if (w->e_used < d->max_entities) {
-        slot = w->e_used++;
-        w->entities[slot].generation = 1;
-    } else {
-        return SIM_E_CAPACITY;
-    }
-    sim__entity* e = &w->entities[slot];
-    uint32_t gen = e->generation;
-    memset(e, 0, sizeof *e);
-    e->generation = gen;
-    e->live = true;
-    e->kind = kind;
-    e->p_first = w->p_count;
-    e->p_count = particles;
-    e->d_first = w->d_count;
-    e->d_count = dists;
-    e->j_first = w->j_count;
-    e->j_count = joints;
-    e->b_first = w->b_count;
-    e->b_count = bodies;
-    e->bj_first = w->bj_count;
-    e->bj_count = bjoints;
-    w->p_count += particles;
-    w->d_count += dists;
-    w->j_count += joints;
-    w->b_count += bodies;
-    w->bj_count += bjoints;
-    w->order[w->order_count++] = slot;
-    w->topo_epoch++;
-
-    out_id->index1 = slot + 1;
-    out_id->generation = gen;
-    *out = e;
-    return SIM_OK;
-}
-
-void sim__particle_init(sim_world* w, uint32_t i, sim_vec3 p, float inv_mass, float radius) {
-    w->pos[i] = p;
-    w->prev[i] = p;
-    w->vpre[i] = v3(0.0f, 0.0f, 0.0f);
-    w->inv_mass[i] = inv_mass;
-    w->radius[i] = radius;
-    w->contact[i] = 0;
-    w->push[i] = 0.0f;
-    w->contact_n[i] = v3(0.0f, 0.0f, 0.0f);
-}
-
-void sim__dist_init(sim_world* w, const sim__entity* e, uint32_t k, uint32_t a, uint32_t b,
-                    sim__dist_kind kind, float scale, float compliance) {
-    sim__dist* c = &w->dist[k];
-    const sim_vec3* base = w->pos + e->p_first;
-    c->a = a;
-    c->b = b;
-    c->rest = v3_len(v3_sub(base[b], base[a])) * scale;
-    c->compliance = compliance;
-    c->lambda = 0.0f;
-    c->kind = kind;
-}
-
-// Slides the tail of an array down over [first, first + count).
-#define SIM__ERASE(arr, first, count, total)                                                       \
-    memmove(&(arr)[(first)], &(arr)[(first) + (count)],                                            \
-            ((total) - (first) - (count)) * sizeof((arr)[0]))
-
-int sim_world_despawn(sim_world* w, sim_entity_id id) {
-    sim__entity* e = sim__entity_get(w, id);
-    if (e == NULL) {
-        return SIM_E_STALE_ID;
-    }
-    // Drop its drags, keeping the others in order.
-    uint32_t kept = 0;
-    for (uint32_t i = 0; i < w->drag_count; ++i) {
-        sim__drag* g = &w->drags[i];
-        if (g->entity.index1 != id.index1) {
-            w->drags[kept++] = *g;
-        }
-    }
-    w->drag_count = kept;
-
-    SIM__ERASE(w->pos, e->p_first, e->p_count, w->p_count);
-    SIM__ERASE(w->prev, e->p_first, e->p_count, w->p_count);
-    SIM__ERASE(w->vpre, e->p_first, e->p_count, w->p_count);
-    SIM__ERASE(w->inv_mass, e->p_first, e->p_count, w->p_count);
-    SIM__ERASE(w->radius, e->p_first, e->p_count, w->p_count);
-    SIM__ERASE(w->contact_n, e->p_first, e->p_count, w->p_count);
-    SIM__ERASE(w->push, e->p_first, e->p_count, w->p_count);
-    SIM__ERASE(w->contact, e->p_first, e->p_count, w->p_count);
-    SIM__ERASE(w->dist, e->d_first, e->d_count, w->d_count);
-    SIM__ERASE(w->joint, e->j_first, e->j_count, w->j_count);
-    SIM__ERASE(w->body, e->b_first, e->b_count, w->b_count);
-    SIM__ERASE(w->binfo, e->b_first, e->b_count, w->b_count);
-    SIM__ERASE(w->bjoint, e->bj_first, e->bj_count, w->bj_count);
-    w->p_count -= e->p_count;
-    w->d_count -= e->d_count;
-    w->j_count -= e->j_count;
-    w->b_count -= e->b_count;
-    w->bj_count -= e->bj_count;
-    // The broadphase refers to bodies by index: it is stale until the next
-    // tick rebuilds it, so drop it now.
-    w->pair_count = 0;
-    w->grid_count = 0;
-    memset(w->grid_head, 0xff, SIM__GRID_BUCKETS * sizeof *w->grid_head);
-
-    // Entities stored after this one (the order is the storage order) slide
-    // down by its sizes in every array.
-    uint32_t slot = id.index1 - 1;
-    uint32_t at = 0;
-    bool after = false;
-    for (uint32_t i = 0; i < w->order_count; ++i) {
-        sim__entity* o = &w->entities[w->order[i]];
-        if (w->order[i] == slot) {
-            after = true;
-            continue;
-        }
-        if (after) {
-            o->p_first -= e->p_count;
-            o->d_first -= e->d_count;
-            o->j_first -= e->j_count;
-            o->b_first -= e->b_count;
-            o->bj_first -= e->bj_count;
-        }
-        w->order[at++] = w->order[i];
-    }
-    w->order_count = at;
-
-    e->live = false;
-    uint32_t gen = (e->generation + 1) & SIM__GEN_MASK;
-    e->generation = gen == 0 ? 1 : gen;
-    w->free_slots[w->free_count++] = slot;
-    w->topo_epoch++;
-    sim__characters_wake_all(w); // What rested on it must fall.
-    return SIM_OK;
-}
-
-// ---------------------------------------------------------------------------
-// Interaction
-// ---------------------------------------------------------------------------
-
-static int particle_lookup(const sim_world* w, sim_entity_id id, uint32_t particle,
-                           sim__entity** out) {
-    sim__entity* e = sim__entity_get(w, id);
-    if (e == NULL) {
-        return SIM_E_STALE_ID;
-    }
-    if (particle >= e->p_count) {
-        return SIM_E_BAD_INDEX;
-    }
-    *out = e;
-    return SIM_OK;
-}
-
-int sim_entity_apply_impulse(sim_world* w, sim_entity_id id, uint32_t particle, sim_vec3 impulse) {
-    sim__entity* e;
-    int rc = particle_lookup(w, id, particle, &e);
-    if (rc != SIM_OK) {
-        return rc;
-    }
-    if (!sim_vec3_is_finite(impulse)) {
-        return SIM_E_NOT_FINITE;
-    }
-    if (fabsf(impulse.x) > SIM_MAX_IMPULSE || fabsf(impulse.y) > SIM_MAX_IMPULSE ||
-        fabsf(impulse.z) > SIM_MAX_IMPULSE) {
-        return SIM_E_OUT_OF_RANGE;
-    }
-    uint32_t i = e->p_first + particle;
-    float h = w->dt / (float)w->params.substeps;
-    // Δv = J·w; in Verlet form the previous position moves back by Δv·h.
-    sim_vec3 dv = v3_scale(impulse, w->inv_mass[i]);
-    w->prev[i] = v3_sub(w->prev[i], v3_scale(dv, h));
-    return SIM_OK;
-}
-
-int sim_entity_drag(sim_world* w, sim_entity_id id, uint32_t particle, sim_vec3 target) {
-    sim__entity* e;
-    int rc = particle_lookup(w, id, particle, &e);
-    if (rc != SIM_OK) {
-        return rc;
-    }
-    if (!sim_vec3_is_finite(target)) {
-        return SIM_E_NOT_FINITE;
-    }
-    if (!sim_world_contains(w, target)) {
-        return SIM_E_OUT_OF_RANGE;
-    }
-    for (uint32_t i = 0; i < w->drag_count; ++i) {
-        sim__drag* g = &w->drags[i];
-        if (g->entity.index1 == id.index1 && g->particle == particle) {
-            g->target = target;
-            return SIM_OK;
-        }
-    }
-    if (w->drag_count >= w->def.max_drags) {
-        return SIM_E_CAPACITY;
-    }
-    sim__drag* g = &w->drags[w->drag_count++];
-    g->entity = id;
-    g->particle = particle;
-    g->target = target;
-    g->lambda = 0.0f;
-    return SIM_OK;
-}
-
-int sim_entity_release(sim_world* w, sim_entity_id id, uint32_t particle) {
-    sim__entity* e;
-    int rc = particle_lookup(w, id, particle, &e);
-    if (rc != SIM_OK) {
-        return rc;
-    }
-    for (uint32_t i = 0; i < w->drag_count; ++i) {
-        sim__drag* g = &w->drags[i];
-        if (g->entity.index1 == id.index1 && g->particle == particle) {
-            memmove(g, g + 1, (w->drag_count - i - 1) * sizeof *g);
-            w->drag_count--;
-            break;
-        }
-    }
-    return SIM_OK;
-}
-
-// Projects the drags: a zero-rest-length XPBD constraint toward the target
-// (the static "other end" has inverse mass 0). A pinned particle follows the
-// target kinematically, with prev set too so it carries no velocity kick.
-static void project_drags(sim_world* w, float inv_h2) {
-    const float alpha = SIM__DRAG_COMPLIANCE * inv_h2;
-    for (uint32_t k = 0; k < w->drag_count; ++k) {
-        sim__drag* g = &w->drags[k];
-        const sim__entity* e = sim__entity_get(w, g->entity);
-        uint32_t i = e->p_first + g->particle;
-        float wi = w->inv_mass[i];
-        if (wi == 0.0f) {
-            w->pos[i] = g->target;
-            w->prev[i] = g->target;
-            continue;
-        }
-        sim_vec3 d = v3_sub(g->target, w->pos[i]);
-        float c = v3_len(d);
-        if (c < 1e-9f) {
-            continue;
-        }
-        float dl = (c - alpha * g->lambda) / (wi + alpha);
-        g->lambda += dl;
-        w->pos[i] = v3_add(w->pos[i], v3_scale(d, wi * dl / c));
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Events
-// ---------------------------------------------------------------------------
-
-void sim__push_event(sim_world* w, sim_event_kind kind, sim_entity_id id, sim_char_state state,
-                     uint64_t tick) {
-    if (w->event_count == SIM__MAX_EVENTS) {
-        // Nobody drained: the oldest goes.
-        w->event_head = (w->event_head + 1) % SIM__MAX_EVENTS;
-        w->event_count--;
-    }
-    sim_event* e = &w->events[(w->event_head + w->event_count) % SIM__MAX_EVENTS];
-    e->kind = kind;
-    e->entity = id;
-    e->state = state;
-    e->tick = tick;
-    w->event_count++;
-}
-
-uint32_t sim_world_drain_events(sim_world* w, sim_event* out, uint32_t cap) {
-    uint32_t n = 0;
-    while (n < cap && w->event_count > 0) {
-        out[n++] = w->events[w->event_head];
-        w->event_head = (w->event_head + 1) % SIM__MAX_EVENTS;
-        w->event_count--;
-    }
-    return n;
-}
-
-// True when the entity's particles are finite and not absurdly far away.
-static bool entity_is_sane(const sim_world* w, const sim__entity* e) {
-    const float far = 10.0f * w->def.half_extent;
-    for (uint32_t i = e->p_first; i < e->p_first + e->p_count; ++i) {
-        sim_vec3 p = w->pos[i], q = w->prev[i];
-        // Written so that NaN fails every comparison and so the test.
-        if (!(fabsf(p.x) <= far && fabsf(p.y) <= far && fabsf(p.z) <= far && fabsf(q.x) <= far &&
-              fabsf(q.y) <= far && fabsf(q.z) <= far)) {
-            return false;
-        }
-    }
-    for (uint32_t i = e->b_first; i < e->b_first + e->b_count; ++i) {
-        const sim__body* b = &w->body[i];
-        if (!(fabsf(b->x.x) <= far && fabsf(b->x.y) <= far && fabsf(b->x.z) <= far) ||
-            !sim_is_finite(b->q.x) || !sim_is_finite(b->q.y) || !sim_is_finite(b->q.z) ||
-            !sim_is_finite(b->q.w) || !sim_vec3_is_finite(b->v) || !sim_vec3_is_finite(b->w)) {
-            return false;
-        }
-    }
-    return true;
-}
-
-// Removes entities that went non-finite or flew away, so one bad body cannot
-// poison the rest of the world (DESIGN.md "Reliability").
-static void quarantine(sim_world* w) {
-    for (uint32_t k = 0; k < w->order_count;) {
-        uint32_t slot = w->order[k];
-        const sim__entity* e = &w->entities[slot];
-        if (entity_is_sane(w, e)) {
-            k++;
-            continue;
-        }
-        sim_entity_id id = {slot + 1, e->generation};
-        sim_world_despawn(w, id); // the next entity slides into position k
-        sim__push_event(w, SIM_EVENT_UNSTABLE, id, SIM_CHAR_ANIMATED, w->tick);
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Stepping
-// ---------------------------------------------------------------------------
-
-// Position Verlet with damping (Jakobsen 2001, eq. 1 with a drag factor):
-// x' = x + (x - x_prev)·damping + g·h². Pinned particles (w = 0) stay put.
-static void integrate(sim_world* w, sim_vec3 g_h2) {
-    const float damping = w->params.damping;
-    for (uint32_t i = 0; i < w->p_count; ++i) {
-        if (w->inv_mass[i] == 0.0f) {
-            w->vpre[i] = v3(0.0f, 0.0f, 0.0f);
-            continue;
-        }
-        sim_vec3 x = w->pos[i];
-        sim_vec3 v = v3_scale(v3_sub(x, w->prev[i]), damping);
-        sim_vec3 next = v3_add(v3_add(x, v), g_h2);
-        w->prev[i] = x;
-        w->pos[i] = next;
-        w->vpre[i] = v3_sub(next, x);
-    }
-}
-
-// A few more passes over the joint limits alone, after the last collision
-// push-out. Without them the push-out has the last word, and a limb slammed
-// by an impact stays bent out of its hinge plane by 10-30° for a few ticks.
-// The passes are mass-weighted like every other projection, so they conserve
-// momentum: a body pressed into a collider by a joint limit does not creep.
-// A hand or foot they leave slightly inside a collider is pushed out next
-// substep, and that push is removed from its velocity (collide.c), so no
-// energy comes from it. Measured by test_sim_ragdoll_drop_keeps_joint_limits
-// and test_sim_ragdoll_comes_to_rest (1 pass: 1.5° out of plane; 4: 0.5°).
-static void project_joint_limits(sim_world* w) {
-    for (uint32_t k = 0; k < w->order_count; ++k) {
-        const sim__entity* e = &w->entities[w->order[k]];
-        sim_vec3* pos = w->pos + e->p_first;
-        const float* im = w->inv_mass + e->p_first;
-        const sim__joint* jt = w->joint + e->j_first;
-        for (int pass = 0; pass < SIM__JOINT_CLEANUP_PASSES; ++pass) {
-            for (uint32_t j = 0; j < e->j_count; ++j) {
-                sim__project_joint(pos, im, &jt[j]);
-            }
-        }
-    }
-}
-
-static void project_entities(sim_world* w, float inv_h2) {
-    for (uint32_t k = 0; k < w->order_count; ++k) {
-        const sim__entity* e = &w->entities[w->order[k]];
-        sim_vec3* pos = w->pos + e->p_first;
-        const float* im = w->inv_mass + e->p_first;
-        sim__dist* d = w->dist + e->d_first;
-        for (uint32_t j = 0; j < e->d_count; ++j) {
-            sim__project_dist(pos, im, &d[j], inv_h2);
-        }
-        const sim__joint* jt = w->joint + e->j_first;
-        for (uint32_t j = 0; j < e->j_count; ++j) {
-            sim__project_joint(pos, im, &jt[j]);
-        }
-    }
-}
-
-// Rigid bodies, one substep (Müller et al. 2020, algorithm 2): integrate,
-// solve joints then contacts once, derive velocities, velocity pass.
-static void integrate_bodies(sim_world* w, float h) {
-    const sim_vec3 g_h = v3_scale(w->params.gravity, h);
-    for (uint32_t i = 0; i < w->b_count; ++i) {
-        sim__body* b = &w->body[i];
-        b->x_prev = b->x;
-        b->q_prev = b->q;
-        // Kinematic bodies carry the velocity their animation gave them;
-        // only dynamic ones feel gravity.
-        if (b->inv_mass > 0.0f) {
-            b->v = v3_add(b->v, g_h);
-        }
-        b->v_pre = b->v;
-        b->w_pre = b->w;
-        b->x = v3_add(b->x, v3_scale(b->v, h));
-        b->q = q_integrate(b->q, b->w, h);
-        sim__body_update_inertia(b);
-    }
-}
-
-// Joints for one pass of a substep. The drives are compliant constraints
-// whose λ is not carried between passes, so they run in the first pass
-// only: a second pass would double their stiffness.
-static void solve_joints(sim_world* w, float h, bool drives) {
-    for (uint32_t k = 0; k < w->order_count; ++k) {
-        const sim__entity* e = &w->entities[w->order[k]];
-        sim__body* bodies = w->body + e->b_first;
-        const sim__bjoint* joints = w->bjoint + e->bj_first;
-        for (uint32_t j = 0; j < e->bj_count; ++j) {
-            sim__body* p = &bodies[joints[j].parent];
-            sim__body* c = &bodies[joints[j].child];
-            if (p->inv_mass > 0.0f || c->inv_mass > 0.0f) {
-                sim__joint_solve(p, c, &joints[j], h, drives);
-            }
-        }
-    }
-}
-
-static void update_velocities(sim_world* w, float h) {
-    for (uint32_t i = 0; i < w->b_count; ++i) {
-        sim__body* b = &w->body[i];
-        if (b->inv_mass == 0.0f) {
-            continue;
-        }
-        b->v = v3_scale(v3_sub(b->x, b->x_prev), 1.0f / h);
-        // ω from the orientation change (eq. 23), the short way round.
-        sim_quat dq = q_mul(b->q, q_conj(b->q_prev));
-        sim_vec3 wv = v3_scale(v3(dq.x, dq.y, dq.z), 2.0f / h);
-        b->w = dq.w >= 0.0f ? wv : v3_scale(wv, -1.0f);
-    }
-}
-
-static void damp_joints(sim_world* w, float h) {
-    for (uint32_t k = 0; k < w->order_count; ++k) {
-        const sim__entity* e = &w->entities[w->order[k]];
-        sim__body* bodies = w->body + e->b_first;
-        const sim__bjoint* joints = w->bjoint + e->bj_first;
-        for (uint32_t j = 0; j < e->bj_count; ++j) {
-            sim__joint_damp(&bodies[joints[j].parent], &bodies[joints[j].child], &joints[j], h);
-        }
-    }
-}
-
-// How many rigid substeps each of the world's substeps is split into this
-// tick: at least enough for SIM__RIGID_MIN_SUBSTEPS per tick, and enough
-// that no surface closes on another (or on the ground or a box) by more
-// than SIM__RIGID_MAX_TRAVEL in one (a hit at speed is caught before it sinks deep, and the joints
-// of what it hits keep up), within SIM__RIGID_MAX_SUBSTEPS per tick and the world's solver budget.
-// Bodies are cheap next to their joints' error, so only fast ticks pay.
-static int rigid_split(const sim_world* w, int substeps) {
-    // Only what may hit something this tick counts: bodies falling or
-    // tumbling together through the air need no finer steps.
-    const float fastest = w->closing_speed;
-    const int lo = (SIM__RIGID_MIN_SUBSTEPS + substeps - 1) / substeps;
-    const int hi = (SIM__RIGID_MAX_SUBSTEPS + substeps - 1) / substeps;
-    float need = ceilf(fastest * w->dt / (SIM__RIGID_MAX_TRAVEL * (float)substeps));
-    int split = need >= (float)hi ? hi : (need <= (float)lo ? lo : (int)need);
-    if (split > lo && w->def.max_solver_work != 0) {
-        // The budget counts `lo` splits; more must fit in what is left.
-        uint64_t base = sim_world_solver_work(w);
-        uint64_t one = SIM__RIGID_WORK * ((uint64_t)w->b_count + w->bj_count) * (uint64_t)substeps;
-        while (split > lo && base + one * (uint64_t)(split - lo) > w->def.max_solver_work) {
-            split--;
-        }
-    }
-    return split;
-}
-
-// One substep of the rigid bodies (Müller et al. 2020, Algorithm 2): predict,
-// project joints and contacts, derive velocities, solve velocities.
-static void step_bodies(sim_world* w, float h) {
-    integrate_bodies(w, h);
-    sim__contacts_find(w, h);
-    for (int pass = 0; pass < SIM__RIGID_PASSES; ++pass) {
-        sim__contacts_solve(w, h);
-        solve_joints(w, h, pass == 0);
-    }
-    // A last joint pass: a light bone hit hard (a foot landing) gets its
-    // limit back within a degree or two in the same substep.
-    solve_joints(w, h, false);
-    update_velocities(w, h);
-    sim__contacts_velocities(w, h);
-    damp_joints(w, h);
-}
-
-void sim_world_step(sim_world* w) {
-    const int substeps = w->params.substeps;
-    const float h = w->dt / (float)substeps;
-    const float inv_h2 = 1.0f / (h * h);
-    const sim_vec3 g_h2 = v3_scale(w->params.gravity, h * h);
-
-    sim__characters_pre_tick(w, w->dt);
-    sim__contacts_begin_tick(w, w->dt);
-    const int split = w->b_count > 0 ? rigid_split(w, substeps) : 0;
-    for (int s = 0; s < substeps; ++s) {
-        for (int k = 0; k < split; ++k) {
-            step_bodies(w, h / (float)split);
-        }
-        integrate(w, g_h2);
-        // λ restarts every substep (Macklin et al. 2019, section 4).
-        for (uint32_t j = 0; j < w->d_count; ++j) {
-            w->dist[j].lambda = 0.0f;
-        }
-        for (uint32_t j = 0; j < w->drag_count; ++j) {
-            w->drags[j].lambda = 0.0f;
-        }
-        memset(w->contact, 0, w->p_count);
-        memset(w->push, 0, w->p_count * sizeof *w->push);
-        for (int it = 0; it < w->params.iterations; ++it) {
-            project_entities(w, inv_h2);
-            project_drags(w, inv_h2);
-            sim__collide_project(w);
-        }
-        project_joint_limits(w);
-        sim__collide_respond(w, h);
-    }
-    sim__characters_post_tick(w);
-    w->tick++;
-    quarantine(w);
-}
-
-// ---------------------------------------------------------------------------
-// Inspection
-// ---------------------------------------------------------------------------
-
-int sim_entity_get_view(const sim_world* w, sim_entity_id id, sim_entity_view* out) {
-    const sim__entity* e = sim__entity_get(w, id);
-    if (e == NULL) {
-        return SIM_E_STALE_ID;
-    }
-    out->id = id;
-    out->kind = e->kind;
-    out->particle_count = e->p_count;
-    out->pos = w->pos + e->p_first;
-    out->prev = w->prev + e->p_first;
-    out->inv_mass = w->inv_mass + e->p_first;
-    out->radius = w->radius + e->p_first;
-    out->names = e->names;
-    out->cols = e->cols;
-    out->rows = e->rows;
-    out->stick_count = e->stick_count;
-    return SIM_OK;
-}
-
-uint32_t sim_world_entity_count(const sim_world* w) {
-    return w->order_count;
-}
-
-sim_entity_id sim_world_entity_at(const sim_world* w, uint32_t i) {
-    sim_entity_id id = {0, 0};
-    if (i < w->order_count) {
-        uint32_t slot = w->order[i];
-        id.index1 = slot + 1;
-        id.generation = w->entities[slot].generation;
-    }
-    return id;
-}
-
-int sim_entity_copy_sticks(const sim_world* w, sim_entity_id id, uint32_t* pairs, uint32_t cap) {
-    const sim__entity* e = sim__entity_get(w, id);
-    if (e == NULL) {
-        return SIM_E_STALE_ID;
-    }
-    uint32_t n = 0;
-    const sim__dist* d = w->dist + e->d_first;
-    for (uint32_t j = 0; j < e->d_count && n < cap; ++j) {
-        if (d[j].kind == SIM__DIST_EQUAL) {
-            pairs[2 * n] = d[j].a;
-            pairs[2 * n + 1] = d[j].b;
-            n++;
-        }
-    }
-    return (int)n;
-}
-
-int sim_entity_particle_velocity(const sim_world* w, sim_entity_id id, uint32_t particle,
-                                 sim_vec3* out) {
-    sim__entity* e;
-    int rc = particle_lookup(w, id, particle, &e);
-    if (rc != SIM_OK) {
-        return rc;
-    }
-    uint32_t i = e->p_first + particle;
-    float h = w->dt / (float)w->params.substeps;
-    *out = v3_scale(v3_sub(w->pos[i], w->prev[i]), 1.0f / h);
-    return SIM_OK;
-}
-
-uint32_t sim_world_topology_epoch(const sim_world* w) {
-    return w->topo_epoch;
-}
-
-uint32_t sim_world_particle_count(const sim_world* w) {
-    return w->p_count;
-}
-
-uint32_t sim_world_constraint_count(const sim_world* w) {
-    return w->d_count;
-}
-
-uint32_t sim_world_body_count(const sim_world* w) {
-    return w->b_count;
-}
-
-uint32_t sim_world_joint_count(const sim_world* w) {
-    return w->bj_count;
-}
-
-sim_overflows sim_world_overflows(const sim_world* w) {
-    return w->overflows;
-}
-
-float sim_world_constraint_error(const sim_world* w) {
-    float sum = 0.0f;
-    for (uint32_t k = 0; k < w->order_count; ++k) {
-        const sim__entity* e = &w->entities[w->order[k]];
-        const sim_vec3* pos = w->pos + e->p_first;
-        const sim__dist* d = w->dist + e->d_first;
-        for (uint32_t j = 0; j < e->d_count; ++j) {
-            if (d[j].kind == SIM__DIST_EQUAL) {
-                sum += fabsf(v3_len(v3_sub(pos[d[j].b], pos[d[j].a])) - d[j].rest);
-            }
-        }
-    }
-    return sum;
-}
-
-static uint64_t fnv1a(uint64_t h, const void* data, size_t n) {
-    const unsigned char* p = data;
-    for (size_t i = 0; i < n; ++i) {
-        h ^= p[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
-uint64_t sim_world_hash(const sim_world* w) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    h = fnv1a(h, w->pos, w->p_count * sizeof(sim_vec3));
-    h = fnv1a(h, w->prev, w->p_count * sizeof(sim_vec3));
-    for (uint32_t i = 0; i < w->b_count; ++i) {
-        const sim__body* b = &w->body[i];
-        h = fnv1a(h, &b->x, sizeof b->x);
-        h = fnv1a(h, &b->q, sizeof b->q);
-        h = fnv1a(h, &b->v, sizeof b->v);
-        h = fnv1a(h, &b->w, sizeof b->w);
-    }
-    return h;
-}
-
-bool sim_world_is_finite(const sim_world* w) {
-    for (uint32_t i = 0; i < w->p_count; ++i) {
-        if (!sim_vec3_is_finite(w->pos[i]) || !sim_vec3_is_finite(w->prev[i])) {
-            return false;
-        }
-    }
-    for (uint32_t i = 0; i < w->b_count; ++i) {
-        const sim__body* b = &w->body[i];
-        if (!sim_vec3_is_finite(b->x) || !sim_vec3_is_finite(b->v) || !sim_vec3_is_finite(b->w) ||
-            !sim_is_finite(b->q.x) || !sim_is_finite(b->q.y) || !sim_is_finite(b->q.z) ||
-            !sim_is_finite(b->q.w)) {
-            return false;
-        }
-    }
-    return true;
 }

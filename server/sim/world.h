@@ -15,6 +15,8 @@
 #include "rigid.h"
 #include "sim.h"
 
+#include <math.h>
+
 #define SIM__DEF_COOKIE        0x5244444fu /* "RDDO" */
 #define SIM__MAX_EVENTS        256
 #define SIM__JOINTS_PER_ENTITY 8    /* joint-limit capacity: max_entities × this */
@@ -22,6 +24,36 @@
 #define SIM__CELLS_PER_BODY    27   /* grid entries reserved per body */
 #define SIM__PAIRS_PER_BODY    16   /* candidate pairs reserved per body */
 #define SIM__CONTACTS_PER_BODY 8    /* static contacts reserved per body */
+#define SIM__GRID_CELL         1.0f /* broadphase grid cell edge, m */
+// Rigid bodies take at least SIM__RIGID_MIN_SUBSTEPS per tick (the XPBD
+// rigid solver needs them whatever the particles use; solver.c may split
+// further for fast bodies).
+#define SIM__RIGID_MIN_SUBSTEPS 4
+// Solver work of one rigid body or joint per rigid substep, in particle
+// projections (about 10 ns each): a pile of 300 humanoids, the worst case
+// ragdoll-bench measures, costs about 1 µs per body or joint and rigid
+// substep (contacts and joint passes together).
+#define SIM__RIGID_WORK 100u
+// Sleeping (island.c): a body is still while three points of it have stayed
+// within spheres of radius SIM__SLEEP_SPEED × SIM__SLEEP_TIME (m/s × s); an
+// island whose bodies have all been still for SIM__SLEEP_TIME, s, sleeps.
+// Jolt's test (MotionProperties' sleep test spheres: 0.03 m/s, 0.5 s): a
+// body that trembles in place sleeps, one that creeps or swings does not.
+#define SIM__SLEEP_SPEED 0.05f
+// Position-only joint passes at the end of each tick (solver.c).
+#define SIM__STABILIZE_PASSES 4
+#define SIM__SLEEP_TIME       0.5f
+
+// The builders' def cookies and size bounds, repeated here for the counts of
+// cost.c. Each builder defines its own too: a definition that differed from
+// these would be a redefinition, which the build (-Werror) refuses.
+#define SIM__ROPE_COOKIE       0x524f5045u /* "ROPE" */
+#define SIM__MAX_ROPE_SEGMENTS 1000u
+#define SIM__CLOTH_COOKIE      0x434c4f54u /* "CLOT" */
+#define SIM__MAX_CLOTH_SIDE    256u
+#define SIM__RAGDOLL_COOKIE    0x5241474du /* "RAGM" */
+#define SIM__CHAR_COOKIE       0x43484152u /* "CHAR" */
+#define SIM__BALL_COOKIE       0x42414c4cu /* "BALL" */
 
 /// One body in one cell of the broadphase grid.
 typedef struct sim__grid_entry {
@@ -30,10 +62,13 @@ typedef struct sim__grid_entry {
     int32_t cx, cy, cz;
 } sim__grid_entry;
 
-/// A candidate pair of bodies (global indices, a < b).
+/// A candidate pair of bodies (global indices, a < b), or of a body and a
+/// static box (b = SIM__BOX_PAIR | box index).
 typedef struct sim__pair {
     uint32_t a, b;
 } sim__pair;
+
+#define SIM__BOX_PAIR 0x80000000u
 
 /// A contact found at the start of a substep, re-evaluated by every pass
 /// from its points fixed in the bodies (Müller et al. 2020, §3.5), and kept
@@ -47,6 +82,33 @@ typedef struct sim__contact {
     float lambda;  ///< Normal positional impulse accumulated this substep.
     float vn_pre;  ///< Relative normal velocity before the solve.
 } sim__contact;
+
+/// A body's sleep state (island.c): three points fixed in the body (its
+/// centre, the tip of its capsule, a point on its side), and for each the
+/// smallest sphere found so far holding every position it has had since
+/// the body last moved (Jolt's sleep test).
+typedef struct sim__sleep {
+    sim_vec3 c[3];  ///< Sphere centres, m.
+    float r[3];     ///< Sphere radii, m.
+    float time;     ///< Time the spheres have stayed small, s.
+    uint32_t next;  ///< Asleep: the next body of its sleeping island (a ring).
+    uint8_t asleep; ///< 1 while frozen in a sleeping island.
+} sim__sleep;
+
+/// One island of this tick (island.c): ranges into isl_bodies, isl_joints
+/// and isl_pairs.
+typedef struct sim__island {
+    uint32_t body_first, body_count;
+    uint32_t joint_first, joint_count;
+    uint32_t pair_first, pair_count;
+    float closing;   ///< Fastest closing speed of its possible contacts, m/s.
+    bool awake_only; ///< Holds a body that may not sleep (kinematic, animated).
+} sim__island;
+
+/// A joint of an island: global body indices and the joint's index.
+typedef struct sim__ijoint {
+    uint32_t p, c, j;
+} sim__ijoint;
 
 /// A drive's gains and their ramp.
 typedef struct sim__gains {
@@ -71,8 +133,7 @@ typedef struct sim__char {
     sim_vec3 target_x[SIM_MAX_BONES]; ///< This tick's animated pose.
     sim_quat target_q[SIM_MAX_BONES];
     sim__gains gains[SIM_MAX_BONES]; ///< Drive of the joint to bone i's parent.
-    uint32_t still_ticks;
-    bool settled; ///< A ragdoll at rest, asleep: its bones are frozen until woken.
+    bool settled;                    ///< Its bones are asleep (island.c), frozen until woken.
 } sim__char;
 
 /// Kinds of distance constraint.
@@ -153,7 +214,10 @@ typedef struct sim__entity {
 
 struct sim_world {
     sim_allocator alloc;
-    sim_world_def def;
+    sim_world_def def; ///< Its limits (max_*) are what `reserved` may grow to.
+    /// What the arrays have room for now (world.c's SIM__WORLD_ARRAYS gives
+    /// each array's capacity from it): grown at spawn time, never in a step.
+    sim_counts reserved;
     sim_params params;
     float dt;
     uint64_t tick;
@@ -207,18 +271,29 @@ struct sim_world {
     sim_vec3* aabb_hi;
     sim__pair* pairs;
     uint32_t pair_count, pair_cap;
-    /// Fastest closing speed of this tick's possible contacts (a candidate
-    /// pair's relative surface speed, or a body's own near the ground or a
-    /// box), m/s: what the rigid substeps are split for.
-    float closing_speed;
     sim__contact* contacts;
     uint32_t contact_count, contact_cap;
+    float* closing; ///< Per body: fastest closing speed of its possible contacts this tick.
+
+    // Islands (island.c), rebuilt every tick.
+    sim__sleep* bsleep;      ///< Per body, kept across ticks (moves with the bodies).
+    uint32_t* uf;            ///< Per body: union-find parent.
+    uint32_t* isl_of;        ///< Per body: scratch.
+    uint32_t* isl_of_body;   ///< Per body: its island, or UINT32_MAX (asleep, or lone kinematic).
+    uint32_t* isl_bodies;    ///< Bodies grouped by island.
+    sim__ijoint* isl_joints; ///< Joints grouped by island.
+    uint32_t* isl_pairs;     ///< Broad-phase pair indices grouped by island.
+    sim__island* islands;
+    uint32_t island_count;
+    sim_tick_stats stats;    ///< The last tick's (step.c).
     sim_overflows overflows; ///< What the arrays above had no room for.
 };
 
 /// Reserves storage for a new entity at the end of the arrays and fills its
-/// slot. On error nothing changes. Counts are checked against capacities and
-/// the solver work budget.
+/// slot, growing the arrays (sim_world_reserve()) when they have no room.
+/// On error nothing changes. Counts are checked against the def's limits
+/// and the solver work budget (SIM_E_CAPACITY); a refused growth is
+/// SIM_E_NOMEM.
 int sim__entity_begin(sim_world* w, sim_entity_kind kind, uint32_t particles, uint32_t dists,
                       uint32_t joints, uint32_t bodies, uint32_t bjoints, sim_entity_id* out_id,
                       sim__entity** out);
@@ -280,3 +355,80 @@ void sim__collide_project(sim_world* w);
 /// substep by moving their previous positions (velocity pass, after Müller
 /// et al. 2020 section 3.5, in displacement form). h is the substep length.
 void sim__collide_respond(sim_world* w, float h);
+
+/// Whether the world's solver work per tick, with an entity of these counts
+/// added, stays within def.max_solver_work (0: no limit) (world.c).
+bool sim__work_fits(const sim_world* w, uint32_t particles, uint32_t dists, uint32_t joints,
+                    uint32_t bodies, uint32_t bjoints);
+
+/// Verlet-integrates every particle over one substep; g_h2 is gravity × h²
+/// (particle.c).
+void sim__particles_integrate(sim_world* w, sim_vec3 g_h2);
+
+/// One relaxation pass over every entity's distance constraints and joint
+/// limits; inv_h2 = 1/h² for XPBD compliance (particle.c).
+void sim__particles_project(sim_world* w, float inv_h2);
+
+/// The joint-limit clean-up passes after a substep's last collision
+/// projection (particle.c).
+void sim__particles_joint_limits(sim_world* w);
+
+/// Projects the drags, one XPBD pass (interact.c).
+void sim__drags_project(sim_world* w, float inv_h2);
+
+/// The broadphase grid cell holding coordinate v (m).
+static inline int32_t sim__cell_of(float v) {
+    return (int32_t)floorf(v / SIM__GRID_CELL);
+}
+
+/// The bucket of grid cell (x, y, z) (Teschner et al. 2003's spatial hash).
+static inline uint32_t sim__cell_hash(int32_t x, int32_t y, int32_t z) {
+    uint32_t h = (uint32_t)x * 73856093u ^ (uint32_t)y * 19349663u ^ (uint32_t)z * 83492791u;
+    return h & (SIM__GRID_BUCKETS - 1u);
+}
+
+/// Whether two axis-aligned boxes overlap (touching counts).
+static inline bool sim__aabb_overlap(sim_vec3 alo, sim_vec3 ahi, sim_vec3 blo, sim_vec3 bhi) {
+    return alo.x <= bhi.x && blo.x <= ahi.x && alo.y <= bhi.y && blo.y <= ahi.y && alo.z <= bhi.z &&
+           blo.z <= ahi.z;
+}
+
+/// Builds this tick's islands from the joints and the broad phase's pairs
+/// (call after sim__contacts_begin_tick) (island.c).
+void sim__islands_build(sim_world* w);
+
+/// Steps the kinematic bodies that are in no island by h (island.c).
+void sim__kinematic_advance(sim_world* w, float h);
+
+/// After a tick: updates every island body's sleep time and puts islands
+/// that have been slow for SIM__SLEEP_TIME to sleep (island.c).
+void sim__islands_sleep(sim_world* w, float dt);
+
+/// Wakes the sleeping island holding body i (nothing if it is awake).
+void sim__body_wake(sim_world* w, uint32_t i);
+
+/// Wakes the islands of every body of entity e.
+void sim__entity_wake(sim_world* w, const sim__entity* e);
+
+/// Wakes every sleeping island (gravity changed, a box appeared).
+void sim__wake_all(sim_world* w);
+
+/// Bodies [first, first + count) are about to be removed: wakes their
+/// islands and whatever sleeps touching them, and renumbers the sleeping
+/// rings past the gap (island.c).
+void sim__sleep_despawned(sim_world* w, uint32_t first, uint32_t count);
+
+/// One rigid substep of length h of island k (solver.c).
+void sim__island_substep(sim_world* w, const sim__island* isl, float h);
+
+/// Closes what joint gaps and limit violations a tick left, by moving poses
+/// only: velocities are not touched, so no energy comes from it (solver.c).
+void sim__island_stabilize(sim_world* w, const sim__island* isl, int passes);
+
+/// The rigid split of island k this tick (solver.c).
+int sim__island_split(const sim_world* w, const sim__island* isl, int substeps);
+
+/// Finds the substep's contacts of one island on the predicted poses: its
+/// dynamic bodies against the ground and boxes, and its candidate pairs
+/// (contact.c).
+void sim__contacts_find(sim_world* w, const sim__island* isl, float h);

@@ -22,7 +22,8 @@ int main(int argc, char** argv) {
     }
     sim_library* lib = NULL;
     char err[256];
-    if (sim_library_create(&lib) != SIM_OK || app_assets_load(argv[1], lib, err, sizeof err) != 0) {
+    if (sim_library_create(&lib) != SIM_OK ||
+        app_assets_load(argv[1], lib, NULL, NULL, err, sizeof err) != 0) {
         fprintf(stderr, "scene_hash: %s\n", err);
         return 1;
     }

@@ -55,6 +55,12 @@ static void check_command(const rdp_command* c) {
     switch (c->op) {
     case RDP_OP_CREATE_WORLD:
         check_name(c->u.create_world.name, sizeof c->u.create_world.name, 1);
+        FUZZ_CHECK(c->u.create_world.limits.given < (1u << RDP_LIMIT_COUNT));
+        for (int i = 0; i < RDP_LIMIT_COUNT; ++i) {
+            uint32_t v = c->u.create_world.limits.value[i];
+            bool given = (c->u.create_world.limits.given >> i) & 1u;
+            FUZZ_CHECK(given ? v >= 1 && v <= RDP_MAX_LIMIT : v == 0);
+        }
         break;
     case RDP_OP_APPLY_IMPULSE:
         if (c->given & RDP_GIVEN_BONE) {

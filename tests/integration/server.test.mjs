@@ -693,6 +693,68 @@ test('characters count in the solver budget and the rigid-body capacity', async 
   }
 });
 
+test('create_world limits: refused when bad with nothing else changed; a world made for 300 humanoids holds them', async () => {
+  const s = await startServer(['--no-demo', '--max-solver-work', '1000000000', '--max-total-solver-work', '10000000000',
+    '--world-ceiling', 'bodies=8000,joints=8000']);
+  const reserved = async (world) => {
+    const page = await (await fetch(`${s.http}/metrics`)).text();
+    const m = page.match(new RegExp(`^ragdolld_world_reserved_bytes\\{world="${world}"\\} (\\d+)$`, 'm'));
+    return m ? Number(m[1]) : null;
+  };
+  try {
+    const c = await Client.connect(s.url);
+    const outside = 'is outside [1, 67108864]';
+    const bad = [
+      [{ bodies: -1 }, 'out_of_range', `field "limits.bodies" = -1 ${outside}`],
+      [{ bodies: 0 }, 'out_of_range', `field "limits.bodies" = 0 ${outside}`],
+      [{ particles: 2 ** 26 + 1 }, 'out_of_range', `field "limits.particles" = 67108865 ${outside}`],
+      [{ bodies: 8001 }, 'too_large', "limits.bodies = 8001 is above this server's ceiling of 8000 for a world (--world-ceiling)"],
+      [{ entities: 4097 }, 'too_large', "limits.entities = 4097 is above this server's ceiling of 4096 for a world (--world-ceiling)"],
+      [{ joints: 'many' }, 'bad_request', 'field "limits.joints" must be a number'],
+      [{ joints: [1] }, 'bad_request', 'field "limits.joints" must be a number'],
+      [{ entities: 2.5 }, 'bad_request', 'field "limits.entities" must be an integer'],
+      [{ bones: 3 }, 'bad_request', 'field "limits" has no limit "bones" (limits are entities, particles, constraints, bodies, joints, contacts)'],
+      [[4096], 'bad_request', 'field "limits" must be an object of limits, e.g. {"bodies": 4096}'],
+      ['lots', 'bad_request', 'field "limits" must be an object of limits, e.g. {"bodies": 4096}'],
+    ];
+    for (const [limits, code, message] of bad) {
+      const r = await c.send({ op: 'create_world', name: 'rain', limits });
+      assert.deepEqual(r.error, { code, message }, JSON.stringify(limits));
+    }
+    const inf = await c.sendRaw('{"op":"create_world","id":99,"name":"rain","limits":{"contacts":1e999}}');
+    assert.deepEqual(inf.error, { code: 'not_finite', message: 'field "limits.contacts" is not finite' });
+    assert.deepEqual((await c.send({ op: 'list_worlds' })).worlds, [], 'no world was made');
+
+    // 300 humanoids of 16 bones and 15 joints: 4800 bodies, 4500 joints.
+    const r = await c.send({ op: 'create_world', name: 'rain', limits: { entities: 300, bodies: 4800, joints: 4500, contacts: 115200 } });
+    assert.equal(r.ok, true, JSON.stringify(r));
+    assert.deepEqual(r.limits, { entities: 300, particles: 32768, constraints: 262144, bodies: 4800, joints: 4500, contacts: 115200 });
+    const world = r.world;
+    const empty = await reserved(world);
+    assert.ok(empty > 0 && empty < 64 * 1024, `an empty world reserves ${empty} bytes`);
+    for (let batch = 0; batch < 3; ++batch) {
+      const replies = await Promise.all(Array.from({ length: 100 }, (_, k) => {
+        const i = batch * 100 + k;
+        return c.send({ op: 'spawn_character', world, position: [(i % 20) * 1.5 - 15, 0, Math.floor(i / 20) * 1.5 - 11] });
+      }));
+      for (const x of replies) assert.equal(x.ok, true, JSON.stringify(x));
+    }
+    const full = await c.send({ op: 'spawn_rope', world, anchor: [0, 5, 0], segments: 1, segment_length: 0.1 });
+    assert.equal(full.error.code, 'too_large');
+    assert.equal(full.error.message, `world ${world} already holds 300 entities, the most a world may`);
+    const held = await reserved(world);
+    // Each body takes at least its state (about 2.4 KB with its share of
+    // the broadphase and contact arrays); a world of the old layout took
+    // 13.8 MiB whatever it held, and could not hold these.
+    assert.ok(held > empty + 4800 * 2000, `300 humanoids: ${held} bytes`);
+    assert.ok(held < 64 * 1024 * 1024, `300 humanoids: ${held} bytes`);
+    assert.equal((await c.send({ op: 'list_worlds' })).worlds[0].entities, 300);
+    await c.close();
+  } finally {
+    assert.equal(await s.stop(), 0);
+  }
+});
+
 test('a subscription receives at most 4 MiB of snapshots per second: fewer snapshots of a huge world', async () => {
   const s = await startServer(['--no-demo']);
   try {

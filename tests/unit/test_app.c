@@ -143,6 +143,78 @@ static void test_app_rejects_bad_flags_with_a_message(void** state) {
     }
 }
 
+static void test_app_world_limits_and_ceiling_flags(void** state) {
+    (void)state;
+    char out[4096] = "", err[4096] = "";
+    app_config c;
+    unsetenv("RAGDOLLD_WORLD_LIMITS");
+    unsetenv("RAGDOLLD_WORLD_CEILING");
+    // Defaults: the simulator's default world, under the default ceiling.
+    c = app_config_default();
+    const uint32_t limits[RDP_LIMIT_COUNT] = {256, 32768, 262144, 2048, 2048, 49152};
+    const uint32_t ceiling[RDP_LIMIT_COUNT] = {4096, 1048576, 4194304, 16384, 16384, 393216};
+    for (int i = 0; i < RDP_LIMIT_COUNT; ++i) {
+        assert_int_equal(c.world_limits[i], limits[i]);
+        assert_int_equal(c.world_ceiling[i], ceiling[i]);
+    }
+    // Some of each; the others keep their defaults.
+    const char* set[] = {"--world-limits", "bodies=4800,joints=4500,entities=300",
+                         "--world-ceiling=bodies=8000,particles=100000", NULL};
+    assert_int_equal(parse(set, &c, out, err), 0);
+    assert_int_equal(c.world_limits[RDP_LIMIT_BODIES], 4800);
+    assert_int_equal(c.world_limits[RDP_LIMIT_JOINTS], 4500);
+    assert_int_equal(c.world_limits[RDP_LIMIT_ENTITIES], 300);
+    assert_int_equal(c.world_limits[RDP_LIMIT_PARTICLES], 32768);
+    assert_int_equal(c.world_ceiling[RDP_LIMIT_BODIES], 8000);
+    assert_int_equal(c.world_ceiling[RDP_LIMIT_PARTICLES], 100000);
+    assert_int_equal(c.world_ceiling[RDP_LIMIT_JOINTS], 16384);
+    // A ceiling below a default limit that was not given lowers the limit.
+    const char* low[] = {"--world-ceiling", "bodies=100", NULL};
+    assert_int_equal(parse(low, &c, out, err), 0);
+    assert_int_equal(c.world_limits[RDP_LIMIT_BODIES], 100);
+    // The environment, when the flag is absent.
+    setenv("RAGDOLLD_WORLD_LIMITS", "contacts=1000", 1);
+    setenv("RAGDOLLD_WORLD_CEILING", "contacts=2000", 1);
+    const char* none[] = {NULL};
+    assert_int_equal(parse(none, &c, out, err), 0);
+    assert_int_equal(c.world_limits[RDP_LIMIT_CONTACTS], 1000);
+    assert_int_equal(c.world_ceiling[RDP_LIMIT_CONTACTS], 2000);
+    const char* flag[] = {"--world-limits", "contacts=10", NULL};
+    assert_int_equal(parse(flag, &c, out, err), 0);
+    assert_int_equal(c.world_limits[RDP_LIMIT_CONTACTS], 10);
+    setenv("RAGDOLLD_WORLD_LIMITS", "contacts=nope", 1);
+    assert_int_equal(parse(none, &c, out, err), -1);
+    assert_string_equal(err, "ragdolld: RAGDOLLD_WORLD_LIMITS: contacts takes a number from 1 to "
+                             "67108864, not \"nope\"\n");
+    unsetenv("RAGDOLLD_WORLD_LIMITS");
+    unsetenv("RAGDOLLD_WORLD_CEILING");
+    // Refusals, each with its reason.
+    const struct {
+        const char* args[3];
+        const char* err;
+    } bad[] = {
+        {{"--world-limits", "bodies=0", NULL},
+         "ragdolld: --world-limits: bodies takes a number from 1 to 1048576, not \"0\"\n"},
+        {{"--world-limits", "bodies=-5", NULL},
+         "ragdolld: --world-limits: bodies takes a number from 1 to 1048576, not \"-5\"\n"},
+        {{"--world-ceiling", "bodies=1048577", NULL},
+         "ragdolld: --world-ceiling: bodies takes a number from 1 to 1048576, not \"1048577\"\n"},
+        {{"--world-limits", "bones=5", NULL},
+         "ragdolld: --world-limits: \"bones\" is not NAME=N with NAME one of entities, "
+         "particles, constraints, bodies, joints, contacts\n"},
+        {{"--world-limits", "bodies", NULL},
+         "ragdolld: --world-limits: \"bodies\" is not NAME=N with NAME one of entities, "
+         "particles, constraints, bodies, joints, contacts\n"},
+        {{"--world-limits", "bodies=20000", NULL},
+         "ragdolld: the world limit bodies=20000 is above the ceiling bodies=16384\n"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        err[0] = '\0';
+        assert_int_equal(parse(bad[i].args, &c, out, err), -1);
+        assert_string_equal(err, bad[i].err);
+    }
+}
+
 static void test_app_public_bind_needs_an_auth_file(void** state) {
     (void)state;
     char out[4096] = "", err[4096] = "";
@@ -325,7 +397,7 @@ static int budget_teardown(void** state) {
 
 static app_world* world(budget_fixture* f, uint32_t tick_hz) {
     app_world* w = NULL;
-    assert_int_equal(app__world_create(f->app, "t", tick_hz, &w), RDP_OK);
+    assert_int_equal(app__world_create(f->app, "t", tick_hz, f->app->cfg.world_limits, &w), RDP_OK);
     return w;
 }
 
@@ -441,6 +513,69 @@ static void test_app_solver_work_is_limited_per_world_and_in_all(void** state) {
     expect_ok(apply(f, a, "\"op\":\"despawn\",\"entity\":%llu", (unsigned long long)first));
     expect_ok(apply(f, b, CLOTH64));
     assert_true(app__server_rate(f->app) == (224272u + 16008u + 224272u) * 60u + 488u * 120u);
+}
+
+static void test_app_world_limits_are_the_worlds_own(void** state) {
+    budget_fixture* f = *state;
+    uint32_t limits[RDP_LIMIT_COUNT];
+    char msg[160] = "";
+    // Nothing asked: the server's defaults.
+    assert_true(app__world_limits(f->app, NULL, limits, msg, sizeof msg));
+    assert_int_equal(limits[RDP_LIMIT_BODIES], 2048);
+    // Some asked: those, and the defaults for the rest.
+    rdp_limits asked = {(1u << RDP_LIMIT_BODIES) | (1u << RDP_LIMIT_ENTITIES), {0}};
+    asked.value[RDP_LIMIT_BODIES] = 2;
+    asked.value[RDP_LIMIT_ENTITIES] = 5;
+    assert_true(app__world_limits(f->app, &asked, limits, msg, sizeof msg));
+    assert_int_equal(limits[RDP_LIMIT_BODIES], 2);
+    assert_int_equal(limits[RDP_LIMIT_ENTITIES], 5);
+    assert_int_equal(limits[RDP_LIMIT_PARTICLES], 32768);
+    app_world* w = NULL;
+    assert_int_equal(app__world_create(f->app, "small", 60, limits, &w), RDP_OK);
+    assert_int_equal(w->def.max_bodies, 2);
+    assert_int_equal(w->def.max_entities, 5);
+    // Its spawns are refused at its own limits, named with the numbers.
+    const char* ball = "\"op\":\"spawn_ball\",\"position\":[0,3,0]";
+    expect_ok(apply(f, w, "%s", ball));
+    expect_ok(apply(f, w, "%s", ball));
+    expect_error(apply(f, w, "%s", ball), "too_large",
+                 "world 1 holds 2 rigid bodies and this ball adds 1; a world holds at most 2");
+    for (int i = 0; i < 3; ++i) {
+        expect_ok(apply(f, w,
+                        "\"op\":\"spawn_rope\",\"anchor\":[0,9,0],\"segments\":1,"
+                        "\"segment_length\":0.1"));
+    }
+    expect_error(apply(f, w, RAGDOLL), "too_large",
+                 "world 1 already holds 5 entities, the most a world may");
+    assert_int_equal(sim_world_entity_count(w->sim), 5);
+    // Above the ceiling: refused, with the ceiling named.
+    asked.given = 1u << RDP_LIMIT_JOINTS;
+    asked.value[RDP_LIMIT_JOINTS] = 16385;
+    assert_false(app__world_limits(f->app, &asked, limits, msg, sizeof msg));
+    assert_string_equal(msg, "limits.joints = 16385 is above this server's ceiling of 16384 for a "
+                             "world (--world-ceiling)");
+    asked.value[RDP_LIMIT_JOINTS] = 16384; // at the ceiling is fine
+    assert_true(app__world_limits(f->app, &asked, limits, msg, sizeof msg));
+}
+
+// A demo world that does not fit in --world-limits stops the server with a
+// line that says so (not "out of memory").
+static void test_app_demo_outside_its_limits_is_refused_with_a_reason(void** state) {
+    (void)state;
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    char log[4096] = "";
+    FILE* f = fmemopen(log, sizeof log, "w");
+    app_config cfg = app_config_default();
+    cfg.port = 0;
+    cfg.log_stream = f;
+    cfg.world_limits[RDP_LIMIT_PARTICLES] = 100; // the demo has 437 (no library: no characters)
+    app_server* app = NULL;
+    assert_int_equal(app_server_start(&loop, &cfg, &app), UV_EINVAL);
+    fclose(f);
+    assert_non_null(strstr(log, "the demo world does not fit in --world-limits or "
+                                "--max-solver-work; raise them or give --no-demo"));
+    assert_int_equal(uv_loop_close(&loop), 0);
 }
 
 static void test_app_capacity_refusals_name_their_limit(void** state) {
@@ -591,6 +726,33 @@ static void test_app_log_lines_are_escaped_filtered_and_rate_limited(void** stat
         cJSON_Delete(j);
         line = nl + 1;
     }
+}
+
+// A skeleton that loaded with a warning is logged at startup with its file
+// and both bones (the warning as sim_library_add_skeleton() fills it).
+static void test_app_asset_warnings_are_logged_with_file_and_bones(void** state) {
+    (void)state;
+    static char text[4096];
+    memset(text, 0, sizeof text);
+    FILE* f = fmemopen(text, sizeof text, "w");
+    app_log log;
+    app__log_init(&log, f, APP_LOG_WARN, APP_LOG_TEXT);
+    static sim_skeleton_def sk;
+    memset(&sk, 0, sizeof sk);
+    strcpy(sk.name, "clubbed");
+    sk.bone_count = 2;
+    strcpy(sk.bones[0].name, "torso");
+    strcpy(sk.bones[1].name, "club");
+    sim_skeleton_issue w = {
+        .kind = SIM_SKELETON_MASS_RATIO, .bone = 1, .other = 0, .value = 365.0f};
+    strcpy(w.message, "skeleton clubbed: bone club and its parent torso differ in mass 365.0:1");
+    app__report_asset_warning(&log, "assets/skeletons/club.json", &sk, &w);
+    fclose(f);
+    assert_non_null(strstr(text, " level=warn event=asset_warning file=assets/skeletons/club.json "
+                                 "skeleton=clubbed bone=club parent=torso mass_ratio=365.000 "
+                                 "message=\"skeleton clubbed: bone club and its parent torso "
+                                 "differ in mass 365.0:1\"\n"));
+    assert_int_equal(lines_of(text), 1);
 }
 
 static void test_app_metrics_counters_are_bounded(void** state) {
@@ -1091,13 +1253,18 @@ int main(void) {
         cmocka_unit_test(test_app_help_and_version_exit_successfully),
         cmocka_unit_test(test_app_rejects_bad_flags_with_a_message),
         cmocka_unit_test(test_app_describe_budget_is_a_token_bucket),
+        cmocka_unit_test(test_app_world_limits_and_ceiling_flags),
+        cmocka_unit_test(test_app_demo_outside_its_limits_is_refused_with_a_reason),
         cmocka_unit_test(test_app_public_bind_needs_an_auth_file),
         cmocka_unit_test(test_app_auth_file_is_parsed_and_checked),
         cmocka_unit_test_setup_teardown(test_app_solver_work_is_limited_per_world_and_in_all,
                                         budget_setup, budget_teardown),
+        cmocka_unit_test_setup_teardown(test_app_world_limits_are_the_worlds_own, budget_setup,
+                                        budget_teardown),
         cmocka_unit_test_setup_teardown(test_app_capacity_refusals_name_their_limit, budget_setup,
                                         budget_teardown),
         cmocka_unit_test(test_app_log_lines_are_escaped_filtered_and_rate_limited),
+        cmocka_unit_test(test_app_asset_warnings_are_logged_with_file_and_bones),
         cmocka_unit_test(test_app_metrics_counters_are_bounded),
         cmocka_unit_test_setup_teardown(test_app_metrics_count_commands_messages_and_closes,
                                         live_setup, live_teardown),

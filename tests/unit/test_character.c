@@ -164,7 +164,7 @@ static int setup(void** state) {
     (void)state;
     char err[256];
     if (sim_library_create(&g_lib) != SIM_OK ||
-        app_assets_load(RD_ASSETS_DIR, g_lib, err, sizeof err) != 0) {
+        app_assets_load(RD_ASSETS_DIR, g_lib, NULL, NULL, err, sizeof err) != 0) {
         fprintf(stderr, "assets: %s\n", err);
         return -1;
     }
@@ -361,7 +361,7 @@ static void test_drive_oscillates_at_the_pd_natural_frequency(void** state) {
     d.bones[1].axis = v3(1, 0, 0);
     d.bones[1].twist_min = -3.0f;
     d.bones[1].twist_max = 3.0f;
-    assert_int_equal(sim_library_add_skeleton(g_lib, &d), SIM_OK);
+    assert_int_equal(sim_library_add_skeleton(g_lib, &d, NULL), SIM_OK);
     const float t0 = 0.0f;
     sim_vec3 rp = v3(0, 2.1f, 0);
     sim_quat rr = q_identity(), rot[2] = {q_identity(), q_identity()};

@@ -115,6 +115,78 @@ static void test_rdp_decodes_every_op(void** state) {
     assert_true(c.u.set_params.gravity.y == -3.0);
 }
 
+// create_world's limits: an object of known keys, each a whole number in
+// [1, 2^26]; whatever is wrong is named, with the code of its kind.
+static void expect_message(const char* text, rdp_code want, const char* message) {
+    rdp_command cmd;
+    rdp_error err;
+    assert_int_equal(decode(text, &cmd, &err), want);
+    assert_string_equal(err.message, message);
+}
+
+static void test_rdp_decodes_create_world_limits(void** state) {
+    (void)state;
+    rdp_command c;
+    rdp_error e;
+    assert_int_equal(
+        decode("{\"op\":\"create_world\",\"name\":\"rain\",\"limits\":{\"bodies\":4800,"
+               "\"joints\":4500,\"entities\":300}}",
+               &c, &e),
+        RDP_OK);
+    const rdp_limits* l = &c.u.create_world.limits;
+    assert_int_equal(l->given, (1u << RDP_LIMIT_BODIES) | (1u << RDP_LIMIT_JOINTS) |
+                                   (1u << RDP_LIMIT_ENTITIES));
+    assert_int_equal(l->value[RDP_LIMIT_BODIES], 4800);
+    assert_int_equal(l->value[RDP_LIMIT_JOINTS], 4500);
+    assert_int_equal(l->value[RDP_LIMIT_ENTITIES], 300);
+    // Every key, at both ends of the range; an empty object gives none.
+    assert_int_equal(decode("{\"op\":\"create_world\",\"name\":\"a\",\"limits\":{\"entities\":1,"
+                            "\"particles\":1,\"constraints\":67108864,\"bodies\":1,\"joints\":1,"
+                            "\"contacts\":1}}",
+                            &c, &e),
+                     RDP_OK);
+    assert_int_equal(c.u.create_world.limits.given, (1u << RDP_LIMIT_COUNT) - 1);
+    assert_int_equal(c.u.create_world.limits.value[RDP_LIMIT_CONSTRAINTS], 67108864);
+    assert_int_equal(decode("{\"op\":\"create_world\",\"name\":\"a\",\"limits\":{}}", &c, &e),
+                     RDP_OK);
+    assert_int_equal(c.u.create_world.limits.given, 0);
+    assert_int_equal(decode("{\"op\":\"create_world\",\"name\":\"a\"}", &c, &e), RDP_OK);
+    assert_int_equal(c.u.create_world.limits.given, 0);
+    for (int i = 0; i < RDP_LIMIT_COUNT; ++i) {
+        assert_non_null(rdp_limit_name((rdp_limit)i));
+    }
+    assert_string_equal(rdp_limit_name(RDP_LIMIT_CONTACTS), "contacts");
+    assert_null(rdp_limit_name(RDP_LIMIT_COUNT));
+
+#define CW(limits) "{\"op\":\"create_world\",\"name\":\"a\",\"limits\":" limits "}"
+    expect_message(CW("{\"bodies\":-1}"), RDP_E_OUT_OF_RANGE,
+                   "field \"limits.bodies\" = -1 is outside [1, 67108864]");
+    expect_message(CW("{\"bodies\":0}"), RDP_E_OUT_OF_RANGE,
+                   "field \"limits.bodies\" = 0 is outside [1, 67108864]");
+    expect_message(CW("{\"particles\":67108865}"), RDP_E_OUT_OF_RANGE,
+                   "field \"limits.particles\" = 67108865 is outside [1, 67108864]");
+    expect_message(CW("{\"joints\":\"lots\"}"), RDP_E_BAD_REQUEST,
+                   "field \"limits.joints\" must be a number");
+    expect_message(CW("{\"joints\":null}"), RDP_E_BAD_REQUEST,
+                   "field \"limits.joints\" must be a number");
+    expect_message(CW("{\"entities\":2.5}"), RDP_E_BAD_REQUEST,
+                   "field \"limits.entities\" must be an integer");
+    expect_message(CW("{\"contacts\":1e999}"), RDP_E_NOT_FINITE,
+                   "field \"limits.contacts\" is not finite");
+    expect_message(CW("{\"bones\":10}"), RDP_E_BAD_REQUEST,
+                   "field \"limits\" has no limit \"bones\" (limits are entities, particles, "
+                   "constraints, bodies, joints, contacts)");
+    expect_message(CW("[4096]"), RDP_E_BAD_REQUEST,
+                   "field \"limits\" must be an object of limits, e.g. {\"bodies\": 4096}");
+    expect_message(CW("4096"), RDP_E_BAD_REQUEST,
+                   "field \"limits\" must be an object of limits, e.g. {\"bodies\": 4096}");
+    // Shape before finiteness before range, across keys: the unknown key is
+    // named although an earlier value is out of range.
+    expect_code(CW("{\"bodies\":0,\"x\":1}"), RDP_E_BAD_REQUEST);
+    expect_code(CW("{\"bodies\":0,\"joints\":1e999}"), RDP_E_NOT_FINITE);
+#undef CW
+}
+
 static void test_rdp_rejects_bad_input_with_the_right_code(void** state) {
     (void)state;
     expect_code("{\"op\":\"list_worlds\"", RDP_E_BAD_JSON);
@@ -944,6 +1016,7 @@ int main(void) {
         cmocka_unit_test(test_rdp_decodes_spawn_rope_with_defaults),
         cmocka_unit_test(test_rdp_decodes_every_op),
         cmocka_unit_test(test_rdp_rejects_bad_input_with_the_right_code),
+        cmocka_unit_test(test_rdp_decodes_create_world_limits),
         cmocka_unit_test(test_rdp_refuses_raw_control_bytes_as_bad_json),
         cmocka_unit_test(test_rdp_quotes_an_unknown_op_cut_between_characters),
         cmocka_unit_test(test_rdp_checks_shape_before_finiteness_before_range),

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "assets.h"
+#include "rdp.h"
 #include "sim.h"
 
 #include <uv.h>
@@ -102,6 +103,17 @@ typedef struct app_config {
     /// Solver projections per tick a world may need (sim_world_def
     /// max_solver_work). Default 10^6.
     uint64_t max_solver_work;
+    /// Limits of every world (indexed by rdp_limit: entities, particles,
+    /// constraints, rigid bodies, rigid joints, contacts per substep) that
+    /// create_world does not set, and of the demo world (--world-limits,
+    /// $RAGDOLLD_WORLD_LIMITS). Defaults: 256, 32768, 262144, 2048, 2048,
+    /// 49152 (sim_world_def_default()'s). Each at most world_ceiling's.
+    uint32_t world_limits[RDP_LIMIT_COUNT];
+    /// The most create_world may ask for (--world-ceiling,
+    /// $RAGDOLLD_WORLD_CEILING); beyond it: too_large. It bounds the memory
+    /// one world can ever take (sim_world_def_max_bytes()). Defaults: 4096,
+    /// 1048576, 4194304, 16384, 16384, 393216.
+    uint32_t world_ceiling[RDP_LIMIT_COUNT];
     /// Solver projections all worlds together may need per 1/60 s: the sum
     /// over worlds of work per tick × tick_hz / 60 (a 120 Hz world counts
     /// double). A spawn or set_params beyond it gets too_large. Default
@@ -157,8 +169,10 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
 typedef struct app_server app_server;
 
 /// Starts listening on `loop` and, if cfg->demo, creates the demo world.
-/// Returns 0 and *out, or a negative libuv error (e.g. UV_EADDRINUSE) or
-/// UV_ENOMEM. Strings in cfg are copied.
+/// Returns 0 and *out, or a negative libuv error (e.g. UV_EADDRINUSE),
+/// UV_ENOMEM, or UV_EINVAL when the demo world does not fit in
+/// cfg->world_limits or cfg->max_solver_work (an error line is logged).
+/// Strings in cfg are copied.
 int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out);
 
 /// The TCP port the server listens on.

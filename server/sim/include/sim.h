@@ -12,9 +12,13 @@
  * impulses. Right-handed with +Y up. Angles in radians unless a name ends in
  * _deg.
  *
- * Allocation: everything a world needs is allocated in sim_world_create() from
- * the def's capacities. Stepping, spawning and despawning never allocate;
- * exceeding a capacity is an error return (SIM_E_CAPACITY), never a realloc.
+ * Allocation: a world's def sets its limits (max_particles, max_bodies, ...),
+ * the most it may ever hold. Its arrays start small and grow geometrically
+ * (doubling, capped at the limits) when a spawn needs room, through the def's
+ * allocator; sim_world_reserve() grows them ahead of time. Stepping and
+ * despawning never allocate, and nothing shrinks (a world keeps its high-water
+ * mark). A spawn beyond a limit is SIM_E_CAPACITY; a growth the allocator
+ * refuses is SIM_E_NOMEM, and the world is as it was.
  *
  * Errors: functions that can fail return int, 0 on success or a negative
  * SIM_E_* code (see sim_strerror()). On error nothing in the world changes.
@@ -163,8 +167,15 @@ typedef struct sim_params {
     sim_vec3 gravity; ///< m/s²; each component within ±SIM_MAX_GRAVITY.
     /// Fraction of the implied velocity kept per substep, [0, 1]; 1 = none.
     float damping;
-    int iterations; ///< Constraint relaxation passes per substep, 1..SIM_MAX_ITERATIONS.
-    int substeps;   ///< Substeps per tick, 1..SIM_MAX_SUBSTEPS.
+    /// Particle constraint relaxation passes per substep,
+    /// 1..SIM_MAX_ITERATIONS. Particles only: rigid bodies take 3 contact
+    /// and joint passes per rigid substep and 4 position-only joint passes
+    /// per tick whatever this is (their accuracy comes from substeps).
+    int iterations;
+    /// Substeps per tick, 1..SIM_MAX_SUBSTEPS. Rigid bodies take at least 4
+    /// rigid substeps per tick and up to 16 per island for fast impacts,
+    /// spread over these.
+    int substeps;
     /// Fraction of the normal speed kept when a particle hits a collider, [0, 1].
     float bounciness;
     /// Particles: fraction of the tangential speed removed per substep in
@@ -177,8 +188,33 @@ typedef struct sim_params {
 /// Returns 0, SIM_E_NOT_FINITE or SIM_E_OUT_OF_RANGE.
 int sim_params_validate(const sim_params* p);
 
+/// The largest limits a world def may give (sim_world_def's max_* fields).
+#define SIM_LIMIT_MAX_ENTITIES    (1u << 20)
+#define SIM_LIMIT_MAX_PARTICLES   (1u << 24)
+#define SIM_LIMIT_MAX_CONSTRAINTS (1u << 26)
+#define SIM_LIMIT_MAX_BODIES      (1u << 20)
+#define SIM_LIMIT_MAX_JOINTS      (1u << 20)
+#define SIM_LIMIT_MAX_CONTACTS    (1u << 26)
+
+/// Counts of what an entity adds to a world (sim_rope_def_counts() and the
+/// other def counts), of what a world holds (sim_world_counts()) or of what
+/// it has room for (sim_world_reserved()).
+typedef struct sim_counts {
+    uint32_t entities;     ///< Entity slots (1 per entity).
+    uint32_t particles;    ///< Particles of ropes, cloths and particle ragdolls.
+    uint32_t constraints;  ///< Distance constraints, equality and inequality.
+    uint32_t joint_limits; ///< Particle ragdolls' joint limits (8 each).
+    uint32_t bodies;       ///< Rigid bodies: characters' bones and balls.
+    uint32_t joints;       ///< Rigid joints between a character's bones.
+} sim_counts;
+
 /// Everything needed to create a world. Always start from
 /// sim_world_def_default(); a hand-zeroed def is rejected.
+///
+/// The max_* fields are limits: the most the world may ever hold, not what
+/// it allocates. Memory follows what it holds (see "Allocation" above and
+/// sim_world_reserved_bytes()); sim_world_def_max_bytes() is what a world
+/// full to every limit would reserve.
 typedef struct sim_world_def {
     sim_params params; ///< Initial parameters.
     float dt;          ///< Tick length in seconds, (0, 1]. Default 1/60.
@@ -186,11 +222,14 @@ typedef struct sim_world_def {
     /// Half-size of the world cube centred on the origin, m: every position a
     /// caller passes in must lie inside it. Default 1000.
     float half_extent;
-    uint32_t max_particles;   ///< Default 32768.
-    uint32_t max_constraints; ///< Distance constraints, default 262144.
-    uint32_t max_entities;    ///< Default 256.
-    uint32_t max_boxes;       ///< Static boxes, default 64.
-    uint32_t max_drags;       ///< Simultaneous drags, default 64.
+    uint32_t max_particles; ///< 1..SIM_LIMIT_MAX_PARTICLES, default 32768.
+    uint32_t
+        max_constraints; ///< Distance constraints, 0..SIM_LIMIT_MAX_CONSTRAINTS, default 262144.
+    /// Entities (slots), 1..SIM_LIMIT_MAX_ENTITIES, default 256. Particle
+    /// joint limits may number 8 per entity.
+    uint32_t max_entities;
+    uint32_t max_boxes; ///< Static boxes, 0..2^20, default 64 (allocated at creation).
+    uint32_t max_drags; ///< Simultaneous drags, 0..2^20, default 64 (allocated at creation).
     /// Solver work allowed per tick, in projections: (distance constraints +
     /// joint limits + particles) × iterations × substeps, plus 100 per rigid
     /// body and rigid joint per rigid substep (at least 4 of those per tick;
@@ -200,8 +239,13 @@ typedef struct sim_world_def {
     /// one world cannot take the whole machine. Default 10^6 (about 10 ms
     /// of one core here); 0 means no limit.
     uint64_t max_solver_work;
-    uint32_t max_bodies; ///< Rigid bodies (bones, balls), default 2048.
-    uint32_t max_joints; ///< Rigid joints, default 2048.
+    uint32_t max_bodies; ///< Rigid bodies (bones, balls), 0..SIM_LIMIT_MAX_BODIES, default 2048.
+    uint32_t max_joints; ///< Rigid joints, 0..SIM_LIMIT_MAX_JOINTS, default 2048.
+    /// Contacts the rigid solver may hold in one substep, 0..SIM_LIMIT_MAX_CONTACTS, default
+    /// 49152 (24 × 2048). Its list has room for 24 per body the world has
+    /// room for, up to this; contacts beyond the room are skipped and
+    /// counted (sim_overflows.contacts).
+    uint32_t max_contacts;
     /// Skeletons and clips for characters; NULL allows no characters. Not
     /// owned: it must outlive the world and not change while the world lives.
     const sim_library* library;
@@ -213,10 +257,14 @@ typedef struct sim_world_def {
 /// (0, -9.81, 0), damping 0.99, bounciness 0.3, friction 0.5, ground on.
 sim_world_def sim_world_def_default(void);
 
-/// Creates a world. All memory is taken here.
-/// Errors: SIM_E_INVALID_ARG (NULL, or a def not from sim_world_def_default()),
-/// SIM_E_NOT_FINITE / SIM_E_OUT_OF_RANGE (a bad field), SIM_E_NOMEM.
-/// On success *out owns the world; free it with sim_world_destroy().
+/// Creates an empty world with room for nothing yet: what it reserves is the
+/// world itself, the event ring, the broadphase's bucket heads, max_boxes
+/// boxes and max_drags drags (about 30 KiB with the defaults, whatever the
+/// limits; sim_world_reserved_bytes()). Its arrays grow when entities are
+/// spawned. Errors: SIM_E_INVALID_ARG (NULL, or a def not from
+/// sim_world_def_default()), SIM_E_NOT_FINITE / SIM_E_OUT_OF_RANGE (a bad
+/// field, ranges on sim_world_def), SIM_E_NOMEM. On success *out owns the
+/// world; free it with sim_world_destroy().
 int sim_world_create(const sim_world_def* def, sim_world** out);
 
 /// Frees a world and everything in it. NULL is allowed.
@@ -362,9 +410,11 @@ sim_ragdoll_def sim_ragdoll_def_default(void);
 /// Spawns a rope, a cloth or a particle ragdoll. Validates the def first.
 /// Errors: SIM_E_INVALID_ARG (NULL or a def not from its _default()),
 /// SIM_E_NOT_FINITE, SIM_E_OUT_OF_RANGE (a field outside its range or a
-/// particle outside the world), SIM_E_CAPACITY (no room for its particles,
-/// constraints or entity slot, or over the solver work budget). On success
-/// *out names the new entity.
+/// particle outside the world), SIM_E_CAPACITY (beyond the world's limits
+/// for particles, constraints, joint limits or entities, or over the solver
+/// work budget), SIM_E_NOMEM (the arrays had to grow and the allocator
+/// refused; the world is unchanged). On success *out names the new entity.
+/// What it adds is what sim_rope_def_counts() and the others say.
 int sim_world_spawn_rope(sim_world* w, const sim_rope_def* def, sim_entity_id* out);
 /// See sim_world_spawn_rope().
 int sim_world_spawn_cloth(sim_world* w, const sim_cloth_def* def, sim_entity_id* out);
@@ -452,6 +502,26 @@ uint32_t sim_world_constraint_count(const sim_world* w);
 /// Total rigid bodies (bones of characters, balls) in the world.
 uint32_t sim_world_body_count(const sim_world* w);
 
+/// Rigid bodies not asleep: in an island this tick, or kinematic (animated).
+/// Sleeping bodies (island.c: an island whose bodies have all been under
+/// 0.05 m/s for 0.5 s) cost nothing until something wakes them.
+uint32_t sim_world_awake_body_count(const sim_world* w);
+
+/// Islands the last tick solved: sets of awake bodies linked by joints or
+/// possible contacts, each solved with its own number of substeps.
+uint32_t sim_world_island_count(const sim_world* w);
+
+/// What the last tick's rigid solver did (for benchmarks and metrics).
+typedef struct sim_tick_stats {
+    uint32_t islands;       ///< Islands solved.
+    uint32_t awake_bodies;  ///< Bodies in islands.
+    uint64_t body_substeps; ///< Σ over islands of bodies × rigid substeps.
+    uint32_t max_substeps;  ///< Rigid substeps of the most split island, per tick.
+} sim_tick_stats;
+
+/// The last tick's solver figures (all zero before the first tick).
+sim_tick_stats sim_world_tick_stats(const sim_world* w);
+
 /// Total rigid joints (between bones of characters) in the world.
 uint32_t sim_world_joint_count(const sim_world* w);
 
@@ -469,12 +539,15 @@ uint64_t sim_world_hash(const sim_world* w);
 bool sim_world_is_finite(const sim_world* w);
 
 /// What the contact solver had no room for, counted since the world was
-/// created. Its arrays are sized at creation in proportion to max_bodies
-/// (27 broadphase grid entries, 16 candidate pairs and 24 contacts per
-/// body); what does not fit is skipped, not grown, so the bodies concerned
-/// miss some collisions in that tick or substep. Non-zero counts mean the
-/// world needs more room (a larger max_bodies) or holds something unusual
-/// (a huge or very fast body covers many grid cells).
+/// created. Its arrays are sized in proportion to the bodies the world has
+/// room for (sim_world_reserved().bodies: 27 broadphase grid entries, 16
+/// candidate pairs and 24 contacts per body, contacts at most
+/// max_contacts), grown at spawn time with the bodies; within a step what
+/// does not fit is skipped, not grown, so the bodies concerned miss some
+/// collisions in that tick or substep. Non-zero counts mean the world needs
+/// more room (sim_world_reserve() more bodies, or a larger max_contacts) or
+/// holds something unusual (a huge or very fast body covers many grid
+/// cells).
 typedef struct sim_overflows {
     uint64_t grid_entries; ///< Body-in-cell entries the broadphase grid dropped (per tick).
     uint64_t pairs;        ///< Candidate body pairs the pair list dropped (per tick).
@@ -561,12 +634,79 @@ int sim_library_create(sim_library** out);
 /// Frees a library. NULL is allowed. No world may still use it.
 void sim_library_destroy(sim_library* lib);
 
+/// Largest mass ratio between a bone and its parent that loads without a
+/// warning (heavier / lighter). Beyond it an iterative joint solver
+/// converges slowly: the light body takes nearly all of every correction,
+/// so joints stretch and jitter under load. PhysX's guide sends large mass
+/// ratios to articulations for this reason, Unity's Joint.massScale and
+/// Unreal's mass conditioning exist to hide them, and Jolt's ragdolls keep
+/// neighbouring bones within 0.8-1.2 of each other.
+#define SIM_SKELETON_MAX_MASS_RATIO 10.0f
+
+/// Bytes in a sim_skeleton_issue message, with the NUL.
+#define SIM_SKELETON_MESSAGE_MAX 320
+
+/// What a skeleton check found (sim_skeleton_issue.kind).
+typedef enum sim_skeleton_issue_kind {
+    SIM_SKELETON_ISSUE_NONE = 0,
+    /// Error: a name, the tree order, a size, a mass, an axis or a limit is
+    /// missing, out of range or inconsistent; the message says which.
+    SIM_SKELETON_INVALID = 1,
+    /// Error: the bind pose lies outside the joint's range (a hinge's
+    /// range or a ball joint's twist range). Limits are measured from the
+    /// bind pose, so a character would spawn violating its own limit and
+    /// the solver would snap the bone into range on the first ragdoll step
+    /// (65-70 rad/s for a 30° snap, issue 9). Rejected like Jolt, whose
+    /// hinge and swing-twist limits must contain the rest pose.
+    /// `value`: degrees outside the range (> 0).
+    SIM_SKELETON_BIND_OUTSIDE_LIMIT = 2,
+    /// Warning: a bone and its parent differ in mass by more than
+    /// SIM_SKELETON_MAX_MASS_RATIO. The skeleton loads (a heavy weapon on a
+    /// hand may be meant), but its joints will stretch under impacts.
+    /// `value`: the heavier mass over the lighter (> 10).
+    SIM_SKELETON_MASS_RATIO = 3,
+} sim_skeleton_issue_kind;
+
+/// One finding of sim_library_add_skeleton() about a skeleton. Plain data:
+/// it points into nothing, so it outlives the def and the library.
+typedef struct sim_skeleton_issue {
+    sim_skeleton_issue_kind kind;
+    int bone;    ///< Index of the bone it is about, or -1 (the skeleton as a whole).
+    int other;   ///< SIM_SKELETON_MASS_RATIO: the parent's index; otherwise -1.
+    float value; ///< See the kind; 0 for SIM_SKELETON_INVALID.
+    /// One line for a person: the skeleton, the bone(s), the limit or the
+    /// masses and the figure, and what to change. NUL-terminated.
+    char message[SIM_SKELETON_MESSAGE_MAX];
+} sim_skeleton_issue;
+
+/// What sim_library_add_skeleton() found, for the caller to show: the
+/// error that refused the skeleton, or the warnings of one that loaded.
+/// Owned by the caller (about 11 KB: keep it off small stacks); the call
+/// overwrites all of it.
+typedef struct sim_skeleton_report {
+    /// Why the skeleton was refused (kind SIM_SKELETON_INVALID or
+    /// SIM_SKELETON_BIND_OUTSIDE_LIMIT), when the call failed with
+    /// SIM_E_INVALID_ARG, SIM_E_NOT_FINITE or SIM_E_OUT_OF_RANGE; kind
+    /// SIM_SKELETON_ISSUE_NONE otherwise.
+    sim_skeleton_issue error;
+    /// Warnings, in bone order, when the skeleton was added; at most one
+    /// per joint, so they always fit. 0 on failure.
+    uint32_t warning_count;
+    sim_skeleton_issue warnings[SIM_MAX_BONES];
+} sim_skeleton_report;
+
 /// Adds a skeleton (copied). Validates names, tree order, finite positive
 /// sizes and masses, non-degenerate bones and hinge axes, and limits
-/// (swing in [0, π), twist_min <= twist_max within [-π, π]). Errors:
-/// SIM_E_INVALID_ARG (duplicate or empty name, bad tree), SIM_E_NOT_FINITE,
-/// SIM_E_OUT_OF_RANGE, SIM_E_CAPACITY, SIM_E_NOMEM.
-int sim_library_add_skeleton(sim_library* lib, const sim_skeleton_def* def);
+/// (swing in [0, π), twist_min <= twist_max within [-π, π], and the bind
+/// pose inside every hinge and twist range: twist_min <= 0 <= twist_max).
+/// Then checks the mass ratio of every bone to its parent, which gives
+/// warnings but never refuses. `report` (may be NULL) receives the error
+/// or the warnings, each naming the bone. Errors: SIM_E_INVALID_ARG
+/// (duplicate or empty name, bad tree), SIM_E_NOT_FINITE,
+/// SIM_E_OUT_OF_RANGE (a value, or the bind pose outside a limit),
+/// SIM_E_CAPACITY, SIM_E_NOMEM. On error the library is unchanged.
+int sim_library_add_skeleton(sim_library* lib, const sim_skeleton_def* def,
+                             sim_skeleton_report* report);
 
 /// Adds a clip (copied) to the named skeleton. Errors: SIM_E_UNKNOWN_NAME
 /// (no such skeleton), SIM_E_INVALID_ARG (duplicate name, bone count or key
@@ -608,7 +748,10 @@ sim_character_def sim_character_def_default(void);
 
 /// Spawns a character in the ANIMATED state at the clip's first pose.
 /// Errors: SIM_E_INVALID_ARG, SIM_E_NOT_FINITE, SIM_E_OUT_OF_RANGE,
-/// SIM_E_UNKNOWN_NAME (skeleton or clip), SIM_E_CAPACITY.
+/// SIM_E_UNKNOWN_NAME (skeleton or clip), SIM_E_CAPACITY (beyond the
+/// world's limits for bodies, joints or entities, or over the solver work
+/// budget), SIM_E_NOMEM (as for sim_world_spawn_rope()). It adds what
+/// sim_character_def_counts() says.
 int sim_world_spawn_character(sim_world* w, const sim_character_def* def, sim_entity_id* out);
 
 /// Kills a character: it becomes a RAGDOLL. Every bone keeps the velocity
@@ -696,6 +839,7 @@ typedef struct sim_character_view {
     sim_vec3 origin;  ///< The animation's origin (ground under the root), m.
     float facing;     ///< The animation's yaw about +Y, rad.
     uint32_t bone_count;
+    bool asleep; ///< Its bones sleep in a resting island (RAGDOLL only), frozen until woken.
 } sim_character_view;
 
 /// Fills *out. Errors: SIM_E_STALE_ID (also for non-characters).
@@ -720,6 +864,30 @@ typedef struct sim_joint_view {
 /// SIM_E_STALE_ID, SIM_E_BAD_INDEX.
 int sim_character_joint_view(const sim_world* w, sim_entity_id id, uint32_t bone,
                              sim_joint_view* out);
+
+/// How far one joint of a character is from holding, on its current pose
+/// (sim_character_probe_joints()).
+typedef struct sim_joint_probe {
+    /// Distance between the joint point as the parent carries it and as the
+    /// bone carries it (the two anchors in the world), m; 0 when attached.
+    float gap;
+    /// Rotation about the twist axis (the bone for a ball joint, the hinge
+    /// axis for a hinge) past [twist_min, twist_max], rad; 0 within. For a
+    /// hinge this is its over-range; for a fixed joint, any twist.
+    float twist_over;
+    /// Swing outside the joint's cone, rad, measured along the swing's own
+    /// direction (its angle minus the cone boundary's on that ray); 0
+    /// within. For a hinge (a cone of zero half-angles) it is the tilt of
+    /// the hinge axis; for a fixed joint, any swing.
+    float swing_over;
+} sim_joint_probe;
+
+/// Measures every joint of a character on its current pose: out[i] for
+/// bone i (skeleton order; out[0], the root, has no joint and is zero), up
+/// to `cap` entries. Changes nothing. Returns the number filled (the bone
+/// count when cap allows) or SIM_E_STALE_ID (also for non-characters).
+int sim_character_probe_joints(const sim_world* w, sim_entity_id id, sim_joint_probe* out,
+                               uint32_t cap);
 
 // ---------------------------------------------------------------------------
 // Balls
@@ -748,6 +916,69 @@ int sim_ball_apply_impulse(sim_world* w, sim_entity_id id, sim_vec3 impulse);
 /// NULL. Errors: SIM_E_STALE_ID.
 int sim_ball_get(const sim_world* w, sim_entity_id id, sim_bone_pose* pose, sim_vec3* v,
                  float* radius);
+
+// ---------------------------------------------------------------------------
+// Counts, solver work and memory
+// ---------------------------------------------------------------------------
+
+/// What spawning an entity from `def` would add to any world, computed from
+/// the def alone (no world): *out gets its counts (entities is 1). Checks
+/// only what the counts depend on, with the codes the spawn gives for it:
+/// SIM_E_INVALID_ARG (NULL, or a def not from its _default()),
+/// SIM_E_OUT_OF_RANGE (rope segments outside 1..1000, cloth cols or rows
+/// below 2), SIM_E_CAPACITY (cloth cols or rows above 256). The spawn
+/// checks the rest (finiteness, ranges, the world's cube) and adds exactly
+/// these counts when it succeeds. A rope of n segments: n + 1 particles, n
+/// constraints. A cols × rows cloth: cols·rows particles and the
+/// structural, shear and bend constraints of its grid. A particle ragdoll:
+/// 16 particles, 37 constraints, 8 joint limits.
+int sim_rope_def_counts(const sim_rope_def* def, sim_counts* out);
+/// See sim_rope_def_counts().
+int sim_cloth_def_counts(const sim_cloth_def* def, sim_counts* out);
+/// See sim_rope_def_counts().
+int sim_ragdoll_def_counts(const sim_ragdoll_def* def, sim_counts* out);
+/// See sim_rope_def_counts(): a character of n bones has n bodies and n - 1
+/// joints. `lib` is the library the world would be created with (its
+/// def.library). Errors: SIM_E_INVALID_ARG (NULL def or out, a def not from
+/// sim_character_def_default(), a NULL skeleton or clip name),
+/// SIM_E_UNKNOWN_NAME (lib is NULL, or has no such skeleton, or the
+/// skeleton no such clip).
+int sim_character_def_counts(const sim_library* lib, const sim_character_def* def, sim_counts* out);
+/// See sim_rope_def_counts(): one body.
+int sim_ball_def_counts(const sim_ball_def* def, sim_counts* out);
+
+/// Solver work per tick (projections, as max_solver_work counts them) of
+/// what `c` counts, under parameters p (only iterations and substeps
+/// matter; they need not be valid, but are taken as at least 1). The
+/// measure is linear: the work of a world plus that of an entity's counts
+/// is the work of the world with the entity spawned.
+uint64_t sim_counts_solver_work(const sim_counts* c, const sim_params* p);
+
+/// What the world holds now.
+sim_counts sim_world_counts(const sim_world* w);
+
+/// What the world's arrays have room for now: at least what it holds, at
+/// most its limits (entities counts slots ever used, since arrays are
+/// indexed by slot).
+sim_counts sim_world_reserved(const sim_world* w);
+
+/// Makes room for at least `totals` (each a total for the world, not an
+/// addition), growing every array geometrically as a spawn would; it never
+/// shrinks. Errors: SIM_E_INVALID_ARG (NULL), SIM_E_CAPACITY (a total above
+/// the world's limit; nothing grows), SIM_E_NOMEM (the allocator refused;
+/// the world is unchanged and usable).
+int sim_world_reserve(sim_world* w, const sim_counts* totals);
+
+/// Bytes the world holds through its allocator now: the world struct and
+/// every array at its current capacity (what the allocator was asked for,
+/// before any alignment padding it adds).
+size_t sim_world_reserved_bytes(const sim_world* w);
+
+/// Bytes a world created from `def` would hold when full to every limit
+/// (max_entities entities, max_particles particles, ..., and 8 joint limits
+/// per entity): the most it can ever reserve. 0 for a def that
+/// sim_world_create() would refuse.
+size_t sim_world_def_max_bytes(const sim_world_def* def);
 
 // ---------------------------------------------------------------------------
 // Events

@@ -1,0 +1,131 @@
+/*
+ * body.c: rigid bodies solved as XPBD rigid bodies (Müller, Macklin,
+ * Chentanez, Jeschke, Kim 2020, "Detailed Rigid Body Simulation with
+ * Extended Position Based Dynamics"; equation numbers below refer to it):
+ * world-frame inverse inertia, generalised inverse masses, positional and
+ * angular corrections, impulses, and a capsule's segment.
+ *
+ * Kinematic bodies (animated bones) have zero inverse mass and inertia:
+ * constraints never move them, but their velocities count in contacts.
+ */
+#include "rigid.h"
+#include "world.h"
+
+#include <string.h>
+
+void sim__body_update_inertia(sim__body* b) {
+    // Iw = R diag(I⁻¹) Rᵀ, R the rotation matrix of q (columns: body axes).
+    sim_vec3 c[3] = {q_rotate(b->q, v3(1.0f, 0.0f, 0.0f)), q_rotate(b->q, v3(0.0f, 1.0f, 0.0f)),
+                     q_rotate(b->q, v3(0.0f, 0.0f, 1.0f))};
+    const float d[3] = {b->inv_inertia.x, b->inv_inertia.y, b->inv_inertia.z};
+    float xx = 0.0f, yy = 0.0f, zz = 0.0f, xy = 0.0f, xz = 0.0f, yz = 0.0f;
+    for (int k = 0; k < 3; ++k) {
+        xx += c[k].x * c[k].x * d[k];
+        yy += c[k].y * c[k].y * d[k];
+        zz += c[k].z * c[k].z * d[k];
+        xy += c[k].x * c[k].y * d[k];
+        xz += c[k].x * c[k].z * d[k];
+        yz += c[k].y * c[k].z * d[k];
+    }
+    const float iw[6] = {xx, yy, zz, xy, xz, yz};
+    memcpy(b->iw, iw, sizeof iw);
+}
+
+// World-space I⁻¹·v for body b, with the substep's world inverse inertia
+// (Müller et al. 2020 use the current orientation; the difference over one
+// substep is of second order in ω·h, and this avoids two quaternion
+// rotations per use).
+float sim__inv_mass_at(const sim__body* b, sim_vec3 r, sim_vec3 n, bool angular) {
+    if (b == NULL) {
+        return 0.0f;
+    }
+    sim_vec3 u = angular ? n : v3_cross(r, n);
+    float w = v3_dot(u, sim__inv_inertia_mul(b, u));
+    return angular ? w : b->inv_mass + w;
+}
+
+void sim__apply_angular_impulse(sim__body* a, sim__body* b, sim_vec3 L) {
+    if (a != NULL && a->inv_mass > 0.0f) {
+        a->w = v3_add(a->w, sim__inv_inertia_mul(a, L));
+    }
+    if (b != NULL && b->inv_mass > 0.0f) {
+        b->w = v3_sub(b->w, sim__inv_inertia_mul(b, L));
+    }
+}
+
+void sim__apply_impulse_at(sim__body* b, sim_vec3 r, sim_vec3 p) {
+    b->v = v3_add(b->v, v3_scale(p, b->inv_mass));
+    b->w = v3_add(b->w, sim__inv_inertia_mul(b, v3_cross(r, p)));
+}
+
+float sim__apply_positional(sim__body* b1, sim__body* b2, sim_vec3 r1, sim_vec3 r2, sim_vec3 corr,
+                            float compliance, float h, float still) {
+    float c = v3_len(corr);
+    if (c < 1e-9f) {
+        return 0.0f;
+    }
+    sim_vec3 n = v3_scale(corr, 1.0f / c);
+    float w1 = sim__inv_mass_at(b1, r1, n, false);
+    float w2 = sim__inv_mass_at(b2, r2, n, false);
+    float alpha = compliance / (h * h);
+    if (w1 + w2 + alpha <= 0.0f) {
+        return 0.0f;
+    }
+    // One projection per substep, so λ starts at zero and the α̃λ term of
+    // eq. 4 vanishes (Macklin et al. 2019).
+    float dl = c / (w1 + w2 + alpha);
+    sim_vec3 p = v3_scale(n, dl);
+    if (b1 != NULL && (b1->inv_mass > 0.0f)) {
+        sim_vec3 dx = v3_scale(p, b1->inv_mass), dth = sim__inv_inertia_mul(b1, v3_cross(r1, p));
+        b1->x = v3_add(b1->x, dx);
+        b1->q = q_add_rotvec(b1->q, dth);
+        if (still > 0.0f) {
+            b1->x_prev = v3_add(b1->x_prev, v3_scale(dx, still));
+            b1->q_prev = q_add_rotvec(b1->q_prev, v3_scale(dth, still));
+        }
+    }
+    if (b2 != NULL && (b2->inv_mass > 0.0f)) {
+        sim_vec3 dx = v3_scale(p, -b2->inv_mass);
+        sim_vec3 dth = v3_scale(sim__inv_inertia_mul(b2, v3_cross(r2, p)), -1.0f);
+        b2->x = v3_add(b2->x, dx);
+        b2->q = q_add_rotvec(b2->q, dth);
+        if (still > 0.0f) {
+            b2->x_prev = v3_add(b2->x_prev, v3_scale(dx, still));
+            b2->q_prev = q_add_rotvec(b2->q_prev, v3_scale(dth, still));
+        }
+    }
+    return dl;
+}
+
+float sim__apply_angular(sim__body* b1, sim__body* b2, sim_vec3 rot, float compliance, float h,
+                         float max_lambda) {
+    float theta = v3_len(rot);
+    if (theta < 1e-9f) {
+        return 0.0f;
+    }
+    sim_vec3 n = v3_scale(rot, 1.0f / theta);
+    float w1 = sim__inv_mass_at(b1, v3(0.0f, 0.0f, 0.0f), n, true);
+    float w2 = sim__inv_mass_at(b2, v3(0.0f, 0.0f, 0.0f), n, true);
+    float alpha = compliance / (h * h);
+    if (w1 + w2 + alpha <= 0.0f) {
+        return 0.0f;
+    }
+    float dl = theta / (w1 + w2 + alpha);
+    if (max_lambda > 0.0f && dl > max_lambda) {
+        dl = max_lambda;
+    }
+    sim_vec3 p = v3_scale(n, dl);
+    if (b1 != NULL && b1->inv_mass > 0.0f) {
+        b1->q = q_add_rotvec(b1->q, sim__inv_inertia_mul(b1, p));
+    }
+    if (b2 != NULL && b2->inv_mass > 0.0f) {
+        b2->q = q_add_rotvec(b2->q, v3_scale(sim__inv_inertia_mul(b2, p), -1.0f));
+    }
+    return dl;
+}
+
+void sim__body_segment(const sim__body* b, const sim__body_info* bi, sim_vec3* p0, sim_vec3* p1) {
+    sim_vec3 half = q_rotate(b->q, v3(bi->half_len, 0.0f, 0.0f));
+    *p0 = v3_sub(b->x, half);
+    *p1 = v3_add(b->x, half);
+}

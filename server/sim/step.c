@@ -1,0 +1,105 @@
+/*
+ * step.c: one fixed tick of a world: characters before, rigid and particle
+ * substeps interleaved, characters after, then quarantine of anything that
+ * went non-finite or flew away.
+ */
+#include "rigid.h"
+#include "vec.h"
+#include "world.h"
+
+#include <string.h>
+
+// True when the entity's particles are finite and not absurdly far away.
+static bool entity_is_sane(const sim_world* w, const sim__entity* e) {
+    const float far = 10.0f * w->def.half_extent;
+    for (uint32_t i = e->p_first; i < e->p_first + e->p_count; ++i) {
+        sim_vec3 p = w->pos[i], q = w->prev[i];
+        // Written so that NaN fails every comparison and so the test.
+        if (!(fabsf(p.x) <= far && fabsf(p.y) <= far && fabsf(p.z) <= far && fabsf(q.x) <= far &&
+              fabsf(q.y) <= far && fabsf(q.z) <= far)) {
+            return false;
+        }
+    }
+    for (uint32_t i = e->b_first; i < e->b_first + e->b_count; ++i) {
+        const sim__body* b = &w->body[i];
+        if (!(fabsf(b->x.x) <= far && fabsf(b->x.y) <= far && fabsf(b->x.z) <= far) ||
+            !sim_is_finite(b->q.x) || !sim_is_finite(b->q.y) || !sim_is_finite(b->q.z) ||
+            !sim_is_finite(b->q.w) || !sim_vec3_is_finite(b->v) || !sim_vec3_is_finite(b->w)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// Removes entities that went non-finite or flew away, so one bad body cannot
+// poison the rest of the world (DESIGN.md "Reliability").
+static void quarantine(sim_world* w) {
+    for (uint32_t k = 0; k < w->order_count;) {
+        uint32_t slot = w->order[k];
+        const sim__entity* e = &w->entities[slot];
+        if (entity_is_sane(w, e)) {
+            k++;
+            continue;
+        }
+        sim_entity_id id = {slot + 1, e->generation};
+        sim_world_despawn(w, id); // the next entity slides into position k
+        sim__push_event(w, SIM_EVENT_UNSTABLE, id, SIM_CHAR_ANIMATED, w->tick);
+    }
+}
+
+void sim_world_step(sim_world* w) {
+    const int substeps = w->params.substeps;
+    const float h = w->dt / (float)substeps;
+    const float inv_h2 = 1.0f / (h * h);
+    const sim_vec3 g_h2 = v3_scale(w->params.gravity, h * h);
+
+    sim__characters_pre_tick(w, w->dt);
+    sim__contacts_begin_tick(w, w->dt);
+    sim__islands_build(w);
+    memset(&w->stats, 0, sizeof w->stats);
+    w->stats.islands = w->island_count;
+    for (uint32_t k = 0; k < w->island_count; ++k) {
+        const sim__island* isl = &w->islands[k];
+        const uint32_t split = (uint32_t)sim__island_split(w, isl, substeps);
+        w->stats.awake_bodies += isl->body_count;
+        w->stats.body_substeps += (uint64_t)isl->body_count * split * (uint32_t)substeps;
+        if (split * (uint32_t)substeps > w->stats.max_substeps) {
+            w->stats.max_substeps = split * (uint32_t)substeps;
+        }
+    }
+    for (int s = 0; s < substeps; ++s) {
+        // Each island with its own split: they do not touch this tick.
+        for (uint32_t k = 0; k < w->island_count; ++k) {
+            const sim__island* isl = &w->islands[k];
+            const int split = sim__island_split(w, isl, substeps);
+            for (int r = 0; r < split; ++r) {
+                sim__island_substep(w, isl, h / (float)split);
+            }
+            if (s == substeps - 1) {
+                sim__island_stabilize(w, isl, SIM__STABILIZE_PASSES);
+            }
+        }
+        sim__kinematic_advance(w, h);
+        sim__particles_integrate(w, g_h2);
+        // λ restarts every substep (Macklin et al. 2019, section 4).
+        for (uint32_t j = 0; j < w->d_count; ++j) {
+            w->dist[j].lambda = 0.0f;
+        }
+        for (uint32_t j = 0; j < w->drag_count; ++j) {
+            w->drags[j].lambda = 0.0f;
+        }
+        memset(w->contact, 0, w->p_count);
+        memset(w->push, 0, w->p_count * sizeof *w->push);
+        for (int it = 0; it < w->params.iterations; ++it) {
+            sim__particles_project(w, inv_h2);
+            sim__drags_project(w, inv_h2);
+            sim__collide_project(w);
+        }
+        sim__particles_joint_limits(w);
+        sim__collide_respond(w, h);
+    }
+    sim__characters_post_tick(w);
+    sim__islands_sleep(w, w->dt);
+    w->tick++;
+    quarantine(w);
+}
