@@ -237,10 +237,14 @@ struct app_server {
     app_metrics metrics;
 };
 
-/// The sim_world_def every world of the server is created with (registry.c).
+// ---------------------------------------------------------------------------
+// registry.c: the worlds of a server
+// ---------------------------------------------------------------------------
+
+/// The sim_world_def every world of the server is created with.
 sim_world_def app__world_def(const app_server* app, uint32_t tick_hz);
 
-/// Creates a world (registry.c). Returns 0 and *out, or an rdp error code
+/// Creates a world. Returns 0 and *out, or an rdp error code
 /// (RDP_E_TOO_LARGE when the registry is full, RDP_E_INTERNAL on OOM).
 rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, app_world** out);
 
@@ -251,30 +255,6 @@ void app__world_destroy(app_server* app, app_world* w);
 /// Finds a world by id, or NULL.
 app_world* app__world_find(const app_server* app, uint64_t id);
 
-/// Advances every world by the real time that passed (fixed steps, capped
-/// catch-up) and returns the nanoseconds until the next tick is due.
-uint64_t app__worlds_advance(app_server* app);
-
-/// Queues a world command (registry.c) and counts it in c->pending (c may be
-/// NULL: a command on behalf of a client that has gone). Returns RDP_OK or
-/// RDP_E_RATE_LIMITED when the inbox is full.
-rdp_code app__world_enqueue(app_world* w, app_client* c, const rdp_command* cmd);
-
-/// Frees the describe body kept for `entity` (despawned or removed), if any.
-void app__topo_forget(app_world* w, uint64_t entity);
-
-/// Adds or updates a subscription; returns the subscription (registry.c).
-app_sub* app__subscribe(app_world* w, app_client* c, uint32_t format, uint32_t rate_hz,
-                        rdp_code* err);
-
-/// Removes a client's subscription to w; false if there was none.
-bool app__unsubscribe(app_world* w, app_client* c);
-
-/// Forgets a client everywhere: subscriptions and queued commands; the
-/// particles it was dragging are released at the next tick (a queued
-/// release, so the world's command order stays the log of what happened).
-void app__client_gone(app_server* app, app_client* c);
-
 /// Fills world info for lists (welcome, list_worlds). `out` has room for
 /// app->world_count entries.
 uint32_t app__world_infos(const app_server* app, rdp_world_info* out);
@@ -284,6 +264,46 @@ double app__wire(float f);
 
 /// Reads a world's parameters in wire form.
 rdp_params app__params_of(const app_world* w);
+
+/// Frees the describe body kept for `entity` (despawned or removed), if any.
+void app__topo_forget(app_world* w, uint64_t entity);
+
+/// Forgets a client everywhere: subscriptions and queued commands; the
+/// particles it was dragging are released at the next tick (a queued
+/// release, so the world's command order stays the log of what happened).
+void app__client_gone(app_server* app, app_client* c);
+
+// ---------------------------------------------------------------------------
+// scheduler.c: the clock and the inboxes
+// ---------------------------------------------------------------------------
+
+/// Advances every world by the real time that passed (fixed steps, capped
+/// catch-up) and returns the nanoseconds until the next tick is due.
+uint64_t app__worlds_advance(app_server* app);
+
+/// Queues a world command and counts it in c->pending (c may be NULL: a
+/// command on behalf of a client that has gone). Returns RDP_OK or
+/// RDP_E_RATE_LIMITED when the inbox is full.
+rdp_code app__world_enqueue(app_world* w, app_client* c, const rdp_command* cmd);
+
+/// Answers every command waiting in w's inbox not_found (the world is
+/// being destroyed).
+void app__inbox_cancel(app_server* app, app_world* w);
+
+/// Marks c's commands in w's inbox as a gone client's: they still apply,
+/// unanswered.
+void app__inbox_forget_client(app_world* w, const app_client* c);
+
+// ---------------------------------------------------------------------------
+// broadcast.c: subscriptions, events and snapshots
+// ---------------------------------------------------------------------------
+
+/// Adds or updates a subscription; returns the subscription.
+app_sub* app__subscribe(app_world* w, app_client* c, uint32_t format, uint32_t rate_hz,
+                        rdp_code* err);
+
+/// Removes a client's subscription to w; false if there was none.
+bool app__unsubscribe(app_world* w, app_client* c);
 
 /// The client's subscription to world `world`, or NULL.
 app_sub* app__sub_of(app_client* c, uint64_t world);
@@ -298,6 +318,25 @@ void app__ack(const app_world* w, app_sub* sub, uint64_t tick);
 /// error reply for anything else.
 void app__binary_message(app_server* app, app_client* c, const uint8_t* data, size_t len);
 
+/// Sends a text event to every subscriber of w.
+void app__broadcast_text(app_world* w, const char* text, size_t len);
+
+/// Tells every subscriber of w that it was destroyed (world_destroyed) and
+/// ends their subscriptions.
+void app__broadcast_world_gone(app_world* w);
+
+/// Drains the world's simulator events (an entity removed as unstable, a
+/// character changing state or coming to rest) and sends each to every
+/// subscriber, before the snapshot that shows it.
+void app__broadcast_events(app_world* w);
+
+/// Sends this tick's snapshot to every subscriber that is due, each
+/// encoding made once and shared.
+void app__broadcast_snapshots(app_world* w);
+
+/// Drops this tick's shared snapshot encodings.
+void app__snapshot_cache_clear(app_world* w);
+
 /// The wire kind of a simulator entity kind.
 rdp_kind app__kind_of(sim_entity_kind k);
 
@@ -306,6 +345,10 @@ rdp_kind app__kind_of(sim_entity_kind k);
 /// Returns the bodies used, 0 if the scratch is full.
 uint32_t app__rigid_state(app_world* w, sim_entity_id id, sim_entity_kind kind, uint32_t first,
                           rdp_entity_state* e);
+
+// ---------------------------------------------------------------------------
+// dispatch.c, budget.c, bucket.c, auth.c, server.c
+// ---------------------------------------------------------------------------
 
 /// Applies one queued command from client c (NULL when it has gone) to its
 /// world at a tick boundary and returns the reply text (dispatch.c), or NULL
