@@ -128,7 +128,7 @@ bool app__unsubscribe(app_world* w, app_client* c) {
 
 void app__broadcast_world_gone(app_world* w) {
     size_t len;
-    char* ev = rdp_event_world_destroyed(w->id, sim_world_tick(w->sim), &len);
+    char* ev = rdp_event_world_destroyed(w->id, app__world_view(w)->tick, &len);
     for (uint32_t i = 0; i < w->sub_count; ++i) {
         client_drop_sub(w->subs[i], w->id);
         if (ev != NULL) {
@@ -436,7 +436,7 @@ static app_msg_kind snapshot_kind(const app_world* w, const net_blob* b, bool bi
     return binary ? APP_MSG_SNAPSHOT_FULL : APP_MSG_SNAPSHOT_JSON;
 }
 
-void app__broadcast_snapshots(app_world* w) {
+void app__broadcast_snapshots(app_world* w, uint32_t ticks) {
     app__snapshot_cache_clear(w);
     uint32_t epoch = sim_world_topology_epoch(w->sim);
     for (uint32_t i = 0; i < w->sub_count; ++i) {
@@ -451,13 +451,14 @@ void app__broadcast_snapshots(app_world* w) {
             continue;
         }
         sub->snap_tokens = fmin(APP_SNAPSHOT_BYTES_PER_S,
-                                sub->snap_tokens + APP_SNAPSHOT_BYTES_PER_S / w->tick_hz);
-        // Spread rate_hz snapshots evenly over tick_hz ticks.
-        sub->acc += sub->rate_hz;
+                                sub->snap_tokens + APP_SNAPSHOT_BYTES_PER_S * ticks / w->tick_hz);
+        // Spread rate_hz snapshots evenly over tick_hz ticks; after several
+        // ticks at once, one snapshot stands for all that were due.
+        sub->acc += sub->rate_hz * ticks;
         if (sub->acc < w->tick_hz) {
             continue;
         }
-        sub->acc -= w->tick_hz;
+        sub->acc %= w->tick_hz;
         if (sub->snap_tokens < 0.0) {
             continue; // over its byte rate: this one is skipped
         }

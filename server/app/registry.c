@@ -21,7 +21,7 @@
 // Lifecycle
 // ---------------------------------------------------------------------------
 
-static void world_free(app_world* w) {
+void app__world_free(app_world* w) {
     if (w == NULL) {
         return;
     }
@@ -42,6 +42,7 @@ static void world_free(app_world* w) {
     free(w->bone_names);
     free(w->parents);
     free(w->anchors);
+    free(w->view.boxes);
     free(w->encbuf);
     rdp_buf_free(&w->jsonbuf);
     for (uint32_t i = 0; i < RDP_BASELINES; ++i) {
@@ -87,6 +88,7 @@ rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, 
     w->bone_names = calloc(w->body_cap, sizeof *w->bone_names);
     w->parents = calloc(w->body_cap, sizeof *w->parents);
     w->anchors = calloc(6 * (size_t)w->body_cap, sizeof *w->anchors);
+    w->view.boxes = calloc(def.max_boxes + 1, sizeof *w->view.boxes);
     for (uint32_t i = 0; i < RDP_BASELINES && w->parents != NULL; ++i) {
         w->qring[i] = rdp_qsnap_new();
         if (w->qring[i] != NULL) {
@@ -99,8 +101,8 @@ rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, 
     if (w->inbox == NULL || w->ents == NULL || w->topo == NULL || w->owners == NULL ||
         w->poses == NULL || w->body_radius == NULL || w->body_half_length == NULL ||
         w->bone_names == NULL || w->parents == NULL || w->anchors == NULL ||
-        sim_world_create(&def, &w->sim) != SIM_OK) {
-        world_free(w);
+        w->view.boxes == NULL || sim_world_create(&def, &w->sim) != SIM_OK) {
+        app__world_free(w);
         return RDP_E_INTERNAL;
     }
     w->id = ++app->next_world_id; // never reused: a stale id names no world
@@ -108,6 +110,7 @@ rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, 
     w->tick_hz = tick_hz;
     w->period_ns = 1000000000ull / tick_hz;
     w->last_ns = uv_hrtime();
+    app__sched_job_init(w);
     app->worlds[slot] = w;
     app->world_count++;
     app__report_world_created(app, w);
@@ -134,7 +137,51 @@ void app__world_destroy(app_server* app, app_world* w) {
         }
     }
     app->world_count--;
-    world_free(w);
+    if (w->busy) {
+        w->doomed = true; // a worker is stepping it: freed when it comes back (scheduler.c)
+    } else {
+        app__world_free(w);
+    }
+}
+
+void app__world_look(app_world* w) {
+    const sim_world* sw = w->sim;
+    app_world_view* v = &w->view;
+    v->tick = sim_world_tick(sw);
+    v->entities = sim_world_entity_count(sw);
+    v->particles = sim_world_particle_count(sw);
+    v->solver_work = sim_world_solver_work(sw);
+    v->overflows = sim_world_overflows(sw);
+    v->params = sim_world_params(sw);
+    v->ground = sim_world_has_ground(sw);
+    memset(v->by_kind, 0, sizeof v->by_kind);
+    v->bones = v->balls = 0;
+    for (uint32_t i = 0; i < v->entities; ++i) {
+        sim_entity_id id = sim_world_entity_at(sw, i);
+        sim_entity_view ev;
+        if (sim_entity_get_view(sw, id, &ev) != SIM_OK || ev.kind < 1 || ev.kind > 5) {
+            continue;
+        }
+        v->by_kind[ev.kind]++;
+        sim_character_view cv;
+        if (ev.kind == SIM_ENTITY_CHARACTER && sim_character_get_view(sw, id, &cv) == SIM_OK) {
+            v->bones += cv.bone_count;
+        } else if (ev.kind == SIM_ENTITY_BALL) {
+            v->balls++;
+        }
+    }
+    uint32_t nbox = sim_world_box_count(sw);
+    v->box_count = nbox < w->def.max_boxes ? nbox : w->def.max_boxes;
+    if (v->box_count > 0) {
+        memcpy(v->boxes, sim_world_boxes(sw), v->box_count * sizeof *v->boxes);
+    }
+}
+
+const app_world_view* app__world_view(app_world* w) {
+    if (!w->busy) {
+        app__world_look(w);
+    }
+    return &w->view;
 }
 
 uint32_t app__world_infos(const app_server* app, rdp_world_info* out) {
@@ -144,9 +191,10 @@ uint32_t app__world_infos(const app_server* app, rdp_world_info* out) {
         if (w != NULL) {
             out[n].world = w->id;
             out[n].name = w->name;
-            out[n].tick = sim_world_tick(w->sim);
+            const app_world_view* v = app__world_view(app->worlds[i]);
+            out[n].tick = v->tick;
             out[n].tick_hz = w->tick_hz;
-            out[n].entities = sim_world_entity_count(w->sim);
+            out[n].entities = v->entities;
             n++;
         }
     }
@@ -159,8 +207,8 @@ double app__wire(float f) {
     return round((double)f * 1e6) / 1e6;
 }
 
-rdp_params app__params_of(const app_world* w) {
-    sim_params p = sim_world_params(w->sim);
+rdp_params app__params_of(app_world* w) {
+    sim_params p = app__world_view(w)->params;
     rdp_params r = {{app__wire(p.gravity.x), app__wire(p.gravity.y), app__wire(p.gravity.z)},
                     app__wire(p.damping),
                     (uint32_t)p.iterations,
