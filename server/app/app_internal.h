@@ -92,6 +92,7 @@ typedef struct app_sub {
     /// UINT64_MAX for none yet (it gets a full snapshot).
     uint64_t acked;
     bool full_next;       ///< Binary: the next snapshot is full (resync).
+    bool mid_batch;       ///< Made while the world stepped: only its batch's last tick counts.
     uint32_t metrics_acc; ///< Binary: snapshots sent (a metrics event every rate_hz).
     /// Snapshot bytes the subscription may still send: refilled each tick
     /// by APP_SNAPSHOT_BYTES_PER_S / tick_hz up to APP_SNAPSHOT_BYTES_PER_S;
@@ -187,6 +188,7 @@ typedef struct app_world {
     bool doomed;      ///< Destroyed while busy: freed when the pool hands it back.
     app_job job;      ///< Its steps, as a job of the pool.
     uint32_t batch;   ///< Ticks the job steps, 1 unless catching up (APP_MAX_BATCH).
+    uint32_t owed;    ///< Catch-up ticks still to begin after this batch.
     uint64_t loop_ns; ///< The batch's time on the loop thread before its steps (commands).
     uint64_t step_ns[APP_MAX_BATCH]; ///< Each step, timed by the worker that ran it.
     double step_ms;                  ///< The last step, for snapshots' metrics.
@@ -417,10 +419,15 @@ void app__broadcast_world_gone(app_world* w);
 void app__broadcast_events(app_world* w);
 
 /// Sends the snapshot of the world as it is to every subscriber that is
-/// due after `ticks` ticks (1, or more when the world caught up: those
-/// states are gone, and the newest wins anyway), each encoding made once
-/// and shared.
+/// due after `ticks` ticks (1, or a batch of catch-up ticks that ends at
+/// the first tick anyone is due: app__broadcast_ticks_until_due()), each
+/// encoding made once and shared.
 void app__broadcast_snapshots(app_world* w, uint32_t ticks);
+
+/// How many ticks, 1 to `max`, w may step before a subscriber is due a
+/// snapshot: the count up to and including the first tick after which one
+/// is, or `max` when none is before then (max >= 1).
+uint32_t app__broadcast_ticks_until_due(const app_world* w, uint32_t max);
 
 /// Drops this tick's shared snapshot encodings.
 void app__snapshot_cache_clear(app_world* w);

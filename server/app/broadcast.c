@@ -112,6 +112,9 @@ app_sub* app__subscribe(app_world* w, app_client* c, uint32_t format, uint32_t r
     // The first snapshot is due at the next tick, the rest evenly spaced.
     sub->acc = w->tick_hz - sub->rate_hz;
     sub->topo_sent = false; // (re)subscribing resends topology
+    // Made while a worker steps the world: of that batch of ticks only
+    // the last counts for it (it came before that one's boundary).
+    sub->mid_batch = w->busy;
     return sub;
 }
 
@@ -436,6 +439,21 @@ static app_msg_kind snapshot_kind(const app_world* w, const net_blob* b, bool bi
     return binary ? APP_MSG_SNAPSHOT_FULL : APP_MSG_SNAPSHOT_JSON;
 }
 
+uint32_t app__broadcast_ticks_until_due(const app_world* w, uint32_t max) {
+    uint32_t n = max;
+    for (uint32_t i = 0; i < w->sub_count; ++i) {
+        const app_sub* sub = app__sub_of(w->subs[i], w->id);
+        if (sub == NULL || sub->rate_hz == 0) {
+            continue;
+        }
+        // Due once acc + k·rate reaches tick_hz (acc < tick_hz between ticks).
+        uint32_t k =
+            sub->acc >= w->tick_hz ? 1 : (w->tick_hz - sub->acc + sub->rate_hz - 1) / sub->rate_hz;
+        n = k < n ? k : n;
+    }
+    return n > 0 ? n : 1;
+}
+
 void app__broadcast_snapshots(app_world* w, uint32_t ticks) {
     app__snapshot_cache_clear(w);
     uint32_t epoch = sim_world_topology_epoch(w->sim);
@@ -452,9 +470,12 @@ void app__broadcast_snapshots(app_world* w, uint32_t ticks) {
         }
         sub->snap_tokens = fmin(APP_SNAPSHOT_BYTES_PER_S,
                                 sub->snap_tokens + APP_SNAPSHOT_BYTES_PER_S * ticks / w->tick_hz);
-        // Spread rate_hz snapshots evenly over tick_hz ticks; after several
-        // ticks at once, one snapshot stands for all that were due.
-        sub->acc += sub->rate_hz * ticks;
+        // Spread rate_hz snapshots evenly over tick_hz ticks. A batch of
+        // ticks ends at the first a subscriber is due (see above), so none
+        // is due twice in one.
+        uint32_t counted = sub->mid_batch ? 1 : ticks;
+        sub->mid_batch = false;
+        sub->acc += sub->rate_hz * counted;
         if (sub->acc < w->tick_hz) {
             continue;
         }

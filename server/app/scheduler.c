@@ -20,7 +20,7 @@
  *   ...sockets, other worlds' ticks...                      │
  *   the pool hands it back (uv_async) ◄──────────────────────┘
  *     idle; its events and snapshots to subscribers
- *     due again (catching up)? its next tick now; else the timer
+ *     more ticks owed (catching up)? the next ones now; else the timer
  *
  * While a world is busy a worker owns its sim_world and nothing else of
  * it. The loop thread never touches a busy world's `sim` (it reads `view`,
@@ -158,8 +158,19 @@ static void tick_begin(app_server* app, app_world* w, uint32_t batch) {
     app__pool_submit(&app->sched.pool, &w->job);
 }
 
+// Begins the next batch of the ticks w owes (w idle, w->owed > 0): up to
+// the first tick after which a subscriber is due a snapshot, so that every
+// tick that was due one still gets its own (as when each catch-up tick ran
+// on the loop thread); the rest of what it owes follows when it is back.
+static void begin_owed(app_server* app, app_world* w) {
+    uint32_t batch = app__broadcast_ticks_until_due(w, w->owed);
+    w->owed -= batch;
+    tick_begin(app, w, batch);
+}
+
 // Advances w's clock to `now` and begins the ticks that are due (w idle):
-// all it owes, up to max_catchup at once, back to back in one job.
+// all it owes, up to max_catchup, back to back in as few jobs as its
+// subscribers allow.
 static void advance(app_server* app, app_world* w, uint64_t now) {
     w->acc_ns += now - w->last_ns;
     w->last_ns = now;
@@ -168,12 +179,13 @@ static void advance(app_server* app, app_world* w, uint64_t now) {
         return;
     }
     uint32_t cap = app->cfg.max_catchup < APP_MAX_BATCH ? app->cfg.max_catchup : APP_MAX_BATCH;
-    uint32_t batch = owed < cap ? (uint32_t)owed : cap;
+    uint32_t run = owed < cap ? (uint32_t)owed : cap;
     // Behind by more than the cap: drop the backlog rather than chase it,
     // and count what was dropped.
-    w->overruns += owed - batch;
+    w->overruns += owed - run;
     w->acc_ns %= w->period_ns;
-    tick_begin(app, w, batch);
+    w->owed = run;
+    begin_owed(app, w);
 }
 
 static void on_timer(uv_timer_t* t);
@@ -240,7 +252,12 @@ static void tick_end(app_job* j, void* ctx) {
         uint64_t ns = w->step_ns[i] + (i == 0 ? w->loop_ns : 0) + (i + 1 == w->batch ? post_ns : 0);
         app__tick_observe(&w->tick_stats, ns);
     }
-    if (!app->sched.paused && !app->shutting_down) {
+    if (app->shutting_down) {
+        return;
+    }
+    if (w->owed > 0) {
+        begin_owed(app, w); // more catch-up ticks: commands that came meanwhile apply first
+    } else if (!app->sched.paused) {
         advance(app, w, uv_hrtime());
         rearm(app);
     }
@@ -303,6 +320,7 @@ void app__sched_pause(app_server* app, bool paused) {
             if (app->worlds[i] != NULL) {
                 app->worlds[i]->last_ns = now;
                 app->worlds[i]->acc_ns = 0;
+                app->worlds[i]->owed = 0;
             }
         }
         rearm(app);
@@ -310,7 +328,7 @@ void app__sched_pause(app_server* app, bool paused) {
 }
 
 bool app__sched_tick_now(app_server* app, app_world* w) {
-    if (w->busy || app->sched.closing) {
+    if (w->busy || w->owed > 0 || app->sched.closing) {
         return false;
     }
     tick_begin(app, w, 1);
