@@ -1,5 +1,7 @@
 /*
- * app_internal.h: the private structures of server/app.
+ * app_internal.h: the private structures of server/app. Everything here is
+ * for the loop thread, except a busy world's simulator, which a worker
+ * steps (the thread model is in scheduler.c).
  *
  *   app_server ──► worlds[]: app_world ──► sim_world (physics)
  *        │                    ├─ inbox: commands waiting for the next tick
@@ -249,6 +251,7 @@ typedef struct app_world {
 typedef struct app_sched {
     uv_timer_t timer;
     app_pool pool;
+    bool running; ///< app__sched_start() succeeded: the timer and the pool exist.
     bool paused;  ///< The clock starts no tick; app__sched_tick_now() does (tests, benchmarks).
     bool closing; ///< app__sched_close() was called: no tick starts, none finishes.
     uint32_t open_handles;                  ///< The timer and the pool, until closed.
@@ -353,8 +356,9 @@ int app__sched_start(app_server* app);
 /// after app__sched_start() succeeded.
 void app__sched_close(app_server* app, void (*closed)(app_server* app));
 
-/// Makes w's step a job of the pool (registry.c, at creation).
-void app__sched_job_init(app_world* w);
+/// Makes w's steps a job of the pool and, once the clock runs, sets it for
+/// w's first tick (registry.c, at creation).
+void app__sched_world_added(app_server* app, app_world* w);
 
 /// Pauses the clock (tests, benchmarks): no tick begins by the clock,
 /// only by app__sched_tick_now(); ticks in flight still end. Unpausing

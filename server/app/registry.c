@@ -110,9 +110,9 @@ rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz, 
     w->tick_hz = tick_hz;
     w->period_ns = 1000000000ull / tick_hz;
     w->last_ns = uv_hrtime();
-    app__sched_job_init(w);
     app->worlds[slot] = w;
     app->world_count++;
+    app__sched_world_added(app, w);
     app__report_world_created(app, w);
     *out = w;
     return RDP_OK;

@@ -207,7 +207,11 @@ static void rearm(app_server* app) {
     // libuv timers count whole milliseconds; round up so we never wake early
     // for nothing. The accumulator absorbs the lateness (at most 1 ms).
     uint64_t ms = next == UINT64_MAX ? 100 : (next + 999999) / 1000000;
-    uv_timer_start(&app->sched.timer, on_timer, ms, 0);
+    uv_timer_t* t = &app->sched.timer;
+    if (uv_is_active((uv_handle_t*)t) && uv_timer_get_due_in(t) <= ms) {
+        return; // due sooner already: worlds coming back must not push it back
+    }
+    uv_timer_start(t, on_timer, ms, 0);
 }
 
 static void on_timer(uv_timer_t* t) {
@@ -267,9 +271,12 @@ static void tick_end(app_job* j, void* ctx) {
 // Lifecycle
 // ---------------------------------------------------------------------------
 
-void app__sched_job_init(app_world* w) {
+void app__sched_world_added(app_server* app, app_world* w) {
     w->job.run = step_job;
     w->job.next = NULL;
+    if (app->sched.running && !app->sched.closing) {
+        rearm(app); // its first tick is due in one period, not at the next idle wake-up
+    }
 }
 
 int app__sched_start(app_server* app) {
@@ -279,6 +286,7 @@ int app__sched_start(app_server* app) {
     }
     uv_timer_init(app->loop, &app->sched.timer);
     app->sched.timer.data = app;
+    app->sched.running = true;
     app->sched.open_handles = 2;
     uv_timer_start(&app->sched.timer, on_timer, 1, 0);
     return 0;
