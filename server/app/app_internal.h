@@ -171,8 +171,9 @@ typedef struct app_world_view {
 /// A world and everything that hangs off it.
 ///
 /// Threading (scheduler.c): everything here is the loop thread's, except
-/// `sim` and `step_ns` while `busy`: then a worker steps `sim` and the
-/// loop thread must not touch either (it reads `view`).
+/// while `busy`: then a worker steps `sim`, reading `batch` and writing
+/// `step_ns`, and the loop thread touches none of the three (it reads
+/// `view`). The pool's mutex orders each hand-over.
 typedef struct app_world {
     uint64_t id;
     char name[RDP_MAX_NAME + 1];

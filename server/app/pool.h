@@ -61,12 +61,12 @@ typedef struct app_pool {
     void (*closed)(struct app_pool* p); ///< app__pool_close()'s callback.
 } app_pool;
 
-/// Starts `workers` threads (0..APP_POOL_MAX_WORKERS; 0 runs every job on
-/// the loop thread, inside app__pool_submit()) and the async handle that
-/// brings jobs back to `loop`. done(job, ctx) is called on the loop thread
-/// for every job handed back. Returns 0, or a negative libuv error
-/// (UV_EINVAL for too many workers, UV_ENOMEM, or what uv_thread_create
-/// or uv_async_init said); on error nothing is left running or open.
+/// Starts `workers` threads (0..APP_POOL_MAX_WORKERS; 0 runs every job
+/// on the loop thread, inside app__pool_submit()) and the async handle
+/// that brings jobs back to `loop`; call it on the loop thread. done(job, ctx) is called on the
+/// loop thread for every job handed back. Returns 0, or a negative libuv error (UV_EINVAL for too
+/// many workers, UV_ENOMEM, or what uv_thread_create or uv_async_init said); on error nothing is
+/// left running or open.
 int app__pool_init(app_pool* p, uv_loop_t* loop, uint32_t workers, app_pool_done_cb done,
                    void* ctx);
 
