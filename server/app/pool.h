@@ -52,11 +52,11 @@ typedef struct app_pool {
     uint32_t started;                   ///< Threads actually started.
     bool stopping;                      ///< Workers exit when they see it.
     app_job* queue_head;                ///< Submitted, not yet taken by a worker.
-    app_job* queue_tail;                ///<
+    app_job* queue_tail;                ///< Its last job, where submit appends.
     app_job* done_head;                 ///< Run, not yet handed back.
-    app_job* done_tail;                 ///<
+    app_job* done_tail;                 ///< Its last job, where workers append.
     uint32_t outstanding;               ///< Submitted and not yet handed back (loop thread).
-    app_pool_done_cb done;              ///<
+    app_pool_done_cb done;              ///< Called with each job handed back.
     void* ctx;                          ///< Passed to done.
     void (*closed)(struct app_pool* p); ///< app__pool_close()'s callback.
 } app_pool;
