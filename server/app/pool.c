@@ -50,9 +50,12 @@ static void worker_main(void* arg) {
         j->run(j);
         uv_mutex_lock(&p->mu);
         list_push(&p->done_head, &p->done_tail, j);
-        // Sent under the mutex: app__pool_close() closes the handle only
-        // after every worker has been joined, so it is still open here.
+        uv_mutex_unlock(&p->mu);
+        // Outside the mutex, or the loop thread, woken, would wait for it.
+        // The handle is open: app__pool_close() closes it only after every
+        // worker has been joined.
         uv_async_send(&p->async);
+        uv_mutex_lock(&p->mu);
     }
     uv_mutex_unlock(&p->mu);
 }
@@ -149,8 +152,9 @@ void app__pool_submit(app_pool* p, app_job* job) {
     }
     uv_mutex_lock(&p->mu);
     list_push(&p->queue_head, &p->queue_tail, job);
-    uv_cond_signal(&p->cv);
     uv_mutex_unlock(&p->mu);
+    // After unlocking, so the worker it wakes does not wait for the mutex.
+    uv_cond_signal(&p->cv);
 }
 
 uint32_t app__pool_outstanding(const app_pool* p) {
