@@ -23,7 +23,7 @@
  * tests do: there is no public way to tick a world on demand.
  *
  * Usage: ragdoll-pool-bench [--ticks N] [--runs N] [--seconds S] [--ragdolls N]
- *                           [--max-worlds N] [--assets DIR]
+ *                           [--max-worlds N] [--throughput-only] [--assets DIR]
  */
 #include "app_internal.h"
 
@@ -287,10 +287,11 @@ static double loadavg(void) {
 }
 
 int main(int argc, char** argv) {
-    int ticks = 300, runs = 3;
+    int ticks = 1000, runs = 3;
     double seconds = 3.0;
     uint32_t ragdolls = 20, max_worlds = 24;
     const char* assets = RD_ASSETS_DIR;
+    bool throughput_only = false;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--ticks") == 0 && i + 1 < argc) {
             ticks = atoi(argv[++i]);
@@ -304,9 +305,11 @@ int main(int argc, char** argv) {
             max_worlds = (uint32_t)atoi(argv[++i]);
         } else if (strcmp(argv[i], "--assets") == 0 && i + 1 < argc) {
             assets = argv[++i];
+        } else if (strcmp(argv[i], "--throughput-only") == 0) {
+            throughput_only = true;
         } else {
             fprintf(stderr, "usage: ragdoll-pool-bench [--ticks N] [--runs N] [--seconds S] "
-                            "[--ragdolls N] [--max-worlds N] [--assets DIR]\n");
+                            "[--ragdolls N] [--max-worlds N] [--throughput-only] [--assets DIR]\n");
             return 2;
         }
     }
@@ -342,6 +345,10 @@ int main(int argc, char** argv) {
         free(m);
     }
     printf("  2 workers / 1 worker      %.2fx   (target >= 1.8x)\n", rate[1] / rate[0]);
+    if (throughput_only) {
+        sim_library_destroy(g_lib);
+        return 0;
+    }
 
     printf("four busy worlds (the issue's case): 4 worlds of %u active ragdolls on the 60 Hz "
            "clock, %.1f s after 1 s\n",
