@@ -18,6 +18,10 @@
  *                and with 2: the most worlds that all keep >= 98 % of
  *                their 60 ticks a second over the window.
  *
+ * The build machine is shared: a measurement during which other processes
+ * used more than 5 % of it is taken again (up to 8 times), and the count
+ * of those is printed; one still disturbed the 8th time is marked with *.
+ *
  * It drives a real app_server on a loop of its own (no sockets are used),
  * reaching the scheduler through server/app's private header as the unit
  * tests do: there is no public way to tick a world on demand.
@@ -30,6 +34,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 typedef struct bench {
     uv_loop_t loop;
@@ -53,6 +59,56 @@ static double median(double* v, int n) {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+// ---------------------------------------------------------------------------
+// Other processes: the build machine is shared, and a figure taken while
+// something else ran measures that. Each measurement notes how much of the
+// machine the rest of it used (/proc/stat's busy time less this process's
+// own, getrusage()) and is taken again when that was over 5 %.
+// ---------------------------------------------------------------------------
+
+typedef struct usage {
+    double busy_s; ///< Busy CPU seconds of the whole machine.
+    double self_s; ///< CPU seconds of this process.
+    uint64_t wall_ns;
+} usage;
+
+static usage usage_now(void) {
+    usage u = {0.0, 0.0, uv_hrtime()};
+    FILE* f = fopen("/proc/stat", "r");
+    unsigned long long v[8] = {0};
+    if (f != NULL) {
+        if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                   &v[4], &v[5], &v[6], &v[7]) != 8) {
+            memset(v, 0, sizeof v);
+        }
+        fclose(f);
+    }
+    // user nice system idle iowait irq softirq steal: all but idle and iowait.
+    double hz = (double)sysconf(_SC_CLK_TCK);
+    u.busy_s = (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / hz;
+    struct rusage r;
+    if (getrusage(RUSAGE_SELF, &r) == 0) {
+        u.self_s = (double)r.ru_utime.tv_sec + (double)r.ru_utime.tv_usec / 1e6 +
+                   (double)r.ru_stime.tv_sec + (double)r.ru_stime.tv_usec / 1e6;
+    }
+    return u;
+}
+
+// The share of the machine (0..1) other processes used since `before`.
+static double others_share(usage before) {
+    usage now = usage_now();
+    double wall = (double)(now.wall_ns - before.wall_ns) / 1e9;
+    double others = (now.busy_s - before.busy_s) - (now.self_s - before.self_s);
+    double share = others / (wall * (double)uv_available_parallelism());
+    return share > 0.0 ? share : 0.0;
+}
+
+#define QUIET_SHARE  0.05
+#define MAX_ATTEMPTS 8
+
+static uint32_t g_discarded; ///< Measurements taken again for other processes.
+static bool g_disturbed;     ///< The last measurement was disturbed all MAX_ATTEMPTS times.
 
 // n humanoids on a grid 1.5 m apart (not piled: players apart), each killed
 // with a push and given PD drives toward its animation: active ragdolls
@@ -177,7 +233,7 @@ static void free_run(bench* b, uint64_t ticks) {
 
 // Ticks per second over all worlds, and the mean step in ms.
 static double throughput(uint32_t workers, uint32_t worlds, uint32_t ragdolls, int ticks,
-                         double* step_ms) {
+                         double* step_ms, bool* disturbed) {
     bench b;
     start(&b, workers, worlds, ragdolls, true);
     free_run(&b, 60); // the fall: past the first contacts
@@ -186,9 +242,11 @@ static double throughput(uint32_t workers, uint32_t worlds, uint32_t ragdolls, i
         steps_before += b.worlds[i]->tick_stats.count;
         step_ns_before += b.worlds[i]->tick_stats.sum_ns;
     }
+    usage u0 = usage_now();
     uint64_t t0 = uv_hrtime();
     free_run(&b, (uint64_t)ticks);
     double s = (double)(uv_hrtime() - t0) / 1e9;
+    *disturbed = others_share(u0) > QUIET_SHARE;
     uint64_t steps = 0, ns = 0;
     for (uint32_t i = 0; i < b.count; ++i) {
         steps += b.worlds[i]->tick_stats.count;
@@ -226,7 +284,7 @@ static void run_for(bench* b, uint64_t ms) {
 // Runs n worlds on the clock for `seconds` (after one second) and returns
 // the slowest world's ticks per second; *overruns gets their sum.
 static double slowest_rate(uint32_t workers, uint32_t n, uint32_t ragdolls, double seconds,
-                           uint64_t* overruns) {
+                           uint64_t* overruns, bool* disturbed) {
     bench b;
     start(&b, workers, n, ragdolls, false);
     uv_timer_t pokes;
@@ -239,9 +297,11 @@ static double slowest_rate(uint32_t workers, uint32_t n, uint32_t ragdolls, doub
         t0[i] = app__world_view(b.worlds[i])->tick;
         o0[i] = b.worlds[i]->overruns;
     }
+    usage u0 = usage_now();
     uint64_t start_ns = uv_hrtime();
     run_for(&b, (uint64_t)(seconds * 1000));
     double s = (double)(uv_hrtime() - start_ns) / 1e9;
+    *disturbed = others_share(u0) > QUIET_SHARE;
     double slowest = 1e9;
     *overruns = 0;
     for (uint32_t i = 0; i < n; ++i) {
@@ -254,6 +314,19 @@ static double slowest_rate(uint32_t workers, uint32_t n, uint32_t ragdolls, doub
     return slowest;
 }
 
+// slowest_rate(), taken again while other processes disturbed it.
+static double quiet_slowest_rate(uint32_t workers, uint32_t n, uint32_t ragdolls, double seconds,
+                                 uint64_t* overruns) {
+    bool disturbed = true;
+    double r = 0.0;
+    for (int a = 0; a < MAX_ATTEMPTS && disturbed; ++a) {
+        r = slowest_rate(workers, n, ragdolls, seconds, overruns, &disturbed);
+        g_discarded += disturbed;
+    }
+    g_disturbed = disturbed;
+    return r;
+}
+
 // The most worlds (up to max) that all keep >= 98 % of 60 ticks a second.
 static uint32_t worlds_that_fit(uint32_t workers, uint32_t ragdolls, double seconds, uint32_t max,
                                 double* next_rate) {
@@ -261,9 +334,9 @@ static uint32_t worlds_that_fit(uint32_t workers, uint32_t ragdolls, double seco
     *next_rate = 0.0;
     for (uint32_t n = 1; n <= max; ++n) {
         uint64_t overruns = 0;
-        double r = slowest_rate(workers, n, ragdolls, seconds, &overruns);
-        printf("    %2u worlds: slowest %5.1f ticks/s, %llu overruns\n", n, r,
-               (unsigned long long)overruns);
+        double r = quiet_slowest_rate(workers, n, ragdolls, seconds, &overruns);
+        printf("    %2u worlds: slowest %5.1f ticks/s, %llu overruns%s\n", n, r,
+               (unsigned long long)overruns, g_disturbed ? "   * disturbed" : "");
         fflush(stdout);
         if (r < 0.98 * 60.0) {
             *next_rate = r;
@@ -332,20 +405,30 @@ int main(int argc, char** argv) {
            ragdolls, ticks, runs);
     double rate[2] = {0, 0}, step[2] = {0, 0};
     for (uint32_t workers = 1; workers <= 2; ++workers) {
+        bool any_disturbed = false;
         double* r = calloc((size_t)runs, sizeof *r);
         double* m = calloc((size_t)runs, sizeof *m);
         for (int k = 0; k < runs; ++k) {
-            r[k] = throughput(workers, 2, ragdolls, ticks, &m[k]);
+            bool disturbed = true;
+            for (int a = 0; a < MAX_ATTEMPTS && disturbed; ++a) {
+                r[k] = throughput(workers, 2, ragdolls, ticks, &m[k], &disturbed);
+                g_discarded += disturbed;
+            }
+            any_disturbed |= disturbed;
         }
         rate[workers - 1] = median(r, runs);
         step[workers - 1] = median(m, runs);
-        printf("  %u worker%s  %8.1f ticks/s over both worlds   %6.2f ms per tick\n", workers,
-               workers == 1 ? " " : "s", rate[workers - 1], step[workers - 1]);
+        printf("  %u worker%s  %8.1f ticks/s over both worlds   %6.2f ms per tick%s\n", workers,
+               workers == 1 ? " " : "s", rate[workers - 1], step[workers - 1],
+               any_disturbed ? "   * disturbed" : "");
         free(r);
         free(m);
     }
     printf("  2 workers / 1 worker      %.2fx   (target >= 1.8x)\n", rate[1] / rate[0]);
     if (throughput_only) {
+        printf("%u measurements taken again because other processes used over %.0f %% of the "
+               "machine meanwhile\n",
+               g_discarded, 100.0 * QUIET_SHARE);
         sim_library_destroy(g_lib);
         return 0;
     }
@@ -355,10 +438,11 @@ int main(int argc, char** argv) {
            ragdolls, seconds);
     for (uint32_t workers = 0; workers <= 2; ++workers) {
         uint64_t overruns = 0;
-        double r = slowest_rate(workers, 4, ragdolls, seconds, &overruns);
-        printf("  %u worker%s  slowest world %5.1f ticks/s, %llu overruns%s\n", workers,
+        double r = quiet_slowest_rate(workers, 4, ragdolls, seconds, &overruns);
+        printf("  %u worker%s  slowest world %5.1f ticks/s, %llu overruns%s%s\n", workers,
                workers == 1 ? " " : "s", r, (unsigned long long)overruns,
-               workers == 0 ? " (every world on the loop thread, as before the pool)" : "");
+               workers == 0 ? " (every world on the loop thread, as before the pool)" : "",
+               g_disturbed ? "   * disturbed" : "");
     }
     printf("worlds per core: worlds of %u active ragdolls on the 60 Hz clock, %.1f s after "
            "1 s; a world keeps up at >= 98 %% of 60 ticks/s\n",
@@ -374,7 +458,9 @@ int main(int argc, char** argv) {
         }
         printf("\n");
     }
-    printf("load average %.2f at the end\n", loadavg());
+    printf("load average %.2f at the end; %u measurements taken again because other processes "
+           "used over %.0f %% of the machine meanwhile\n",
+           loadavg(), g_discarded, 100.0 * QUIET_SHARE);
     sim_library_destroy(g_lib);
     return 0;
 }
