@@ -3,12 +3,12 @@
  * the worker pool (server/app/pool.c, scheduler.c). Not a test: nothing
  * here passes or fails.
  *
- *   throughput   two busy worlds, each 20 active ragdolls (humanoids killed
+ *   throughput   two busy worlds (--worlds), each 20 active ragdolls (humanoids killed
  *                and given PD drives toward their animation, one of them
  *                hit again every half second through the world's inbox),
  *                stepped through the scheduler as fast as they come back
  *                (the clock paused), with 1 worker and with 2: ticks per
- *                second over both worlds, and the ratio (target >= 1.8x).
+ *                second over all of them, and the ratio (target >= 1.8x).
  *
  *   four worlds  4 such worlds on the real 60 Hz clock (issue 9's case),
  *                with 0 workers (the loop thread steps them, as before the
@@ -27,7 +27,8 @@
  * tests do: there is no public way to tick a world on demand.
  *
  * Usage: ragdoll-pool-bench [--ticks N] [--runs N] [--seconds S] [--ragdolls N]
- *                           [--max-worlds N] [--throughput-only] [--assets DIR]
+ *                           [--worlds N] [--max-worlds N] [--throughput-only] [--assets DIR]
+ * (--worlds: the throughput part's worlds, 2 by default.)
  */
 #include "app_internal.h"
 
@@ -362,7 +363,7 @@ static double loadavg(void) {
 int main(int argc, char** argv) {
     int ticks = 1000, runs = 3;
     double seconds = 3.0;
-    uint32_t ragdolls = 20, max_worlds = 24;
+    uint32_t ragdolls = 20, max_worlds = 24, tp_worlds = 2;
     const char* assets = RD_ASSETS_DIR;
     bool throughput_only = false;
     for (int i = 1; i < argc; ++i) {
@@ -378,18 +379,21 @@ int main(int argc, char** argv) {
             max_worlds = (uint32_t)atoi(argv[++i]);
         } else if (strcmp(argv[i], "--assets") == 0 && i + 1 < argc) {
             assets = argv[++i];
+        } else if (strcmp(argv[i], "--worlds") == 0 && i + 1 < argc) {
+            tp_worlds = (uint32_t)atoi(argv[++i]);
         } else if (strcmp(argv[i], "--throughput-only") == 0) {
             throughput_only = true;
         } else {
             fprintf(stderr, "usage: ragdoll-pool-bench [--ticks N] [--runs N] [--seconds S] "
-                            "[--ragdolls N] [--max-worlds N] [--throughput-only] [--assets DIR]\n");
+                            "[--ragdolls N] [--worlds N] [--max-worlds N] [--throughput-only] "
+                            "[--assets DIR]\n");
             return 2;
         }
     }
     if (ticks < 1 || runs < 1 || seconds <= 0.0 || ragdolls < 1 || ragdolls > 100 ||
-        max_worlds < 1 || max_worlds > 64) {
+        max_worlds < 1 || max_worlds > 64 || tp_worlds < 1 || tp_worlds > 64) {
         fprintf(stderr, "ragdoll-pool-bench: --ticks, --runs and --seconds take positive "
-                        "numbers, --ragdolls 1 to 100, --max-worlds 1 to 64\n");
+                        "numbers, --ragdolls 1 to 100, --max-worlds and --worlds 1 to 64\n");
         return 2;
     }
     char err[256];
@@ -400,9 +404,9 @@ int main(int argc, char** argv) {
     printf("machine: %u CPUs this process may use, load average %.2f at the start\n",
            uv_available_parallelism(), loadavg());
 
-    printf("throughput: 2 worlds of %u active ragdolls, each stepped as soon as it is back "
+    printf("throughput: %u worlds of %u active ragdolls, each stepped as soon as it is back "
            "from the pool, %d ticks each after 60; median of %d runs\n",
-           ragdolls, ticks, runs);
+           tp_worlds, ragdolls, ticks, runs);
     double rate[2] = {0, 0}, step[2] = {0, 0};
     for (uint32_t workers = 1; workers <= 2; ++workers) {
         bool any_disturbed = false;
@@ -411,14 +415,14 @@ int main(int argc, char** argv) {
         for (int k = 0; k < runs; ++k) {
             bool disturbed = true;
             for (int a = 0; a < MAX_ATTEMPTS && disturbed; ++a) {
-                r[k] = throughput(workers, 2, ragdolls, ticks, &m[k], &disturbed);
+                r[k] = throughput(workers, tp_worlds, ragdolls, ticks, &m[k], &disturbed);
                 g_discarded += disturbed;
             }
             any_disturbed |= disturbed;
         }
         rate[workers - 1] = median(r, runs);
         step[workers - 1] = median(m, runs);
-        printf("  %u worker%s  %8.1f ticks/s over both worlds   %6.2f ms per tick%s\n", workers,
+        printf("  %u worker%s  %8.1f ticks/s over all worlds    %6.2f ms per tick%s\n", workers,
                workers == 1 ? " " : "s", rate[workers - 1], step[workers - 1],
                any_disturbed ? "   * disturbed" : "");
         free(r);
