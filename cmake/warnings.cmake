@@ -56,6 +56,21 @@ int main(void) { return 0; }
     endif()
 endif()
 
+# RD_SANITIZE takes -fsanitize's list: address,undefined (scripts/test.sh's
+# second build) or thread (its third: ThreadSanitizer, for the worker pool;
+# RD_TSAN=ON is the same). ThreadSanitizer cannot be combined with
+# AddressSanitizer or LeakSanitizer.
+if(RD_TSAN AND NOT RD_SANITIZE MATCHES "thread")
+    if(RD_SANITIZE)
+        set(RD_SANITIZE "${RD_SANITIZE},thread")
+    else()
+        set(RD_SANITIZE "thread")
+    endif()
+endif()
+if(RD_SANITIZE MATCHES "thread" AND RD_SANITIZE MATCHES "address|leak")
+    message(FATAL_ERROR "RD_SANITIZE=${RD_SANITIZE}: ThreadSanitizer cannot be combined with "
+                        "AddressSanitizer or LeakSanitizer; build them apart")
+endif()
 if(RD_SANITIZE)
     add_compile_options(-fsanitize=${RD_SANITIZE} -fno-sanitize-recover=all -fno-omit-frame-pointer)
     add_link_options(-fsanitize=${RD_SANITIZE})
@@ -69,10 +84,6 @@ if(RD_FUZZ)
     add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
                         -fno-omit-frame-pointer)
     add_link_options(-fsanitize=address,undefined)
-endif()
-if(RD_TSAN)
-    add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
-    add_link_options(-fsanitize=thread)
 endif()
 if(RD_VALIDATE)
     add_compile_definitions(RD_VALIDATE=1)

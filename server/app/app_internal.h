@@ -1,5 +1,7 @@
 /*
- * app_internal.h: the private structures of server/app.
+ * app_internal.h: the private structures of server/app. Everything here is
+ * for the loop thread, except a busy world's simulator, which a worker
+ * steps (the thread model is in scheduler.c).
  *
  *   app_server ──► worlds[]: app_world ──► sim_world (physics)
  *        │                    ├─ inbox: commands waiting for the next tick
@@ -13,11 +15,15 @@
 #include "log.h"
 #include "metrics.h"
 #include "net.h"
+#include "pool.h"
 #include "rdp.h"
 #include "sim.h"
 
 #define APP_MAX_SUBS  8
 #define APP_MAX_DRAGS 64
+/// Catch-up ticks one job of the pool steps at most (app_config.max_catchup
+/// is capped by it).
+#define APP_MAX_BATCH 16
 /// Commands one client may have waiting for worlds' next ticks; beyond it
 /// they get rate_limited. A quarter of an inbox's default capacity (1024),
 /// so one client cannot fill a world's inbox on its own.
@@ -88,6 +94,7 @@ typedef struct app_sub {
     /// UINT64_MAX for none yet (it gets a full snapshot).
     uint64_t acked;
     bool full_next;       ///< Binary: the next snapshot is full (resync).
+    bool mid_batch;       ///< Made while the world stepped: only its batch's last tick counts.
     uint32_t metrics_acc; ///< Binary: snapshots sent (a metrics event every rate_hz).
     /// Snapshot bytes the subscription may still send: refilled each tick
     /// by APP_SNAPSHOT_BYTES_PER_S / tick_hz up to APP_SNAPSHOT_BYTES_PER_S;
@@ -142,18 +149,52 @@ typedef struct app_topo {
     net_blob* body;  ///< NULL: nothing cached.
 } app_topo;
 
+/// What the loop thread reads of a world outside its tick boundary (lists,
+/// /metrics, subscribe replies, the server's solver budget, logs): read
+/// from the simulator while the world is idle; while a worker steps it,
+/// kept as it was when the world was handed over (app__world_view()).
+typedef struct app_world_view {
+    uint64_t tick;
+    uint32_t entities;
+    uint32_t particles;
+    uint32_t by_kind[6];  ///< Entities by sim_entity_kind (1..5).
+    uint32_t bones;       ///< Rigid bodies that are characters' bones.
+    uint32_t balls;       ///< Rigid bodies that are balls.
+    uint64_t solver_work; ///< Per tick, as sim_world_solver_work() counts it.
+    sim_overflows overflows;
+    sim_params params;
+    bool ground;
+    uint32_t box_count;
+    sim_box* boxes; ///< def.max_boxes of them, box_count used.
+} app_world_view;
+
 /// A world and everything that hangs off it.
+///
+/// Threading (scheduler.c): everything here is the loop thread's, except
+/// while `busy`: then a worker steps `sim`, reading `batch` and writing
+/// `step_ns`, and the loop thread touches none of the three (it reads
+/// `view`). The pool's mutex orders each hand-over.
 typedef struct app_world {
     uint64_t id;
     char name[RDP_MAX_NAME + 1];
     sim_world* sim;
+    sim_world_def def; ///< What the world was created with: capacities, solver budget.
+    app_world_view view;
+
+    // The clock and the step (scheduler.c).
     uint32_t tick_hz;
     uint64_t period_ns;
     uint64_t acc_ns;  ///< Real time owed to the simulation.
     uint64_t last_ns; ///< When the accumulator was last advanced.
     uint64_t overruns;
-    double step_ms;
-    sim_world_def def; ///< What the world was created with: capacities, solver budget.
+    bool busy;        ///< Handed to the pool: a worker owns `sim` until it comes back.
+    bool doomed;      ///< Destroyed while busy: freed when the pool hands it back.
+    app_job job;      ///< Its steps, as a job of the pool.
+    uint32_t batch;   ///< Ticks the job steps, 1 unless catching up (APP_MAX_BATCH).
+    uint32_t owed;    ///< Catch-up ticks still to begin after this batch.
+    uint64_t loop_ns; ///< The batch's time on the loop thread before its steps (commands).
+    uint64_t step_ns[APP_MAX_BATCH]; ///< Each step, timed by the worker that ran it.
+    double step_ms;                  ///< The last step, for snapshots' metrics.
 
     app_cmd* inbox; ///< Ring buffer of inbox_cap commands.
     uint32_t inbox_head, inbox_count, inbox_cap;
@@ -206,13 +247,25 @@ typedef struct app_world {
     app_tick_histogram tick_stats; ///< How long its ticks take (/metrics).
 } app_world;
 
+/// The scheduler (scheduler.c): one timer for every world's clock and the
+/// pool their steps run on.
+typedef struct app_sched {
+    uv_timer_t timer;
+    app_pool pool;
+    bool running; ///< app__sched_start() succeeded: the timer and the pool exist.
+    bool paused;  ///< The clock starts no tick; app__sched_tick_now() does (tests, benchmarks).
+    bool closing; ///< app__sched_close() was called: no tick starts, none finishes.
+    uint32_t open_handles;                  ///< The timer and the pool, until closed.
+    void (*closed)(struct app_server* app); ///< app__sched_close()'s callback.
+} app_sched;
+
 struct app_server {
     uv_loop_t* loop;
     app_config cfg;
     char* host;
     char* web_root;
     net_server* net;
-    uv_timer_t ticker;
+    app_sched sched; ///< The clock and the workers (scheduler.c).
     uint64_t started_ns;
     app_world** worlds; ///< cfg.max_worlds slots; NULL = free.
     uint32_t world_count;
@@ -233,10 +286,14 @@ struct app_server {
     app_metrics metrics;
 };
 
-/// The sim_world_def every world of the server is created with (registry.c).
+// ---------------------------------------------------------------------------
+// registry.c: the worlds of a server
+// ---------------------------------------------------------------------------
+
+/// The sim_world_def every world of the server is created with.
 sim_world_def app__world_def(const app_server* app, uint32_t tick_hz);
 
-/// Creates a world (registry.c) with `limits` (RDP_LIMIT_COUNT values, each
+/// Creates a world with `limits` (RDP_LIMIT_COUNT values, each
 /// within the server's ceiling; see app__world_limits()). Returns 0 and *out,
 /// or an rdp error code (RDP_E_TOO_LARGE when the registry is full,
 /// RDP_E_INTERNAL on OOM).
@@ -255,35 +312,26 @@ bool app__world_limits(const app_server* app, const rdp_limits* asked,
                        uint32_t out[RDP_LIMIT_COUNT], char* msg, size_t cap);
 
 /// Destroys a world: pending commands get not_found, subscribers get a
-/// world_destroyed event and lose the subscription.
+/// world_destroyed event and lose the subscription, and its id names no
+/// world from now on. Its memory is freed now, or, when a worker is
+/// stepping it, when the pool hands it back (scheduler.c).
 void app__world_destroy(app_server* app, app_world* w);
+
+/// Frees a world that is in no registry slot and on no worker. NULL is
+/// allowed.
+void app__world_free(app_world* w);
+
+/// The world as the loop thread may read it outside a tick boundary: read
+/// afresh from the simulator when the world is idle; while a worker steps
+/// it, as it was when it was handed over (its tick before the step). The
+/// pointer is w's and valid until the next call. Loop thread only.
+const app_world_view* app__world_view(app_world* w);
+
+/// Reads w's view from the simulator. Loop thread, w idle.
+void app__world_look(app_world* w);
 
 /// Finds a world by id, or NULL.
 app_world* app__world_find(const app_server* app, uint64_t id);
-
-/// Advances every world by the real time that passed (fixed steps, capped
-/// catch-up) and returns the nanoseconds until the next tick is due.
-uint64_t app__worlds_advance(app_server* app);
-
-/// Queues a world command (registry.c) and counts it in c->pending (c may be
-/// NULL: a command on behalf of a client that has gone). Returns RDP_OK or
-/// RDP_E_RATE_LIMITED when the inbox is full.
-rdp_code app__world_enqueue(app_world* w, app_client* c, const rdp_command* cmd);
-
-/// Frees the describe body kept for `entity` (despawned or removed), if any.
-void app__topo_forget(app_world* w, uint64_t entity);
-
-/// Adds or updates a subscription; returns the subscription (registry.c).
-app_sub* app__subscribe(app_world* w, app_client* c, uint32_t format, uint32_t rate_hz,
-                        rdp_code* err);
-
-/// Removes a client's subscription to w; false if there was none.
-bool app__unsubscribe(app_world* w, app_client* c);
-
-/// Forgets a client everywhere: subscriptions and queued commands; the
-/// particles it was dragging are released at the next tick (a queued
-/// release, so the world's command order stays the log of what happened).
-void app__client_gone(app_server* app, app_client* c);
 
 /// Fills world info for lists (welcome, list_worlds). `out` has room for
 /// app->world_count entries.
@@ -292,8 +340,73 @@ uint32_t app__world_infos(const app_server* app, rdp_world_info* out);
 /// A float as the wire shows it: rounded to 1e-6 so it prints as meant.
 double app__wire(float f);
 
-/// Reads a world's parameters in wire form.
-rdp_params app__params_of(const app_world* w);
+/// Reads a world's parameters in wire form (from its view).
+rdp_params app__params_of(app_world* w);
+
+/// Frees the describe body kept for `entity` (despawned or removed), if any.
+void app__topo_forget(app_world* w, uint64_t entity);
+
+/// Forgets a client everywhere: subscriptions and queued commands; the
+/// particles it was dragging are released at the next tick (a queued
+/// release, so the world's command order stays the log of what happened).
+void app__client_gone(app_server* app, app_client* c);
+
+// ---------------------------------------------------------------------------
+// scheduler.c: the clock and the inboxes
+// ---------------------------------------------------------------------------
+
+/// Starts the pool (cfg.workers threads) and the clock (loop thread).
+/// Returns 0 or a negative libuv error from app__pool_init(); on error
+/// nothing is left open.
+int app__sched_start(app_server* app);
+
+/// Stops the clock and the pool (loop thread): waits for the steps being
+/// run (at most one per worker), frees the worlds destroyed while they
+/// stepped, leaves every other world idle, and calls closed(app) once its
+/// handles are closed. No tick begins or ends after this call. Once only,
+/// after app__sched_start() succeeded.
+void app__sched_close(app_server* app, void (*closed)(app_server* app));
+
+/// Makes w's steps a job of the pool and, once the clock runs, sets it for
+/// w's first tick (registry.c, at creation).
+void app__sched_world_added(app_server* app, app_world* w);
+
+/// Pauses the clock (tests, benchmarks): no tick begins by the clock,
+/// only by app__sched_tick_now(); ticks in flight still end. Unpausing
+/// starts every world's clock afresh (the time paused is not owed).
+void app__sched_pause(app_server* app, bool paused);
+
+/// Begins a tick of w now, whatever its clock says: its inbox applies and
+/// it goes to the pool; the rest follows when the pool hands it back.
+/// False (nothing done) when w is busy or the scheduler is closing.
+bool app__sched_tick_now(app_server* app, app_world* w);
+
+/// Worlds handed to the pool and not yet back.
+uint32_t app__sched_in_flight(const app_server* app);
+
+/// Queues a world command and counts it in c->pending (c may be NULL: a
+/// command on behalf of a client that has gone). Returns RDP_OK or
+/// RDP_E_RATE_LIMITED when the inbox is full.
+rdp_code app__world_enqueue(app_world* w, app_client* c, const rdp_command* cmd);
+
+/// Answers every command waiting in w's inbox not_found (the world is
+/// being destroyed).
+void app__inbox_cancel(app_server* app, app_world* w);
+
+/// Marks c's commands in w's inbox as a gone client's: they still apply,
+/// unanswered.
+void app__inbox_forget_client(app_world* w, const app_client* c);
+
+// ---------------------------------------------------------------------------
+// broadcast.c: subscriptions, events and snapshots
+// ---------------------------------------------------------------------------
+
+/// Adds or updates a subscription; returns the subscription.
+app_sub* app__subscribe(app_world* w, app_client* c, uint32_t format, uint32_t rate_hz,
+                        rdp_code* err);
+
+/// Removes a client's subscription to w; false if there was none.
+bool app__unsubscribe(app_world* w, app_client* c);
 
 /// The client's subscription to world `world`, or NULL.
 app_sub* app__sub_of(app_client* c, uint64_t world);
@@ -308,6 +421,32 @@ void app__ack(const app_world* w, app_sub* sub, uint64_t tick);
 /// error reply for anything else.
 void app__binary_message(app_server* app, app_client* c, const uint8_t* data, size_t len);
 
+/// Sends a text event to every subscriber of w.
+void app__broadcast_text(app_world* w, const char* text, size_t len);
+
+/// Tells every subscriber of w that it was destroyed (world_destroyed) and
+/// ends their subscriptions.
+void app__broadcast_world_gone(app_world* w);
+
+/// Drains the world's simulator events (an entity removed as unstable, a
+/// character changing state or coming to rest) and sends each to every
+/// subscriber, before the snapshot that shows it.
+void app__broadcast_events(app_world* w);
+
+/// Sends the snapshot of the world as it is to every subscriber that is
+/// due after `ticks` ticks (1, or a batch of catch-up ticks that ends at
+/// the first tick anyone is due: app__broadcast_ticks_until_due()), each
+/// encoding made once and shared.
+void app__broadcast_snapshots(app_world* w, uint32_t ticks);
+
+/// How many ticks, 1 to `max`, w may step before a subscriber is due a
+/// snapshot: the count up to and including the first tick after which one
+/// is, or `max` when none is before then (max >= 1).
+uint32_t app__broadcast_ticks_until_due(const app_world* w, uint32_t max);
+
+/// Drops this tick's shared snapshot encodings.
+void app__snapshot_cache_clear(app_world* w);
+
 /// The wire kind of a simulator entity kind.
 rdp_kind app__kind_of(sim_entity_kind k);
 
@@ -316,6 +455,10 @@ rdp_kind app__kind_of(sim_entity_kind k);
 /// Returns the bodies used, 0 if the scratch is full.
 uint32_t app__rigid_state(app_world* w, sim_entity_id id, sim_entity_kind kind, uint32_t first,
                           rdp_entity_state* e);
+
+// ---------------------------------------------------------------------------
+// dispatch.c, budget.c, bucket.c, auth.c, server.c
+// ---------------------------------------------------------------------------
 
 /// Applies one queued command from client c (NULL when it has gone) to its
 /// world at a tick boundary and returns the reply text (dispatch.c), or NULL
@@ -329,9 +472,10 @@ char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command
 /// describes into sw (dispatch.c). Returns a SIM_E_* code and *out.
 int app__spawn(sim_world* sw, const rdp_command* cmd, sim_entity_id* out);
 
-/// Solver projections per second world w costs as it is:
-/// sim_world_solver_work() × tick_hz (budget.c).
-uint64_t app__world_rate(const app_world* w);
+/// Solver projections per second world w costs as it is: its view's
+/// solver work × tick_hz (budget.c); a world on a worker counts as it was
+/// handed over (its step can only remove entities, never add work).
+uint64_t app__world_rate(app_world* w);
 
 /// The sum of app__world_rate() over every world of the server.
 uint64_t app__server_rate(const app_server* app);
@@ -342,7 +486,7 @@ uint64_t app__server_rate(const app_server* app);
 /// the server's (cfg.max_total_solver_work per 1/60 s, each world weighted
 /// by tick_hz / 60). Otherwise false, and msg (cap bytes; 256 is ample)
 /// names the limit with the numbers.
-bool app__admit_work(const app_server* app, const app_world* w, uint64_t work, const sim_params* p,
+bool app__admit_work(const app_server* app, app_world* w, uint64_t work, const sim_params* p,
                      char* msg, size_t cap);
 
 /// Checks a spawn command against world w's limits (particles,
@@ -351,8 +495,7 @@ bool app__admit_work(const app_server* app, const app_world* w, uint64_t work, c
 /// touched). Returns SIM_OK; SIM_E_CAPACITY with msg naming the limit; or
 /// another SIM_E_* code from the counts (SIM_E_UNKNOWN_NAME: no such
 /// skeleton or clip), msg untouched. Changes nothing.
-int app__admit_spawn(const app_server* app, const app_world* w, const rdp_command* cmd, char* msg,
-                     size_t cap);
+int app__admit_spawn(app_server* app, app_world* w, const rdp_command* cmd, char* msg, size_t cap);
 
 /// What the entity a spawn command describes would add to a world whose
 /// library is lib (dispatch.c): sim_rope_def_counts() and the others on the

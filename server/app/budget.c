@@ -31,8 +31,10 @@
 #include <stdio.h>
 #include <string.h>
 
-uint64_t app__world_rate(const app_world* w) {
-    return sim_world_solver_work(w->sim) * w->tick_hz;
+uint64_t app__world_rate(app_world* w) {
+    // From the view: another world's may be on a worker while this one's
+    // commands apply.
+    return app__world_view(w)->solver_work * w->tick_hz;
 }
 
 uint64_t app__server_rate(const app_server* app) {
@@ -50,7 +52,7 @@ static unsigned long long per_60hz_tick(uint64_t rate) {
     return (unsigned long long)((rate + 59) / 60);
 }
 
-bool app__admit_work(const app_server* app, const app_world* w, uint64_t work, const sim_params* p,
+bool app__admit_work(const app_server* app, app_world* w, uint64_t work, const sim_params* p,
                      char* msg, size_t cap) {
     if (w->def.max_solver_work != 0 && work > w->def.max_solver_work) {
         snprintf(msg, cap,
@@ -89,8 +91,7 @@ static const char* kind_of_op(rdp_op op) {
     }
 }
 
-int app__admit_spawn(const app_server* app, const app_world* w, const rdp_command* cmd, char* msg,
-                     size_t cap) {
+int app__admit_spawn(app_server* app, app_world* w, const rdp_command* cmd, char* msg, size_t cap) {
     unsigned long long world = (unsigned long long)w->id;
     const char* kind = kind_of_op(cmd->op);
     sim_counts add;

@@ -54,6 +54,10 @@ app_config app_config_default(void) {
     c.demo = true;
     c.max_worlds = 16;
     c.max_sessions = 1024;
+    c.workers = uv_available_parallelism();
+    if (c.workers > APP_MAX_WORKERS) {
+        c.workers = APP_MAX_WORKERS;
+    }
     c.max_catchup = 4;
     c.inbox_capacity = 1024;
     c.max_solver_work = 1000000;
@@ -93,6 +97,9 @@ static void usage(FILE* f) {
             "                    constraint projections a world may need per tick (default\n"
             "                    1000000, about 10 ms of one core); larger spawns and\n"
             "                    parameter changes are refused with too_large\n"
+            "  --workers N       threads that step worlds, 0 to %d (default: the CPUs this\n"
+            "                    process may use, here %u; also $RAGDOLLD_WORKERS); 0 steps\n"
+            "                    every world on the event-loop thread\n"
             "  --max-total-solver-work N\n"
             "                    constraint projections all worlds together may need per\n"
             "                    1/60 s, each world weighted by its tick rate (default\n"
@@ -136,7 +143,7 @@ static void usage(FILE* f) {
             "Once it accepts connections it prints \"listening on HOST:PORT\" on stdout;\n"
             "logs go to stderr. GET /metrics answers in the Prometheus text format.\n"
             "SIGINT or SIGTERM closes every client with 1001 (going away) and exits.\n",
-            RD_WEB_ROOT_DEFAULT, RD_ASSETS_DEFAULT);
+            RD_WEB_ROOT_DEFAULT, RD_ASSETS_DEFAULT, APP_MAX_WORKERS, app_config_default().workers);
 }
 
 // 127.0.0.0/8, ::1 and "localhost": addresses only this machine reaches.
@@ -217,6 +224,7 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         OPT_MAX_SESSIONS,
         OPT_MAX_SOLVER_WORK,
         OPT_MAX_TOTAL_SOLVER_WORK,
+        OPT_WORKERS,
         OPT_AUTH_FILE,
         OPT_ANONYMOUS,
         OPT_ALLOW_ORIGIN,
@@ -241,6 +249,7 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
         {"max-solver-work", required_argument, NULL, OPT_MAX_SOLVER_WORK},
         {"max-total-solver-work", required_argument, NULL, OPT_MAX_TOTAL_SOLVER_WORK},
+        {"workers", required_argument, NULL, OPT_WORKERS},
         {"auth-file", required_argument, NULL, OPT_AUTH_FILE},
         {"anonymous", required_argument, NULL, OPT_ANONYMOUS},
         {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
@@ -261,6 +270,7 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
     int c;
     long v;
     uint32_t limits_given = 0, ceiling_given = 0;
+    bool workers_given = false;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case OPT_HOST:
@@ -311,6 +321,15 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
                 return -1;
             }
             cfg->max_total_solver_work = (uint64_t)v;
+            break;
+        case OPT_WORKERS:
+            if (!parse_uint(optarg, 0, APP_MAX_WORKERS, &v)) {
+                fprintf(err, "ragdolld: --workers takes a number from 0 to %d, not \"%s\"\n",
+                        APP_MAX_WORKERS, optarg);
+                return -1;
+            }
+            cfg->workers = (uint32_t)v;
+            workers_given = true;
             break;
         case OPT_AUTH_FILE:
             cfg->auth_file = optarg;
@@ -395,6 +414,17 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
     if (optind < argc) {
         fprintf(err, "ragdolld: unexpected argument \"%s\" (see --help)\n", argv[optind]);
         return -1;
+    }
+    if (!workers_given) {
+        const char* env = getenv("RAGDOLLD_WORKERS");
+        if (env != NULL && env[0] != '\0') {
+            if (!parse_uint(env, 0, APP_MAX_WORKERS, &v)) {
+                fprintf(err, "ragdolld: RAGDOLLD_WORKERS takes a number from 0 to %d, not \"%s\"\n",
+                        APP_MAX_WORKERS, env);
+                return -1;
+            }
+            cfg->workers = (uint32_t)v;
+        }
     }
     if (cfg->auth_file == NULL) {
         const char* env = getenv("RAGDOLLD_AUTH_FILE");

@@ -618,9 +618,12 @@ static void subscribe(app_world* w, app_client* c, const rdp_command* cmd) {
                                                : "out of memory");
         return;
     }
+    // Answered at once, so from the world's view: a worker may be stepping
+    // it (the tick is the one before that step, whose snapshot comes first).
+    const app_world_view* v = app__world_view(w);
     rdp_params params = app__params_of(w);
-    uint32_t nbox = sim_world_box_count(w->sim);
-    const sim_box* sb = sim_world_boxes(w->sim);
+    uint32_t nbox = v->box_count;
+    const sim_box* sb = v->boxes;
     rdp_box* boxes = calloc(nbox + 1, sizeof *boxes);
     if (boxes == NULL) {
         app__send_error(c, rdp_re_of(cmd), RDP_E_INTERNAL, "out of memory");
@@ -636,7 +639,7 @@ static void subscribe(app_world* w, app_client* c, const rdp_command* cmd) {
     rdp_reply_fields f;
     memset(&f, 0, sizeof f);
     f.has_tick = true;
-    f.tick = sim_world_tick(w->sim);
+    f.tick = v->tick;
     f.has_world = true;
     f.world = w->id;
     f.tick_hz = w->tick_hz;
@@ -644,7 +647,7 @@ static void subscribe(app_world* w, app_client* c, const rdp_command* cmd) {
     f.rate_hz = sub->rate_hz;
     f.params = &params;
     f.has_statics = true;
-    f.ground = sim_world_has_ground(w->sim);
+    f.ground = v->ground;
     f.boxes = boxes;
     f.box_count = nbox;
     reply_ok(c, cmd, &f);
@@ -735,7 +738,7 @@ void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
     rdp_reply_fields f;
     memset(&f, 0, sizeof f);
     f.has_tick = true;
-    f.tick = sim_world_tick(w->sim);
+    f.tick = app__world_view(w)->tick; // a worker may be stepping it
     switch (cmd->op) {
     case RDP_OP_DESTROY_WORLD:
         reply_ok(c, cmd, &f);

@@ -6,7 +6,9 @@
  * It owns the application's counters only. Bytes on the wire and dropped
  * snapshots are net's (net_server_stats()), solver overflows the
  * simulator's (sim_world_overflows()), entity counts the worlds'; they are
- * read here when the page is rendered, never copied on the hot path.
+ * read here when the page is rendered, from each world's view
+ * (app__world_view(): the simulator itself when the world is idle, the
+ * copy taken when it was handed over while a worker steps it).
  */
 #include "metrics.h"
 
@@ -131,33 +133,8 @@ static void family(out* o, const char* name, const char* type, const char* help)
     emit(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-// Entities and rigid bodies of one world, by kind.
-typedef struct world_counts {
-    uint32_t entities[6]; ///< By sim_entity_kind (1..5).
-    uint32_t bones, balls;
-} world_counts;
-
 static const sim_entity_kind entity_kinds[] = {
     SIM_ENTITY_ROPE, SIM_ENTITY_CLOTH, SIM_ENTITY_RAGDOLL, SIM_ENTITY_CHARACTER, SIM_ENTITY_BALL};
-
-static void count_world(const app_world* w, world_counts* c) {
-    memset(c, 0, sizeof *c);
-    uint32_t n = sim_world_entity_count(w->sim);
-    for (uint32_t i = 0; i < n; ++i) {
-        sim_entity_id id = sim_world_entity_at(w->sim, i);
-        sim_entity_view v;
-        if (sim_entity_get_view(w->sim, id, &v) != SIM_OK || v.kind < 1 || v.kind > 5) {
-            continue;
-        }
-        c->entities[v.kind]++;
-        sim_character_view cv;
-        if (v.kind == SIM_ENTITY_CHARACTER && sim_character_get_view(w->sim, id, &cv) == SIM_OK) {
-            c->bones += cv.bone_count;
-        } else if (v.kind == SIM_ENTITY_BALL) {
-            c->balls++;
-        }
-    }
-}
 
 static void render_server(const app_server* app, out* o) {
     const app_metrics* m = &app->metrics;
@@ -167,6 +144,9 @@ static void render_server(const app_server* app, out* o) {
     emit(o, "ragdolld_uptime_seconds %.3f\n", (double)(uv_hrtime() - app->started_ns) / 1e9);
     family(o, "ragdolld_worlds", "gauge", "Worlds on the server (at most --max-worlds).");
     emit(o, "ragdolld_worlds %u\n", app->world_count);
+    family(o, "ragdolld_workers", "gauge",
+           "Threads that step worlds (--workers); 0: worlds step on the event-loop thread.");
+    emit(o, "ragdolld_workers %u\n", app->cfg.workers);
     family(o, "ragdolld_sessions", "gauge",
            "Open WebSocket sessions by role; anonymous: without a token on a server with an "
            "auth file (without one, every session is admin).");
@@ -260,21 +240,22 @@ static void render_server(const app_server* app, out* o) {
 // Each world's series, one family after another (every sample of a family
 // must come together). worlds[] has max_worlds slots, NULL when free.
 static void render_worlds(const app_server* app, out* o) {
-    world_counts* counts = calloc(app->cfg.max_worlds, sizeof *counts);
-    if (counts == NULL) {
+    // Each world's view: afresh when idle, as handed over while a worker
+    // steps it (the loop thread never reads a busy world's simulator).
+    const app_world_view** views = calloc(app->cfg.max_worlds, sizeof *views);
+    if (views == NULL) {
         o->oom = true;
         return;
     }
     for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
-        const app_world* w = app->worlds[i];
-        if (w == NULL) {
-            continue;
+        if (app->worlds[i] != NULL) {
+            views[i] = app__world_view(app->worlds[i]);
         }
-        count_world(w, &counts[i]);
     }
     family(o, "ragdolld_tick_duration_seconds", "histogram",
-           "How long a world's ticks take on the loop thread: its commands, the step, events "
-           "and snapshots (0.0167 s is one tick at 60 Hz).");
+           "How long a world's ticks take: its commands, events and snapshots on the loop "
+           "thread and its step on a worker, not the wait for a free worker (0.0167 s is one "
+           "tick at 60 Hz).");
     for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
         const app_world* w = app->worlds[i];
         if (w == NULL) {
@@ -311,7 +292,7 @@ static void render_worlds(const app_server* app, out* o) {
         }
         for (size_t k = 0; k < sizeof entity_kinds / sizeof entity_kinds[0]; ++k) {
             emit(o, "ragdolld_entities{world=\"%llu\",kind=\"%s\"} %u\n", (unsigned long long)w->id,
-                 sim_entity_kind_name(entity_kinds[k]), counts[i].entities[entity_kinds[k]]);
+                 sim_entity_kind_name(entity_kinds[k]), views[i]->by_kind[entity_kinds[k]]);
         }
     }
     family(o, "ragdolld_rigid_bodies", "gauge",
@@ -323,9 +304,9 @@ static void render_worlds(const app_server* app, out* o) {
             continue;
         }
         emit(o, "ragdolld_rigid_bodies{world=\"%llu\",kind=\"character\"} %u\n",
-             (unsigned long long)w->id, counts[i].bones);
+             (unsigned long long)w->id, views[i]->bones);
         emit(o, "ragdolld_rigid_bodies{world=\"%llu\",kind=\"ball\"} %u\n",
-             (unsigned long long)w->id, counts[i].balls);
+             (unsigned long long)w->id, views[i]->balls);
     }
     family(o, "ragdolld_particles", "gauge", "Particles in a world (ropes, cloths, ragdolls).");
     for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
@@ -334,7 +315,7 @@ static void render_worlds(const app_server* app, out* o) {
             continue;
         }
         emit(o, "ragdolld_particles{world=\"%llu\"} %u\n", (unsigned long long)w->id,
-             sim_world_particle_count(w->sim));
+             views[i]->particles);
     }
     family(o, "ragdolld_world_reserved_bytes", "gauge",
            "Bytes a world's simulation holds: it grows with what the world holds, up to its "
@@ -364,7 +345,7 @@ static void render_worlds(const app_server* app, out* o) {
         if (w == NULL) {
             continue;
         }
-        sim_overflows ov = sim_world_overflows(w->sim);
+        sim_overflows ov = views[i]->overflows;
         const char* const arrays[3] = {"grid", "pairs", "contacts"};
         const uint64_t values[3] = {ov.grid_entries, ov.pairs, ov.contacts};
         for (int a = 0; a < 3; ++a) {
@@ -372,7 +353,7 @@ static void render_worlds(const app_server* app, out* o) {
                  (unsigned long long)w->id, arrays[a], (unsigned long long)values[a]);
         }
     }
-    free(counts);
+    free(views);
 }
 
 char* app__metrics_render(const app_server* app, size_t* len) {

@@ -175,13 +175,14 @@ void app__report_world_created(app_server* app, const app_world* w) {
     }
 }
 
-void app__report_world_destroyed(app_server* app, const app_world* w) {
+void app__report_world_destroyed(app_server* app, app_world* w) {
     app_log_line l;
     if (app__log_begin(&app->log, &l, APP_LOG_INFO, APP_LOGK_ALWAYS, "world_destroyed",
                        uv_hrtime())) {
         app__log_u64(&l, "world", w->id);
-        app__log_u64(&l, "tick", sim_world_tick(w->sim));
-        app__log_u64(&l, "entities", sim_world_entity_count(w->sim));
+        const app_world_view* v = app__world_view(w);
+        app__log_u64(&l, "tick", v->tick);
+        app__log_u64(&l, "entities", v->entities);
         app__log_end(&l);
     }
 }

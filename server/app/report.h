@@ -64,7 +64,7 @@ void app__report_end(app_server* app, app_client* c, rdp_code silent);
 void app__report_world_created(app_server* app, const app_world* w);
 
 /// A world is being destroyed: logs world_destroyed (info).
-void app__report_world_destroyed(app_server* app, const app_world* w);
+void app__report_world_destroyed(app_server* app, app_world* w);
 
 /// A message of `bytes` and `kind` was queued to c.
 void app__report_sent(app_client* c, app_msg_kind kind, size_t bytes);

@@ -1,7 +1,8 @@
 /*
  * server.c: the application's side of the network: sessions become
- * clients, text messages become commands, /healthz reports liveness; and the
- * ticker that drives every world's clock. Startup and graceful shutdown.
+ * clients, text messages become commands, /healthz reports liveness.
+ * Startup and graceful shutdown (the clock and the workers are
+ * scheduler.c's).
  */
 #include "app_internal.h"
 #include "report.h"
@@ -168,23 +169,6 @@ static void on_refused(void* ctx, const net_session* s, int status, const char* 
 }
 
 // ---------------------------------------------------------------------------
-// The ticker
-// ---------------------------------------------------------------------------
-
-static void on_tick(uv_timer_t* t) {
-    app_server* app = t->data;
-    if (app->shutting_down) {
-        return;
-    }
-    uint64_t due_ns = app__worlds_advance(app);
-    app__log_flush(&app->log, uv_hrtime()); // "suppressed K lines" once a burst is over
-    // libuv timers count whole milliseconds; round up so we never wake early
-    // for nothing. The accumulator absorbs the lateness (at most 1 ms).
-    uint64_t ms = due_ns == UINT64_MAX ? 100 : (due_ns + 999999) / 1000000;
-    uv_timer_start(&app->ticker, on_tick, ms, 0);
-}
-
-// ---------------------------------------------------------------------------
 // Lifecycle
 // ---------------------------------------------------------------------------
 
@@ -264,14 +248,18 @@ int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
                         .on_close = on_close,
                         .on_upgrade = on_upgrade,
                         .on_refused = on_refused};
-    int rc = net_server_start(loop, &ncfg, &cb, &app->net);
+    int rc = app__sched_start(app);
     if (rc != 0) {
         app_free(app);
         return rc;
     }
-    uv_timer_init(loop, &app->ticker);
-    app->ticker.data = app;
-    uv_timer_start(&app->ticker, on_tick, 1, 0);
+    rc = net_server_start(loop, &ncfg, &cb, &app->net);
+    if (rc != 0) {
+        // The scheduler's handles close on the loop (the caller runs it);
+        // the server is freed once they have.
+        app__sched_close(app, app_free);
+        return rc;
+    }
     *out = app;
     return 0;
 }
@@ -280,8 +268,7 @@ int app_server_port(const app_server* app) {
     return net_server_port(app->net);
 }
 
-static void on_ticker_closed(uv_handle_t* h) {
-    app_server* app = h->data;
+static void on_sched_closed(app_server* app) {
     void (*done)(void*) = app->done;
     void* arg = app->done_arg;
     app_free(app);
@@ -292,7 +279,9 @@ static void on_ticker_closed(uv_handle_t* h) {
 
 static void on_net_stopped(void* arg) {
     app_server* app = arg;
-    uv_close((uv_handle_t*)&app->ticker, on_ticker_closed);
+    // Every client is gone; the steps still being run are waited for, then
+    // the worlds are freed.
+    app__sched_close(app, on_sched_closed);
 }
 
 void app_server_shutdown(app_server* app, void (*done)(void* arg), void* arg) {
@@ -302,7 +291,6 @@ void app_server_shutdown(app_server* app, void (*done)(void* arg), void* arg) {
     app->shutting_down = true;
     app->done = done;
     app->done_arg = arg;
-    uv_timer_stop(&app->ticker);
     // Clients first (1001, going away); the worlds are freed after the last
     // session's on_close, so no queued command outlives its world.
     net_server_stop(app->net, 1001, on_net_stopped, app);

@@ -73,6 +73,10 @@ static void test_app_defaults(void** state) {
     assert_int_equal(c.log_level, APP_LOG_INFO);
     assert_int_equal(c.log_format, APP_LOG_TEXT);
     assert_null(c.log_stream); // stderr
+    // One worker per CPU this process may run on.
+    unsigned cpus = uv_available_parallelism();
+    assert_true(cpus >= 1);
+    assert_int_equal(c.workers, cpus < APP_MAX_WORKERS ? cpus : APP_MAX_WORKERS);
 }
 
 static void test_app_parses_every_flag(void** state) {
@@ -107,6 +111,23 @@ static void test_app_parses_every_flag(void** state) {
     assert_int_equal(parse(quiet, &c, out, err), 0);
     assert_int_equal(c.log_level, APP_LOG_ERROR);
     assert_int_equal(c.log_format, APP_LOG_TEXT);
+    // Workers: 0 (step on the loop thread) to 256; the environment when
+    // the flag is not given.
+    unsetenv("RAGDOLLD_WORKERS");
+    const char* none[] = {"--workers", "0", NULL};
+    assert_int_equal(parse(none, &c, out, err), 0);
+    assert_int_equal(c.workers, 0);
+    const char* most[] = {"--workers=256", NULL};
+    assert_int_equal(parse(most, &c, out, err), 0);
+    assert_int_equal(c.workers, 256);
+    setenv("RAGDOLLD_WORKERS", "3", 1);
+    const char* nothing[] = {NULL};
+    assert_int_equal(parse(nothing, &c, out, err), 0);
+    assert_int_equal(c.workers, 3);
+    const char* two[] = {"--workers", "2", NULL};
+    assert_int_equal(parse(two, &c, out, err), 0);
+    assert_int_equal(c.workers, 2); // the flag wins
+    unsetenv("RAGDOLLD_WORKERS");
 }
 
 static void test_app_help_and_version_exit_successfully(void** state) {
@@ -118,6 +139,7 @@ static void test_app_help_and_version_exit_successfully(void** state) {
     assert_non_null(strstr(out, "usage: ragdolld"));
     assert_non_null(strstr(out, "--no-demo"));
     assert_non_null(strstr(out, "--max-total-solver-work"));
+    assert_non_null(strstr(out, "--workers N"));
     assert_non_null(strstr(out, "--log-level"));
     assert_non_null(strstr(out, "--log-format"));
     const char* version[] = {"--version", NULL};
@@ -134,6 +156,8 @@ static void test_app_rejects_bad_flags_with_a_message(void** state) {
         {"--port", NULL, NULL},        {"--max-solver-work", "10", NULL},
         {"--max-sessions", "0", NULL}, {"--max-total-solver-work", "999", NULL},
         {"--log-level", "loud", NULL}, {"--log-format", "xml", NULL},
+        {"--workers", "257", NULL},    {"--workers", "four", NULL},
+        {"--workers", "", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
         char out[4096] = "", err[4096] = "";
@@ -213,6 +237,29 @@ static void test_app_world_limits_and_ceiling_flags(void** state) {
         assert_int_equal(parse(bad[i].args, &c, out, err), -1);
         assert_string_equal(err, bad[i].err);
     }
+}
+
+static void test_app_rejects_bad_worker_counts_with_a_message(void** state) {
+    (void)state;
+    char out[4096] = "", err[4096] = "";
+    app_config c;
+    unsetenv("RAGDOLLD_WORKERS");
+    const char* negative[] = {"--workers", "-1", NULL};
+    assert_int_equal(parse(negative, &c, out, err), -1);
+    assert_string_equal(err, "ragdolld: --workers takes a number from 0 to 256, not \"-1\"\n");
+    const char* huge[] = {"--workers", "10000", NULL};
+    assert_int_equal(parse(huge, &c, out, err), -1);
+    assert_string_equal(err, "ragdolld: --workers takes a number from 0 to 256, not \"10000\"\n");
+    setenv("RAGDOLLD_WORKERS", "lots", 1);
+    const char* nothing[] = {NULL};
+    assert_int_equal(parse(nothing, &c, out, err), -1);
+    assert_string_equal(err,
+                        "ragdolld: RAGDOLLD_WORKERS takes a number from 0 to 256, not \"lots\"\n");
+    // A good flag overrides a bad environment.
+    const char* one[] = {"--workers", "1", NULL};
+    assert_int_equal(parse(one, &c, out, err), 0);
+    assert_int_equal(c.workers, 1);
+    unsetenv("RAGDOLLD_WORKERS");
 }
 
 static void test_app_public_bind_needs_an_auth_file(void** state) {
@@ -1130,6 +1177,9 @@ static void test_app_metrics_count_commands_messages_and_closes(void** state) {
     assert_true(sample(page, "ragdolld_worlds") == 1.0);
     assert_true(sample(page, "ragdolld_entities{world=\"1\",kind=\"ball\"}") == 1.0);
     assert_true(sample(page, "ragdolld_rigid_bodies{world=\"1\",kind=\"ball\"}") == 1.0);
+    // The spawn was answered at its tick boundary; the tick is counted when
+    // its step comes back from a worker, a moment later.
+    page = scrape_until(f, "ragdolld_tick_duration_seconds_count{world=\"1\"}", 0, 1);
     assert_true(sample(page, "ragdolld_tick_duration_seconds_count{world=\"1\"}") >= 1.0);
 
     // The client closes normally: 1000.
@@ -1252,6 +1302,7 @@ int main(void) {
         cmocka_unit_test(test_app_parses_every_flag),
         cmocka_unit_test(test_app_help_and_version_exit_successfully),
         cmocka_unit_test(test_app_rejects_bad_flags_with_a_message),
+        cmocka_unit_test(test_app_rejects_bad_worker_counts_with_a_message),
         cmocka_unit_test(test_app_describe_budget_is_a_token_bucket),
         cmocka_unit_test(test_app_world_limits_and_ceiling_flags),
         cmocka_unit_test(test_app_demo_outside_its_limits_is_refused_with_a_reason),

@@ -4,7 +4,12 @@
  * wires server/sim (physics), protocol/ (the wire format) and server/net
  * (sockets) together; main.c is a thin shell around it.
  *
- * Threading: everything runs on the thread of the uv_loop_t it is given.
+ * Threading: every function here is for the thread that runs the
+ * uv_loop_t the server was given (the loop thread), which does all I/O.
+ * Worlds step on a pool of worker threads of the server's own
+ * (app_config.workers; the thread model is in server/app/scheduler.c), so
+ * a server uses as many cores as it has busy worlds; each world steps on
+ * one worker at a time.
  *
  * All state hangs off one app_server; there are no globals, so tests may run
  * several servers in one process.
@@ -61,6 +66,9 @@ void app_auth_destroy(app_auth* a);
 /// Tokens in the file (0 for NULL).
 uint32_t app_auth_count(const app_auth* a);
 
+/// --workers at most.
+#define APP_MAX_WORKERS 256
+
 /// --allow-origin entries at most.
 #define APP_MAX_ALLOW_ORIGINS 16
 
@@ -98,7 +106,14 @@ typedef struct app_config {
     /// WebSocket sessions at most; a further upgrade gets HTTP 503. Default
     /// 1024; 0 means no limit.
     uint32_t max_sessions;
-    uint32_t max_catchup;    ///< Ticks one world may run per wake-up. Default 4.
+    /// Threads that step worlds (--workers, or $RAGDOLLD_WORKERS), 0 to
+    /// APP_MAX_WORKERS. Default: the CPUs this process may run on
+    /// (uv_available_parallelism()). 0 steps every world on the loop
+    /// thread, between its I/O, as servers before the pool did.
+    uint32_t workers;
+    /// Ticks one world may run back to back when it is behind (catch-up);
+    /// beyond them the backlog is dropped and counted as overruns. Default 4.
+    uint32_t max_catchup;
     uint32_t inbox_capacity; ///< Commands queued per world at most. Default 1024.
     /// Solver projections per tick a world may need (sim_world_def
     /// max_solver_work). Default 10^6.
@@ -157,7 +172,8 @@ typedef struct app_config {
 app_config app_config_default(void);
 
 /// Parses the command line into *cfg (which should hold the defaults); an
-/// auth file may also come from $RAGDOLLD_AUTH_FILE. Refuses a host that
+/// auth file may also come from $RAGDOLLD_AUTH_FILE, the worker count from
+/// $RAGDOLLD_WORKERS (--workers wins). Refuses a host that
 /// is not a loopback address unless there is an auth file or --insecure
 /// (Redis's protected mode). Returns 0 to run, 1 when the program should
 /// exit successfully (--help, --version; text went to out), or -1 on a
@@ -168,19 +184,22 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
 /// A running server. Opaque.
 typedef struct app_server app_server;
 
-/// Starts listening on `loop` and, if cfg->demo, creates the demo world.
-/// Returns 0 and *out, or a negative libuv error (e.g. UV_EADDRINUSE),
-/// UV_ENOMEM, or UV_EINVAL when the demo world does not fit in
-/// cfg->world_limits or cfg->max_solver_work (an error line is logged).
-/// Strings in cfg are copied.
+/// Starts the worker threads, listens on `loop` and, if cfg->demo,
+/// creates the demo world. Returns 0 and *out, or a negative libuv error
+/// (e.g. UV_EADDRINUSE, or what starting a thread said), UV_ENOMEM, or
+/// UV_EINVAL when the demo world does not fit in cfg->world_limits or
+/// cfg->max_solver_work (an error line is logged). On an error after its
+/// handles were made, they close on the loop: run it before
+/// uv_loop_close(). Strings in cfg are copied.
 int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out);
 
 /// The TCP port the server listens on.
 int app_server_port(const app_server* app);
 
 /// Begins a graceful shutdown: stop ticking, close every client with 1001
-/// (going away), free the worlds, and free the server; then done(arg). The
-/// loop ends once the server's handles are closed.
+/// (going away), wait for the steps the workers are running (at most one
+/// per worker), stop the workers, free the worlds, and free the server;
+/// then done(arg). The loop ends once the server's handles are closed.
 void app_server_shutdown(app_server* app, void (*done)(void* arg), void* arg);
 
 #ifdef __cplusplus
