@@ -226,7 +226,7 @@ int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
                                   "--max-solver-work; raise them or give --no-demo");
             }
             app_free(app);
-            return rc == SIM_E_CAPACITY ? UV_EINVAL : UV_ENOMEM;
+            return rc == SIM_E_CAPACITY ? UV_ENOSPC : UV_ENOMEM;
         }
     }
     net_config ncfg = net_config_default();

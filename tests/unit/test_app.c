@@ -618,7 +618,7 @@ static void test_app_demo_outside_its_limits_is_refused_with_a_reason(void** sta
     cfg.log_stream = f;
     cfg.world_limits[RDP_LIMIT_PARTICLES] = 100; // the demo has 437 (no library: no characters)
     app_server* app = NULL;
-    assert_int_equal(app_server_start(&loop, &cfg, &app), UV_EINVAL);
+    assert_int_equal(app_server_start(&loop, &cfg, &app), UV_ENOSPC);
     fclose(f);
     assert_non_null(strstr(log, "the demo world does not fit in --world-limits or "
                                 "--max-solver-work; raise them or give --no-demo"));

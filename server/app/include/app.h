@@ -187,7 +187,7 @@ typedef struct app_server app_server;
 /// Starts the worker threads, listens on `loop` and, if cfg->demo,
 /// creates the demo world. Returns 0 and *out, or a negative libuv error
 /// (e.g. UV_EADDRINUSE, or what starting a thread said), UV_ENOMEM, or
-/// UV_EINVAL when the demo world does not fit in cfg->world_limits or
+/// UV_ENOSPC when the demo world does not fit in cfg->world_limits or
 /// cfg->max_solver_work (an error line is logged). On an error after its
 /// handles were made, they close on the loop: run it before
 /// uv_loop_close(). Strings in cfg are copied.
