@@ -222,7 +222,8 @@ static bool limits_ok(const sim_world_def* d) {
            d->max_constraints <= SIM_LIMIT_MAX_CONSTRAINTS &&
            d->max_bodies <= SIM_LIMIT_MAX_BODIES && d->max_joints <= SIM_LIMIT_MAX_JOINTS &&
            d->max_contacts <= SIM_LIMIT_MAX_CONTACTS && d->max_boxes <= (1u << 20) &&
-           d->max_drags <= (1u << 20);
+           d->max_drags <= (1u << 20) &&
+           (d->solver == SIM_SOLVER_XPBD || d->solver == SIM_SOLVER_SOFT_STEP);
 }
 
 // The limits of a world as counts.

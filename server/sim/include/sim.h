@@ -215,6 +215,21 @@ typedef struct sim_counts {
 /// it allocates. Memory follows what it holds (see "Allocation" above and
 /// sim_world_reserved_bytes()); sim_world_def_max_bytes() is what a world
 /// full to every limit would reserve.
+/// The rigid-body solver a world uses (sim_world_def.solver).
+typedef enum sim_solver {
+    /// Extended position-based dynamics (Müller et al. 2020, "Detailed Rigid
+    /// Body Simulation with Extended Position Based Dynamics"): positional
+    /// corrections, 4-16 rigid substeps per tick per island (more for fast
+    /// impacts), contacts found every substep.
+    SIM_SOLVER_XPBD = 0,
+    /// Soft step (Box2D v3's solver, Catto 2024, "Solver2D" / "Soft Step"):
+    /// velocity-level soft constraints, 4 substeps per tick each with one
+    /// biased solve and one relax iteration, contacts found once per tick
+    /// (speculative), warm-started from the last tick, constraints solved
+    /// in graph-coloured batches.
+    SIM_SOLVER_SOFT_STEP = 1,
+} sim_solver;
+
 typedef struct sim_world_def {
     sim_params params; ///< Initial parameters.
     float dt;          ///< Tick length in seconds, (0, 1]. Default 1/60.
@@ -246,6 +261,7 @@ typedef struct sim_world_def {
     /// room for, up to this; contacts beyond the room are skipped and
     /// counted (sim_overflows.contacts).
     uint32_t max_contacts;
+    sim_solver solver; ///< Rigid-body solver; default SIM_SOLVER_XPBD.
     /// Skeletons and clips for characters; NULL allows no characters. Not
     /// owned: it must outlive the world and not change while the world lives.
     const sim_library* library;
