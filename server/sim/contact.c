@@ -13,6 +13,7 @@
  * (the bodies do not feel them: a one-way push, enough for cloth on bodies).
  */
 #include "rigid.h"
+#include "soft.h"
 #include "world.h"
 
 #include <string.h>
@@ -126,8 +127,14 @@ static sim_vec3 point_velocity(const sim__body* b, sim_vec3 r, bool pre) {
 // found on the substep's predicted poses: normal n from b to a, points pa
 // on a and pb on b (world), depth (negative: a gap, kept so that a later
 // pass that closes it is caught).
+// `code` (ground or box) and `feature` (which point of the pair) name the
+// point across ticks for the soft step's warm start.
 static void add_contact(sim_world* w, uint32_t ia, uint32_t ib, sim_vec3 n, sim_vec3 pa,
-                        sim_vec3 pb, float h) {
+                        sim_vec3 pb, float h, uint32_t code, uint32_t feature) {
+    if (w->def.solver == SIM_SOLVER_SOFT_STEP) {
+        sim__soft_add_point(w, ia, ib, code, n, pa, pb, feature);
+        return;
+    }
     if (w->contact_count == w->contact_cap) {
         w->overflows.contacts++; // out of room: this pair goes unsolved this substep
         return;
@@ -196,7 +203,7 @@ static void solve_contact(sim_world* w, sim__contact* c, float h) {
 }
 
 // Contacts of a dynamic body's capsule (or sphere) with the ground.
-static void find_ground(sim_world* w, uint32_t i, float h) {
+static void find_ground(sim_world* w, uint32_t i, float h, float margin) {
     const sim__body_info* bi = &w->binfo[i];
     sim_vec3 p0, p1;
     sim__body_segment(&w->body[i], bi, &p0, &p1);
@@ -205,16 +212,17 @@ static void find_ground(sim_world* w, uint32_t i, float h) {
     for (int k = 0; k < ends; ++k) {
         sim__body_segment(&w->body[i], bi, &p0, &p1);
         sim_vec3 p = k == 0 ? p0 : p1;
-        if (p.y < r + SPECULATIVE) {
+        if (p.y < r + margin) {
             sim_vec3 n = v3(0.0f, 1.0f, 0.0f);
-            add_contact(w, i, SIM__NO_BODY, n, v3(p.x, p.y - r, p.z), v3(p.x, 0.0f, p.z), h);
+            add_contact(w, i, SIM__NO_BODY, n, v3(p.x, p.y - r, p.z), v3(p.x, 0.0f, p.z), h,
+                        SIM__CODE_GROUND, (uint32_t)k);
         }
     }
 }
 
 // Contacts of a dynamic body's capsule (or sphere) with static box k, a
 // pair the broad phase found.
-static void find_box(sim_world* w, uint32_t i, uint32_t k, float h) {
+static void find_box(sim_world* w, uint32_t i, uint32_t k, float h, float margin) {
     const sim__body_info* bi = &w->binfo[i];
     sim_vec3 p0, p1;
     int ends = bi->half_len > 0.0f ? 2 : 1;
@@ -247,14 +255,15 @@ static void find_box(sim_world* w, uint32_t i, uint32_t k, float h) {
             }
             sim_vec3 n, on_box;
             float depth;
-            if (sphere_box(p, r + SPECULATIVE, bx, &n, &depth, &on_box)) {
-                add_contact(w, i, SIM__NO_BODY, n, v3_sub(p, v3_scale(n, r)), on_box, h);
+            if (sphere_box(p, r + margin, bx, &n, &depth, &on_box)) {
+                add_contact(w, i, SIM__NO_BODY, n, v3_sub(p, v3_scale(n, r)), on_box, h,
+                            SIM__CODE_BOX + k, (uint32_t)c);
             }
         }
     }
 }
 
-static void find_pair(sim_world* w, uint32_t ia, uint32_t ib, float h) {
+static void find_pair(sim_world* w, uint32_t ia, uint32_t ib, float h, float margin) {
     // Let the dynamic one be `a` (a kinematic a would not move).
     if (w->body[ia].inv_mass == 0.0f) {
         uint32_t t = ia;
@@ -268,12 +277,12 @@ static void find_pair(sim_world* w, uint32_t ia, uint32_t ib, float h) {
     sim__closest_segments(a0, a1, b0, b1, &ca, &cb);
     sim_vec3 d = v3_sub(ca, cb);
     float dist = v3_len(d), rr = fa->radius + fb->radius;
-    if (dist >= rr + SPECULATIVE) {
+    if (dist >= rr + margin) {
         return;
     }
     sim_vec3 n = dist > 1e-6f ? v3_scale(d, 1.0f / dist) : v3(0.0f, 1.0f, 0.0f);
     add_contact(w, ia, ib, n, v3_sub(ca, v3_scale(n, fa->radius)),
-                v3_add(cb, v3_scale(n, fb->radius)), h);
+                v3_add(cb, v3_scale(n, fb->radius)), h, 0, 0);
 }
 
 void sim__contacts_find(sim_world* w, const sim__island* isl, float h) {
@@ -281,7 +290,7 @@ void sim__contacts_find(sim_world* w, const sim__island* isl, float h) {
     const uint32_t* ib = w->isl_bodies + isl->body_first;
     for (uint32_t n = 0; n < isl->body_count; ++n) {
         if (w->def.ground && w->body[ib[n]].inv_mass > 0.0f) {
-            find_ground(w, ib[n], h);
+            find_ground(w, ib[n], h, SPECULATIVE);
         }
     }
     // Static contacts first, then those between bodies (the last solved in a
@@ -291,13 +300,42 @@ void sim__contacts_find(sim_world* w, const sim__island* isl, float h) {
     for (uint32_t n = 0; n < isl->pair_count; ++n) {
         const sim__pair* p = &w->pairs[ip[n]];
         if (p->b & SIM__BOX_PAIR) {
-            find_box(w, p->a, p->b & ~SIM__BOX_PAIR, h);
+            find_box(w, p->a, p->b & ~SIM__BOX_PAIR, h, SPECULATIVE);
         }
     }
     for (uint32_t n = 0; n < isl->pair_count; ++n) {
         const sim__pair* p = &w->pairs[ip[n]];
         if ((p->b & SIM__BOX_PAIR) == 0) {
-            find_pair(w, p->a, p->b, h);
+            find_pair(w, p->a, p->b, h, SPECULATIVE);
+        }
+    }
+}
+
+// Soft step: a point may be this far apart (m) and still be kept, plus
+// what the bodies may close in one tick (Box2D's speculative distance is 4
+// linear slops, 2 cm).
+#define SOFT_SPECULATIVE 0.02f
+
+// The narrow phase's margin: what body i may close in one tick at most;
+// sim__soft_add_point keeps only points the bodies really move toward.
+static float soft_margin(const sim_world* w, uint32_t i) {
+    return SOFT_SPECULATIVE + w->closing[i] * w->dt;
+}
+
+void sim__soft_contacts_find(sim_world* w, const sim__island* isl) {
+    const uint32_t* ib = w->isl_bodies + isl->body_first;
+    for (uint32_t n = 0; n < isl->body_count; ++n) {
+        if (w->def.ground && w->body[ib[n]].inv_mass > 0.0f) {
+            find_ground(w, ib[n], 0.0f, soft_margin(w, ib[n]));
+        }
+    }
+    const uint32_t* ip = w->isl_pairs + isl->pair_first;
+    for (uint32_t n = 0; n < isl->pair_count; ++n) {
+        const sim__pair* p = &w->pairs[ip[n]];
+        if (p->b & SIM__BOX_PAIR) {
+            find_box(w, p->a, p->b & ~SIM__BOX_PAIR, 0.0f, soft_margin(w, p->a));
+        } else if (w->body[p->a].inv_mass > 0.0f || w->body[p->b].inv_mass > 0.0f) {
+            find_pair(w, p->a, p->b, 0.0f, fmaxf(soft_margin(w, p->a), soft_margin(w, p->b)));
         }
     }
 }

@@ -121,6 +121,17 @@ typedef struct sim__body_info {
     uint32_t no_collide; ///< Bit j: never collides with bone j of the same character.
 } sim__body_info;
 
+/// A joint's accumulated soft-step impulses (soft_joint.c), kept from one
+/// tick to the next for the warm start: N·s for the point, N·m·s for the
+/// angular rows.
+typedef struct sim__joint_impulses {
+    sim_vec3 lin;
+    float twist_lo, twist_hi; ///< Twist (hinge) range ends.
+    float swing;              ///< Swing cone.
+    float swing_y, swing_z;   ///< Locked swing axes (hinge, fixed).
+    float drive;
+} sim__joint_impulses;
+
 /// A joint between a bone and its parent, indices local to the entity.
 typedef struct sim__bjoint {
     uint32_t parent, child;
@@ -134,9 +145,10 @@ typedef struct sim__bjoint {
     float sin_half_swing1, sin_half_swing2;
     float tan_half_tmin, tan_half_tmax;
     float sin_half_tmin, cos_half_tmin, sin_half_tmax, cos_half_tmax;
-    float kp, kd;    ///< Drive gains in effect, N·m/rad and N·m·s/rad.
-    sim_quat target; ///< Drive target: relative rotation of the joint frames.
-    float friction;  ///< Passive joint friction torque, N·m (Coulomb).
+    float kp, kd;             ///< Drive gains in effect, N·m/rad and N·m·s/rad.
+    sim_quat target;          ///< Drive target: relative rotation of the joint frames.
+    float friction;           ///< Passive joint friction torque, N·m (Coulomb).
+    sim__joint_impulses warm; ///< Soft step: last tick's impulses.
 } sim__bjoint;
 
 /// Fills j's derived limit fields from swing1, swing2, twist_min and

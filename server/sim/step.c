@@ -47,17 +47,71 @@ static void quarantine(sim_world* w) {
     }
 }
 
+// The particle half of world substep: integrate, project, respond.
+static void particles_substep(sim_world* w, float h) {
+    const float inv_h2 = 1.0f / (h * h);
+    const sim_vec3 g_h2 = v3_scale(w->params.gravity, h * h);
+    sim__kinematic_advance(w, h);
+    sim__particles_integrate(w, g_h2);
+    // λ restarts every substep (Macklin et al. 2019, section 4).
+    for (uint32_t j = 0; j < w->d_count; ++j) {
+        w->dist[j].lambda = 0.0f;
+    }
+    for (uint32_t j = 0; j < w->drag_count; ++j) {
+        w->drags[j].lambda = 0.0f;
+    }
+    memset(w->contact, 0, w->p_count);
+    memset(w->push, 0, w->p_count * sizeof *w->push);
+    for (int it = 0; it < w->params.iterations; ++it) {
+        sim__particles_project(w, inv_h2);
+        sim__drags_project(w, inv_h2);
+        sim__collide_project(w);
+    }
+    sim__particles_joint_limits(w);
+    sim__collide_respond(w, h);
+}
+
+static void finish_tick(sim_world* w) {
+    sim__characters_post_tick(w);
+    sim__islands_sleep(w, w->dt);
+    w->tick++;
+    quarantine(w);
+}
+
+// A tick with the soft-step rigid solver (soft_step.c): the awake set is
+// solved as one, SIM__SOFT_SUBSTEPS rigid substeps per tick spread over the
+// world's substeps, the particles' substeps interleaved as with XPBD.
+static void soft_tick(sim_world* w) {
+    const int substeps = w->params.substeps;
+    const int split = sim__soft_split(w);
+    const float h = w->dt / (float)substeps;
+    sim__soft_begin_tick(w);
+    w->stats.awake_bodies = w->soft_body_count;
+    w->stats.body_substeps = (uint64_t)w->soft_body_count * (uint64_t)(split * substeps);
+    w->stats.max_substeps = (uint32_t)(split * substeps);
+    for (int s = 0; s < substeps; ++s) {
+        for (int r = 0; r < split; ++r) {
+            sim__soft_substep(w);
+        }
+        particles_substep(w, h);
+    }
+    sim__soft_end_tick(w);
+    finish_tick(w);
+}
+
 void sim_world_step(sim_world* w) {
     const int substeps = w->params.substeps;
     const float h = w->dt / (float)substeps;
-    const float inv_h2 = 1.0f / (h * h);
-    const sim_vec3 g_h2 = v3_scale(w->params.gravity, h * h);
 
     sim__characters_pre_tick(w, w->dt);
     sim__contacts_begin_tick(w, w->dt);
     sim__islands_build(w);
     memset(&w->stats, 0, sizeof w->stats);
     w->stats.islands = w->island_count;
+    if (w->def.solver == SIM_SOLVER_SOFT_STEP) {
+        soft_tick(w);
+        return;
+    }
     for (uint32_t k = 0; k < w->island_count; ++k) {
         const sim__island* isl = &w->islands[k];
         const uint32_t split = (uint32_t)sim__island_split(w, isl, substeps);
@@ -79,27 +133,7 @@ void sim_world_step(sim_world* w) {
                 sim__island_stabilize(w, isl, SIM__STABILIZE_PASSES);
             }
         }
-        sim__kinematic_advance(w, h);
-        sim__particles_integrate(w, g_h2);
-        // λ restarts every substep (Macklin et al. 2019, section 4).
-        for (uint32_t j = 0; j < w->d_count; ++j) {
-            w->dist[j].lambda = 0.0f;
-        }
-        for (uint32_t j = 0; j < w->drag_count; ++j) {
-            w->drags[j].lambda = 0.0f;
-        }
-        memset(w->contact, 0, w->p_count);
-        memset(w->push, 0, w->p_count * sizeof *w->push);
-        for (int it = 0; it < w->params.iterations; ++it) {
-            sim__particles_project(w, inv_h2);
-            sim__drags_project(w, inv_h2);
-            sim__collide_project(w);
-        }
-        sim__particles_joint_limits(w);
-        sim__collide_respond(w, h);
+        particles_substep(w, h);
     }
-    sim__characters_post_tick(w);
-    sim__islands_sleep(w, w->dt);
-    w->tick++;
-    quarantine(w);
+    finish_tick(w);
 }

@@ -116,7 +116,24 @@ sim_world_def sim_world_def_default(void) {
     XX(isl_bodies, (r).bodies, sizeof(uint32_t))                                                   \
     XX(islands, (r).bodies, sizeof(sim__island))                                                   \
     XX(isl_joints, (r).joints, sizeof(sim__ijoint))                                                \
-    XX(isl_pairs, (size_t)(r).bodies* SIM__PAIRS_PER_BODY, sizeof(uint32_t))
+    XX(isl_pairs, (size_t)(r).bodies* SIM__PAIRS_PER_BODY, sizeof(uint32_t))                       \
+    XX(soft_state, SOFT(d, (r).bodies), sizeof(sim__body_state))                                   \
+    XX(soft_mass, SOFT(d, (r).bodies), sizeof(sim__body_mass))                                     \
+    XX(soft_blocks, SOFT(d, (r).bodies), sizeof(uint8_t))                                          \
+    XX(soft_index, SOFT(d, (r).bodies), sizeof(uint32_t))                                          \
+    XX(soft_joints, SOFT(d, (r).joints), sizeof(sim__soft_joint))                                  \
+    XX(soft_contacts, SOFT(d, contact_cap(&(r), &(d))), sizeof(sim__soft_contact))                 \
+    XX(soft_keys, SOFT(d, contact_cap(&(r), &(d))), sizeof(uint64_t))                              \
+    XX(soft_cache, SOFT(d, contact_cap(&(r), &(d))), sizeof(sim__soft_cached))                     \
+    XX(soft_cache_next, SOFT(d, contact_cap(&(r), &(d))), sizeof(sim__soft_cached))                \
+    XX(soft_ca, SOFT(d, (size_t)(r).joints + contact_cap(&(r), &(d))), sizeof(uint32_t))           \
+    XX(soft_cb, SOFT(d, (size_t)(r).joints + contact_cap(&(r), &(d))), sizeof(uint32_t))           \
+    XX(soft_colour, SOFT(d, (size_t)(r).joints + contact_cap(&(r), &(d))), sizeof(uint8_t))        \
+    XX(soft_order, SOFT(d, (size_t)(r).joints + contact_cap(&(r), &(d))), sizeof(uint32_t))        \
+    XX(soft_bits, SOFT(d, (size_t)SIM__GRAPH_COLOURS*(((r).bodies + 63u) / 64u)), sizeof(uint64_t))
+
+// The soft step's arrays exist only in worlds that use it.
+#define SOFT(d, count) ((d).solver == SIM_SOLVER_SOFT_STEP ? (size_t)(count) : (size_t)0)
 
 // The contact list: 24 per body (8 static, 16 from pairs), at most
 // max_contacts.
@@ -199,6 +216,7 @@ static void set_caps(sim_world* w) {
     w->grid_cap = (uint32_t)cap[SIM__ROW_grid];
     w->pair_cap = (uint32_t)cap[SIM__ROW_pairs];
     w->contact_cap = (uint32_t)cap[SIM__ROW_contacts];
+    w->soft_contact_cap = (uint32_t)cap[SIM__ROW_soft_contacts];
 }
 
 // Room for `need` of something the world has room for `have` of: at least

@@ -14,6 +14,7 @@
 
 #include "rigid.h"
 #include "sim.h"
+#include "soft.h"
 
 #include <math.h>
 
@@ -285,7 +286,30 @@ struct sim_world {
     uint32_t* isl_pairs;     ///< Broad-phase pair indices grouped by island.
     sim__island* islands;
     uint32_t island_count;
-    sim_tick_stats stats;    ///< The last tick's (step.c).
+    sim_tick_stats stats; ///< The last tick's (step.c).
+
+    // Soft step (soft.h), when def.solver is SIM_SOLVER_SOFT_STEP; rebuilt
+    // every tick except the contact cache.
+    sim__body_state* soft_state; ///< By solver index: the awake bodies.
+    sim__body_mass* soft_mass;
+    uint8_t* soft_blocks; ///< By solver index: 1 for a dynamic body (graph colouring).
+    uint32_t* soft_index; ///< By body: solver index, or SIM__NO_STATE.
+    uint32_t soft_body_count;
+    sim__soft_joint* soft_joints;
+    uint32_t soft_joint_count;
+    sim__soft_contact* soft_contacts;
+    uint64_t* soft_keys; ///< By contact point: its warm-start key.
+    uint32_t soft_contact_count, soft_contact_cap;
+    sim__soft_cached* soft_cache;      ///< Last tick's impulses, sorted by key.
+    sim__soft_cached* soft_cache_next; ///< Scratch of the same size (swapped in).
+    uint32_t soft_cache_count;
+    uint32_t soft_cache_epoch; ///< topo_epoch when stored (body indices may have moved since).
+    uint32_t* soft_ca;         ///< By constraint (joints, then contacts): its bodies.
+    uint32_t* soft_cb;
+    uint8_t* soft_colour;
+    uint32_t* soft_order; ///< Constraints grouped by colour.
+    uint64_t* soft_bits;  ///< Colouring scratch: SIM__GRAPH_COLOURS bit sets over solver indices.
+    sim__colouring soft_colouring;
     sim_overflows overflows; ///< What the arrays above had no room for.
 };
 
@@ -417,6 +441,15 @@ void sim__wake_all(sim_world* w);
 /// islands and whatever sleeps touching them, and renumbers the sleeping
 /// rings past the gap (island.c).
 void sim__sleep_despawned(sim_world* w, uint32_t first, uint32_t count);
+
+/// Soft step (soft_step.c): the tick's awake bodies, constraints and
+/// colours (after sim__islands_build); one rigid substep of all of them;
+/// restitution, warm-start store and velocities back to the bodies.
+void sim__soft_begin_tick(sim_world* w);
+void sim__soft_substep(sim_world* w);
+void sim__soft_end_tick(sim_world* w);
+/// Rigid substeps per world substep in the soft step.
+int sim__soft_split(const sim_world* w);
 
 /// One rigid substep of length h of island k (solver.c).
 void sim__island_substep(sim_world* w, const sim__island* isl, float h);

@@ -529,10 +529,12 @@ uint32_t sim_world_island_count(const sim_world* w);
 
 /// What the last tick's rigid solver did (for benchmarks and metrics).
 typedef struct sim_tick_stats {
-    uint32_t islands;       ///< Islands solved.
-    uint32_t awake_bodies;  ///< Bodies in islands.
-    uint64_t body_substeps; ///< Σ over islands of bodies × rigid substeps.
-    uint32_t max_substeps;  ///< Rigid substeps of the most split island, per tick.
+    uint32_t islands;              ///< Islands solved.
+    uint32_t awake_bodies;         ///< Bodies in islands.
+    uint64_t body_substeps;        ///< Σ over islands of bodies × rigid substeps.
+    uint32_t max_substeps;         ///< Rigid substeps of the most split island, per tick.
+    uint32_t colours;              ///< Soft step: graph colours used (0 with XPBD).
+    uint32_t overflow_constraints; ///< Soft step: constraints no colour could take.
 } sim_tick_stats;
 
 /// The last tick's solver figures (all zero before the first tick).

@@ -1,0 +1,232 @@
+/*
+ * soft.h: private structures of the soft-step rigid solver (soft_step.c,
+ * soft_contact.c, soft_joint.c, graph.c), the alternative to the XPBD
+ * solver of solver.c chosen by sim_world_def.solver.
+ *
+ * The method is Box2D v3's "soft step" (Erin Catto, "Solver2D", 2024;
+ * box2d.org/posts/2024/02/solver2d): per tick, contacts are found once
+ * (speculatively, on the poses at the start of the tick) and warm-started
+ * from the last tick; the tick is cut into SIM__SOFT_SUBSTEPS substeps, each
+ * of which
+ *
+ *   1. integrates velocities (gravity, spin cap),
+ *   2. warm-starts every constraint (applies its accumulated impulse),
+ *   3. solves every constraint once with a soft bias toward its position
+ *      error (a mass-spring-damper of stiffness `hertz` and damping ratio
+ *      `zeta`: Catto's "soft constraints", GDC 2011),
+ *   4. integrates positions,
+ *   5. relaxes: solves every constraint once more without the bias, which
+ *      takes out the velocity the bias added;
+ *
+ * then restitution is applied once and the impulses are stored for the
+ * next tick. Constraints read the bodies' position change since the start
+ * of the tick (dp, dq) to know their current error, so nothing is
+ * re-collided inside the tick.
+ *
+ * Layout: the awake bodies' velocities and pose changes live in a small hot
+ * array (sim__body_state, 64 bytes) indexed by solver index; their inverse
+ * masses and world inverse inertias (fixed over the tick) in a second one.
+ * Constraints (joint rows and contact points) are ordered in graph colours
+ * (graph.c, Box2D v3's constraint graph): no two constraints of one colour
+ * share a dynamic body, so a colour can be solved in any order, in SIMD
+ * lanes or on several threads with the same result.
+ */
+#pragma once
+
+#include "rigid.h"
+
+typedef struct sim__island sim__island; // world.h
+typedef struct sim__ijoint sim__ijoint; // world.h
+
+/// Substeps of a soft-step tick (Box2D v3 and Box3D's default: 4).
+#define SIM__SOFT_SUBSTEPS 4
+/// Graph colours (Box2D v3 uses 24); constraints that fit in none are solved
+/// after the colours, in the order they were made.
+#define SIM__GRAPH_COLOURS 24
+/// A solver index for "not an awake body": static, or asleep (frozen).
+#define SIM__NO_STATE UINT32_MAX
+
+/// An awake body's hot state during a soft-step tick. 64 bytes: one cache
+/// line.
+typedef struct sim__body_state {
+    sim_vec3 v;     ///< Linear velocity, m/s.
+    float inv_mass; ///< 1/kg, 0 for a kinematic body.
+    sim_vec3 w;     ///< Angular velocity (world), rad/s.
+    uint32_t body;  ///< Global body index.
+    sim_vec3 dp;    ///< Position change since the start of the tick, m.
+    float pad;
+    sim_quat dq; ///< Rotation since the start of the tick (world, applied on the left).
+} sim__body_state;
+_Static_assert(sizeof(sim__body_state) == 64,
+               "sim__body_state is the solver's hot state: 64 bytes");
+
+/// An awake body's world inverse inertia for the tick (xx, yy, zz, xy, xz,
+/// yz), kg⁻¹·m⁻², from its orientation at the start of the tick.
+typedef struct sim__body_mass {
+    float iw[6];
+    float pad[2];
+} sim__body_mass;
+_Static_assert(sizeof(sim__body_mass) == 32, "sim__body_mass: 32 bytes");
+
+/// Soft-constraint coefficients for one substep length (Catto, Box2D v3's
+/// b2Softness): impulse = -m·mass_scale·(Ċ + bias_rate·C) - impulse_scale·λ.
+typedef struct sim__softness {
+    float bias_rate;     ///< 1/s.
+    float mass_scale;    ///< [0, 1].
+    float impulse_scale; ///< [0, 1].
+} sim__softness;
+
+/// Softness of a spring of frequency `hertz` (Hz) and damping ratio `zeta`
+/// over a substep of h seconds; hertz 0 is rigid (no bias).
+sim__softness sim__make_soft(float hertz, float zeta, float h);
+
+/// One contact point of the tick (sim__soft_contact), between body a (an
+/// awake dynamic body) and b (awake, or SIM__NO_STATE for the static world or
+/// a sleeping body). The normal points from b to a. 128 bytes.
+typedef struct sim__soft_contact {
+    uint32_t a, b;    ///< Solver indices.
+    sim_vec3 n;       ///< Unit normal, from b to a.
+    sim_vec3 t1, t2;  ///< Tangents: n, t1, t2 right-handed.
+    sim_vec3 ra, rb;  ///< Anchors: offsets from a's and b's centres at the start of the tick, m.
+    float base_sep;   ///< Separation minus dot(pa - pb, n) at the start of the tick, m.
+    float m_n;        ///< Normal effective mass, kg.
+    float m_t1, m_t2; ///< Tangent effective masses, kg.
+    float lambda_n;   ///< Accumulated normal impulse of a substep, N·s.
+    float lambda_t1, lambda_t2;
+    float max_lambda_n; ///< Largest normal impulse applied this tick (restitution).
+    float vn0;          ///< Relative normal velocity at the start of the tick, m/s.
+    float roll_cap;     ///< Rolling resistance: radius × coefficient, m.
+    float friction;
+    uint32_t is_static; ///< 1 when b is not an awake body (static softness).
+    sim_vec3 lambda_roll;
+} sim__soft_contact;
+
+/// A contact point's impulses kept for the next tick's warm start, sorted by
+/// key (sim__soft_key).
+typedef struct sim__soft_cached {
+    uint64_t key;
+    float lambda_n;
+    sim_vec3 friction; ///< World tangential impulse, N·s.
+} sim__soft_cached;
+
+/// One joint of the tick (soft_joint.c).
+typedef struct sim__soft_joint {
+    uint32_t p, c;           ///< Solver indices (SIM__NO_STATE: static).
+    uint32_t j;              ///< Global joint index (sim__bjoint).
+    sim_vec3 rp0, rc0;       ///< Anchors at the start of the tick, world offsets, m.
+    sim_vec3 delta_center;   ///< Child centre minus parent centre at the start of the tick.
+    sim_quat fp0, fc0;       ///< Joint frames in the world at the start of the tick.
+    sim__joint_impulses acc; ///< Accumulated impulses of a substep.
+} sim__soft_joint;
+
+/// Graph colouring of a tick's constraints (graph.c).
+typedef struct sim__colouring {
+    uint32_t colour_count;                  ///< Colours used.
+    uint32_t first[SIM__GRAPH_COLOURS + 2]; ///< Ranges into `order`; the last is the overflow.
+} sim__colouring;
+
+/// Colours n constraints (Box2D v3's constraint graph, greedy: each takes
+/// the first colour in which neither of its bodies is used yet). Constraint
+/// k links solver indices a[k] and b[k] (SIM__NO_STATE, or a body whose
+/// `blocks` bit is clear, does not count: static and kinematic bodies are
+/// only read). `bits` is scratch of SIM__GRAPH_COLOURS × words uint64_t,
+/// words = ⌈bodies/64⌉, and `colour` scratch of n bytes. Writes the constraint indices grouped by
+/// colour to order[0..n) (in their original order within a colour) and the ranges to *out;
+/// constraints no colour can take go last (out->first[colour_count].. first[colour_count + 1]).
+void sim__graph_colour(const uint32_t* a, const uint32_t* b, uint32_t n, const uint8_t* blocks,
+                       uint32_t bodies, uint64_t* bits, uint8_t* colour, uint32_t* order,
+                       sim__colouring* out);
+
+/// m·v for a symmetric 3×3 matrix stored (xx, yy, zz, xy, xz, yz).
+static inline sim_vec3 sim__sym_mul(const float* m, sim_vec3 v) {
+    sim_vec3 r = {m[0] * v.x + m[3] * v.y + m[4] * v.z, m[3] * v.x + m[1] * v.y + m[5] * v.z,
+                  m[4] * v.x + m[5] * v.y + m[2] * v.z};
+    return r;
+}
+
+/// The solver's view of a body during a soft-step tick: its state and mass,
+/// or a static stand-in (zero velocity, zero inverse mass) for
+/// SIM__NO_STATE. Writes to the stand-in are thrown away.
+typedef struct sim__soft_bodies {
+    sim__body_state* state;
+    const sim__body_mass* mass;
+} sim__soft_bodies;
+
+/// Everything a soft-step constraint needs from its world for one substep.
+typedef struct sim__soft_ctx {
+    sim__body_state* state;
+    const sim__body_mass* mass;
+    float h, inv_h;
+    sim__softness contact_soft; ///< Between two awake bodies.
+    sim__softness static_soft;  ///< Against the static world (stiffer, as Box2D's).
+    sim__softness joint_soft;
+    float max_push;    ///< Contact push-out speed cap, m/s.
+    float restitution; ///< Bounciness of rigid contacts, [0, 1].
+    float rest_speed;  ///< Slower impacts do not bounce, m/s.
+} sim__soft_ctx;
+
+/// Applies impulse p (N·s) at world offset r to awake body s (sign +1) or
+/// its reaction (sign -1).
+static inline void sim__soft_push(sim__body_state* s, const sim__body_mass* m, sim_vec3 r,
+                                  sim_vec3 p) {
+    s->v.x += s->inv_mass * p.x;
+    s->v.y += s->inv_mass * p.y;
+    s->v.z += s->inv_mass * p.z;
+    sim_vec3 t = {r.y * p.z - r.z * p.y, r.z * p.x - r.x * p.z, r.x * p.y - r.y * p.x};
+    sim_vec3 dw = sim__sym_mul(m->iw, t);
+    s->w.x += dw.x;
+    s->w.y += dw.y;
+    s->w.z += dw.z;
+}
+
+/// Applies angular impulse L (N·m·s) to awake body s.
+static inline void sim__soft_turn(sim__body_state* s, const sim__body_mass* m, sim_vec3 L) {
+    sim_vec3 dw = sim__sym_mul(m->iw, L);
+    s->w.x += dw.x;
+    s->w.y += dw.y;
+    s->w.z += dw.z;
+}
+
+// soft_contact.c
+
+/// Warm-start key codes of what a point touches besides a body.
+#define SIM__CODE_GROUND (1u << 21)
+#define SIM__CODE_BOX    ((1u << 21) + 1u)
+
+/// Finds the tick's contact points of one island on the poses at the start
+/// of the tick (contact.c's narrow phase, with a speculative margin of 2 cm
+/// plus what each body may close in one tick).
+void sim__soft_contacts_find(sim_world* w, const sim__island* isl);
+
+/// Records a contact point found at the start of the tick between global
+/// bodies ia (dynamic) and ib (a body, or SIM__NO_BODY for the ground and
+/// boxes; `code` then names which, for the warm-start key): normal n from b
+/// to a, the points pa on a and pb on b (world, m), feature: which point of
+/// the pair (0..3).
+void sim__soft_add_point(sim_world* w, uint32_t ia, uint32_t ib, uint32_t code, sim_vec3 n,
+                         sim_vec3 pa, sim_vec3 pb, uint32_t feature);
+
+/// Masses, tangents and warm-start impulses of the tick's contact points.
+void sim__soft_contacts_prepare(sim_world* w, const sim__soft_ctx* ctx);
+void sim__soft_contact_warm(const sim__soft_ctx* ctx, sim__soft_contact* c);
+void sim__soft_contact_solve(const sim__soft_ctx* ctx, sim__soft_contact* c, bool use_bias);
+/// Restitution after the tick's last substep (Box2D's b2ApplyRestitution).
+void sim__soft_contact_restitute(const sim__soft_ctx* ctx, sim__soft_contact* c);
+/// Keeps the tick's contact impulses for the next tick's warm start.
+void sim__soft_contacts_store(sim_world* w);
+
+// soft_joint.c
+
+/// Fills the tick's joint constraint for joint ij from the bodies' poses at
+/// the start of the tick and the joint's impulses of the last tick.
+void sim__soft_joint_prepare(sim_world* w, const sim__ijoint* ij, sim__soft_joint* sj);
+void sim__soft_joint_warm(const sim__soft_ctx* ctx, sim__soft_joint* sj);
+/// One pass over the joint: drive, limits, then the point constraint; with
+/// use_bias the position errors are corrected softly, without only
+/// speculative limits act (Box2D v3's revolute and spherical joints).
+void sim__soft_joint_solve(const sim__soft_ctx* ctx, const sim__bjoint* j, sim__soft_joint* sj,
+                           bool use_bias);
+/// Drive damping and joint friction, once per substep (velocity only).
+void sim__soft_joint_damp(const sim__soft_ctx* ctx, const sim__bjoint* j, sim__soft_joint* sj);
+/// Keeps the joint's impulses for the next tick.
+void sim__soft_joint_store(sim_world* w, const sim__soft_joint* sj);
