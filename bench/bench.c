@@ -829,6 +829,10 @@ piles:;
         rigid_run r = median_run(pile, n, ticks, pr);
         print_run("pile", n, &r, ticks, pr);
     }
+    if (piles_only) {
+        sim_library_destroy(g_lib);
+        return 0;
+    }
 rain:;
     {
         int rr = runs < 5 ? runs : 5;
