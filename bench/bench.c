@@ -31,10 +31,20 @@
  *             same process on the same snapshot, in turn, and the median
  *             of their ratios.
  *
- * Usage: ragdoll-bench [--ticks N] [--runs N] [--piles-only] [--stream-only] [--json-only]
- *                      [--memory-only] [--assets DIR]
+ * Every world is built with the rigid-body solver --solver names (xpbd, the
+ * default, or soft_step; sim_world_def.solver), printed first.
+ * --compare-solvers runs the piles and the rain (or one of them, with
+ * --piles-only or --rain-only) under both solvers in turn, in one process
+ * (xpbd, soft_step, xpbd, soft_step, ...: a machine whose speed drifts
+ * slows both alike), and prints each solver's medians and the median of
+ * the runs' soft_step/xpbd ratios.
+ *
+ * Usage: ragdoll-bench [--ticks N] [--runs N] [--solver xpbd|soft_step | --compare-solvers]
+ *                      [--piles-only | --rain-only | --stream-only | --json-only |
+ *                       --memory-only] [--assets DIR]
  */
 #include "assets.h"
+#include "bench_solver.h"
 #include "json_ref.h"
 #include "rdp.h"
 #include "scenes.h"
@@ -65,6 +75,17 @@ static double median(double* v, int n) {
 typedef int (*scene_fn)(sim_world* w);
 
 static sim_library* g_lib;
+/// The rigid-body solver of every world built here (--solver; switched
+/// run by run with --compare-solvers).
+static sim_solver g_solver = SIM_SOLVER_XPBD;
+
+// The default world with the library and the solver every world here has.
+static sim_world_def bench_def(void) {
+    sim_world_def def = sim_world_def_default();
+    def.library = g_lib;
+    def.solver = g_solver;
+    return def;
+}
 
 static int scene_cloth64(sim_world* w) {
     sim_entity_id id;
@@ -77,9 +98,8 @@ static double time_scene(scene_fn scene, int iterations, int ticks, int runs, ui
                          uint32_t* constraints) {
     double* per_tick = calloc((size_t)runs, sizeof *per_tick);
     for (int r = 0; r < runs; ++r) {
-        sim_world_def def = sim_world_def_default();
+        sim_world_def def = bench_def();
         def.params.iterations = iterations;
-        def.library = g_lib;
         sim_world* w = NULL;
         if (sim_world_create(&def, &w) != SIM_OK || scene(w) != SIM_OK) {
             fprintf(stderr, "ragdoll-bench: cannot build the scene\n");
@@ -110,8 +130,7 @@ static double time_scene(scene_fn scene, int iterations, int ticks, int runs, ui
 // 0.7 m apart with alternating facings, all killed at once with a small
 // push so they tumble onto the ground and onto each other.
 static sim_world* pile(uint32_t n) {
-    sim_world_def def = sim_world_def_default();
-    def.library = g_lib;
+    sim_world_def def = bench_def();
     def.params.substeps = 4;
     def.max_entities = n + 8;
     def.max_bodies = 16 * n + 64;
@@ -193,21 +212,27 @@ static int cmp_run(const void* a, const void* b) {
     return (x > y) - (x < y);
 }
 
+// One run of a fresh world from `make`.
+static rigid_run one_run(sim_world* (*make)(uint32_t), uint32_t n, int ticks) {
+    sim_world* w = make(n);
+    if (w == NULL) {
+        fprintf(stderr, "ragdoll-bench: cannot build the scene of %u\n", n);
+        exit(1);
+    }
+    rigid_run r = run_rigid(w, ticks);
+    if (sim_world_entity_count(w) != n) {
+        fprintf(stderr, "ragdoll-bench: the scene of %u lost characters\n", n);
+        exit(1);
+    }
+    sim_world_destroy(w);
+    return r;
+}
+
 // The median run (by time per tick) of `runs` fresh worlds from `make`.
 static rigid_run median_run(sim_world* (*make)(uint32_t), uint32_t n, int ticks, int runs) {
     rigid_run* rr = calloc((size_t)runs, sizeof *rr);
     for (int r = 0; r < runs; ++r) {
-        sim_world* w = make(n);
-        if (w == NULL) {
-            fprintf(stderr, "ragdoll-bench: cannot build the scene of %u\n", n);
-            exit(1);
-        }
-        rr[r] = run_rigid(w, ticks);
-        if (sim_world_entity_count(w) != n) {
-            fprintf(stderr, "ragdoll-bench: the scene of %u lost characters\n", n);
-            exit(1);
-        }
-        sim_world_destroy(w);
+        rr[r] = one_run(make, n, ticks);
     }
     qsort(rr, (size_t)runs, sizeof *rr, cmp_run);
     rigid_run m = rr[runs / 2];
@@ -257,8 +282,7 @@ static void rain_spawn_column(rain_state* rs, int c) {
 }
 
 static sim_world* rain_world(void) {
-    sim_world_def def = sim_world_def_default();
-    def.library = g_lib;
+    sim_world_def def = bench_def();
     def.params.substeps = 4;
     def.params.gravity = (sim_vec3){0.0f, -10.0f, 0.0f};
     def.half_extent = 200.0f;
@@ -334,8 +358,9 @@ static rain_figures run_rain(void) {
 }
 
 static void print_run(const char* name, uint32_t n, const rigid_run* r, int ticks, int runs) {
-    printf("%s %u: %u humanoids (%u bones), 60 Hz, 4 substeps, %d ticks; median of %d runs\n", name,
-           n, n, r->bodies, ticks, runs);
+    printf("%s %u: %u humanoids (%u bones), 60 Hz, 4 substeps, solver %s, %d ticks; median of %d "
+           "runs\n",
+           name, n, n, r->bodies, bench_solver_name(g_solver), ticks, runs);
     printf("  ms per tick                  %8.3f\n", r->s_per_tick * 1e3);
     printf("  us per ragdoll per tick      %8.2f\n", r->s_per_tick * 1e6 / n);
     printf("  ns per body-substep          %8.1f   (%.1f rigid substeps per awake body-tick)\n",
@@ -348,6 +373,204 @@ static void print_run(const char* name, uint32_t n, const rigid_run* r, int tick
                100.0 * r->s_per_tick_asleep / r->s_per_tick);
     }
     printf("\n");
+}
+
+// ---------------------------------------------------------------------------
+// The piles and the rain, and both under each solver (--compare-solvers)
+// ---------------------------------------------------------------------------
+
+static const uint32_t pile_sizes[] = {10, 100, 300};
+
+// Runs of a pile of n: `runs`, or at most 3 for 300 (33 s a run).
+static int pile_runs(uint32_t n, int runs) {
+    return n >= 300 ? (runs < 3 ? runs : 3) : runs;
+}
+
+// Runs of the rain: at most 5 (20 s a run).
+static int rain_runs(int runs) {
+    return runs < 5 ? runs : 5;
+}
+
+static void piles(int ticks, int runs) {
+    for (size_t k = 0; k < sizeof pile_sizes / sizeof pile_sizes[0]; ++k) {
+        uint32_t n = pile_sizes[k];
+        int pr = pile_runs(n, runs);
+        rigid_run r = median_run(pile, n, ticks, pr);
+        print_run("pile", n, &r, ticks, pr);
+    }
+}
+
+static void rain(int runs) {
+    int rr = rain_runs(runs);
+    double all[16], full[16];
+    rain_figures f = {0};
+    for (int r = 0; r < rr; ++r) {
+        f = run_rain();
+        all[r] = f.ms_all;
+        full[r] = f.ms_full;
+    }
+    qsort(all, (size_t)rr, sizeof all[0], cmp_double);
+    qsort(full, (size_t)rr, sizeof full[0], cmp_double);
+    printf("rain: Box3D's rain scene as ragdolld expresses it (see bench.c), 400 steps, solver %s; "
+           "thread CPU time, %d runs\n",
+           bench_solver_name(g_solver), rr);
+    printf("  ms per step, steps 1..399     min %7.3f  median %7.3f\n", all[0], all[rr / 2]);
+    printf("  ms per step, 300 humans       min %7.3f  median %7.3f   (steps 272..399)\n", full[0],
+           full[rr / 2]);
+    printf("  us per ragdoll-step, 300      min %7.2f\n", full[0] * 1e3 / 300.0);
+    printf("  ns per body-substep, 300      %7.1f   (%.0f body-substeps per step)\n",
+           full[0] * 1e6 / f.body_substeps_full, f.body_substeps_full);
+    printf("  awake at step 399             %u of %u bodies\n", f.awake_end, f.bodies_end);
+}
+
+// One figure of n runs under each solver: the median of each, and the
+// median of the runs' ratios soft_step / xpbd (run i of one against run i
+// of the other, which ran next to it). A run without the figure (NAN: it
+// never happened) is left out of its median, and its pair out of the
+// ratios; "-" when none had it.
+static void compare_row(const char* what, const double* x, const double* s, int n, int decimals) {
+    double* v = calloc(3 * (size_t)n, sizeof *v);
+    double *vx = v, *vs = v + n, *ratio = v + 2 * n;
+    int nx = 0, ns = 0, nr = 0;
+    for (int i = 0; i < n; ++i) {
+        if (!isnan(x[i])) {
+            vx[nx++] = x[i];
+        }
+        if (!isnan(s[i])) {
+            vs[ns++] = s[i];
+        }
+        if (!isnan(x[i]) && !isnan(s[i]) && x[i] > 0) {
+            ratio[nr++] = s[i] / x[i];
+        }
+    }
+    char bx[32] = "-", bs[32] = "-", br[32] = "-";
+    if (nx > 0) {
+        snprintf(bx, sizeof bx, "%.*f", decimals, median(vx, nx));
+    }
+    if (ns > 0) {
+        snprintf(bs, sizeof bs, "%.*f", decimals, median(vs, ns));
+    }
+    if (nr > 0) {
+        snprintf(br, sizeof br, "%.3fx", median(ratio, nr));
+    }
+    printf("  %-34s %11s %11s %10s", what, bx, bs, br);
+    if (nx < n || ns < n) {
+        printf("   (in %d and %d of %d runs)", nx, ns, n);
+    }
+    printf("\n");
+    free(v);
+}
+
+static void compare_header(void) {
+    printf("  %-34s %11s %11s %10s\n", "median", bench_solver_name(SIM_SOLVER_XPBD),
+           bench_solver_name(SIM_SOLVER_SOFT_STEP), "soft/xpbd");
+}
+
+// A figure of each run of a rigid scene.
+typedef double (*run_figure)(const rigid_run* r, uint32_t n);
+static double ms_per_tick(const rigid_run* r, uint32_t n) {
+    (void)n;
+    return r->s_per_tick * 1e3;
+}
+static double us_per_ragdoll(const rigid_run* r, uint32_t n) {
+    return r->s_per_tick * 1e6 / n;
+}
+static double ns_per_body_substep(const rigid_run* r, uint32_t n) {
+    (void)n;
+    return r->body_substeps > 0 ? r->s_per_tick * 1e9 / r->body_substeps : NAN;
+}
+static double substeps_per_body(const rigid_run* r, uint32_t n) {
+    (void)n;
+    return r->body_substeps / (double)(r->bodies > 0 ? r->bodies : 1);
+}
+static double awake_at_end(const rigid_run* r, uint32_t n) {
+    (void)n;
+    return r->awake_end;
+}
+static double asleep_at_end(const rigid_run* r, uint32_t n) {
+    (void)n;
+    return r->bodies - r->awake_end;
+}
+static double all_asleep_s(const rigid_run* r, uint32_t n) {
+    (void)n;
+    return r->asleep_at > 0 ? r->asleep_at / 60.0 : NAN;
+}
+static double ms_per_tick_asleep(const rigid_run* r, uint32_t n) {
+    (void)n;
+    return r->asleep_at > 0 ? r->s_per_tick_asleep * 1e3 : NAN;
+}
+
+static void compare_rigid_row(const char* what, run_figure fig, const rigid_run* x,
+                              const rigid_run* s, int runs, uint32_t n, int decimals) {
+    double* v = calloc(2 * (size_t)runs, sizeof *v);
+    for (int i = 0; i < runs; ++i) {
+        v[i] = fig(&x[i], n);
+        v[runs + i] = fig(&s[i], n);
+    }
+    compare_row(what, v, v + runs, runs, decimals);
+    free(v);
+}
+
+static void compare_piles(int ticks, int runs) {
+    for (size_t k = 0; k < sizeof pile_sizes / sizeof pile_sizes[0]; ++k) {
+        uint32_t n = pile_sizes[k];
+        int pr = pile_runs(n, runs);
+        rigid_run* x = calloc(2 * (size_t)pr, sizeof *x);
+        rigid_run* s = x + pr;
+        for (int r = 0; r < pr; ++r) {
+            g_solver = SIM_SOLVER_XPBD;
+            x[r] = one_run(pile, n, ticks);
+            g_solver = SIM_SOLVER_SOFT_STEP;
+            s[r] = one_run(pile, n, ticks);
+        }
+        printf("pile %u: %u humanoids (%u bones), 60 Hz, 4 substeps, %d ticks; xpbd and soft_step "
+               "alternated, %d runs each\n",
+               n, n, x[0].bodies, ticks, pr);
+        compare_header();
+        compare_rigid_row("ms per tick", ms_per_tick, x, s, pr, n, 3);
+        compare_rigid_row("us per ragdoll per tick", us_per_ragdoll, x, s, pr, n, 2);
+        compare_rigid_row("ns per body-substep", ns_per_body_substep, x, s, pr, n, 1);
+        compare_rigid_row("rigid substeps per body-tick", substeps_per_body, x, s, pr, n, 2);
+        compare_rigid_row("awake bodies at the end", awake_at_end, x, s, pr, n, 0);
+        compare_rigid_row("asleep bodies at the end", asleep_at_end, x, s, pr, n, 0);
+        compare_rigid_row("all asleep at, s", all_asleep_s, x, s, pr, n, 2);
+        compare_rigid_row("ms per tick once all asleep", ms_per_tick_asleep, x, s, pr, n, 3);
+        free(x);
+    }
+}
+
+static void compare_rain(int runs) {
+    int rr = rain_runs(runs);
+    double* v = calloc(12 * (size_t)rr, sizeof *v);
+    double *all = v, *full = v + 2 * rr, *per_ragdoll = v + 4 * rr, *per_substep = v + 6 * rr;
+    double *awake = v + 8 * rr, *asleep = v + 10 * rr; // each: xpbd's rr, then soft_step's
+    uint32_t bodies = 0;
+    for (int r = 0; r < rr; ++r) {
+        for (int k = 0; k < 2; ++k) {
+            g_solver = k == 0 ? SIM_SOLVER_XPBD : SIM_SOLVER_SOFT_STEP;
+            rain_figures f = run_rain();
+            int i = k * rr + r;
+            all[i] = f.ms_all;
+            full[i] = f.ms_full;
+            per_ragdoll[i] = f.ms_full * 1e3 / 300.0;
+            per_substep[i] =
+                f.body_substeps_full > 0 ? f.ms_full * 1e6 / f.body_substeps_full : NAN;
+            awake[i] = f.awake_end;
+            asleep[i] = (double)(f.bodies_end - f.awake_end);
+            bodies = f.bodies_end;
+        }
+    }
+    printf("rain: Box3D's rain scene as ragdolld expresses it (see bench.c), 400 steps, %u bodies "
+           "at the end; thread CPU time; xpbd and soft_step alternated, %d runs each\n",
+           bodies, rr);
+    compare_header();
+    compare_row("ms per step, steps 1..399", all, all + rr, rr, 3);
+    compare_row("ms per step, 300 humans", full, full + rr, rr, 3);
+    compare_row("us per ragdoll-step, 300", per_ragdoll, per_ragdoll + rr, rr, 2);
+    compare_row("ns per body-substep, 300", per_substep, per_substep + rr, rr, 1);
+    compare_row("awake bodies at step 399", awake, awake + rr, rr, 0);
+    compare_row("asleep bodies at step 399", asleep, asleep + rr, rr, 0);
+    free(v);
 }
 
 // ---------------------------------------------------------------------------
@@ -370,8 +593,7 @@ static void counting_free(void* ctx, void* p, size_t size) {
 
 static void memory_figures(void) {
     size_t live = 0;
-    sim_world_def def = sim_world_def_default();
-    def.library = g_lib;
+    sim_world_def def = bench_def();
     def.allocator.alloc = counting_alloc;
     def.allocator.free = counting_free;
     def.allocator.ctx = &live;
@@ -575,8 +797,7 @@ static double stream_bytes(sim_world* w, double seconds, int lag, stream_poke po
 }
 
 static sim_world* stream_world(void) {
-    sim_world_def def = sim_world_def_default();
-    def.library = g_lib;
+    sim_world_def def = bench_def();
     def.params.substeps = 4;
     sim_world* w = NULL;
     sim_world_create(&def, &w);
@@ -678,8 +899,7 @@ static void json_figures(int runs) {
     printf("  %-36s %9s %10s %10s %9s\n", "snapshot", "bytes", "cJSON us", "direct us", "speed-up");
     static stream_scratch st;
     for (int scene = 0; scene < 2; ++scene) {
-        sim_world_def def = sim_world_def_default();
-        def.library = g_lib;
+        sim_world_def def = bench_def();
         sim_world* w = NULL;
         int rc = sim_world_create(&def, &w);
         // 2 s in: the characters walk and the cloths swing, so the values
@@ -736,10 +956,21 @@ static void json_figures(int runs) {
     st.sticks_cap = 0;
 }
 
+static void usage(FILE* f) {
+    fprintf(f, "usage: ragdoll-bench [--ticks N] [--runs N]\n"
+               "                     [--solver xpbd|soft_step | --compare-solvers]\n"
+               "                     [--piles-only | --rain-only | --stream-only | --json-only |\n"
+               "                      --memory-only] [--assets DIR]\n"
+               "  --solver S          rigid-body solver of every world (default xpbd)\n"
+               "  --compare-solvers   the piles and the rain (or the one asked for) under\n"
+               "                      xpbd and soft_step in turn, --runs times each, with\n"
+               "                      each one's medians and the median soft_step/xpbd ratio\n");
+}
+
 int main(int argc, char** argv) {
     int ticks = 300, runs = 7;
     bool piles_only = false, rain_only = false, stream_only = false, json_only = false,
-         memory_only = false;
+         memory_only = false, compare = false, solver_given = false;
     const char* assets = RD_ASSETS_DIR;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--ticks") == 0 && i + 1 < argc) {
@@ -748,6 +979,15 @@ int main(int argc, char** argv) {
             runs = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--assets") == 0 && i + 1 < argc) {
             assets = argv[++i];
+        } else if (strcmp(argv[i], "--solver") == 0 && i + 1 < argc) {
+            if (!bench_solver_parse(argv[++i], &g_solver)) {
+                fprintf(stderr, "ragdoll-bench: --solver takes xpbd or soft_step, not \"%s\"\n",
+                        argv[i]);
+                return 2;
+            }
+            solver_given = true;
+        } else if (strcmp(argv[i], "--compare-solvers") == 0) {
+            compare = true;
         } else if (strcmp(argv[i], "--piles-only") == 0) {
             piles_only = true;
         } else if (strcmp(argv[i], "--rain-only") == 0) {
@@ -759,14 +999,17 @@ int main(int argc, char** argv) {
         } else if (strcmp(argv[i], "--memory-only") == 0) {
             memory_only = true;
         } else {
-            fprintf(stderr, "usage: ragdoll-bench [--ticks N] [--runs N] [--piles-only] "
-                            "[--rain-only] [--stream-only] "
-                            "[--json-only] [--memory-only] [--assets DIR]\n");
+            usage(stderr);
             return 2;
         }
     }
     if (ticks < 1 || runs < 1) {
         fprintf(stderr, "ragdoll-bench: --ticks and --runs take positive numbers\n");
+        return 2;
+    }
+    if (compare && (solver_given || stream_only || json_only || memory_only)) {
+        fprintf(stderr, "ragdoll-bench: --compare-solvers runs the piles and the rain under both "
+                        "solvers: no --solver, --stream-only, --json-only or --memory-only\n");
         return 2;
     }
     char err[256];
@@ -775,26 +1018,36 @@ int main(int argc, char** argv) {
         fprintf(stderr, "ragdoll-bench: assets: %s\n", err);
         return 1;
     }
-    if (memory_only) {
-        memory_figures();
+    if (compare) {
+        printf("solvers: xpbd and soft_step, alternated run by run (--compare-solvers)\n");
+        if (!rain_only || piles_only) {
+            compare_piles(ticks, runs);
+        }
+        if (!piles_only || rain_only) {
+            compare_rain(runs);
+        }
         sim_library_destroy(g_lib);
         return 0;
     }
-    if (stream_only || json_only) {
+    printf("solver: %s (rigid bodies, every world; --solver)\n", bench_solver_name(g_solver));
+    if (memory_only || stream_only || json_only || piles_only || rain_only) {
+        if (memory_only) {
+            memory_figures();
+        }
         if (stream_only) {
             stream_figures();
         }
         if (json_only) {
             json_figures(runs);
         }
+        if (piles_only) {
+            piles(ticks, runs);
+        }
+        if (rain_only) {
+            rain(runs);
+        }
         sim_library_destroy(g_lib);
         return 0;
-    }
-    if (rain_only) {
-        goto rain;
-    }
-    if (piles_only) {
-        goto piles;
     }
 
     // The scalar Gauss-Seidel reference of the issue: ~15 ns per projection.
@@ -820,38 +1073,8 @@ int main(int argc, char** argv) {
     stream_figures();
     json_figures(runs);
     memory_figures();
-
-piles:;
-    const uint32_t sizes[] = {10, 100, 300};
-    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; ++k) {
-        uint32_t n = sizes[k];
-        int pr = n >= 300 ? (runs < 3 ? runs : 3) : runs;
-        rigid_run r = median_run(pile, n, ticks, pr);
-        print_run("pile", n, &r, ticks, pr);
-    }
-rain:;
-    {
-        int rr = runs < 5 ? runs : 5;
-        double all[16], full[16];
-        rain_figures f = {0};
-        for (int r = 0; r < rr; ++r) {
-            f = run_rain();
-            all[r] = f.ms_all;
-            full[r] = f.ms_full;
-        }
-        qsort(all, (size_t)rr, sizeof all[0], cmp_double);
-        qsort(full, (size_t)rr, sizeof full[0], cmp_double);
-        printf("rain: Box3D's rain scene as ragdolld expresses it (see bench.c), 400 steps; "
-               "thread CPU time, %d runs\n",
-               rr);
-        printf("  ms per step, steps 1..399     min %7.3f  median %7.3f\n", all[0], all[rr / 2]);
-        printf("  ms per step, 300 humans       min %7.3f  median %7.3f   (steps 272..399)\n",
-               full[0], full[rr / 2]);
-        printf("  us per ragdoll-step, 300      min %7.2f\n", full[0] * 1e3 / 300.0);
-        printf("  ns per body-substep, 300      %7.1f   (%.0f body-substeps per step)\n",
-               full[0] * 1e6 / f.body_substeps_full, f.body_substeps_full);
-        printf("  awake at step 399             %u of %u bodies\n", f.awake_end, f.bodies_end);
-    }
+    piles(ticks, runs);
+    rain(runs);
     sim_library_destroy(g_lib);
     return 0;
 }

@@ -17,12 +17,16 @@
  *      ragdoll's chest: everything finite, no bone faster than 200 m/s,
  *      gaps < 5 cm at any tick and < 1 cm from 1 s after the impact.
  *
- * Usage: ragdoll-impacts [--seeds N] [--seconds S] [--assets DIR]
+ * Every scene's world has the rigid-body solver --solver names (xpbd, the
+ * default, or soft_step), printed first.
+ *
+ * Usage: ragdoll-impacts [--seeds N] [--seconds S] [--solver xpbd|soft_step] [--assets DIR]
  * Exit status 0 whatever the figures (it measures; test_impacts asserts).
  */
 #include "impacts.h"
 
 #include "assets.h"
+#include "bench_solver.h"
 #include "sim.h"
 
 #include <stdio.h>
@@ -31,6 +35,25 @@
 #include <time.h>
 
 #define DEG (180.0 / 3.14159265358979)
+
+// The rigid-body solver of the scenes' worlds (--solver). The scenes
+// (server/sim/scenes/impacts.h) build their worlds themselves from
+// sim_world_def_default() and take no solver, so ragdoll-impacts is linked
+// with -Wl,--wrap=sim_world_create (bench/CMakeLists.txt): their calls
+// come here, which gives a copy of their def this solver. When the scenes
+// take a solver of their own, this goes.
+static sim_solver g_solver = SIM_SOLVER_XPBD;
+static unsigned g_worlds; ///< Worlds created through the wrapper: main() checks it took.
+
+int __real_sim_world_create(const sim_world_def* def, sim_world** out);
+int __wrap_sim_world_create(const sim_world_def* def, sim_world** out);
+
+int __wrap_sim_world_create(const sim_world_def* def, sim_world** out) {
+    sim_world_def d = *def;
+    d.solver = g_solver;
+    g_worlds++;
+    return __real_sim_world_create(&d, out);
+}
 
 static const char* verdict(bool ok) {
     return ok ? "ok  " : "MISS";
@@ -136,8 +159,15 @@ int main(int argc, char** argv) {
             seconds = strtof(argv[++i], NULL);
         } else if (strcmp(argv[i], "--assets") == 0 && i + 1 < argc) {
             assets = argv[++i];
+        } else if (strcmp(argv[i], "--solver") == 0 && i + 1 < argc) {
+            if (!bench_solver_parse(argv[++i], &g_solver)) {
+                fprintf(stderr, "ragdoll-impacts: --solver takes xpbd or soft_step, not \"%s\"\n",
+                        argv[i]);
+                return 2;
+            }
         } else {
-            fprintf(stderr, "usage: ragdoll-impacts [--seeds N] [--seconds S] [--assets DIR]\n");
+            fprintf(stderr, "usage: ragdoll-impacts [--seeds N] [--seconds S] "
+                            "[--solver xpbd|soft_step] [--assets DIR]\n");
             return 2;
         }
     }
@@ -153,9 +183,17 @@ int main(int argc, char** argv) {
         sim_library_destroy(lib);
         return 1;
     }
+    printf("solver: %s (rigid bodies, every scene; --solver)\n", bench_solver_name(g_solver));
     stairs(lib, seeds, seconds);
     foot_on_edge(lib);
     sphere(lib);
     sim_library_destroy(lib);
+    if (g_worlds == 0) {
+        // The link did not route the scenes' worlds through the wrapper:
+        // the figures above are the default solver's, whatever --solver said.
+        fprintf(stderr, "ragdoll-impacts: the scenes' worlds did not get --solver (linked without "
+                        "-Wl,--wrap=sim_world_create?)\n");
+        return 1;
+    }
     return 0;
 }

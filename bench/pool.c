@@ -178,8 +178,8 @@ static void start(bench* b, uint32_t workers, uint32_t worlds, uint32_t ragdolls
     app__sched_pause(b->app, true);
     b->ragdolls = ragdolls;
     for (uint32_t i = 0; i < worlds; ++i) {
-        if (app__world_create(b->app, "bench", 60, b->app->cfg.world_limits, &b->worlds[i]) !=
-            RDP_OK) {
+        if (app__world_create(b->app, "bench", 60, b->app->cfg.world_limits,
+                              b->app->cfg.world_solver, &b->worlds[i]) != RDP_OK) {
             fprintf(stderr, "ragdoll-pool-bench: cannot create world %u\n", i);
             exit(1);
         }

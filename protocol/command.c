@@ -25,6 +25,10 @@ typedef enum field_type {
     F_VEC3,   ///< [x, y, z], each |c| <= hi → rdp_vec3.
     F_STRING, ///< 1..hi bytes of UTF-8, no control characters → char[].
     F_ENUM,   ///< One of `choices` → uint32_t (the matching `values` entry).
+    /// As F_ENUM, but null is a wrong type (bad_request) rather than taken
+    /// as absent, as it is for every other field: a field whose absence
+    /// means "the server's default" must not be given as null by mistake.
+    F_ENUM_NOT_NULL,
     F_NAMES,  ///< Array of 0..hi strings of 1..RDP_MAX_BONE_NAME bytes → rdp_names.
     F_LIMITS, ///< Object of rdp_limit keys, each an integer in [lo, hi] → rdp_limits.
 } field_type;
@@ -57,6 +61,16 @@ static const char* const format_names[] = {"json", "binary", NULL};
 static const uint32_t format_values[] = {RDP_FORMAT_JSON, RDP_FORMAT_BINARY};
 static const char* const pin_names[] = {"top", "none", NULL};
 static const uint32_t pin_values[] = {1, 0};
+static const char* const solver_names[] = {
+#define RDP__SOLVER_KEY(name, key) key,
+    RDP_SOLVER_MAP(RDP__SOLVER_KEY)
+#undef RDP__SOLVER_KEY
+        NULL};
+static const uint32_t solver_values[] = {
+#define RDP__SOLVER_VALUE(name, key) RDP_SOLVER_##name,
+    RDP_SOLVER_MAP(RDP__SOLVER_VALUE)
+#undef RDP__SOLVER_VALUE
+};
 
 // Field building blocks shared by several ops.
 #define WORLD_FIELD                                                                                \
@@ -75,6 +89,8 @@ static const field_spec create_world_fields[] = {
     {"tick_hz", F_UINT, false, 1, 240, false, 60, OFF(u.create_world.tick_hz), NULL, NULL, 0, 0},
     {"limits", F_LIMITS, false, 1, RDP_MAX_LIMIT, false, 0, OFF(u.create_world.limits), NULL, NULL,
      0, 0},
+    {"solver", F_ENUM_NOT_NULL, false, 0, 0, false, 0, OFF(u.create_world.solver), solver_names,
+     solver_values, RDP_SOLVER_DEFAULT, 0},
 };
 static const field_spec world_fields[] = {WORLD_FIELD};
 static const field_spec subscribe_fields[] = {
@@ -250,6 +266,21 @@ static rdp_limit limit_of(const char* key) {
     return (rdp_limit)i;
 }
 
+const char* rdp_solver_name(rdp_solver solver) {
+    return (int)solver > RDP_SOLVER_DEFAULT && solver < RDP_SOLVER_COUNT
+               ? solver_names[solver - RDP_SOLVER_XPBD]
+               : NULL;
+}
+
+rdp_solver rdp_solver_parse(const char* name) {
+    for (int i = 0; name != NULL && solver_names[i] != NULL; ++i) {
+        if (strcmp(name, solver_names[i]) == 0) {
+            return (rdp_solver)solver_values[i];
+        }
+    }
+    return RDP_SOLVER_DEFAULT;
+}
+
 const char* rdp_code_name(rdp_code code) {
     switch (code) {
     case RDP_OK:
@@ -325,6 +356,18 @@ static bool clean_utf8(const unsigned char* s, size_t n) {
 
 static int utf8_prefix(const char* s, int max);
 
+// The choices of an enum field for a message: "a", "b" or "c".
+static const char* choices_text(const field_spec* f, char* buf, size_t cap) {
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; f->choices[i] != NULL && n < cap; ++i) {
+        const char* sep = i == 0 ? "" : f->choices[i + 1] == NULL ? " or " : ", ";
+        int k = snprintf(buf + n, cap - n, "%s\"%s\"", sep, f->choices[i]);
+        n += k > 0 ? (size_t)k : 0;
+    }
+    return buf;
+}
+
 // Pass 1: presence and JSON type.
 static rdp_code check_shape(const field_spec* f, const cJSON* v, rdp_error* err) {
     switch (f->type) {
@@ -350,9 +393,16 @@ static rdp_code check_shape(const field_spec* f, const cJSON* v, rdp_error* err)
         return RDP_OK;
     }
     case F_STRING:
-    case F_ENUM:
         if (!cJSON_IsString(v)) {
             return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be a string", f->key);
+        }
+        return RDP_OK;
+    case F_ENUM:
+    case F_ENUM_NOT_NULL:
+        if (!cJSON_IsString(v)) {
+            char choices[96];
+            return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be a string: %s", f->key,
+                        choices_text(f, choices, sizeof choices));
         }
         return RDP_OK;
     case F_LIMITS: {
@@ -490,13 +540,24 @@ static rdp_code check_store(const field_spec* f, const cJSON* v, rdp_command* ou
         return RDP_OK;
     }
     case F_ENUM:
+    case F_ENUM_NOT_NULL: {
         for (size_t i = 0; f->choices[i] != NULL; ++i) {
             if (strcmp(v->valuestring, f->choices[i]) == 0) {
                 memcpy(dst, &f->values[i], sizeof(uint32_t));
                 return RDP_OK;
             }
         }
-        return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" has an unknown value", f->key);
+        // The value is quoted back when it is short, clean text.
+        char choices[96];
+        const char* s = v->valuestring;
+        size_t n = strlen(s);
+        if (n <= 32 && clean_utf8((const unsigned char*)s, n)) {
+            return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be %s, not \"%s\"", f->key,
+                        choices_text(f, choices, sizeof choices), s);
+        }
+        return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be %s", f->key,
+                    choices_text(f, choices, sizeof choices));
+    }
     case F_LIMITS: {
         rdp_limits* limits = (rdp_limits*)(void*)dst;
         memset(limits, 0, sizeof *limits);
@@ -553,7 +614,7 @@ static void store_default(const field_spec* f, rdp_command* out) {
     } else if (f->type == F_UINT) {
         uint32_t u = (uint32_t)f->def;
         memcpy(dst, &u, sizeof u);
-    } else if (f->type == F_ENUM) {
+    } else if (f->type == F_ENUM || f->type == F_ENUM_NOT_NULL) {
         memcpy(dst, &f->def_value, sizeof f->def_value);
     }
 }
@@ -568,7 +629,7 @@ static rdp_code decode_fields(const op_spec* spec, const cJSON* root, rdp_comman
     for (size_t i = 0; i < spec->field_count; ++i) {
         const field_spec* f = &spec->fields[i];
         vals[i] = cJSON_GetObjectItemCaseSensitive(root, f->key);
-        if (vals[i] == NULL || cJSON_IsNull(vals[i])) {
+        if (vals[i] == NULL || (cJSON_IsNull(vals[i]) && f->type != F_ENUM_NOT_NULL)) {
             vals[i] = NULL;
             if (f->required) {
                 return fail(err, RDP_E_BAD_REQUEST, "%s needs field \"%s\"", spec->name, f->key);

@@ -155,6 +155,9 @@ static cJSON* worlds_array(const rdp_world_info* worlds, uint32_t count) {
         add_uint(o, "tick", worlds[i].tick);
         cJSON_AddNumberToObject(o, "tick_hz", worlds[i].tick_hz);
         cJSON_AddNumberToObject(o, "entities", worlds[i].entities);
+        if (worlds[i].solver != NULL) {
+            cJSON_AddStringToObject(o, "solver", worlds[i].solver);
+        }
         cJSON_AddItemToArray(a, o);
     }
     return a;
@@ -326,6 +329,9 @@ char* rdp_reply_ok(rdp_re re, const rdp_reply_fields* f, size_t* len) {
         for (int i = 0; i < RDP_LIMIT_COUNT; ++i) {
             cJSON_AddNumberToObject(limits, rdp_limit_name((rdp_limit)i), f->limits[i]);
         }
+    }
+    if (f->solver != NULL) {
+        cJSON_AddStringToObject(root, "solver", f->solver);
     }
     if (f->describe != NULL) {
         add_describe(root, f->describe);

@@ -167,6 +167,32 @@ typedef enum rdp_limit {
 /// The wire key of a limit ("bodies", ...), or NULL for an unknown value.
 const char* rdp_limit_name(rdp_limit limit);
 
+/// The rigid-body solvers a world may be created with (create_world's
+/// "solver", PROTOCOL.md §3): XX(NAME, "wire name"). Which one steps a
+/// world's rigid bodies (characters' bones, balls); particles are the same
+/// under both.
+#define RDP_SOLVER_MAP(XX)                                                                         \
+    XX(XPBD, "xpbd")                                                                               \
+    XX(SOFT_STEP, "soft_step")
+
+/// A world's rigid-body solver on the wire. RDP_SOLVER_DEFAULT (0) is "not
+/// given": the server's default (ragdolld --world-solver) applies.
+typedef enum rdp_solver {
+    RDP_SOLVER_DEFAULT = 0,
+#define RDP__SOLVER_ENUM(name, key) RDP_SOLVER_##name,
+    RDP_SOLVER_MAP(RDP__SOLVER_ENUM)
+#undef RDP__SOLVER_ENUM
+        RDP_SOLVER_COUNT ///< One past the last solver.
+} rdp_solver;
+
+/// The wire name of a solver ("xpbd", "soft_step"), or NULL for
+/// RDP_SOLVER_DEFAULT and any other value. Static storage.
+const char* rdp_solver_name(rdp_solver solver);
+
+/// The solver whose wire name is exactly `name` (case-sensitive), or
+/// RDP_SOLVER_DEFAULT for NULL and any other string.
+rdp_solver rdp_solver_parse(const char* name);
+
 /// A set of limits: value[i] is meaningful when bit i of `given` is set.
 typedef struct rdp_limits {
     uint32_t given;                  ///< Bit (1u << rdp_limit) per limit given.
@@ -197,6 +223,8 @@ typedef struct rdp_command {
             char name[RDP_MAX_NAME + 1]; ///< NUL-terminated, 1..64 bytes, valid UTF-8.
             uint32_t tick_hz;            ///< 1..240.
             rdp_limits limits;           ///< Those given; the server's defaults for the rest.
+            /// rdp_solver: the one given, or RDP_SOLVER_DEFAULT when absent.
+            uint32_t solver;
         } create_world;
         struct {
             uint32_t format;  ///< rdp_format.
@@ -320,6 +348,9 @@ typedef struct rdp_world_info {
     uint64_t tick;
     uint32_t tick_hz;
     uint32_t entities;
+    /// Its rigid-body solver, "solver" (rdp_solver_name()); NULL leaves the
+    /// member out. Not owned.
+    const char* solver;
 } rdp_world_info;
 
 /// The optional fields of a success reply. Zero-initialise, then set what the
@@ -347,6 +378,8 @@ typedef struct rdp_reply_fields {
     const char* clip;                        ///< "clip" (start_getup)
     /// "limits" (create_world): RDP_LIMIT_COUNT values, every one printed.
     const uint32_t* limits;
+    /// "solver" (create_world): the world's, as rdp_solver_name() gives it.
+    const char* solver;
 } rdp_reply_fields;
 
 /// Encodes a success reply {"re", "ok": true, ...fields}. Returns a string to

@@ -294,11 +294,22 @@ struct app_server {
 sim_world_def app__world_def(const app_server* app, uint32_t tick_hz);
 
 /// Creates a world with `limits` (RDP_LIMIT_COUNT values, each
-/// within the server's ceiling; see app__world_limits()). Returns 0 and *out,
-/// or an rdp error code (RDP_E_TOO_LARGE when the registry is full,
-/// RDP_E_INTERNAL on OOM).
+/// within the server's ceiling; see app__world_limits()) and rigid-body
+/// solver `solver` (usually cfg.world_solver, or what create_world asked
+/// for). Returns 0 and *out, or an rdp error code (RDP_E_TOO_LARGE when the
+/// registry is full, RDP_E_INTERNAL on OOM or a solver sim_world_create()
+/// refuses).
 rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz,
-                           const uint32_t* limits, app_world** out);
+                           const uint32_t* limits, sim_solver solver, app_world** out);
+
+/// The simulator's solver for a wire solver (config.c): true and *out for
+/// RDP_SOLVER_XPBD and RDP_SOLVER_SOFT_STEP; false, *out untouched, for
+/// RDP_SOLVER_DEFAULT (the caller's default applies) and anything else.
+bool app__solver_from_wire(rdp_solver wire, sim_solver* out);
+
+/// The wire name of a simulator solver ("xpbd", "soft_step"; static
+/// storage), or NULL for a value that is no sim_solver (config.c).
+const char* app__solver_name(sim_solver solver);
 
 /// Sets the max_* fields of *def that the limits govern (config.c):
 /// limits[RDP_LIMIT_BODIES] becomes max_bodies, and so on.

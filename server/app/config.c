@@ -1,7 +1,8 @@
 /*
  * config.c: command-line options of ragdolld (getopt_long from libc), and
  * the world limits they set: what each limit is in a sim_world_def, its
- * default and the ceiling create_world may not pass.
+ * default and the ceiling create_world may not pass; and the rigid-body
+ * solvers, by their wire names.
  */
 #include "app_internal.h"
 
@@ -38,6 +39,36 @@ static const struct {
                             24 * 16384},
 };
 
+// The solvers: each wire solver (rdp.h) and the simulator's (sim.h).
+static const struct {
+    rdp_solver wire;
+    sim_solver sim;
+} solver_table[] = {
+    {RDP_SOLVER_XPBD, SIM_SOLVER_XPBD},
+    {RDP_SOLVER_SOFT_STEP, SIM_SOLVER_SOFT_STEP},
+};
+_Static_assert(sizeof solver_table / sizeof solver_table[0] == RDP_SOLVER_COUNT - 1,
+               "every wire solver maps to a simulator solver");
+
+bool app__solver_from_wire(rdp_solver wire, sim_solver* out) {
+    for (size_t i = 0; i < sizeof solver_table / sizeof solver_table[0]; ++i) {
+        if (solver_table[i].wire == wire) {
+            *out = solver_table[i].sim;
+            return true;
+        }
+    }
+    return false;
+}
+
+const char* app__solver_name(sim_solver solver) {
+    for (size_t i = 0; i < sizeof solver_table / sizeof solver_table[0]; ++i) {
+        if (solver_table[i].sim == solver) {
+            return rdp_solver_name(solver_table[i].wire);
+        }
+    }
+    return NULL;
+}
+
 void app__limits_apply(sim_world_def* def, const uint32_t limits[RDP_LIMIT_COUNT]) {
     for (int i = 0; i < RDP_LIMIT_COUNT; ++i) {
         memcpy((char*)def + limit_table[i].offset, &limits[i], sizeof limits[i]);
@@ -67,6 +98,7 @@ app_config app_config_default(void) {
         memcpy(&c.world_limits[i], (const char*)&def + limit_table[i].offset, sizeof(uint32_t));
         c.world_ceiling[i] = limit_table[i].ceiling;
     }
+    c.world_solver = SIM_SOLVER_XPBD;
     c.anonymous_role = APP_ROLE_NONE;
     c.max_sessions_per_address = APP_PER_ADDRESS_AUTO;
     c.cmd_rate = 200;
@@ -117,6 +149,9 @@ static void usage(FILE* f) {
             "                    entities=4096,particles=1048576,constraints=4194304,\n"
             "                    bodies=16384,joints=16384,contacts=393216; also\n"
             "                    $RAGDOLLD_WORLD_CEILING); beyond it: too_large\n"
+            "  --world-solver S  rigid-body solver of the demo world and of a world whose\n"
+            "                    create_world gives no solver: xpbd or soft_step (default\n"
+            "                    xpbd; also $RAGDOLLD_WORLD_SOLVER)\n"
             "  --log-level L     error, warn, info or debug (default info): what goes to\n"
             "                    stderr, one line per event\n"
             "  --log-format F    text (logfmt, the default) or json (one object per line)\n"
@@ -202,6 +237,16 @@ static bool parse_limits(const char* what, const char* s, uint32_t out[RDP_LIMIT
     return true;
 }
 
+// Parses a solver's wire name ("xpbd", "soft_step") into *out. `what`
+// names the option in errors.
+static bool parse_solver(const char* what, const char* s, sim_solver* out, FILE* err) {
+    if (!app__solver_from_wire(rdp_solver_parse(s), out)) {
+        fprintf(err, "ragdolld: %s takes xpbd or soft_step, not \"%s\"\n", what, s);
+        return false;
+    }
+    return true;
+}
+
 static bool parse_log_level(const char* s, app_log_level* out) {
     static const char* const names[] = {"error", "warn", "info", "debug"};
     for (int i = 0; i < 4; ++i) {
@@ -236,6 +281,7 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         OPT_LOG_FORMAT,
         OPT_WORLD_LIMITS,
         OPT_WORLD_CEILING,
+        OPT_WORLD_SOLVER,
         OPT_HELP,
         OPT_VERSION
     };
@@ -261,6 +307,7 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
         {"world-limits", required_argument, NULL, OPT_WORLD_LIMITS},
         {"world-ceiling", required_argument, NULL, OPT_WORLD_CEILING},
+        {"world-solver", required_argument, NULL, OPT_WORLD_SOLVER},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -270,7 +317,7 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
     int c;
     long v;
     uint32_t limits_given = 0, ceiling_given = 0;
-    bool workers_given = false;
+    bool workers_given = false, solver_given = false;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case OPT_HOST:
@@ -399,6 +446,12 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
                 return -1;
             }
             break;
+        case OPT_WORLD_SOLVER:
+            if (!parse_solver("--world-solver", optarg, &cfg->world_solver, err)) {
+                return -1;
+            }
+            solver_given = true;
+            break;
         case OPT_HELP:
             usage(out);
             return 1;
@@ -442,6 +495,11 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
     if (ceiling_given == 0 && env_ceiling != NULL && env_ceiling[0] != '\0' &&
         !parse_limits("RAGDOLLD_WORLD_CEILING", env_ceiling, cfg->world_ceiling, &ceiling_given,
                       err)) {
+        return -1;
+    }
+    const char* env_solver = getenv("RAGDOLLD_WORLD_SOLVER");
+    if (!solver_given && env_solver != NULL && env_solver[0] != '\0' &&
+        !parse_solver("RAGDOLLD_WORLD_SOLVER", env_solver, &cfg->world_solver, err)) {
         return -1;
     }
     for (int i = 0; i < RDP_LIMIT_COUNT; ++i) {

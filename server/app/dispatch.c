@@ -701,8 +701,16 @@ void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
             app__send_error(c, rdp_re_of(cmd), RDP_E_TOO_LARGE, over);
             return;
         }
+        sim_solver solver = app->cfg.world_solver; // the server's, unless it asked
+        if (cmd->u.create_world.solver != RDP_SOLVER_DEFAULT &&
+            !app__solver_from_wire((rdp_solver)cmd->u.create_world.solver, &solver)) {
+            // Not from rdp_command_decode(), which stores only known solvers.
+            app__send_error(c, rdp_re_of(cmd), RDP_E_BAD_REQUEST,
+                            "field \"solver\" must be \"xpbd\" or \"soft_step\"");
+            return;
+        }
         rdp_code rc = app__world_create(app, cmd->u.create_world.name, cmd->u.create_world.tick_hz,
-                                        limits, &w);
+                                        limits, solver, &w);
         if (rc != RDP_OK) {
             char msg[96];
             if (rc == RDP_E_TOO_LARGE) {
@@ -721,6 +729,7 @@ void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
         f.has_tick = true;
         f.tick = 0;
         f.limits = limits; // what it got, the server's defaults included
+        f.solver = app__solver_name(w->def.solver);
         reply_ok(c, cmd, &f);
         return;
     }

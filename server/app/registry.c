@@ -56,11 +56,12 @@ sim_world_def app__world_def(const app_server* app, uint32_t tick_hz) {
     def.dt = 1.0f / (float)tick_hz;
     def.max_solver_work = app->cfg.max_solver_work;
     def.library = app->cfg.library;
+    def.solver = app->cfg.world_solver;
     return def;
 }
 
 rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz,
-                           const uint32_t* limits, app_world** out) {
+                           const uint32_t* limits, sim_solver solver, app_world** out) {
     uint32_t slot = app->cfg.max_worlds;
     for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
         if (app->worlds[i] == NULL) {
@@ -77,6 +78,7 @@ rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz,
     }
     sim_world_def def = app__world_def(app, tick_hz);
     app__limits_apply(&def, limits);
+    def.solver = solver;
     w->def = def;
     w->inbox_cap = app->cfg.inbox_capacity;
     w->inbox = calloc(w->inbox_cap, sizeof *w->inbox);
@@ -197,6 +199,7 @@ uint32_t app__world_infos(const app_server* app, rdp_world_info* out) {
             out[n].tick = v->tick;
             out[n].tick_hz = w->tick_hz;
             out[n].entities = v->entities;
+            out[n].solver = app__solver_name(w->def.solver);
             n++;
         }
     }

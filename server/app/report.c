@@ -170,6 +170,8 @@ void app__report_world_created(app_server* app, const app_world* w) {
                        uv_hrtime())) {
         app__log_u64(&l, "world", w->id);
         app__log_u64(&l, "tick_hz", w->tick_hz);
+        const char* solver = app__solver_name(w->def.solver);
+        app__log_str(&l, "solver", solver != NULL ? solver : "unknown");
         app__log_u64(&l, "worlds", app->world_count);
         app__log_end(&l);
     }

@@ -204,6 +204,11 @@ int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
     app->cfg = *cfg;
     app__log_init(&app->log, cfg->log_stream != NULL ? cfg->log_stream : stderr, cfg->log_level,
                   cfg->log_format);
+    if (app__solver_name(cfg->world_solver) == NULL) {
+        app__report_error(app, NULL, "world_solver is no solver (xpbd or soft_step)");
+        free(app);
+        return UV_EINVAL;
+    }
     app->host = dup_str(cfg->host);
     app->web_root = cfg->web_root != NULL ? dup_str(cfg->web_root) : NULL;
     app->cfg.host = app->host;
@@ -218,7 +223,8 @@ int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
     if (cfg->demo) {
         app_world* w = NULL;
         int rc = SIM_E_NOMEM;
-        if (app__world_create(app, "demo", 60, app->cfg.world_limits, &w) != RDP_OK ||
+        if (app__world_create(app, "demo", 60, app->cfg.world_limits, app->cfg.world_solver, &w) !=
+                RDP_OK ||
             (rc = sim_scene_demo(w->sim)) != SIM_OK) {
             if (rc == SIM_E_CAPACITY) {
                 app__report_error(app, NULL,

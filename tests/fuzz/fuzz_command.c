@@ -56,6 +56,7 @@ static void check_command(const rdp_command* c) {
     case RDP_OP_CREATE_WORLD:
         check_name(c->u.create_world.name, sizeof c->u.create_world.name, 1);
         FUZZ_CHECK(c->u.create_world.limits.given < (1u << RDP_LIMIT_COUNT));
+        FUZZ_CHECK(c->u.create_world.solver < RDP_SOLVER_COUNT);
         for (int i = 0; i < RDP_LIMIT_COUNT; ++i) {
             uint32_t v = c->u.create_world.limits.value[i];
             bool given = (c->u.create_world.limits.given >> i) & 1u;

@@ -451,6 +451,44 @@ static void test_ragdollctl_record_then_replay(void** state) {
     assert_int_equal(ctl(f, (const char*[]){"replay", log, "--world", "77", NULL}), 1);
 }
 
+// create --solver: the solver goes to the server, which checks it; the
+// world's solver is printed, and listed.
+static void test_ragdollctl_create_takes_a_solver(void** state) {
+    fixture* f = *state;
+    assert_int_equal(ctl(f, (const char*[]){"create", "soft", "--solver", "soft_step", NULL}), 0);
+    assert_string_equal(f->r.out, "world 2 (solver soft_step)\n");
+    assert_int_equal(ctl(f, (const char*[]){"create", "plain", NULL}), 0);
+    assert_string_equal(f->r.out, "world 3 (solver xpbd)\n"); // the server's default
+    assert_int_equal(
+        ctl(f, (const char*[]){"--json", "create", "x", "--solver=xpbd", "--tick-hz", "30", NULL}),
+        0);
+    cJSON* reply = cJSON_Parse(f->r.out);
+    assert_string_equal(cJSON_GetObjectItem(reply, "solver")->valuestring, "xpbd");
+    cJSON_Delete(reply);
+    // A bad one: the server's error (exit 1), and no world.
+    assert_int_equal(ctl(f, (const char*[]){"create", "bad", "--solver", "SOFT", NULL}), 1);
+    assert_non_null(strstr(f->r.err, "bad_request"));
+    assert_non_null(
+        strstr(f->r.err, "field \"solver\" must be \"xpbd\" or \"soft_step\", not \"SOFT\""));
+    assert_int_equal(ctl(f, (const char*[]){"create", "bad", "--solver", "", NULL}), 1);
+    assert_int_equal(ctl(f, (const char*[]){"create", "bad", "--solver", NULL}), 2); // no value
+    assert_int_equal(ctl(f, (const char*[]){"--json", "list", NULL}), 0);
+    reply = cJSON_Parse(f->r.out);
+    const cJSON* worlds = cJSON_GetObjectItem(reply, "worlds");
+    assert_int_equal(cJSON_GetArraySize(worlds), 4); // the demo and the three above
+    const char* want[] = {"xpbd", "soft_step", "xpbd", "xpbd"};
+    for (int i = 0; i < 4; ++i) {
+        const cJSON* w = cJSON_GetArrayItem(worlds, i);
+        assert_string_equal(cJSON_GetObjectItem(w, "solver")->valuestring, want[i]);
+    }
+    cJSON_Delete(reply);
+    assert_int_equal(ctl(f, (const char*[]){"list", NULL}), 0);
+    assert_non_null(strstr(f->r.out, "SOLVER"));
+    assert_non_null(strstr(f->r.out, "soft_step"));
+    assert_int_equal(ctl(f, (const char*[]){"create", "--help", NULL}), 0);
+    assert_non_null(strstr(f->r.out, "--solver S"));
+}
+
 // What the server would refuse by closing the connection (a message over
 // 64 KiB: 1009; not UTF-8: 1007) is a usage error, found before sending.
 static void test_ragdollctl_refuses_arguments_the_server_would_close_on(void** state) {
@@ -839,6 +877,7 @@ int main(void) {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_ragdollctl_exit_codes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ragdollctl_create_takes_a_solver, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_watch_prints_n_snapshots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_watch_ends_when_its_reader_goes, setup,
                                         teardown),

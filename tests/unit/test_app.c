@@ -73,6 +73,7 @@ static void test_app_defaults(void** state) {
     assert_int_equal(c.log_level, APP_LOG_INFO);
     assert_int_equal(c.log_format, APP_LOG_TEXT);
     assert_null(c.log_stream); // stderr
+    assert_int_equal(c.world_solver, SIM_SOLVER_XPBD);
     // One worker per CPU this process may run on.
     unsigned cpus = uv_available_parallelism();
     assert_true(cpus >= 1);
@@ -142,6 +143,8 @@ static void test_app_help_and_version_exit_successfully(void** state) {
     assert_non_null(strstr(out, "--workers N"));
     assert_non_null(strstr(out, "--log-level"));
     assert_non_null(strstr(out, "--log-format"));
+    assert_non_null(strstr(out, "--world-solver S"));
+    assert_non_null(strstr(out, "$RAGDOLLD_WORLD_SOLVER"));
     const char* version[] = {"--version", NULL};
     assert_int_equal(parse(version, &c, out, err), 1);
     assert_string_equal(out, "ragdolld " APP_VERSION "\n");
@@ -237,6 +240,78 @@ static void test_app_world_limits_and_ceiling_flags(void** state) {
         assert_int_equal(parse(bad[i].args, &c, out, err), -1);
         assert_string_equal(err, bad[i].err);
     }
+}
+
+// --world-solver, or $RAGDOLLD_WORLD_SOLVER when the flag is absent: xpbd
+// or soft_step, exactly; anything else stops the server before it starts,
+// naming the option and the value.
+static void test_app_world_solver_flag(void** state) {
+    (void)state;
+    char out[4096] = "", err[4096] = "";
+    app_config c;
+    unsetenv("RAGDOLLD_WORLD_SOLVER");
+    const char* none[] = {NULL};
+    assert_int_equal(parse(none, &c, out, err), 0);
+    assert_int_equal(c.world_solver, SIM_SOLVER_XPBD);
+    const char* soft[] = {"--world-solver", "soft_step", NULL};
+    assert_int_equal(parse(soft, &c, out, err), 0);
+    assert_int_equal(c.world_solver, SIM_SOLVER_SOFT_STEP);
+    const char* xpbd[] = {"--world-solver=xpbd", NULL};
+    assert_int_equal(parse(xpbd, &c, out, err), 0);
+    assert_int_equal(c.world_solver, SIM_SOLVER_XPBD);
+    // The environment when the flag is absent; the flag wins; an empty
+    // variable is as if unset.
+    setenv("RAGDOLLD_WORLD_SOLVER", "soft_step", 1);
+    assert_int_equal(parse(none, &c, out, err), 0);
+    assert_int_equal(c.world_solver, SIM_SOLVER_SOFT_STEP);
+    assert_int_equal(parse(xpbd, &c, out, err), 0);
+    assert_int_equal(c.world_solver, SIM_SOLVER_XPBD);
+    setenv("RAGDOLLD_WORLD_SOLVER", "", 1);
+    assert_int_equal(parse(none, &c, out, err), 0);
+    assert_int_equal(c.world_solver, SIM_SOLVER_XPBD);
+    setenv("RAGDOLLD_WORLD_SOLVER", "Soft_Step", 1);
+    err[0] = '\0';
+    assert_int_equal(parse(none, &c, out, err), -1);
+    assert_string_equal(
+        err, "ragdolld: RAGDOLLD_WORLD_SOLVER takes xpbd or soft_step, not \"Soft_Step\"\n");
+    // A good flag overrides a bad environment.
+    assert_int_equal(parse(soft, &c, out, err), 0);
+    assert_int_equal(c.world_solver, SIM_SOLVER_SOFT_STEP);
+    unsetenv("RAGDOLLD_WORLD_SOLVER");
+    const char* const bad[] = {"", "SOFT", "soft", "soft-step", "XPBD", "3", "xpbd,soft_step"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        const char* args[] = {"--world-solver", bad[i], NULL};
+        char want[128];
+        snprintf(want, sizeof want,
+                 "ragdolld: --world-solver takes xpbd or soft_step, not \"%s\"\n", bad[i]);
+        err[0] = '\0';
+        assert_int_equal(parse(args, &c, out, err), -1);
+        assert_string_equal(err, want);
+    }
+    const char* missing[] = {"--world-solver", NULL};
+    err[0] = '\0';
+    assert_int_equal(parse(missing, &c, out, err), -1);
+    assert_non_null(strstr(err, "ragdolld: unknown or incomplete option"));
+}
+
+// A configuration made in code with a solver that is none: refused before
+// anything starts, with a line that says so.
+static void test_app_start_refuses_an_unknown_world_solver(void** state) {
+    (void)state;
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    char log[4096] = "";
+    FILE* f = fmemopen(log, sizeof log, "w");
+    app_config cfg = app_config_default();
+    cfg.port = 0;
+    cfg.log_stream = f;
+    cfg.world_solver = (sim_solver)7;
+    app_server* app = NULL;
+    assert_int_equal(app_server_start(&loop, &cfg, &app), UV_EINVAL);
+    fclose(f);
+    assert_null(app);
+    assert_non_null(strstr(log, "world_solver is no solver (xpbd or soft_step)"));
+    assert_int_equal(uv_loop_close(&loop), 0); // nothing was opened
 }
 
 static void test_app_rejects_bad_worker_counts_with_a_message(void** state) {
@@ -444,7 +519,9 @@ static int budget_teardown(void** state) {
 
 static app_world* world(budget_fixture* f, uint32_t tick_hz) {
     app_world* w = NULL;
-    assert_int_equal(app__world_create(f->app, "t", tick_hz, f->app->cfg.world_limits, &w), RDP_OK);
+    assert_int_equal(app__world_create(f->app, "t", tick_hz, f->app->cfg.world_limits,
+                                       f->app->cfg.world_solver, &w),
+                     RDP_OK);
     return w;
 }
 
@@ -578,7 +655,7 @@ static void test_app_world_limits_are_the_worlds_own(void** state) {
     assert_int_equal(limits[RDP_LIMIT_ENTITIES], 5);
     assert_int_equal(limits[RDP_LIMIT_PARTICLES], 32768);
     app_world* w = NULL;
-    assert_int_equal(app__world_create(f->app, "small", 60, limits, &w), RDP_OK);
+    assert_int_equal(app__world_create(f->app, "small", 60, limits, SIM_SOLVER_XPBD, &w), RDP_OK);
     assert_int_equal(w->def.max_bodies, 2);
     assert_int_equal(w->def.max_entities, 5);
     // Its spawns are refused at its own limits, named with the numbers.
@@ -866,17 +943,20 @@ static void live_stop(uv_async_t* a) {
     uv_close((uv_handle_t*)&f->stop, NULL);
 }
 
-static int live_setup(void** state) {
+// Starts a server on its own thread, with the demo world when `demo`, and
+// `solver` as its default (--world-solver).
+static int live_start(void** state, bool demo, sim_solver solver) {
     live_fixture* f = calloc(1, sizeof *f);
     assert_int_equal(uv_loop_init(&f->loop), 0);
     f->log = tmpfile();
     assert_non_null(f->log);
     app_config cfg = app_config_default();
     cfg.port = 0;
-    cfg.demo = false;
+    cfg.demo = demo;
     cfg.web_root = NULL;
     cfg.log_stream = f->log;
     cfg.log_level = APP_LOG_DEBUG;
+    cfg.world_solver = solver;
     assert_int_equal(app_server_start(&f->loop, &cfg, &f->app), 0);
     f->port = app_server_port(f->app);
     uv_async_init(&f->loop, &f->stop, live_stop);
@@ -884,6 +964,15 @@ static int live_setup(void** state) {
     assert_int_equal(uv_thread_create(&f->thread, live_loop, f), 0);
     *state = f;
     return 0;
+}
+
+static int live_setup(void** state) {
+    return live_start(state, false, SIM_SOLVER_XPBD);
+}
+
+// The demo world, and soft_step as the server's default solver.
+static int live_setup_soft_demo(void** state) {
+    return live_start(state, true, SIM_SOLVER_SOFT_STEP);
 }
 
 // Stops the server and returns its log (malloc()ed, NUL-terminated).
@@ -1229,6 +1318,144 @@ static void test_app_metrics_count_commands_messages_and_closes(void** state) {
     free(log);
 }
 
+// Sends a command and reads text frames until its reply (by "re"); returns
+// the reply, parsed (cJSON_Delete() it).
+static cJSON* reply_to(int fd, const char* text, int re) {
+    ws_frame(fd, 0x1, text, strlen(text));
+    for (;;) {
+        char* body;
+        size_t len;
+        assert_int_equal(ws_read(fd, &body, &len), 0x1);
+        cJSON* j = cJSON_Parse(body);
+        free(body);
+        assert_non_null(j);
+        cJSON* r = cJSON_GetObjectItem(j, "re");
+        if (cJSON_IsNumber(r) && r->valuedouble == re) {
+            return j;
+        }
+        cJSON_Delete(j);
+    }
+}
+
+// The "solver" of each world list_worlds gives, in order, as "a,b,c".
+static const char* solvers_listed(int fd, int re) {
+    static char list[256];
+    char text[64];
+    snprintf(text, sizeof text, "{\"op\":\"list_worlds\",\"id\":%d}", re);
+    cJSON* r = reply_to(fd, text, re);
+    list[0] = '\0';
+    const cJSON* w;
+    cJSON_ArrayForEach(w, cJSON_GetObjectItem(r, "worlds")) {
+        const cJSON* s = cJSON_GetObjectItem(w, "solver");
+        assert_true(cJSON_IsString(s));
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? "," : "",
+                 s->valuestring);
+    }
+    cJSON_Delete(r);
+    return list;
+}
+
+// create_world's solver over the wire: each one is applied and reported
+// (reply, list_worlds, the log); without one the server's default; a bad
+// one is bad_request naming the choices, and makes no world (not even an
+// id).
+static void test_app_create_world_takes_a_solver(void** state) {
+    live_fixture* f = *state;
+    int fd = ws_connect(f);
+    char* welcome;
+    size_t len;
+    assert_int_equal(ws_read(fd, &welcome, &len), 0x1);
+    free(welcome);
+    static const struct {
+        const char* solver; ///< JSON of "solver", NULL: absent.
+        const char* got;
+    } good[] = {{"\"xpbd\"", "xpbd"}, {"\"soft_step\"", "soft_step"}, {NULL, "xpbd"}};
+    for (int i = 0; i < 3; ++i) {
+        char text[160];
+        snprintf(text, sizeof text, "{\"op\":\"create_world\",\"id\":%d,\"name\":\"w%d\"%s%s}",
+                 i + 1, i + 1, good[i].solver != NULL ? ",\"solver\":" : "",
+                 good[i].solver != NULL ? good[i].solver : "");
+        cJSON* r = reply_to(fd, text, i + 1);
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r, "ok")));
+        assert_true(cJSON_GetObjectItem(r, "world")->valuedouble == i + 1);
+        assert_string_equal(cJSON_GetObjectItem(r, "solver")->valuestring, good[i].got);
+        assert_non_null(cJSON_GetObjectItem(r, "limits")); // as before
+        cJSON_Delete(r);
+    }
+    assert_string_equal(solvers_listed(fd, 10), "xpbd,soft_step,xpbd");
+
+    const char* const choices = "field \"solver\" must be a string: \"xpbd\" or \"soft_step\"";
+    static const struct {
+        const char* solver;
+        const char* message;
+    } bad[] = {
+        {"\"\"", "field \"solver\" must be \"xpbd\" or \"soft_step\", not \"\""},
+        {"\"SOFT\"", "field \"solver\" must be \"xpbd\" or \"soft_step\", not \"SOFT\""},
+        {"\"Soft_Step\"", "field \"solver\" must be \"xpbd\" or \"soft_step\", not \"Soft_Step\""},
+        {"3", NULL},
+        {"null", NULL},
+        {"{\"name\":\"soft_step\"}", NULL},
+        {"[\"xpbd\"]", NULL},
+        {"false", NULL},
+    };
+    for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); ++i) {
+        char text[160];
+        snprintf(text, sizeof text,
+                 "{\"op\":\"create_world\",\"id\":%d,\"name\":\"bad\",\"solver\":%s}", 20 + i,
+                 bad[i].solver);
+        cJSON* r = reply_to(fd, text, 20 + i);
+        const cJSON* e = cJSON_GetObjectItem(r, "error");
+        assert_non_null(e);
+        assert_string_equal(cJSON_GetObjectItem(e, "code")->valuestring, "bad_request");
+        assert_string_equal(cJSON_GetObjectItem(e, "message")->valuestring,
+                            bad[i].message != NULL ? bad[i].message : choices);
+        assert_null(cJSON_GetObjectItem(r, "world"));
+        cJSON_Delete(r);
+    }
+    // Nothing was made: the same three worlds, and the next one gets the
+    // next id.
+    assert_string_equal(solvers_listed(fd, 30), "xpbd,soft_step,xpbd");
+    assert_true(sample(scrape(f), "ragdolld_worlds") == 3.0);
+    cJSON* r = reply_to(
+        fd, "{\"op\":\"create_world\",\"id\":31,\"name\":\"w4\",\"solver\":\"soft_step\"}", 31);
+    assert_true(cJSON_GetObjectItem(r, "world")->valuedouble == 4.0);
+    cJSON_Delete(r);
+    close(fd);
+    char* log = live_stop_and_read_log(f);
+    assert_non_null(strstr(log, "event=world_created world=1 tick_hz=60 solver=xpbd worlds=1"));
+    assert_non_null(
+        strstr(log, "event=world_created world=2 tick_hz=60 solver=soft_step worlds=2"));
+    assert_non_null(strstr(log, "event=world_created world=3 tick_hz=60 solver=xpbd worlds=3"));
+    assert_non_null(
+        strstr(log, "event=world_created world=4 tick_hz=60 solver=soft_step worlds=4"));
+    free(log);
+}
+
+// The server's default solver (--world-solver soft_step) is the demo
+// world's (in the welcome's list) and that of a create_world that gives
+// none; one that gives a solver gets it.
+static void test_app_server_default_solver_applies_to_demo_and_create_world(void** state) {
+    live_fixture* f = *state;
+    int fd = ws_connect(f);
+    char* welcome;
+    size_t len;
+    assert_int_equal(ws_read(fd, &welcome, &len), 0x1);
+    cJSON* w = cJSON_Parse(welcome);
+    free(welcome);
+    const cJSON* demo = cJSON_GetArrayItem(cJSON_GetObjectItem(w, "worlds"), 0);
+    assert_string_equal(cJSON_GetObjectItem(demo, "name")->valuestring, "demo");
+    assert_string_equal(cJSON_GetObjectItem(demo, "solver")->valuestring, "soft_step");
+    cJSON_Delete(w);
+    cJSON* r = reply_to(fd, "{\"op\":\"create_world\",\"id\":1,\"name\":\"a\"}", 1);
+    assert_string_equal(cJSON_GetObjectItem(r, "solver")->valuestring, "soft_step");
+    cJSON_Delete(r);
+    r = reply_to(fd, "{\"op\":\"create_world\",\"id\":2,\"name\":\"b\",\"solver\":\"xpbd\"}", 2);
+    assert_string_equal(cJSON_GetObjectItem(r, "solver")->valuestring, "xpbd");
+    cJSON_Delete(r);
+    assert_string_equal(solvers_listed(fd, 3), "soft_step,soft_step,xpbd");
+    close(fd);
+}
+
 // Refusals without a reply (a binary ack over the command rate, which
 // on_message drops) and with one (forbidden): counted by op and code and
 // logged, on a server whose loop is not running (the calls are the loop
@@ -1305,6 +1532,8 @@ int main(void) {
         cmocka_unit_test(test_app_rejects_bad_worker_counts_with_a_message),
         cmocka_unit_test(test_app_describe_budget_is_a_token_bucket),
         cmocka_unit_test(test_app_world_limits_and_ceiling_flags),
+        cmocka_unit_test(test_app_world_solver_flag),
+        cmocka_unit_test(test_app_start_refuses_an_unknown_world_solver),
         cmocka_unit_test(test_app_demo_outside_its_limits_is_refused_with_a_reason),
         cmocka_unit_test(test_app_public_bind_needs_an_auth_file),
         cmocka_unit_test(test_app_auth_file_is_parsed_and_checked),
@@ -1321,6 +1550,11 @@ int main(void) {
                                         live_setup, live_teardown),
         cmocka_unit_test_setup_teardown(test_app_refusals_are_counted_and_logged, budget_setup,
                                         budget_teardown),
+        cmocka_unit_test_setup_teardown(test_app_create_world_takes_a_solver, live_setup,
+                                        live_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_app_server_default_solver_applies_to_demo_and_create_world, live_setup_soft_demo,
+            live_teardown),
     };
     return cmocka_run_group_tests_name("app", tests, NULL, NULL);
 }

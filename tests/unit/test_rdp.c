@@ -187,6 +187,72 @@ static void test_rdp_decodes_create_world_limits(void** state) {
 #undef CW
 }
 
+// create_world's solver: "xpbd" or "soft_step", absent for the server's
+// default; anything else, null included, is bad_request naming the choices.
+static void test_rdp_decodes_create_world_solver(void** state) {
+    (void)state;
+    rdp_command c;
+    rdp_error e;
+    assert_string_equal(rdp_solver_name(RDP_SOLVER_XPBD), "xpbd");
+    assert_string_equal(rdp_solver_name(RDP_SOLVER_SOFT_STEP), "soft_step");
+    assert_null(rdp_solver_name(RDP_SOLVER_DEFAULT));
+    assert_null(rdp_solver_name(RDP_SOLVER_COUNT));
+    assert_null(rdp_solver_name((rdp_solver)-1));
+    for (int i = RDP_SOLVER_DEFAULT + 1; i < RDP_SOLVER_COUNT; ++i) {
+        assert_int_equal(rdp_solver_parse(rdp_solver_name((rdp_solver)i)), i);
+    }
+    assert_int_equal(rdp_solver_parse("SOFT_STEP"), RDP_SOLVER_DEFAULT);
+    assert_int_equal(rdp_solver_parse(""), RDP_SOLVER_DEFAULT);
+    assert_int_equal(rdp_solver_parse(NULL), RDP_SOLVER_DEFAULT);
+
+#define CW(solver) "{\"op\":\"create_world\",\"name\":\"a\",\"solver\":" solver "}"
+    assert_int_equal(decode(CW("\"xpbd\""), &c, &e), RDP_OK);
+    assert_int_equal(c.u.create_world.solver, RDP_SOLVER_XPBD);
+    assert_int_equal(decode(CW("\"soft_step\""), &c, &e), RDP_OK);
+    assert_int_equal(c.u.create_world.solver, RDP_SOLVER_SOFT_STEP);
+    assert_int_equal(decode("{\"op\":\"create_world\",\"name\":\"a\"}", &c, &e), RDP_OK);
+    assert_int_equal(c.u.create_world.solver, RDP_SOLVER_DEFAULT);
+
+    expect_message(CW("\"\""), RDP_E_BAD_REQUEST,
+                   "field \"solver\" must be \"xpbd\" or \"soft_step\", not \"\"");
+    expect_message(CW("\"SOFT\""), RDP_E_BAD_REQUEST,
+                   "field \"solver\" must be \"xpbd\" or \"soft_step\", not \"SOFT\"");
+    expect_message(CW("\"soft step\""), RDP_E_BAD_REQUEST,
+                   "field \"solver\" must be \"xpbd\" or \"soft_step\", not \"soft step\"");
+    // Not quoted back: too long, or with a control character.
+    expect_message(CW("\"0123456789012345678901234567890123\""), RDP_E_BAD_REQUEST,
+                   "field \"solver\" must be \"xpbd\" or \"soft_step\"");
+    expect_message(CW("\"x\\u001b[2J\""), RDP_E_BAD_REQUEST,
+                   "field \"solver\" must be \"xpbd\" or \"soft_step\"");
+    expect_message(CW("3"), RDP_E_BAD_REQUEST,
+                   "field \"solver\" must be a string: \"xpbd\" or \"soft_step\"");
+    expect_message(CW("null"), RDP_E_BAD_REQUEST,
+                   "field \"solver\" must be a string: \"xpbd\" or \"soft_step\"");
+    expect_message(CW("{\"name\":\"xpbd\"}"), RDP_E_BAD_REQUEST,
+                   "field \"solver\" must be a string: \"xpbd\" or \"soft_step\"");
+    expect_message(CW("[\"xpbd\"]"), RDP_E_BAD_REQUEST,
+                   "field \"solver\" must be a string: \"xpbd\" or \"soft_step\"");
+    expect_message(CW("true"), RDP_E_BAD_REQUEST,
+                   "field \"solver\" must be a string: \"xpbd\" or \"soft_step\"");
+    // The id survives for the error reply.
+    assert_int_equal(
+        decode("{\"op\":\"create_world\",\"id\":4,\"name\":\"a\",\"solver\":null}", &c, &e),
+        RDP_E_BAD_REQUEST);
+    assert_true(c.has_id);
+    assert_int_equal(c.id, 4);
+    // Shape first, whatever the order of the fields: a bad solver is
+    // bad_request although the tick rate is out of range too.
+    expect_code("{\"op\":\"create_world\",\"name\":\"a\",\"tick_hz\":1000,\"solver\":1}",
+                RDP_E_BAD_REQUEST);
+    // Every other optional field still takes null as absent.
+    expect_code("{\"op\":\"create_world\",\"name\":\"a\",\"tick_hz\":null,\"limits\":null}",
+                RDP_OK);
+    // Other enums name their choices too.
+    expect_message("{\"op\":\"subscribe\",\"world\":1,\"format\":\"xml\"}", RDP_E_BAD_REQUEST,
+                   "field \"format\" must be \"json\" or \"binary\", not \"xml\"");
+#undef CW
+}
+
 static void test_rdp_rejects_bad_input_with_the_right_code(void** state) {
     (void)state;
     expect_code("{\"op\":\"list_worlds\"", RDP_E_BAD_JSON);
@@ -409,7 +475,23 @@ static void test_rdp_reply_ok_carries_ids_exactly(void** state) {
     cJSON* r = cJSON_Parse(s);
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r, "ok")));
     assert_true(cJSON_GetObjectItem(r, "tick")->valuedouble == 123456789.0);
+    assert_null(cJSON_GetObjectItem(r, "solver")); // only when given
     cJSON_Delete(r);
+    rdp_free(s);
+    // create_world's reply: every limit and the solver the world got.
+    uint32_t limits[RDP_LIMIT_COUNT] = {300, 32768, 262144, 4800, 4500, 115200};
+    memset(&f, 0, sizeof f);
+    f.has_tick = true;
+    f.has_world = true;
+    f.world = 2;
+    f.limits = limits;
+    f.solver = rdp_solver_name(RDP_SOLVER_SOFT_STEP);
+    rdp_re one = {true, 1};
+    s = rdp_reply_ok(one, &f, NULL);
+    assert_string_equal(s, "{\"re\":1,\"ok\":true,\"tick\":0,\"world\":2,\"limits\":{"
+                           "\"entities\":300,\"particles\":32768,\"constraints\":262144,"
+                           "\"bodies\":4800,\"joints\":4500,\"contacts\":115200},"
+                           "\"solver\":\"soft_step\"}");
     rdp_free(s);
 }
 
@@ -995,7 +1077,7 @@ static void test_rdp_describe_reply_splices_a_cached_body(void** state) {
 
 static void test_rdp_events(void** state) {
     (void)state;
-    rdp_world_info w = {5, "demo", 77, 60, 4};
+    rdp_world_info w = {5, "demo", 77, 60, 4, "xpbd"};
     char* s = rdp_event_welcome("0.1.0", &w, 1, NULL);
     cJSON* r = cJSON_Parse(s);
     assert_string_equal(cJSON_GetObjectItem(r, "ev")->valuestring, "welcome");
@@ -1004,7 +1086,13 @@ static void test_rdp_events(void** state) {
     cJSON* w0 = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "worlds"), 0);
     assert_string_equal(cJSON_GetObjectItem(w0, "name")->valuestring, "demo");
     assert_true(cJSON_GetObjectItem(w0, "tick_hz")->valuedouble == 60.0);
+    assert_string_equal(cJSON_GetObjectItem(w0, "solver")->valuestring, "xpbd");
     cJSON_Delete(r);
+    rdp_free(s);
+    // No solver: no member (a list from a caller that does not know it).
+    w.solver = NULL;
+    s = rdp_event_welcome("0.1.0", &w, 1, NULL);
+    assert_null(strstr(s, "solver"));
     rdp_free(s);
     s = rdp_event_world_destroyed(5, 80, NULL);
     assert_string_equal(s, "{\"ev\":\"world_destroyed\",\"world\":5,\"tick\":80}");
@@ -1017,6 +1105,7 @@ int main(void) {
         cmocka_unit_test(test_rdp_decodes_every_op),
         cmocka_unit_test(test_rdp_rejects_bad_input_with_the_right_code),
         cmocka_unit_test(test_rdp_decodes_create_world_limits),
+        cmocka_unit_test(test_rdp_decodes_create_world_solver),
         cmocka_unit_test(test_rdp_refuses_raw_control_bytes_as_bad_json),
         cmocka_unit_test(test_rdp_quotes_an_unknown_op_cut_between_characters),
         cmocka_unit_test(test_rdp_checks_shape_before_finiteness_before_range),

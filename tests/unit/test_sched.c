@@ -192,7 +192,9 @@ static void stop(fixture* f) {
 
 static app_world* world(fixture* f, uint32_t tick_hz) {
     app_world* w = NULL;
-    assert_int_equal(app__world_create(f->app, "t", tick_hz, f->app->cfg.world_limits, &w), RDP_OK);
+    assert_int_equal(app__world_create(f->app, "t", tick_hz, f->app->cfg.world_limits,
+                                       f->app->cfg.world_solver, &w),
+                     RDP_OK);
     return w;
 }
 

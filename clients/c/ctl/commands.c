@@ -416,10 +416,10 @@ static bool print_list(ctl* x, const rdc_reply* r) {
     if (x->json) {
         return true;
     }
-    printf("%-6s %-24s %10s %6s %8s\n", "WORLD", "NAME", "TICK", "HZ", "ENTITIES");
+    printf("%-6s %-24s %10s %6s %8s  %s\n", "WORLD", "NAME", "TICK", "HZ", "ENTITIES", "SOLVER");
     cJSON_ArrayForEach(w, worlds) {
-        printf("%-6.0f %-24s %10.0f %6.0f %8.0f\n", num(w, "world"), str(w, "name"), num(w, "tick"),
-               num(w, "tick_hz"), num(w, "entities"));
+        printf("%-6.0f %-24s %10.0f %6.0f %8.0f  %s\n", num(w, "world"), str(w, "name"),
+               num(w, "tick"), num(w, "tick_hz"), num(w, "entities"), str(w, "solver"));
     }
     return true;
 }
@@ -429,7 +429,15 @@ static bool print_world(ctl* x, const rdc_reply* r) {
         return false;
     }
     if (!x->json) {
-        printf("world %.0f\n", num(r->json, "world"));
+        // The solver it got (the server's default when none was asked for);
+        // a server before solvers names none.
+        const char* solver =
+            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(r->json, "solver"));
+        if (solver != NULL) {
+            printf("world %.0f (solver %s)\n", num(r->json, "world"), solver);
+        } else {
+            printf("world %.0f\n", num(r->json, "world"));
+        }
     }
     return true;
 }
@@ -570,15 +578,18 @@ static void start_simple(ctl* x) {
     }
 
 static const simple_cmd cmd_list =
-    SIMPLE("list", "", "Lists the server's worlds: id, name, tick, tick rate, entities.\n",
+    SIMPLE("list", "", "Lists the server's worlds: id, name, tick, tick rate, entities, solver.\n",
            "list_worlds", .print_ok = print_list);
 
 static const simple_cmd cmd_create =
-    SIMPLE("create", "NAME [--tick-hz N]",
-           "Creates a world and prints its id.\n\n"
-           "  --tick-hz N   simulation steps per second, 1-240 (60)\n",
+    SIMPLE("create", "NAME [--tick-hz N] [--solver xpbd|soft_step]",
+           "Creates a world and prints its id and rigid-body solver.\n\n"
+           "  --tick-hz N   simulation steps per second, 1-240 (60)\n"
+           "  --solver S    rigid-body solver, xpbd or soft_step (the server's default,\n"
+           "                ragdolld --world-solver); the server refuses any other\n",
            "create_world", .pos = {{"NAME", "name", A_STR, true}},
-           .opts = {{"tick-hz", "tick_hz", A_UINT, false}}, .print_ok = print_world);
+           .opts = {{"tick-hz", "tick_hz", A_UINT, false}, {"solver", "solver", A_STR, false}},
+           .print_ok = print_world);
 
 static const simple_cmd cmd_destroy =
     SIMPLE("destroy", "WORLD", "Destroys a world and everything in it.\n", "destroy_world",

@@ -129,6 +129,10 @@ typedef struct app_config {
     /// one world can ever take (sim_world_def_max_bytes()). Defaults: 4096,
     /// 1048576, 4194304, 16384, 16384, 393216.
     uint32_t world_ceiling[RDP_LIMIT_COUNT];
+    /// The rigid-body solver of the demo world and of every world whose
+    /// create_world gives no "solver" (--world-solver,
+    /// $RAGDOLLD_WORLD_SOLVER). Default SIM_SOLVER_XPBD.
+    sim_solver world_solver;
     /// Solver projections all worlds together may need per 1/60 s: the sum
     /// over worlds of work per tick × tick_hz / 60 (a 120 Hz world counts
     /// double). A spawn or set_params beyond it gets too_large. Default
@@ -186,9 +190,11 @@ typedef struct app_server app_server;
 
 /// Starts the worker threads, listens on `loop` and, if cfg->demo,
 /// creates the demo world. Returns 0 and *out, or a negative libuv error
-/// (e.g. UV_EADDRINUSE, or what starting a thread said), UV_ENOMEM, or
+/// (e.g. UV_EADDRINUSE, or what starting a thread said), UV_ENOMEM,
 /// UV_ENOSPC when the demo world does not fit in cfg->world_limits or
-/// cfg->max_solver_work (an error line is logged). On an error after its
+/// cfg->max_solver_work (an error line is logged), or UV_EINVAL, with
+/// nothing started, when cfg->world_solver is no sim_solver (an error line
+/// is logged; app_config_parse() never gives one). On an error after its
 /// handles were made, they close on the loop: run it before
 /// uv_loop_close(). Strings in cfg are copied.
 int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out);
