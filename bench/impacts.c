@@ -36,24 +36,8 @@
 
 #define DEG (180.0 / 3.14159265358979)
 
-// The rigid-body solver of the scenes' worlds (--solver). The scenes
-// (server/sim/scenes/impacts.h) build their worlds themselves from
-// sim_world_def_default() and take no solver, so ragdoll-impacts is linked
-// with -Wl,--wrap=sim_world_create (bench/CMakeLists.txt): their calls
-// come here, which gives a copy of their def this solver. When the scenes
-// take a solver of their own, this goes.
+// The rigid-body solver of the scenes' worlds (--solver).
 static sim_solver g_solver = SIM_SOLVER_XPBD;
-static unsigned g_worlds; ///< Worlds created through the wrapper: main() checks it took.
-
-int __real_sim_world_create(const sim_world_def* def, sim_world** out);
-int __wrap_sim_world_create(const sim_world_def* def, sim_world** out);
-
-int __wrap_sim_world_create(const sim_world_def* def, sim_world** out) {
-    sim_world_def d = *def;
-    d.solver = g_solver;
-    g_worlds++;
-    return __real_sim_world_create(&d, out);
-}
 
 static const char* verdict(bool ok) {
     return ok ? "ok  " : "MISS";
@@ -75,7 +59,7 @@ static void stairs(const sim_library* lib, int seeds, float seconds) {
         for (int seed = 1; seed <= seeds; ++seed) {
             sim_impact_figures f;
             double t0 = now_s();
-            int rc = sim_impact_stairs(lib, speeds[s], (uint32_t)seed, 20, seconds, &f);
+            int rc = sim_impact_stairs(lib, g_solver, speeds[s], (uint32_t)seed, 20, seconds, &f);
             double t1 = now_s();
             if (rc != SIM_OK) {
                 printf("   %3.0f m/s %4d: cannot build the scene: %s\n", (double)speeds[s], seed,
@@ -99,7 +83,7 @@ static void stairs(const sim_library* lib, int seeds, float seconds) {
 
 static void foot_on_edge(const sim_library* lib) {
     sim_impact_figures f;
-    int rc = sim_impact_foot_on_edge(lib, 50.0f, 2.0f, &f);
+    int rc = sim_impact_foot_on_edge(lib, g_solver, 50.0f, 2.0f, &f);
     printf("2. a ragdoll's left foot dropped from 50 m onto a box edge\n");
     if (rc != SIM_OK) {
         printf("   cannot run the scene: %s\n", sim_strerror(rc));
@@ -130,7 +114,7 @@ static void sphere(const sim_library* lib) {
     // last-digit change of the mass changes the figures a little).
     const float mass = 523.6f;
     sim_impact_figures f;
-    int rc = sim_impact_sphere(lib, 0.5f, mass, 100.0f, 3.0f, &f);
+    int rc = sim_impact_sphere(lib, g_solver, 0.5f, mass, 100.0f, 3.0f, &f);
     printf("3. a 1 m, %.1f kg sphere at 100 m/s into a standing ragdoll's chest\n", (double)mass);
     if (rc != SIM_OK) {
         printf("   cannot run the scene: %s\n", sim_strerror(rc));
@@ -188,12 +172,5 @@ int main(int argc, char** argv) {
     foot_on_edge(lib);
     sphere(lib);
     sim_library_destroy(lib);
-    if (g_worlds == 0) {
-        // The link did not route the scenes' worlds through the wrapper:
-        // the figures above are the default solver's, whatever --solver said.
-        fprintf(stderr, "ragdoll-impacts: the scenes' worlds did not get --solver (linked without "
-                        "-Wl,--wrap=sim_world_create?)\n");
-        return 1;
-    }
     return 0;
 }

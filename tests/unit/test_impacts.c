@@ -273,7 +273,8 @@ static void test_impacts_twenty_ragdolls_thrown_onto_stairs(void** state) {
     for (int s = 0; s < 3; ++s) {
         for (uint32_t seed = 1; seed <= 2; ++seed) {
             sim_impact_figures f;
-            assert_int_equal(sim_impact_stairs(g_lib, speeds[s], seed, 20, 5.0f, &f), SIM_OK);
+            assert_int_equal(
+                sim_impact_stairs(g_lib, SIM_SOLVER_XPBD, speeds[s], seed, 20, 5.0f, &f), SIM_OK);
             char what[64];
             snprintf(what, sizeof what, "stairs %.0f m/s seed %u", (double)speeds[s], seed);
             print_figures(what, &f);
@@ -314,7 +315,7 @@ static void test_impacts_twenty_ragdolls_thrown_onto_stairs(void** state) {
 static void test_impacts_a_foot_dropped_50_m_onto_a_box_edge(void** state) {
     (void)state;
     sim_impact_figures f;
-    assert_int_equal(sim_impact_foot_on_edge(g_lib, 50.0f, 2.0f, &f), SIM_OK);
+    assert_int_equal(sim_impact_foot_on_edge(g_lib, SIM_SOLVER_XPBD, 50.0f, 2.0f, &f), SIM_OK);
     print_figures("foot on a box edge from 50 m", &f);
     printf("  leg %.4f m, contact at tick %u, deepest in the box %.1f mm (axis %.1f mm)\n",
            (double)f.limb_length, f.impact_tick, (double)(f.box_depth * 1e3f),
@@ -345,7 +346,8 @@ static void test_impacts_a_heavy_sphere_at_100_m_s_into_the_chest(void** state) 
     (void)state;
     // 1 m across at 1000 kg/m³: (4/3) · π · 0.5³ · 1000 = 523.6 kg.
     sim_impact_figures f;
-    assert_int_equal(sim_impact_sphere(g_lib, 0.5f, 523.6f, 100.0f, 3.0f, &f), SIM_OK);
+    assert_int_equal(sim_impact_sphere(g_lib, SIM_SOLVER_XPBD, 0.5f, 523.6f, 100.0f, 3.0f, &f),
+                     SIM_OK);
     print_figures("1 m sphere at 100 m/s into the chest", &f);
     // 1 m from the chest at 100 m/s: contact within 0.01 s, the first tick.
     assert_int_equal(f.impact_tick, 1);

@@ -37,7 +37,7 @@ static float rnd(uint32_t* s) {
     return (float)(next(s) >> 8) / 16777216.0f;
 }
 
-static int begin(run* r, const sim_library* lib, sim_impact_figures* out) {
+static int begin(run* r, const sim_library* lib, sim_solver solver, sim_impact_figures* out) {
     memset(r, 0, sizeof *r);
     memset(out, 0, sizeof *out);
     out->finite = true;
@@ -50,6 +50,7 @@ static int begin(run* r, const sim_library* lib, sim_impact_figures* out) {
     // rigid bodies' own at least 4, the default solver budget.
     sim_world_def def = sim_world_def_default();
     def.library = lib;
+    def.solver = solver;
     return sim_world_create(&def, &r->w);
 }
 
@@ -170,10 +171,10 @@ static void step_and_measure(run* r) {
 #define STEP_RISE  0.2f
 #define STAIR_HALF 7.0f // Half the width, m.
 
-int sim_impact_stairs(const sim_library* lib, float speed, uint32_t seed, uint32_t count,
-                      float seconds, sim_impact_figures* out) {
+int sim_impact_stairs(const sim_library* lib, sim_solver solver, float speed, uint32_t seed,
+                      uint32_t count, float seconds, sim_impact_figures* out) {
     run r;
-    int rc = begin(&r, lib, out);
+    int rc = begin(&r, lib, solver, out);
     if (rc != SIM_OK) {
         return rc;
     }
@@ -264,10 +265,10 @@ static float bone_length(const sim_bone_def* b) {
     return v3_len(v3_sub(b->tail, b->head));
 }
 
-int sim_impact_foot_on_edge(const sim_library* lib, float height, float after,
+int sim_impact_foot_on_edge(const sim_library* lib, sim_solver solver, float height, float after,
                             sim_impact_figures* out) {
     run r;
-    int rc = begin(&r, lib, out);
+    int rc = begin(&r, lib, solver, out);
     if (rc != SIM_OK) {
         return rc;
     }
@@ -338,10 +339,10 @@ int sim_impact_foot_on_edge(const sim_library* lib, float height, float after,
 // A sphere into the chest
 // ---------------------------------------------------------------------------
 
-int sim_impact_sphere(const sim_library* lib, float radius, float mass, float speed, float seconds,
-                      sim_impact_figures* out) {
+int sim_impact_sphere(const sim_library* lib, sim_solver solver, float radius, float mass,
+                      float speed, float seconds, sim_impact_figures* out) {
     run r;
-    int rc = begin(&r, lib, out);
+    int rc = begin(&r, lib, solver, out);
     if (rc != SIM_OK) {
         return rc;
     }
