@@ -43,6 +43,8 @@ typedef struct sim__ijoint sim__ijoint; // world.h
 /// Graph colours (Box2D v3 uses 24); constraints that fit in none are solved
 /// after the colours, in the order they were made.
 #define SIM__GRAPH_COLOURS 24
+/// A body's spin cap, rad per tick: 0.25·π (Jolt's default; solver.c's too).
+#define SIM__SOFT_MAX_SPIN_PER_TICK (0.25f * 3.14159265f)
 /// A solver index for "not an awake body": static, or asleep (frozen).
 #define SIM__NO_STATE UINT32_MAX
 
@@ -109,6 +111,13 @@ typedef struct sim__soft_cached {
     sim_vec3 friction; ///< World tangential impulse, N·s.
 } sim__soft_cached;
 
+/// A joint's frames and swing-twist split on the current poses (soft_joint.c).
+typedef struct sim__joint_frame {
+    sim_quat jp, jc;       ///< Joint frames in the world now.
+    sim_quat swing, twist; ///< rel = swing·twist, both with w >= 0.
+    sim_vec3 twist_axis;   ///< The child's twist axis in the world.
+} sim__joint_frame;
+
 /// One joint of the tick (soft_joint.c).
 typedef struct sim__soft_joint {
     uint32_t p, c;           ///< Solver indices (SIM__NO_STATE: static).
@@ -117,6 +126,11 @@ typedef struct sim__soft_joint {
     sim_vec3 delta_center;   ///< Child centre minus parent centre at the start of the tick.
     sim_quat fp0, fc0;       ///< Joint frames in the world at the start of the tick.
     sim__joint_impulses acc; ///< Accumulated impulses of a substep.
+    /// The twist is farther than one substep's turn from both ends of its
+    /// range while tan(φ/2) lies in (tan_lo_far, tan_hi_far): the limit rows
+    /// are skipped without trigonometry (lo > hi: never skipped).
+    float tan_lo_far, tan_hi_far;
+    sim__joint_frame frame; ///< Set by the warm start, read by the biased solve.
 } sim__soft_joint;
 
 /// Graph colouring of a tick's constraints (graph.c).

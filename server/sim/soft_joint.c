@@ -51,18 +51,25 @@ void sim__soft_joint_prepare(sim_world* w, const sim__ijoint* ij, sim__soft_join
     sj->fp0 = q_mul(p->q, j->frame_p);
     sj->fc0 = q_mul(c->q, j->frame_c);
     sj->acc = j->warm;
+    // A limit cannot be reached within a substep from farther than the
+    // largest relative turn of one: both bodies at the spin cap.
+    const float h = w->dt / (float)(w->params.substeps * sim__soft_split(w));
+    const float margin = 2.0f * SIM__SOFT_MAX_SPIN_PER_TICK / w->dt * h;
+    const float lo = j->twist_min + margin, hi = j->twist_max - margin;
+    if (lo < hi) {
+        sj->tan_lo_far = tanf(0.5f * lo);
+        sj->tan_hi_far = tanf(0.5f * hi);
+    } else {
+        sj->tan_lo_far = 1.0f;
+        sj->tan_hi_far = -1.0f;
+    }
 }
 
 void sim__soft_joint_store(sim_world* w, const sim__soft_joint* sj) {
     w->bjoint[sj->j].warm = sj->acc;
 }
 
-// The angular rows' axes and errors for the current poses.
-typedef struct joint_frame {
-    sim_quat jp, jc; // joint frames in the world now
-    sim_quat swing, twist;
-    sim_vec3 twist_axis; // world
-} joint_frame;
+typedef sim__joint_frame joint_frame;
 
 static joint_frame frame_now(const sim__soft_joint* sj, const sim__body_state* p,
                              const sim__body_state* c) {
@@ -176,29 +183,18 @@ static void solve_drive(const sim__soft_ctx* ctx, const sim__bjoint* j, const jo
     turn_pair(p, mp, c, mc, v3_scale(axis, impulse));
 }
 
-// K = m·1 - [r]× I⁻¹ [r]× added into the symmetric k (xx, yy, zz, xy, xz, yz).
+// K = m·1 - [r]× I⁻¹ [r]× added into the symmetric k (xx, yy, zz, xy, xz,
+// yz). Column i of -[r]× I⁻¹ [r]× is (I⁻¹ (r × e_i)) × r.
 static void add_point_mass(float* k, float inv_mass, const float* iw, sim_vec3 r) {
-    // [r]× = [[0, -rz, ry], [rz, 0, -rx], [-ry, rx, 0]]; A = I⁻¹[r]×.
-    float S[3][3] = {{0.0f, -r.z, r.y}, {r.z, 0.0f, -r.x}, {-r.y, r.x, 0.0f}};
-    float M[3][3] = {{iw[0], iw[3], iw[4]}, {iw[3], iw[1], iw[5]}, {iw[4], iw[5], iw[2]}};
-    float A[3][3];
-    for (int i = 0; i < 3; ++i) {
-        for (int c = 0; c < 3; ++c) {
-            A[i][c] = M[i][0] * S[0][c] + M[i][1] * S[1][c] + M[i][2] * S[2][c];
-        }
-    }
-    float B[3][3]; // [r]× A
-    for (int i = 0; i < 3; ++i) {
-        for (int c = 0; c < 3; ++c) {
-            B[i][c] = S[i][0] * A[0][c] + S[i][1] * A[1][c] + S[i][2] * A[2][c];
-        }
-    }
-    k[0] += inv_mass - B[0][0];
-    k[1] += inv_mass - B[1][1];
-    k[2] += inv_mass - B[2][2];
-    k[3] -= B[0][1];
-    k[4] -= B[0][2];
-    k[5] -= B[1][2];
+    sim_vec3 cx = v3_cross(sim__sym_mul(iw, v3(0.0f, r.z, -r.y)), r);
+    sim_vec3 cy = v3_cross(sim__sym_mul(iw, v3(-r.z, 0.0f, r.x)), r);
+    sim_vec3 cz = v3_cross(sim__sym_mul(iw, v3(r.y, -r.x, 0.0f)), r);
+    k[0] += inv_mass + cx.x;
+    k[1] += inv_mass + cy.y;
+    k[2] += inv_mass + cz.z;
+    k[3] += cx.y;
+    k[4] += cx.z;
+    k[5] += cy.z;
 }
 
 // Solves the symmetric k·x = b (Cramer's rule); zero if k is singular.
@@ -222,7 +218,10 @@ void sim__soft_joint_warm(const sim__soft_ctx* ctx, sim__soft_joint* sj) {
     const sim__body_mass *mp = mass_of(ctx, sj->p), *mc = mass_of(ctx, sj->c);
     sim_vec3 rp = q_rotate(p->dq, sj->rp0), rc = q_rotate(c->dq, sj->rc0);
     // The angular rows' axes as they are now.
+    // The angular rows' axes as they are now; the biased solve that follows
+    // sees the same poses and reuses them.
     joint_frame f = frame_now(sj, p, c);
+    sj->frame = f;
     const sim__joint_impulses* a = &sj->acc;
     sim_vec3 L = v3_scale(f.twist_axis, a->twist_lo - a->twist_hi);
     sim_vec3 sy = q_rotate(f.jp, v3(0.0f, 1.0f, 0.0f)), sz = q_rotate(f.jp, v3(0.0f, 0.0f, 1.0f));
@@ -245,14 +244,19 @@ void sim__soft_joint_solve(const sim__soft_ctx* ctx, const sim__bjoint* j, sim__
     sim__body_state* c = state_of(ctx, sj->c, &sc);
     const sim__body_mass *mp = mass_of(ctx, sj->p), *mc = mass_of(ctx, sj->c);
     sim__joint_impulses* a = &sj->acc;
-    joint_frame f = frame_now(sj, p, c);
+    // The warm start just computed the frame on these poses.
+    joint_frame f = use_bias ? sj->frame : frame_now(sj, p, c);
 
     if (j->kp > 0.0f && use_bias) {
         solve_drive(ctx, j, &f, p, mp, c, mc, &a->drive);
     }
 
     // Twist range: φ = 2·atan2(x, w) about the child's twist axis.
-    if (j->kind != SIM_JOINT_BALL || j->twist_min > -3.1f || j->twist_max < 3.1f) {
+    // With w >= 0, φ grows with x/w: inside the far band when x/w lies
+    // between the band's tangents; then neither limit can act this pass.
+    if (f.twist.x > f.twist.w * sj->tan_lo_far && f.twist.x < f.twist.w * sj->tan_hi_far) {
+        a->twist_lo = a->twist_hi = 0.0f;
+    } else {
         float phi = 2.0f * atan2f(f.twist.x, f.twist.w);
         solve_limit(ctx, p, mp, c, mc, f.twist_axis, phi - j->twist_min, &a->twist_lo, use_bias);
         solve_limit(ctx, p, mp, c, mc, v3_scale(f.twist_axis, -1.0f), j->twist_max - phi,

@@ -25,8 +25,6 @@
 #define JOINT_ZETA     2.0f
 #define MAX_PUSH       3.0f
 #define REST_THRESHOLD 1.0f
-// The spin cap of solver.c: 0.25·π per tick (Jolt's default).
-#define MAX_SPIN_PER_TICK (0.25f * 3.14159265f)
 
 sim__softness sim__make_soft(float hertz, float zeta, float h) {
     sim__softness s = {0.0f, 1.0f, 0.0f};
@@ -178,6 +176,24 @@ static sim_vec3 cap_spin(sim_vec3 wv, float cap) {
     return s > cap ? v3_scale(wv, cap / s) : wv;
 }
 
+// I⁻¹ in the world, R diag(d) Rᵀ, for orientation q (R's columns are the
+// body's axes), into iw (xx, yy, zz, xy, xz, yz).
+static void world_inertia(sim_quat q, sim_vec3 d, float* iw) {
+    const float x = q.x, y = q.y, z = q.z, s = q.w;
+    const sim_vec3 c0 = {1.0f - 2.0f * (y * y + z * z), 2.0f * (x * y + s * z),
+                         2.0f * (x * z - s * y)};
+    const sim_vec3 c1 = {2.0f * (x * y - s * z), 1.0f - 2.0f * (x * x + z * z),
+                         2.0f * (y * z + s * x)};
+    const sim_vec3 c2 = {2.0f * (x * z + s * y), 2.0f * (y * z - s * x),
+                         1.0f - 2.0f * (x * x + y * y)};
+    iw[0] = d.x * c0.x * c0.x + d.y * c1.x * c1.x + d.z * c2.x * c2.x;
+    iw[1] = d.x * c0.y * c0.y + d.y * c1.y * c1.y + d.z * c2.y * c2.y;
+    iw[2] = d.x * c0.z * c0.z + d.y * c1.z * c1.z + d.z * c2.z * c2.z;
+    iw[3] = d.x * c0.x * c0.y + d.y * c1.x * c1.y + d.z * c2.x * c2.y;
+    iw[4] = d.x * c0.x * c0.z + d.y * c1.x * c1.z + d.z * c2.x * c2.z;
+    iw[5] = d.x * c0.y * c0.z + d.y * c1.y * c1.z + d.z * c2.y * c2.z;
+}
+
 // Poses for what reads them between substeps (particles against bones).
 static void write_poses(sim_world* w) {
     for (uint32_t i = 0; i < w->soft_body_count; ++i) {
@@ -192,7 +208,7 @@ void sim__soft_substep(sim_world* w) {
     const sim__soft_ctx ctx = make_ctx(w);
     const float h = ctx.h;
     const sim_vec3 g_h = v3_scale(w->params.gravity, h);
-    const float cap = MAX_SPIN_PER_TICK / w->dt;
+    const float cap = SIM__SOFT_MAX_SPIN_PER_TICK / w->dt;
     const uint32_t n = w->soft_body_count;
     for (uint32_t i = 0; i < n; ++i) {
         sim__body_state* s = &w->soft_state[i];
@@ -215,10 +231,8 @@ void sim__soft_substep(sim_world* w) {
             // turned half a radian with last substep's tensor would take
             // impulses about its long axis as if it had none of the inertia
             // it has there.
-            sim__body* b = &w->body[s->body];
-            b->q = q_normalize(q_mul(s->dq, b->q_prev));
-            sim__body_update_inertia(b);
-            memcpy(w->soft_mass[i].iw, b->iw, sizeof b->iw);
+            const sim__body* b = &w->body[s->body];
+            world_inertia(q_normalize(q_mul(s->dq, b->q_prev)), b->inv_inertia, w->soft_mass[i].iw);
         }
     }
     run_stage(w, &ctx, STAGE_RELAX);
@@ -232,7 +246,7 @@ void sim__soft_end_tick(sim_world* w) {
     for (uint32_t k = 0; k < w->soft_joint_count; ++k) {
         sim__soft_joint_store(w, &w->soft_joints[k]);
     }
-    const float cap = MAX_SPIN_PER_TICK / w->dt;
+    const float cap = SIM__SOFT_MAX_SPIN_PER_TICK / w->dt;
     for (uint32_t i = 0; i < w->soft_body_count; ++i) {
         const sim__body_state* s = &w->soft_state[i];
         sim__body* b = &w->body[s->body];
