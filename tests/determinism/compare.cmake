@@ -1,8 +1,33 @@
-# cmake -DA=prog [-DB=prog | -DEXPECT=hash] -DASSETS=dir [-DNEEDS=flag,flag...]
-#       [-DENV=VAR=value] -P compare.cmake
-# Runs A (and B, with ENV set) on ASSETS and fails unless the printed hashes
-# agree. Prints "SKIP: ..." and succeeds (the test's SKIP_REGULAR_EXPRESSION
-# makes it a skip) when /proc/cpuinfo lacks one of NEEDS, B's instruction set.
+# cmake -DA=prog [-DB=prog | -DEXPECT_xpbd=hash -DEXPECT_soft_step=hash] -DASSETS=dir
+#       [-DNEEDS=flag,flag...] [-DENV=VAR=value] -P compare.cmake
+# Runs A (and B, with ENV set) on ASSETS and fails unless each prints a hash
+# for every solver (scene_hash.c: "xpbd HASH" then "soft_step HASH") and
+# the two programs' hashes agree solver by solver (or A's agree with the
+# pinned EXPECT_<solver>). Prints "SKIP: ..." and succeeds (the test's
+# SKIP_REGULAR_EXPRESSION makes it a skip) when /proc/cpuinfo lacks one of
+# NEEDS, B's instruction set.
+set(solvers xpbd soft_step)
+
+# rd_hashes(prog output prefix): ${prefix}_<solver> for every solver, from
+# `output`, which must be one "solver hash" line per solver, in order.
+function(rd_hashes prog output prefix)
+    set(format "")
+    foreach(s ${solvers})
+        list(APPEND format "${s} ([0-9a-f]+)")
+    endforeach()
+    list(JOIN format "\n" format)
+    if(NOT output MATCHES "^${format}$")
+        list(JOIN solvers ", " names)
+        message(FATAL_ERROR "${prog} did not print a \"solver hash\" line for each of "
+                            "${names}, in that order:\n${output}")
+    endif()
+    set(k 0)
+    foreach(s ${solvers})
+        math(EXPR k "${k} + 1")
+        set(${prefix}_${s} ${CMAKE_MATCH_${k}} PARENT_SCOPE)
+    endforeach()
+endfunction()
+
 if(NEEDS)
     set(cpu_flags "")
     if(EXISTS /proc/cpuinfo)
@@ -26,6 +51,13 @@ execute_process(COMMAND ${A} ${ASSETS} OUTPUT_VARIABLE HA RESULT_VARIABLE RA
 if(NOT RA EQUAL 0 OR HA STREQUAL "")
     message(FATAL_ERROR "${A} failed (${RA})")
 endif()
+rd_hashes(${A} "${HA}" HA)
+set(hashes "")
+foreach(s ${solvers})
+    list(APPEND hashes "${s} ${HA_${s}}")
+endforeach()
+list(JOIN hashes ", " hashes)
+set(differ "")
 if(DEFINED B)
     set(env "")
     set(b "${B}")
@@ -38,13 +70,27 @@ if(DEFINED B)
     if(NOT RB EQUAL 0 OR HB STREQUAL "")
         message(FATAL_ERROR "${B} failed (${RB})")
     endif()
-    if(NOT HA STREQUAL HB)
-        message(FATAL_ERROR "${A} hashes ${HA}, ${b} hashes ${HB}")
+    rd_hashes(${B} "${HB}" HB)
+    foreach(s ${solvers})
+        if(NOT HA_${s} STREQUAL HB_${s})
+            string(APPEND differ "\n  ${s}: ${A} hashes ${HA_${s}}, ${b} hashes ${HB_${s}}")
+        endif()
+    endforeach()
+    if(differ)
+        message(FATAL_ERROR "the hashes differ:${differ}")
     endif()
-    message(STATUS "${A} and ${b} both hash ${HA}")
+    message(STATUS "${A} and ${b} both hash ${hashes}")
 else()
-    if(NOT HA STREQUAL EXPECT)
-        message(FATAL_ERROR "scene hash ${HA}, pinned ${EXPECT}")
+    foreach(s ${solvers})
+        if(NOT DEFINED EXPECT_${s})
+            message(FATAL_ERROR "no -DEXPECT_${s}=hash to compare with")
+        endif()
+        if(NOT HA_${s} STREQUAL EXPECT_${s})
+            string(APPEND differ "\n  ${s}: scene hash ${HA_${s}}, pinned ${EXPECT_${s}}")
+        endif()
+    endforeach()
+    if(differ)
+        message(FATAL_ERROR "the hashes differ from the pinned ones:${differ}")
     endif()
-    message(STATUS "scene hash ${HA} as pinned")
+    message(STATUS "scene hashes ${hashes} as pinned")
 endif()

@@ -7,7 +7,8 @@
  *   - a world's state after 60 ticks of a busy scene (humanoids piling up,
  *     half of them active ragdolls, commands applied at tick boundaries
  *     along the way) hashes the same whether its steps ran on the loop
- *     thread (0 workers) or on 1, 2 or 4 workers, three worlds at once;
+ *     thread (0 workers) or on 1, 2 or 4 workers, three worlds at once,
+ *     under either rigid-body solver (XPBD, the soft step);
  *   - destroying a world while its step is in flight, and shutting down
  *     with steps in flight, are safe (ASan and TSan builds run this);
  *   - the loop thread runs its timers while a world steps;
@@ -190,12 +191,17 @@ static void stop(fixture* f) {
     sim_library_destroy(f->lib);
 }
 
-static app_world* world(fixture* f, uint32_t tick_hz) {
+// A world with the server's limits and rigid-body solver `solver`.
+static app_world* world_with(fixture* f, uint32_t tick_hz, sim_solver solver) {
     app_world* w = NULL;
-    assert_int_equal(app__world_create(f->app, "t", tick_hz, f->app->cfg.world_limits,
-                                       f->app->cfg.world_solver, &w),
+    assert_int_equal(app__world_create(f->app, "t", tick_hz, f->app->cfg.world_limits, solver, &w),
                      RDP_OK);
     return w;
+}
+
+// A world with the server's limits and solver.
+static app_world* world(fixture* f, uint32_t tick_hz) {
+    return world_with(f, tick_hz, f->app->cfg.world_solver);
 }
 
 // Runs the loop until every world handed to the pool is back.
@@ -262,15 +268,15 @@ static unsigned long long entity_at(app_world* w, uint32_t i) {
 
 enum { HASH_WORLDS = 3, HASH_TICKS = 60, HASH_RAGDOLLS = 12 };
 
-// Three busy worlds stepped HASH_TICKS ticks in lockstep through the
-// scheduler with `workers` workers, with commands queued along the way;
-// their hashes into out[].
-static void run_busy_worlds(uint32_t workers, uint64_t out[HASH_WORLDS]) {
+// Three busy worlds with rigid-body solver `solver` stepped HASH_TICKS
+// ticks in lockstep through the scheduler with `workers` workers, with
+// commands queued along the way; their hashes into out[].
+static void run_busy_worlds(uint32_t workers, sim_solver solver, uint64_t out[HASH_WORLDS]) {
     fixture f;
     start(&f, workers, true);
     app_world* ws[HASH_WORLDS];
     for (int i = 0; i < HASH_WORLDS; ++i) {
-        ws[i] = world(&f, 60);
+        ws[i] = world_with(&f, 60, solver);
         busy_scene(ws[i], HASH_RAGDOLLS, 1000u + (uint32_t)i);
     }
     for (int t = 0; t < HASH_TICKS; ++t) {
@@ -303,17 +309,25 @@ static void run_busy_worlds(uint32_t workers, uint64_t out[HASH_WORLDS]) {
         assert_int_equal(sim_world_entity_count(ws[i]->sim), HASH_RAGDOLLS);
         assert_true(sim_world_params(ws[i]->sim).gravity.x == 0.5f);
         assert_true(ws[i]->tick_stats.count == HASH_TICKS);
+        // The solver asked for stepped the bodies: the soft step colours
+        // its constraints (more than one colour in a pile), XPBD does not.
+        sim_tick_stats stats = sim_world_tick_stats(ws[i]->sim);
+        if (solver == SIM_SOLVER_SOFT_STEP) {
+            assert_true(stats.colours > 1);
+        } else {
+            assert_int_equal(stats.colours, 0);
+        }
         out[i] = sim_world_hash(ws[i]->sim);
     }
     stop(&f);
 }
 
-static void test_sched_world_hash_is_the_same_with_0_1_2_and_4_workers(void** state) {
-    (void)state;
+// The busy worlds with `solver` hash the same with 0, 1, 2 and 4 workers.
+static void check_hash_across_workers(sim_solver solver) {
     const uint32_t counts[] = {0, 1, 2, 4};
     uint64_t hashes[4][HASH_WORLDS];
     for (size_t k = 0; k < 4; ++k) {
-        run_busy_worlds(counts[k], hashes[k]);
+        run_busy_worlds(counts[k], solver, hashes[k]);
     }
     for (int i = 0; i < HASH_WORLDS; ++i) {
         for (size_t k = 1; k < 4; ++k) {
@@ -329,6 +343,16 @@ static void test_sched_world_hash_is_the_same_with_0_1_2_and_4_workers(void** st
             assert_true(hashes[0][i] != hashes[0][j]);
         }
     }
+}
+
+static void test_sched_world_hash_is_the_same_with_0_1_2_and_4_workers(void** state) {
+    (void)state;
+    check_hash_across_workers(SIM_SOLVER_XPBD);
+}
+
+static void test_sched_soft_step_world_hash_is_the_same_with_0_1_2_and_4_workers(void** state) {
+    (void)state;
+    check_hash_across_workers(SIM_SOLVER_SOFT_STEP);
 }
 
 // ---------------------------------------------------------------------------
@@ -497,6 +521,7 @@ int main(void) {
         cmocka_unit_test(test_pool_runs_every_job_once_and_hands_it_back),
         cmocka_unit_test(test_pool_closed_with_jobs_queued_hands_back_every_one),
         cmocka_unit_test(test_sched_world_hash_is_the_same_with_0_1_2_and_4_workers),
+        cmocka_unit_test(test_sched_soft_step_world_hash_is_the_same_with_0_1_2_and_4_workers),
         cmocka_unit_test(test_sched_destroying_a_world_while_it_steps_is_safe),
         cmocka_unit_test(test_sched_the_loop_runs_while_a_world_steps),
         cmocka_unit_test(test_sched_a_world_behind_catches_up_then_drops_the_rest),
