@@ -4,10 +4,17 @@
  * SIM_SOLVER_SOFT_STEP). Every world here uses it.
  *
  * What is asserted comes from outside the solver: the graph colouring's
- * definition (checked by brute force on random constraint sets) and the
- * ranges world.c documents for a world's def.
+ * definition (checked by brute force on random constraint sets), Newton's
+ * laws (a resting ball's support is its weight; joints exchange only
+ * internal impulses, so a free ragdoll's momentum changes by its weight
+ * alone) and the kinematics of a bounce and of a ball sliding until it
+ * rolls (a first-year mechanics result: 5/7 of its speed for a solid
+ * sphere, less with rolling resistance). Each hand value is derived in the
+ * comment beside its test, from the world's parameters and the solver's
+ * documented constants, never from a figure the solver printed.
  *
- * The colouring is private (soft.h): it is called directly.
+ * The world is private (world.h, soft.h): some tests read the tick's
+ * contact points or a body's spin.
  */
 // cmocka.h needs these four before it (cmocka docs); keep the order.
 // clang-format off
@@ -49,6 +56,50 @@ static int teardown(void** state) {
     (void)state;
     sim_library_destroy(g_lib);
     return 0;
+}
+
+// A soft-step world with the defaults (60 Hz, 1 world substep, so 4 rigid
+// substeps of h = 1/240 s) and room for `characters` humanoids.
+static sim_world* make_world(uint32_t characters, sim_params params) {
+    sim_world_def def = sim_world_def_default();
+    def.solver = SIM_SOLVER_SOFT_STEP;
+    def.library = g_lib;
+    def.params = params;
+    def.max_entities = characters + 8;
+    def.max_bodies = NBONES * characters + 64;
+    def.max_joints = NBONES * characters + 64;
+    def.max_solver_work = 0;
+    sim_world* w = NULL;
+    assert_int_equal(sim_world_create(&def, &w), SIM_OK);
+    return w;
+}
+
+static sim_params default_params(void) {
+    return sim_world_def_default().params;
+}
+
+static sim_entity_id spawn_ball(sim_world* w, sim_vec3 at, sim_vec3 v, float radius, float mass) {
+    sim_ball_def bd = sim_ball_def_default();
+    bd.position = at;
+    bd.velocity = v;
+    bd.radius = radius;
+    bd.mass = mass;
+    sim_entity_id id;
+    assert_int_equal(sim_world_spawn_ball(w, &bd, &id), SIM_OK);
+    return id;
+}
+
+// The global body index of an entity's first body.
+static uint32_t first_body(const sim_world* w, sim_entity_id id) {
+    return w->entities[id.index1 - 1].b_first;
+}
+
+static void ball_get(const sim_world* w, sim_entity_id id, sim_vec3* x, sim_vec3* v) {
+    sim_bone_pose p;
+    assert_int_equal(sim_ball_get(w, id, &p, v, NULL), SIM_OK);
+    if (x != NULL) {
+        *x = p.p;
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -238,6 +289,285 @@ static void test_colouring_a_star_fills_every_colour_then_overflows(void** state
 }
 
 // ---------------------------------------------------------------------------
+// 2. A resting ball's contact impulse
+// ---------------------------------------------------------------------------
+
+// The normal impulses of body i's contact points this tick, summed (each an
+// impulse per rigid substep, soft.h), and how many there are.
+static float contact_impulse(const sim_world* w, uint32_t i, uint32_t* points) {
+    float sum = 0.0f;
+    *points = 0;
+    for (uint32_t k = 0; k < w->soft_contact_count; ++k) {
+        const sim__soft_contact* c = &w->soft_contacts[k];
+        if (w->soft_state[c->a].body == i) {
+            sum += c->lambda_n;
+            (*points)++;
+        }
+    }
+    return sum;
+}
+
+// A 5 kg ball of radius 0.2 m (sim_ball_def gives the mass itself, not a
+// density) put down 0.3 m above the ground. Resting, its support carries
+// its weight: per rigid substep of h = dt / 4 = 1/240 s the ground's
+// impulse is m·g·h = 5 × 9.81 / 240 = 0.2044 N·s. And it does not sink:
+// the ground contact is a soft spring of ω = 2π·60 rad/s (static contacts
+// are twice as stiff as the 30 Hz ones, soft_step.c), whose static
+// deflection is g/ω² = 0.07 mm (at rest the biased solve adds nothing when
+// m·mass_scale·bias_rate·s = -impulse_scale·m·g·h, and with Catto's
+// coefficients impulse_scale / (mass_scale·bias_rate) = 1 / (h·ω²)); so
+// its centre is at its radius within 1 mm.
+//
+// A ball at rest falls asleep after 0.5 s (island.c) and leaves the
+// solver, its contacts with it; a zero impulse before each tick keeps it
+// awake (it changes no velocity).
+static void test_a_resting_ball_is_carried_by_its_weight(void** state) {
+    (void)state;
+    sim_world* w = make_world(0, default_params());
+    const float r = 0.2f, m = 5.0f;
+    sim_entity_id ball = spawn_ball(w, (sim_vec3){0.0f, r + 0.3f, 0.0f}, (sim_vec3){0}, r, m);
+    const uint32_t i = first_body(w, ball);
+    const float h = sim_world_dt(w) / 4.0f;
+    assert_int_equal(sim__soft_split(w) * w->params.substeps, SIM__SOFT_SUBSTEPS);
+    float sum = 0.0f;
+    uint32_t points = 0;
+    for (int t = 0; t < 120; ++t) {
+        assert_int_equal(sim_ball_apply_impulse(w, ball, (sim_vec3){0}), SIM_OK);
+        sim_world_step(w);
+        sum = contact_impulse(w, i, &points);
+    }
+    sim_vec3 x, v;
+    ball_get(w, ball, &x, &v);
+    const float want = m * G * h;
+    printf("resting ball: %u point(s), Σλn %.5f N·s per substep (m·g·h %.5f), centre %.5f m "
+           "(radius %.3f), v %.2e m/s\n",
+           points, (double)sum, (double)want, (double)x.y, (double)r, (double)v.y);
+    assert_true(points >= 1);
+    assert_float_equal(sum, want, 0.02f * want);
+    assert_float_equal(x.y, r, 0.001f);
+    sim_world_destroy(w);
+}
+
+// ---------------------------------------------------------------------------
+// 3. Speculative contacts
+// ---------------------------------------------------------------------------
+
+// Fires a 0.2 m ball straight down at 50 m/s with its centre `drop` above
+// `top` (the ground, or a box's top face): 0.83 m per tick, four times its
+// diameter, so without speculative contacts it would pass through. Its
+// centre must never go below top + radius - 2 cm, and after 6 s (the
+// default bounciness 0.3 sends it back up at 15 m/s, then 4.5, 1.35: about
+// 4.3 s of bounces) it rests on the top.
+static void fire_down(sim_world* w, float top, float drop) {
+    const float r = 0.2f;
+    sim_entity_id ball =
+        spawn_ball(w, (sim_vec3){0.0f, top + drop, 0.0f}, (sim_vec3){0.0f, -50.0f, 0.0f}, r, 5.0f);
+    float lowest = 1e9f;
+    sim_vec3 x, v;
+    for (int t = 0; t < 360; ++t) {
+        sim_world_step(w);
+        ball_get(w, ball, &x, &v);
+        lowest = fminf(lowest, x.y);
+    }
+    printf("fired at 50 m/s onto y = %.1f: lowest centre %.4f m (radius %.2f), end %.4f m, "
+           "|v| %.3f m/s\n",
+           (double)top, (double)lowest, (double)r, (double)x.y,
+           (double)sqrtf(v.x * v.x + v.y * v.y + v.z * v.z));
+    assert_true(lowest >= top + r - 0.02f);
+    assert_float_equal(x.y, top + r, 0.001f);
+    assert_true(fabsf(v.y) < 0.05f);
+}
+
+static void test_a_fast_ball_does_not_tunnel_through_the_ground(void** state) {
+    (void)state;
+    sim_world* w = make_world(0, default_params());
+    fire_down(w, 0.0f, 2.0f);
+    sim_world_destroy(w);
+}
+
+static void test_a_fast_ball_does_not_tunnel_through_a_box(void** state) {
+    (void)state;
+    sim_world* w = make_world(0, default_params());
+    // A 4 × 1 × 4 m box with its top face at y = 1.
+    sim_box box = {{0.0f, 0.5f, 0.0f}, {2.0f, 0.5f, 2.0f}};
+    assert_int_equal(sim_world_add_box(w, box), SIM_OK);
+    fire_down(w, 1.0f, 2.0f);
+    sim_world_destroy(w);
+}
+
+// ---------------------------------------------------------------------------
+// 4. Restitution
+// ---------------------------------------------------------------------------
+
+// With bounciness e = 0.5 a ball dropped from rest so that it meets the
+// ground at 6 m/s (v² = 2·g·H: H = 36 / 19.62 = 1.835 m of fall) must leave
+// it at e × its impact speed, within 5%. The impact speed is taken as the
+// fastest downward speed seen at a tick's end (the last tick before the
+// contact, 36 ticks of g·dt = 5.886 m/s), the rebound as the fastest upward
+// one in the ticks after; the rebound is also held to e × 6 m/s = 3 m/s
+// within 5% (the solver bounces the approach speed at the start of the
+// tick, Box2D's relativeVelocity, which misses what gravity adds in the
+// part of the tick before the impact: at most g·dt = 0.16 m/s). Rigid
+// contacts bounce only above REST_THRESHOLD in soft_step.c, 1 m/s of
+// approach (Box2D's restitution threshold), far below 6 m/s.
+static void test_a_ball_bounces_at_e_times_its_impact_speed(void** state) {
+    (void)state;
+    sim_params p = default_params();
+    p.bounciness = 0.5f;
+    sim_world* w = make_world(0, p);
+    const float r = 0.2f, fall = 36.0f / (2.0f * G);
+    sim_entity_id ball = spawn_ball(w, (sim_vec3){0.0f, r + fall, 0.0f}, (sim_vec3){0}, r, 5.0f);
+    float down = 0.0f, up = 0.0f;
+    sim_vec3 v;
+    for (int t = 0; t < 60; ++t) { // 1 s: the fall takes 0.61 s
+        sim_world_step(w);
+        ball_get(w, ball, NULL, &v);
+        if (up == 0.0f) {
+            down = fmaxf(down, -v.y);
+        }
+        up = fmaxf(up, v.y);
+    }
+    printf("bounce, e = 0.5: impact %.4f m/s (hand 6), rebound %.4f m/s, ratio %.4f\n",
+           (double)down, (double)up, (double)(up / down));
+    assert_float_equal(down, 6.0f, 0.2f); // the ticks see the last 1/60 s before impact
+    assert_float_equal(up, 0.5f * down, 0.05f * 0.5f * down);
+    assert_float_equal(up, 3.0f, 0.05f * 3.0f);
+    sim_world_destroy(w);
+}
+
+// ---------------------------------------------------------------------------
+// 5. Sliding to rolling
+// ---------------------------------------------------------------------------
+
+// Rolling resistance of every rigid contact (ROLLING in soft_contact.c): a
+// torque of at most c·r·N against the spin relative to the ground, r the
+// ball's radius and N the normal force (Box2D v3's rolling resistance).
+#define ROLLING_C 0.1f
+
+// A solid sphere (I = 2/5·m·r²: sim_world_spawn_ball in character.c gives
+// the ball 0.4·m·r², checked below) put on the ground sliding at v0 = 4 m/s
+// without spin, friction μ = 0.5. Kinetic friction μ·m·g slows it,
+// v = v0 - μ·g·t. Classically (no rolling resistance) its torque μ·m·g·r
+// spins it up, ω·r = (5/2)·μ·g·t, until the contact point stops slipping at
+// t = 2·v0 / (7·μ·g) = 0.2330 s with v = 5/7·v0 = 2.857 m/s.
+//
+// Here the contact also resists rolling, c = ROLLING_C, from the first
+// tick (the spin relative to the ground is the spin, slipping or not; so
+// in Box2D): the net torque is (μ - c)·m·g·r, ω·r = (5/2)·(μ - c)·g·t, and
+// the slip ends when v0 - μ·g·t = (5/2)·(μ - c)·g·t:
+//   t = v0 / (g·(μ + (5/2)·(μ - c))) = 4 / (9.81 × 1.5) = 0.2718 s,
+//   v = v0·(5/2)(μ - c) / (μ + (5/2)(μ - c)) = 2/3·v0 = 2.667 m/s.
+// (Both torques scale with the same normal force, so v does not depend on
+// how the support varies; t does.) Measured where the slip v - ω·r
+// crosses 0, linear between the last two slipping ticks (the slip is
+// linear in t while slipping). Afterwards rolling resistance slows the
+// rolling ball; that is not asserted.
+static void test_a_sliding_ball_ends_rolling(void** state) {
+    (void)state;
+    sim_params p = default_params();
+    p.friction = 0.5f;
+    sim_world* w = make_world(0, p);
+    const float r = 0.2f, m = 5.0f, v0 = 4.0f, mu = 0.5f, c = ROLLING_C;
+    sim_entity_id ball = spawn_ball(w, (sim_vec3){0.0f, r, 0.0f}, (sim_vec3){v0, 0.0f, 0.0f}, r, m);
+    const uint32_t i = first_body(w, ball);
+    assert_float_equal(w->binfo[i].inertia.x, 0.4f * m * r * r, 1e-6f);
+    const float dt = sim_world_dt(w);
+    // Rolling along +x about -z: the contact point's velocity is
+    // v.x + ω.z·r (ω × (0, -r, 0) = (ω.z·r, 0, -ω.x·r)).
+    float t_prev = 0.0f, v_prev = v0, slip_prev = v0;
+    float t_roll = -1.0f, v_roll = 0.0f;
+    for (int t = 1; t <= 60 && t_roll < 0.0f; ++t) {
+        sim_world_step(w);
+        const sim__body* b = &w->body[i];
+        float slip = b->v.x + b->w.z * r;
+        if (slip <= 0.001f * v0) {
+            float f = slip_prev / (slip_prev - slip); // where the slip crosses 0
+            t_roll = t_prev + f * dt;
+            v_roll = v_prev + f * (b->v.x - v_prev);
+        }
+        t_prev = (float)t * dt;
+        v_prev = b->v.x;
+        slip_prev = slip;
+    }
+    const float k = 2.5f * (mu - c);
+    const float t_want = v0 / (G * (mu + k)), v_want = v0 * k / (mu + k);
+    printf("sliding to rolling: at t %.4f s (hand %.4f; %.4f without rolling resistance), "
+           "v %.4f m/s (hand %.4f; 5/7·v0 = %.4f without)\n",
+           (double)t_roll, (double)t_want, (double)(2.0f * v0 / (7.0f * mu * G)), (double)v_roll,
+           (double)v_want, (double)(5.0f / 7.0f * v0));
+    assert_true(t_roll > 0.0f);
+    assert_float_equal(v_roll, v_want, 0.03f * v_want);
+    assert_float_equal(t_roll, t_want, 0.10f * t_want);
+    sim_world_destroy(w);
+}
+
+// ---------------------------------------------------------------------------
+// 6. Joints: a ragdoll in free fall
+// ---------------------------------------------------------------------------
+
+// A humanoid killed (with no push) 500 m up falls freely for 1 s, touching
+// nothing. Joints exchange equal and opposite impulses between bones, so
+// the bones' total momentum Σ m_i·v_i changes by the weight alone:
+// P(1 s) = P(0) + M·g·(1 s), M the skeleton's mass, within 1% of M·g·t.
+// Every joint holds: gaps under 1 mm, limits within 0.5°.
+static void test_a_falling_ragdoll_keeps_its_joints_and_momentum(void** state) {
+    (void)state;
+    sim_world* w = make_world(1, default_params());
+    sim_character_def cd = sim_character_def_default();
+    cd.position = (sim_vec3){0.0f, 500.0f, 0.0f};
+    sim_entity_id id;
+    assert_int_equal(sim_world_spawn_character(w, &cd, &id), SIM_OK);
+    assert_int_equal(sim_character_kill(w, id, (sim_vec3){0.0f, 501.4f, 0.0f}, (sim_vec3){0}, NULL),
+                     SIM_OK);
+    const sim_skeleton_def* sk = sim_library_skeleton(g_lib, "humanoid");
+    assert_non_null(sk);
+    assert_int_equal(sk->bone_count, NBONES);
+    float mass = 0.0f;
+    for (uint32_t k = 0; k < NBONES; ++k) {
+        mass += sk->bones[k].mass;
+    }
+    sim_vec3 v[NBONES];
+    double p0[3] = {0, 0, 0}, p1[3] = {0, 0, 0};
+    assert_int_equal(sim_character_get_pose(w, id, NULL, v, NULL, NBONES), NBONES);
+    for (uint32_t k = 0; k < NBONES; ++k) {
+        p0[0] += (double)(sk->bones[k].mass * v[k].x);
+        p0[1] += (double)(sk->bones[k].mass * v[k].y);
+        p0[2] += (double)(sk->bones[k].mass * v[k].z);
+    }
+    float gap = 0.0f, over = 0.0f;
+    const int ticks = 60;
+    for (int t = 0; t < ticks; ++t) {
+        sim_world_step(w);
+        sim_joint_probe probe[NBONES];
+        assert_int_equal(sim_character_probe_joints(w, id, probe, NBONES), NBONES);
+        assert_int_equal(w->soft_contact_count, 0); // free: it touches nothing
+        for (uint32_t k = 1; k < NBONES; ++k) {
+            gap = fmaxf(gap, probe[k].gap);
+            over = fmaxf(over, fmaxf(probe[k].twist_over, probe[k].swing_over));
+        }
+    }
+    assert_int_equal(sim_world_tick_stats(w).awake_bodies, NBONES);
+    assert_int_equal(sim_character_get_pose(w, id, NULL, v, NULL, NBONES), NBONES);
+    for (uint32_t k = 0; k < NBONES; ++k) {
+        p1[0] += (double)(sk->bones[k].mass * v[k].x);
+        p1[1] += (double)(sk->bones[k].mass * v[k].y);
+        p1[2] += (double)(sk->bones[k].mass * v[k].z);
+    }
+    const double t_total = (double)ticks * (double)sim_world_dt(w);
+    const double mgt = (double)mass * (double)G * t_total;
+    printf("free ragdoll (%.1f kg): widest gap %.3f mm, worst limit %.3f°, ΔP (%.3f, %.3f, "
+           "%.3f) N·s against (0, %.3f, 0)\n",
+           (double)mass, (double)gap * 1e3, (double)(over * DEG), p1[0] - p0[0], p1[1] - p0[1],
+           p1[2] - p0[2], -mgt);
+    assert_true(gap < 0.001f);
+    assert_true(over < 0.5f / DEG);
+    assert_true(fabs(p1[0] - p0[0]) <= 0.01 * mgt);
+    assert_true(fabs(p1[1] - p0[1] + mgt) <= 0.01 * mgt);
+    assert_true(fabs(p1[2] - p0[2]) <= 0.01 * mgt);
+    sim_world_destroy(w);
+}
+
+// ---------------------------------------------------------------------------
 // 8. Bad input
 // ---------------------------------------------------------------------------
 
@@ -279,6 +609,12 @@ int main(void) {
         cmocka_unit_test(test_colouring_random_sets_obey_the_definition),
         cmocka_unit_test(test_colouring_static_and_kinematic_bodies_never_block),
         cmocka_unit_test(test_colouring_a_star_fills_every_colour_then_overflows),
+        cmocka_unit_test(test_a_resting_ball_is_carried_by_its_weight),
+        cmocka_unit_test(test_a_fast_ball_does_not_tunnel_through_the_ground),
+        cmocka_unit_test(test_a_fast_ball_does_not_tunnel_through_a_box),
+        cmocka_unit_test(test_a_ball_bounces_at_e_times_its_impact_speed),
+        cmocka_unit_test(test_a_sliding_ball_ends_rolling),
+        cmocka_unit_test(test_a_falling_ragdoll_keeps_its_joints_and_momentum),
         cmocka_unit_test(test_an_unknown_solver_is_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
