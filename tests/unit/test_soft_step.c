@@ -13,6 +13,10 @@
  * comment beside its test, from the world's parameters and the solver's
  * documented constants, never from a figure the solver printed.
  *
+ * A test that fails on today's solver for a reason found to be a bug stays
+ * in, asserting the true value, and is skipped unless RD_TEST_KNOWN_BUGS
+ * is set; its comment gives the measured figures and the cause.
+ *
  * The world is private (world.h, soft.h): some tests read the tick's
  * contact points or a body's spin.
  */
@@ -501,6 +505,51 @@ static void test_a_sliding_ball_ends_rolling(void** state) {
     sim_world_destroy(w);
 }
 
+// KNOWN FAILURE, skipped (run it with RD_TEST_KNOWN_BUGS=1): a rolling ball
+// sinks into the ground. A ball rolling without slipping at 4 m/s (spin
+// set to v/r) is held up by the same contact as a resting one, so its
+// centre should stay at its radius within 1 mm (test 2: the spring's
+// static deflection is 0.07 mm) and it should not move vertically.
+// Measured (gcc Release, the same with clang ASan): over 1 s its centre
+// goes 3.2 mm below its radius, and ticks end with it moving down at up to
+// 0.16 m/s (4·g·h) while it rolls along the ground; in the sliding test
+// above the support lost in the first ticks delays the end of slipping by
+// 4%, and a ball sliding at 14 m/s goes 8 mm deep. Cause
+// (confirmed by not rotating the anchor in a scratch copy of
+// soft_contact.c: the ball then stays at 0.07 mm): the contact point is
+// a material point of the ball, its anchor rotated with the body
+// (sim__soft_contact_solve, q_rotate(a->dq, c->ra)); a sphere turning by
+// θ within the tick lifts that point r·(1 - cos θ) off the ground (4.7 mm
+// for ω = 13 rad/s over one tick), so the last substeps see the contact
+// as apart (speculative), give no support and the ball falls through
+// them. A sphere's (or a capsule's side's) contact point is not fixed in
+// the body: it stays at the bottom as the body turns.
+static void test_a_rolling_ball_does_not_sink(void** state) {
+    (void)state;
+    if (getenv("RD_TEST_KNOWN_BUGS") == NULL) {
+        skip();
+    }
+    sim_params p = default_params();
+    p.friction = 0.5f;
+    sim_world* w = make_world(0, p);
+    const float r = 0.2f, v0 = 4.0f;
+    sim_entity_id ball =
+        spawn_ball(w, (sim_vec3){0.0f, r, 0.0f}, (sim_vec3){v0, 0.0f, 0.0f}, r, 5.0f);
+    const uint32_t i = first_body(w, ball);
+    w->body[i].w = (sim_vec3){0.0f, 0.0f, -v0 / r}; // rolling: v.x + ω.z·r = 0
+    float lowest = 1e9f, fastest_down = 0.0f;
+    for (int t = 0; t < 60; ++t) {
+        sim_world_step(w);
+        lowest = fminf(lowest, w->body[i].x.y);
+        fastest_down = fmaxf(fastest_down, -w->body[i].v.y);
+    }
+    printf("rolling ball: lowest centre %.5f m (radius %.3f), fastest downward %.4f m/s\n",
+           (double)lowest, (double)r, (double)fastest_down);
+    assert_true(lowest >= r - 0.001f);
+    assert_true(fastest_down < 0.01f);
+    sim_world_destroy(w);
+}
+
 // ---------------------------------------------------------------------------
 // 6. Joints: a ragdoll in free fall
 // ---------------------------------------------------------------------------
@@ -614,6 +663,7 @@ int main(void) {
         cmocka_unit_test(test_a_fast_ball_does_not_tunnel_through_a_box),
         cmocka_unit_test(test_a_ball_bounces_at_e_times_its_impact_speed),
         cmocka_unit_test(test_a_sliding_ball_ends_rolling),
+        cmocka_unit_test(test_a_rolling_ball_does_not_sink),
         cmocka_unit_test(test_a_falling_ragdoll_keeps_its_joints_and_momentum),
         cmocka_unit_test(test_an_unknown_solver_is_refused),
     };
