@@ -131,6 +131,7 @@ typedef struct sim__soft_joint {
     /// are skipped without trigonometry (lo > hi: never skipped).
     float tan_lo_far, tan_hi_far;
     sim__joint_frame frame; ///< Set by the warm start, read by the biased solve.
+    sim_quat goal;          ///< The drive's target clamped to the limits (kp > 0).
 } sim__soft_joint;
 
 /// Graph colouring of a tick's constraints (graph.c).

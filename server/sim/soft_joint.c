@@ -51,6 +51,10 @@ void sim__soft_joint_prepare(sim_world* w, const sim__ijoint* ij, sim__soft_join
     sj->fp0 = q_mul(p->q, j->frame_p);
     sj->fc0 = q_mul(c->q, j->frame_c);
     sj->acc = j->warm;
+    // The drive's target within the limits: fixed for the tick.
+    if (j->kp > 0.0f) {
+        sim__joint_clamp(j, j->target, &sj->goal);
+    }
     // A limit cannot be reached within a substep from farther than the
     // largest relative turn of one: both bodies at the spin cap.
     const float h = w->dt / (float)(w->params.substeps * sim__soft_split(w));
@@ -150,16 +154,14 @@ static void solve_lock(const sim__soft_ctx* ctx, sim__body_state* p, const sim__
 // about the axis of the rotation still to go, implicit (Catto's soft
 // constraint with physical stiffness: bias rate k/(h·k), mass scale
 // h²k·W/(1 + h²k·W)), its impulse per substep capped at the drive torque × h.
-static void solve_drive(const sim__soft_ctx* ctx, const sim__bjoint* j, const joint_frame* f,
-                        sim__body_state* p, const sim__body_mass* mp, sim__body_state* c,
-                        const sim__body_mass* mc, float* lambda) {
+static void solve_drive(const sim__soft_ctx* ctx, const sim__bjoint* j, const sim_quat* goal,
+                        const joint_frame* f, sim__body_state* p, const sim__body_mass* mp,
+                        sim__body_state* c, const sim__body_mass* mc, float* lambda) {
     // One implicit spring step per substep: nothing accumulates across
     // passes (the axis follows the rotation still to go).
     *lambda = 0.0f;
-    sim_quat goal;
-    sim__joint_clamp(j, j->target, &goal);
     sim_quat rel = q_mul(f->swing, f->twist);
-    sim_vec3 e = q_rotate(f->jp, q_to_rotvec(q_mul(goal, q_conj(rel))));
+    sim_vec3 e = q_rotate(f->jp, q_to_rotvec(q_mul(*goal, q_conj(rel))));
     float angle = v3_len(e);
     if (angle < 1e-9f) {
         return;
@@ -248,7 +250,7 @@ void sim__soft_joint_solve(const sim__soft_ctx* ctx, const sim__bjoint* j, sim__
     joint_frame f = use_bias ? sj->frame : frame_now(sj, p, c);
 
     if (j->kp > 0.0f && use_bias) {
-        solve_drive(ctx, j, &f, p, mp, c, mc, &a->drive);
+        solve_drive(ctx, j, &sj->goal, &f, p, mp, c, mc, &a->drive);
     }
 
     // Twist range: φ = 2·atan2(x, w) about the child's twist axis.
