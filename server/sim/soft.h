@@ -84,13 +84,16 @@ sim__softness sim__make_soft(float hertz, float zeta, float h);
 
 /// One contact point of the tick (sim__soft_contact), between body a (an
 /// awake dynamic body) and b (awake, or SIM__NO_STATE for the static world or
-/// a sleeping body). The normal points from b to a. 128 bytes.
+/// a sleeping body). The normal points from b to a.
 typedef struct sim__soft_contact {
-    uint32_t a, b;    ///< Solver indices.
-    sim_vec3 n;       ///< Unit normal, from b to a.
-    sim_vec3 t1, t2;  ///< Tangents: n, t1, t2 right-handed.
-    sim_vec3 ra, rb;  ///< Anchors: offsets from a's and b's centres at the start of the tick, m.
-    float base_sep;   ///< Separation minus dot(pa - pb, n) at the start of the tick, m.
+    uint32_t a, b;   ///< Solver indices.
+    sim_vec3 n;      ///< Unit normal, from b to a.
+    sim_vec3 t1, t2; ///< Tangents: n, t1, t2 right-handed.
+    sim_vec3 ra, rb; ///< Anchors: offsets from a's and b's centres at the start of the tick, m.
+    sim_vec3 ca, cb; ///< Core points under the contact (segment, centre), offsets like ra, rb.
+    /// Separation at the start of the tick minus dot(ca - cb, n), m: the
+    /// centres' distance along n less both radii.
+    float base_sep;
     float m_n;        ///< Normal effective mass, kg.
     float m_t1, m_t2; ///< Tangent effective masses, kg.
     float lambda_n;   ///< Accumulated normal impulse of a substep, N·s.

@@ -68,7 +68,23 @@ void sim__soft_add_point(sim_world* w, uint32_t ia, uint32_t ib, uint32_t code, 
         c->is_static = 1;
     }
     c->rb = v3_sub(pb, xb);
-    c->base_sep = v3_dot(v3_sub(a->x, xb), n);
+    // The separation follows the points of the bodies' cores (capsule
+    // segments, sphere centres) under the contact, each pushed out by its
+    // radius along the normal: a round body that rolls keeps touching with
+    // a new point of its surface. (Following the material point instead, as
+    // Box2D does, lifts it off the ground by r·(1 - cos θ) as the body turns:
+    // a rolling ball then lost its support for the tick's last substeps and
+    // sank 3 mm; test_soft_step.)
+    const float rad_a = w->binfo[ia].radius;
+    c->ca = v3_add(c->ra, v3_scale(n, rad_a));
+    float rad_b = 0.0f;
+    if (c->b != SIM__NO_STATE) {
+        rad_b = w->binfo[ib].radius;
+        c->cb = v3_sub(c->rb, v3_scale(n, rad_b));
+    } else {
+        c->cb = c->rb; // static: a fixed world point
+    }
+    c->base_sep = v3_dot(v3_sub(a->x, xb), n) - rad_a - rad_b;
     c->roll_cap = ROLLING * w->binfo[ia].radius;
     w->soft_keys[k] = point_key(ia, ib != SIM__NO_BODY ? ib : code, feature);
 }
@@ -163,9 +179,9 @@ void sim__soft_contact_solve(const sim__soft_ctx* ctx, sim__soft_contact* c, boo
     const sim__body_mass* ma = &ctx->mass[c->a];
     const sim__body_mass* mb = c->b == SIM__NO_STATE ? &k_static_mass : &ctx->mass[c->b];
 
-    // Non-penetration, on the current separation of the two material points.
-    sim_vec3 pa = v3_add(a->dp, q_rotate(a->dq, c->ra));
-    sim_vec3 pb = v3_add(b->dp, q_rotate(b->dq, c->rb));
+    // Non-penetration, on the current separation of the two cores' points.
+    sim_vec3 pa = v3_add(a->dp, q_rotate(a->dq, c->ca));
+    sim_vec3 pb = v3_add(b->dp, q_rotate(b->dq, c->cb));
     float s = v3_dot(v3_sub(pa, pb), c->n) + c->base_sep;
     float bias = 0.0f, mass_scale = 1.0f, impulse_scale = 0.0f;
     if (s > 0.0f) {

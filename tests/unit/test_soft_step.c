@@ -14,10 +14,6 @@
  * from the world's parameters and the solver's documented constants, never
  * from a figure the solver printed.
  *
- * A test that fails on today's solver for a reason found to be a bug stays
- * in, asserting the true value, and is skipped unless RD_TEST_KNOWN_BUGS
- * is set; its comment gives the measured figures and the cause.
- *
  * The world is private (world.h, soft.h): some tests read the tick's
  * contact points, a body's spin or the sleeping islands' rings.
  */
@@ -506,30 +502,18 @@ static void test_a_sliding_ball_ends_rolling(void** state) {
     sim_world_destroy(w);
 }
 
-// KNOWN FAILURE, skipped (run it with RD_TEST_KNOWN_BUGS=1): a rolling ball
-// sinks into the ground. A ball rolling without slipping at 4 m/s (spin
-// set to v/r) is held up by the same contact as a resting one, so its
-// centre should stay at its radius within 1 mm (test 2: the spring's
-// static deflection is 0.07 mm) and it should not move vertically.
-// Measured (gcc Release, the same with clang ASan): over 1 s its centre
-// goes 3.2 mm below its radius, and ticks end with it moving down at up to
-// 0.16 m/s (4·g·h) while it rolls along the ground; in the sliding test
-// above the support lost in the first ticks delays the end of slipping by
-// 4%, and a ball sliding at 14 m/s goes 8 mm deep. Cause
-// (confirmed by not rotating the anchor in a scratch copy of
-// soft_contact.c: the ball then stays at 0.07 mm): the contact point is
-// a material point of the ball, its anchor rotated with the body
-// (sim__soft_contact_solve, q_rotate(a->dq, c->ra)); a sphere turning by
-// θ within the tick lifts that point r·(1 - cos θ) off the ground (4.7 mm
-// for ω = 13 rad/s over one tick), so the last substeps see the contact
-// as apart (speculative), give no support and the ball falls through
-// them. A sphere's (or a capsule's side's) contact point is not fixed in
-// the body: it stays at the bottom as the body turns.
+// A rolling ball does not sink. A ball rolling without slipping at 4 m/s
+// (spin set to v/r) is held up by the same contact as a resting one, so its
+// centre should stay at its radius within 1 mm (test 2: the spring's static
+// deflection is 0.07 mm) and it should not move vertically. This found a
+// bug: the separation followed the ball's material contact point, rotated
+// with the body, which rises r·(1 - cos θ) off the ground as the ball turns
+// (4.7 mm at 13 rad/s over a tick); the ball lost its support for the
+// tick's last substeps and sank 3.2 mm (8 mm sliding at 14 m/s). The
+// separation now follows the core point (the centre) pushed out by the
+// radius (soft_contact.c).
 static void test_a_rolling_ball_does_not_sink(void** state) {
     (void)state;
-    if (getenv("RD_TEST_KNOWN_BUGS") == NULL) {
-        skip();
-    }
     sim_params p = default_params();
     p.friction = 0.5f;
     sim_world* w = make_world(0, p);
