@@ -52,7 +52,7 @@ static double now_s(void) {
 static void stairs(const sim_library* lib, int seeds, float seconds) {
     printf("1. 20 ragdolls thrown onto stairs with random spin (%.0f s each)\n", (double)seconds);
     printf("   speed  seed | gap max (target)         | gap from 1 s     | hinge over      |"
-           " spin max   | all at rest (target)  | resting | last tick | run\n");
+           " spin max   | all at rest (target)  | resting | last tick | gap at end | run\n");
     const float speeds[] = {5.0f, 20.0f, 50.0f};
     for (int s = 0; s < 3; ++s) {
         const double gap_target = speeds[s] <= 5.0f ? 0.005 : 0.02;
@@ -68,14 +68,14 @@ static void stairs(const sim_library* lib, int seeds, float seconds) {
             }
             bool rest_ok = f.at_rest == f.ragdolls && f.rest_time <= 5.0f;
             printf("   %3.0f m/s %4d | %6.1f mm (<= %2.0f mm) %s | %5.2f mm (<= 1) %s |"
-                   " %5.1f deg %s | %5.1f r/s | %4.2f s (<= 5 s) %s | %2u/%2u   | %5.3f m/s | %.1f "
-                   "s%s\n",
+                   " %5.1f deg %s | %5.1f r/s | %4.2f s (<= 5 s) %s | %2u/%2u   | %5.3f m/s |"
+                   " %6.2f mm  | %.1f s%s\n",
                    (double)speeds[s], seed, 1e3 * (double)f.gap_max, 1e3 * gap_target,
                    verdict(f.gap_max <= gap_target), 1e3 * (double)f.gap_late,
                    verdict(f.gap_late <= 0.001f), DEG * (double)f.hinge_over,
                    verdict(DEG * (double)f.hinge_over <= 2.0), (double)f.omega_max,
                    (double)f.rest_time, verdict(rest_ok), f.at_rest, f.ragdolls,
-                   (double)f.final_speed, t1 - t0,
+                   (double)f.final_speed, 1e3 * (double)f.gap_end, t1 - t0,
                    f.finite ? "" : "  NOT FINITE (a ragdoll was removed)");
         }
     }

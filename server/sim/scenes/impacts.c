@@ -130,6 +130,7 @@ static void step_and_measure(run* r) {
         bool moving = false;
         if (k == 0) {
             f->final_speed = 0.0f;
+            f->gap_end = 0.0f;
         }
         for (int i = 0; i < n; ++i) {
             if (!sim_vec3_is_finite(r->pose[i].p) || !sim_vec3_is_finite(v[i]) ||
@@ -141,6 +142,7 @@ static void step_and_measure(run* r) {
             f->omega_max = fmaxf(f->omega_max, v3_len(om[i]));
             moving |= !(speed < SIM_IMPACT_REST_SPEED);
             f->final_speed = fmaxf(f->final_speed, speed);
+            f->gap_end = fmaxf(f->gap_end, jp[i].gap);
             if (jp[i].gap > f->gap_max) {
                 f->gap_max = jp[i].gap;
                 f->gap_max_tick = r->tick;

@@ -35,6 +35,10 @@ typedef struct sim_impact_figures {
     uint32_t gap_max_bone;
     /// Worst joint gap from one second after the impact on, m.
     float gap_late;
+    /// Worst joint gap at the last tick, m: what is left once the ragdolls
+    /// lie still (a solver whose joints are springs keeps a loaded joint
+    /// stretched).
+    float gap_end;
     /// Worst hinge over-range (twist_over of the hinges), rad.
     float hinge_over;
     /// Worst ball-joint limit excess (twist_over or swing_over), rad.
