@@ -194,16 +194,6 @@ static void world_inertia(sim_quat q, sim_vec3 d, float* iw) {
     iw[5] = d.x * c0.y * c0.z + d.y * c1.y * c1.z + d.z * c2.y * c2.z;
 }
 
-// Poses for what reads them between substeps (particles against bones).
-static void write_poses(sim_world* w) {
-    for (uint32_t i = 0; i < w->soft_body_count; ++i) {
-        const sim__body_state* s = &w->soft_state[i];
-        sim__body* b = &w->body[s->body];
-        b->x = v3_add(b->x_prev, s->dp);
-        b->q = q_normalize(q_mul(s->dq, b->q_prev));
-    }
-}
-
 void sim__soft_substep(sim_world* w) {
     const sim__soft_ctx ctx = make_ctx(w);
     const float h = ctx.h;
@@ -226,17 +216,20 @@ void sim__soft_substep(sim_world* w) {
         }
         s->dp = v3_add(s->dp, v3_scale(s->v, h));
         s->dq = q_integrate(s->dq, s->w, h);
+        // The substep's pose, final (the relax changes velocities only),
+        // for what reads it between substeps (particles against bones).
+        sim__body* b = &w->body[s->body];
+        b->x = v3_add(b->x_prev, s->dp);
+        b->q = q_normalize(q_mul(s->dq, b->q_prev));
         if (s->inv_mass > 0.0f) {
             // The world inverse inertia follows the rotation: a thin capsule
             // turned half a radian with last substep's tensor would take
             // impulses about its long axis as if it had none of the inertia
             // it has there.
-            const sim__body* b = &w->body[s->body];
-            world_inertia(q_normalize(q_mul(s->dq, b->q_prev)), b->inv_inertia, w->soft_mass[i].iw);
+            world_inertia(b->q, b->inv_inertia, w->soft_mass[i].iw);
         }
     }
     run_stage(w, &ctx, STAGE_RELAX);
-    write_poses(w);
 }
 
 void sim__soft_end_tick(sim_world* w) {
