@@ -314,10 +314,18 @@ void sim__soft_joint_solve(const sim__soft_ctx* ctx, const sim__bjoint* j, sim__
     sim__soft_push(p, mp, rp, v3_scale(imp, -1.0f));
 }
 
-// Implicit viscous (h_kd >= 0) or Coulomb (h_kd < 0, at most cap) angular
-// impulse against the child's spin relative to the parent.
-static void oppose_spin(sim__body_state* p, const sim__body_mass* mp, sim__body_state* c,
-                        const sim__body_mass* mc, float h_kd, float cap) {
+// The drive's damping and the joint's friction against the child's spin
+// relative to the parent, once per substep: about the axis of that spin, an
+// implicit viscous impulse (ω' = ω / (1 + kd·h·W)), then a Coulomb one that
+// stops what is left if at most friction·h can.
+void sim__soft_joint_damp(const sim__soft_ctx* ctx, const sim__bjoint* j, sim__soft_joint* sj) {
+    if (j->kd <= 0.0f && j->friction <= 0.0f) {
+        return;
+    }
+    sim__body_state sp, sc;
+    sim__body_state* p = state_of(ctx, sj->p, &sp);
+    sim__body_state* c = state_of(ctx, sj->c, &sc);
+    const sim__body_mass *mp = mass_of(ctx, sj->p), *mc = mass_of(ctx, sj->c);
     sim_vec3 wrel = v3_sub(c->w, p->w);
     float m = v3_len(wrel);
     if (m < 1e-9f) {
@@ -328,19 +336,13 @@ static void oppose_spin(sim__body_state* p, const sim__body_mass* mp, sim__body_
     if (W <= 0.0f) {
         return;
     }
-    float mag = h_kd >= 0.0f ? m * h_kd / (1.0f + h_kd * W) : fminf(m / W, cap);
-    turn_pair(p, mp, c, mc, v3_scale(n, -mag));
-}
-
-void sim__soft_joint_damp(const sim__soft_ctx* ctx, const sim__bjoint* j, sim__soft_joint* sj) {
-    sim__body_state sp, sc;
-    sim__body_state* p = state_of(ctx, sj->p, &sp);
-    sim__body_state* c = state_of(ctx, sj->c, &sc);
-    const sim__body_mass *mp = mass_of(ctx, sj->p), *mc = mass_of(ctx, sj->c);
+    float mag = 0.0f;
     if (j->kd > 0.0f) {
-        oppose_spin(p, mp, c, mc, j->kd * ctx->h, 0.0f);
+        const float h_kd = j->kd * ctx->h;
+        mag = m * h_kd / (1.0f + h_kd * W);
     }
     if (j->friction > 0.0f) {
-        oppose_spin(p, mp, c, mc, -1.0f, j->friction * ctx->h);
+        mag += fminf(m / W - mag, j->friction * ctx->h);
     }
+    turn_pair(p, mp, c, mc, v3_scale(n, -mag));
 }
