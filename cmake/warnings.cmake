@@ -88,6 +88,11 @@ endif()
 if(RD_VALIDATE)
     add_compile_definitions(RD_VALIDATE=1)
 endif()
+# The portable lanes everywhere (the same results as SSE2, bit for bit;
+# tests/unit builds the simulator both ways and compares).
+if(RD_SIM_NO_SIMD)
+    add_compile_definitions(RD_SIM_NO_SIMD=1)
+endif()
 
 # rd_target_setup(target [SIM]): apply the project warning set; SIM adds the
 # float-purity warning used by the simulator.

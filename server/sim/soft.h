@@ -106,6 +106,34 @@ typedef struct sim__soft_contact {
     sim_vec3 lambda_roll;
 } sim__soft_contact;
 
+/// Four 3-vectors, structure of arrays (soft_wide.c).
+typedef struct sim__v3x4 {
+    float x[4], y[4], z[4];
+} sim__v3x4;
+
+/// Four contact points of one graph colour side by side (soft_wide.c; Box2D
+/// v3's b2ContactConstraintSIMD): lane l holds the fields of the
+/// sim__soft_contact k[l]. The lanes of a block never share a dynamic body
+/// (they are of one colour). A block of a colour's last 1-3 points is
+/// padded with lanes that do nothing: k UINT32_MAX, both bodies the static
+/// stand-in, every field 0.
+typedef struct sim__contact_block {
+    uint32_t a[4], b[4]; ///< Solver indices, SIM__NO_STATE: the static stand-in.
+    uint32_t k[4];       ///< Contact point of each lane, UINT32_MAX: padding.
+    /// Bit l: lane l's body a is dynamic, so its velocities are written back;
+    /// bit 4 + l: its body b. Static, kinematic and sleeping bodies are only
+    /// read (a kinematic one may be in several lanes).
+    uint32_t write;
+    uint32_t pad[3];
+    sim__v3x4 n, t1, t2, ra, rb;
+    sim__v3x4 ca, cb; ///< Core points (sim__soft_contact.ca, cb).
+    float base_sep[4], m_n[4], m_t1[4], m_t2[4];
+    float lambda_n[4], lambda_t1[4], lambda_t2[4], max_lambda_n[4];
+    float vn0[4], roll_cap[4], friction[4];
+    float is_static[4]; ///< 1 or 0.
+    sim__v3x4 lambda_roll;
+} sim__contact_block;
+
 /// A contact point's impulses kept for the next tick's warm start, sorted by
 /// key (sim__soft_key).
 typedef struct sim__soft_cached {
@@ -232,6 +260,29 @@ void sim__soft_contact_solve(const sim__soft_ctx* ctx, sim__soft_contact* c, boo
 void sim__soft_contact_restitute(const sim__soft_ctx* ctx, sim__soft_contact* c);
 /// Keeps the tick's contact impulses for the next tick's warm start.
 void sim__soft_contacts_store(sim_world* w);
+
+// soft_wide.c: the contact points of the colours, four at a time (lanes.h).
+// The overflow's points stay on the scalar functions above; per lane, the
+// block functions do exactly their operations, so the results are the
+// same bit for bit.
+
+/// Blocks for at most `points` contact points over the colours.
+#define SIM__WIDE_BLOCKS(points) (((size_t)(points) + 3u) / 4u + SIM__GRAPH_COLOURS)
+
+/// Fills a block from contact points c[k[0..lanes)] (lanes 1..4; the rest
+/// padded). dynamic[i]: solver index i is a dynamic body (written back).
+void sim__soft_wide_fill(sim__contact_block* blk, const sim__soft_contact* c, const uint32_t* k,
+                         uint32_t lanes, const uint8_t* dynamic);
+/// Writes the blocks' impulses back to their contact points in c.
+void sim__soft_wide_unpack(const sim__contact_block* blk, uint32_t count, sim__soft_contact* c);
+/// The per-point functions above, on `count` blocks.
+void sim__soft_wide_warm(const sim__soft_ctx* ctx, sim__contact_block* blk, uint32_t count);
+void sim__soft_wide_solve(const sim__soft_ctx* ctx, sim__contact_block* blk, uint32_t count,
+                          bool use_bias);
+void sim__soft_wide_restitute(const sim__soft_ctx* ctx, sim__contact_block* blk, uint32_t count);
+/// Packs each colour's contact points into blocks (after the colouring):
+/// colour c's are blocks soft_wide_first[c] .. soft_wide_first[c + 1].
+void sim__soft_wide_pack(sim_world* w);
 
 // soft_joint.c
 

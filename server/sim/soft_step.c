@@ -115,6 +115,7 @@ void sim__soft_begin_tick(sim_world* w) {
     sim__soft_contacts_prepare(w, &ctx);
     sim__graph_colour(w->soft_ca, w->soft_cb, nj + w->soft_contact_count, w->soft_blocks, n,
                       w->soft_bits, w->soft_colour, w->soft_order, &w->soft_colouring);
+    sim__soft_wide_pack(w);
     w->stats.colours = w->soft_colouring.colour_count;
     w->stats.overflow_constraints = w->soft_colouring.first[w->soft_colouring.colour_count + 1] -
                                     w->soft_colouring.first[w->soft_colouring.colour_count];
@@ -122,8 +123,29 @@ void sim__soft_begin_tick(sim_world* w) {
 
 typedef enum stage { STAGE_WARM, STAGE_SOLVE, STAGE_RELAX, STAGE_RESTITUTE } stage;
 
+// A colour's contact points, four at a time (soft_wide.c).
+static void run_wide(sim_world* w, const sim__soft_ctx* ctx, stage st, uint32_t c) {
+    sim__contact_block* blk = &w->soft_wide[w->soft_wide_first[c]];
+    const uint32_t count = w->soft_wide_first[c + 1] - w->soft_wide_first[c];
+    switch (st) {
+    case STAGE_WARM:
+        sim__soft_wide_warm(ctx, blk, count);
+        break;
+    case STAGE_SOLVE:
+        sim__soft_wide_solve(ctx, blk, count, true);
+        break;
+    case STAGE_RELAX:
+        sim__soft_wide_solve(ctx, blk, count, false);
+        break;
+    case STAGE_RESTITUTE:
+        sim__soft_wide_restitute(ctx, blk, count);
+        break;
+    }
+}
+
 // One stage over every constraint: the overflow first (Box2D's order),
-// then colour by colour; in a colour, joints before contacts.
+// then colour by colour; in a colour, joints before contacts, which go four
+// at a time (the overflow's one by one).
 static void run_stage(sim_world* w, const sim__soft_ctx* ctx, stage st) {
     const sim__colouring* col = &w->soft_colouring;
     const uint32_t nj = w->soft_joint_count;
@@ -133,6 +155,11 @@ static void run_stage(sim_world* w, const sim__soft_ctx* ctx, stage st) {
         const uint32_t c = r == 0 ? col->colour_count : r - 1;
         for (uint32_t o = col->first[c]; o < col->first[c + 1]; ++o) {
             const uint32_t k = w->soft_order[o];
+            if (k >= nj && c < col->colour_count) {
+                // The colour's contact points: the rest of its range.
+                run_wide(w, ctx, st, c);
+                break;
+            }
             if (k < nj) {
                 sim__soft_joint* sj = &w->soft_joints[k];
                 const sim__bjoint* j = &w->bjoint[sj->j];
@@ -235,6 +262,8 @@ void sim__soft_substep(sim_world* w) {
 void sim__soft_end_tick(sim_world* w) {
     const sim__soft_ctx ctx = make_ctx(w);
     run_stage(w, &ctx, STAGE_RESTITUTE);
+    sim__soft_wide_unpack(w->soft_wide, w->soft_wide_first[w->soft_colouring.colour_count],
+                          w->soft_contacts);
     sim__soft_contacts_store(w);
     for (uint32_t k = 0; k < w->soft_joint_count; ++k) {
         sim__soft_joint_store(w, &w->soft_joints[k]);

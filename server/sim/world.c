@@ -130,7 +130,9 @@ sim_world_def sim_world_def_default(void) {
     XX(soft_cb, SOFT(d, (size_t)(r).joints + contact_cap(&(r), &(d))), sizeof(uint32_t))           \
     XX(soft_colour, SOFT(d, (size_t)(r).joints + contact_cap(&(r), &(d))), sizeof(uint8_t))        \
     XX(soft_order, SOFT(d, (size_t)(r).joints + contact_cap(&(r), &(d))), sizeof(uint32_t))        \
-    XX(soft_bits, SOFT(d, (size_t)SIM__GRAPH_COLOURS*(((r).bodies + 63u) / 64u)), sizeof(uint64_t))
+    XX(soft_bits, SOFT(d, (size_t)SIM__GRAPH_COLOURS*(((r).bodies + 63u) / 64u)),                  \
+       sizeof(uint64_t))                                                                           \
+    XX(soft_wide, SOFT(d, SIM__WIDE_BLOCKS(contact_cap(&(r), &(d)))), sizeof(sim__contact_block))
 
 // The soft step's arrays exist only in worlds that use it.
 #define SOFT(d, count) ((d).solver == SIM_SOLVER_SOFT_STEP ? (size_t)(count) : (size_t)0)

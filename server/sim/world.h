@@ -310,6 +310,10 @@ struct sim_world {
     uint32_t* soft_order; ///< Constraints grouped by colour.
     uint64_t* soft_bits;  ///< Colouring scratch: SIM__GRAPH_COLOURS bit sets over solver indices.
     sim__colouring soft_colouring;
+    /// The colours' contact points four at a time (soft_wide.c): colour c's
+    /// blocks are soft_wide_first[c] .. soft_wide_first[c + 1].
+    sim__contact_block* soft_wide;
+    uint32_t soft_wide_first[SIM__GRAPH_COLOURS + 1];
     sim_overflows overflows; ///< What the arrays above had no room for.
 };
 
