@@ -140,6 +140,7 @@ typedef struct sim__soft_cached {
     uint64_t key;
     float lambda_n;
     sim_vec3 friction; ///< World tangential impulse, N·s.
+    sim_vec3 roll;     ///< Rolling resistance angular impulse, N·m·s.
 } sim__soft_cached;
 
 /// A joint's frames and swing-twist split on the current poses (soft_joint.c).

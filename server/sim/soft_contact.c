@@ -59,12 +59,17 @@ void sim__soft_add_point(sim_world* w, uint32_t ia, uint32_t ib, uint32_t code, 
     c->a = w->soft_index[ia];
     c->n = n;
     c->ra = v3_sub(pa, a->x);
-    sim_vec3 xb = v3(0.0f, 0.0f, 0.0f);
+    // A static b (the world, or a sleeping, frozen body) is measured from
+    // a's centre, so that the separation is not a difference of two
+    // world-sized coordinates (5 µm lost 75 m from the origin).
+    sim_vec3 xb = a->x;
     if (ib != SIM__NO_BODY && w->soft_index[ib] != SIM__NO_STATE) {
         c->b = w->soft_index[ib];
         xb = w->body[ib].x;
+        // A kinematic b does not give way: static softness, as Box2D's.
+        c->is_static = w->body[ib].inv_mass == 0.0f;
     } else {
-        c->b = SIM__NO_STATE; // static world, or a sleeping (frozen) body
+        c->b = SIM__NO_STATE;
         c->is_static = 1;
     }
     c->rb = v3_sub(pb, xb);
@@ -82,7 +87,7 @@ void sim__soft_add_point(sim_world* w, uint32_t ia, uint32_t ib, uint32_t code, 
         rad_b = w->binfo[ib].radius;
         c->cb = v3_sub(c->rb, v3_scale(n, rad_b));
     } else {
-        c->cb = c->rb; // static: a fixed world point
+        c->cb = c->rb; // static: a point fixed in the world
     }
     c->base_sep = v3_dot(v3_sub(a->x, xb), n) - rad_a - rad_b;
     c->roll_cap = ROLLING * w->binfo[ia].radius;
@@ -154,6 +159,7 @@ void sim__soft_contacts_prepare(sim_world* w, const sim__soft_ctx* ctx) {
             c->lambda_n = old->lambda_n;
             c->lambda_t1 = v3_dot(old->friction, c->t1);
             c->lambda_t2 = v3_dot(old->friction, c->t2);
+            c->lambda_roll = old->roll;
         }
     }
 }
@@ -269,6 +275,7 @@ void sim__soft_contacts_store(sim_world* w) {
         next[k].key = w->soft_keys[k];
         next[k].lambda_n = c->lambda_n;
         next[k].friction = v3_add(v3_scale(c->t1, c->lambda_t1), v3_scale(c->t2, c->lambda_t2));
+        next[k].roll = c->lambda_roll;
     }
     qsort(next, w->soft_contact_count, sizeof *next, cached_cmp);
     w->soft_cache_next = w->soft_cache;
