@@ -140,30 +140,9 @@ static sim_world* pile(uint32_t n) {
     if (sim_world_create(&def, &w) != SIM_OK) {
         return NULL;
     }
-    uint32_t side = 1;
-    while (side * side * side < n) {
-        side++;
-    }
-    uint32_t per_layer = side * side;
-    uint32_t seed = 12345;
-    for (uint32_t i = 0; i < n; ++i) {
-        uint32_t layer = i / per_layer, k = i % per_layer;
-        sim_character_def cd = sim_character_def_default();
-        cd.position = (sim_vec3){0.7f * ((float)(k % side) - 0.5f * (float)(side - 1)),
-                                 0.2f + 1.9f * (float)layer,
-                                 0.7f * ((float)(k / side) - 0.5f * (float)(side - 1))};
-        cd.facing = (float)(i % 4) * 1.5707963f;
-        sim_entity_id id;
-        if (sim_world_spawn_character(w, &cd, &id) != SIM_OK) {
-            sim_world_destroy(w);
-            return NULL;
-        }
-        seed = seed * 1664525u + 1013904223u;
-        float px = (float)((int)(seed >> 24) - 128) / 128.0f * 20.0f;
-        seed = seed * 1664525u + 1013904223u;
-        float pz = (float)((int)(seed >> 24) - 128) / 128.0f * 20.0f;
-        sim_vec3 hit = {cd.position.x, cd.position.y + 1.4f, cd.position.z};
-        sim_character_kill(w, id, hit, (sim_vec3){px, 0.0f, pz}, NULL);
+    if (sim_scene_pile(w, n, 12345u, NULL) != SIM_OK) {
+        sim_world_destroy(w);
+        return NULL;
     }
     return w;
 }

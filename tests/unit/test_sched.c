@@ -31,6 +31,7 @@
 
 #include "app_internal.h"
 #include "pool.h"
+#include "scenes.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,31 +217,14 @@ static void settle(fixture* f) {
 // other; every other one gets PD drives toward its animation (an active
 // ragdoll), the rest stay limp. Built through sim.h on the idle world.
 static void busy_scene(app_world* w, uint32_t n, uint32_t seed) {
-    uint32_t side = 1;
-    while (side * side * side < n) {
-        side++;
-    }
-    for (uint32_t i = 0; i < n; ++i) {
-        uint32_t layer = i / (side * side), k = i % (side * side);
-        sim_character_def cd = sim_character_def_default();
-        cd.position = (sim_vec3){0.7f * ((float)(k % side) - 0.5f * (float)(side - 1)),
-                                 0.2f + 1.9f * (float)layer,
-                                 0.7f * ((float)(k / side) - 0.5f * (float)(side - 1))};
-        cd.facing = (float)(i % 4) * 1.5707963f;
-        sim_entity_id id;
-        assert_int_equal(sim_world_spawn_character(w->sim, &cd, &id), SIM_OK);
-        seed = seed * 1664525u + 1013904223u;
-        float px = (float)((int)(seed >> 24) - 128) / 128.0f * 20.0f;
-        seed = seed * 1664525u + 1013904223u;
-        float pz = (float)((int)(seed >> 24) - 128) / 128.0f * 20.0f;
-        sim_vec3 hit = {cd.position.x, cd.position.y + 1.4f, cd.position.z};
-        assert_int_equal(sim_character_kill(w->sim, id, hit, (sim_vec3){px, 0.0f, pz}, NULL),
+    sim_entity_id* ids = calloc(n, sizeof *ids);
+    assert_non_null(ids);
+    assert_int_equal(sim_scene_pile(w->sim, n, seed, ids), SIM_OK);
+    for (uint32_t i = 0; i < n; i += 2) {
+        assert_int_equal(sim_character_set_drive(w->sim, ids[i], 400.0f, 40.0f, NULL, 0, 0.0f),
                          SIM_OK);
-        if (i % 2 == 0) {
-            assert_int_equal(sim_character_set_drive(w->sim, id, 400.0f, 40.0f, NULL, 0, 0.0f),
-                             SIM_OK);
-        }
     }
+    free(ids);
 }
 
 // Queues a command (JSON; "world" filled in) in w's inbox, as a client

@@ -27,6 +27,7 @@
 // clang-format on
 
 #include "assets.h"
+#include "scenes.h"
 #include "sim.h"
 #include "soft.h"
 #include "world.h"
@@ -605,35 +606,13 @@ static void test_a_falling_ragdoll_keeps_its_joints_and_momentum(void** state) {
 // 7. Piles and sleep
 // ---------------------------------------------------------------------------
 
-// bench/bench.c's pile(): n humanoids on a side × side grid 0.7 m apart
-// (side the smallest with side³ >= n), layers 1.9 m apart, each killed
-// with a pseudo-random horizontal push of up to 20 N·s at the chest.
+// The benchmark's pile (sim_scene_pile, bench/bench.c): n humanoids in
+// layers, killed with a push, seed 12345.
 static sim_world* pile(uint32_t n) {
     sim_params p = default_params();
     p.substeps = 4;
     sim_world* w = make_world(n, p);
-    uint32_t side = 1;
-    while (side * side * side < n) {
-        side++;
-    }
-    const uint32_t per_layer = side * side;
-    uint32_t seed = 12345;
-    for (uint32_t i = 0; i < n; ++i) {
-        uint32_t layer = i / per_layer, k = i % per_layer;
-        sim_character_def cd = sim_character_def_default();
-        cd.position = (sim_vec3){0.7f * ((float)(k % side) - 0.5f * (float)(side - 1)),
-                                 0.2f + 1.9f * (float)layer,
-                                 0.7f * ((float)(k / side) - 0.5f * (float)(side - 1))};
-        cd.facing = (float)(i % 4) * 1.5707963f;
-        sim_entity_id id;
-        assert_int_equal(sim_world_spawn_character(w, &cd, &id), SIM_OK);
-        seed = seed * 1664525u + 1013904223u;
-        float px = (float)((int)(seed >> 24) - 128) / 128.0f * 20.0f;
-        seed = seed * 1664525u + 1013904223u;
-        float pz = (float)((int)(seed >> 24) - 128) / 128.0f * 20.0f;
-        sim_vec3 hit = {cd.position.x, cd.position.y + 1.4f, cd.position.z};
-        assert_int_equal(sim_character_kill(w, id, hit, (sim_vec3){px, 0.0f, pz}, NULL), SIM_OK);
-    }
+    assert_int_equal(sim_scene_pile(w, n, 12345u, NULL), SIM_OK);
     return w;
 }
 

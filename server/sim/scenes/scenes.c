@@ -203,3 +203,37 @@ int sim_scene_characters(sim_world* w, int ticks) {
     }
     return SIM_OK;
 }
+
+int sim_scene_pile(sim_world* w, uint32_t n, uint32_t seed, sim_entity_id* ids) {
+    uint32_t side = 1;
+    while (side * side * side < n) {
+        side++;
+    }
+    const uint32_t per_layer = side * side;
+    for (uint32_t i = 0; i < n; ++i) {
+        const uint32_t layer = i / per_layer, k = i % per_layer;
+        sim_character_def cd = sim_character_def_default();
+        cd.position = (sim_vec3){0.7f * ((float)(k % side) - 0.5f * (float)(side - 1)),
+                                 0.2f + 1.9f * (float)layer,
+                                 0.7f * ((float)(k / side) - 0.5f * (float)(side - 1))};
+        cd.facing = (float)(i % 4) * 1.5707963f;
+        sim_entity_id id;
+        int rc = sim_world_spawn_character(w, &cd, &id);
+        if (rc != SIM_OK) {
+            return rc;
+        }
+        if (ids != NULL) {
+            ids[i] = id;
+        }
+        seed = seed * 1664525u + 1013904223u;
+        const float px = (float)((int)(seed >> 24) - 128) / 128.0f * 20.0f;
+        seed = seed * 1664525u + 1013904223u;
+        const float pz = (float)((int)(seed >> 24) - 128) / 128.0f * 20.0f;
+        const sim_vec3 hit = {cd.position.x, cd.position.y + 1.4f, cd.position.z};
+        rc = sim_character_kill(w, id, hit, (sim_vec3){px, 0.0f, pz}, NULL);
+        if (rc != SIM_OK) {
+            return rc;
+        }
+    }
+    return SIM_OK;
+}

@@ -42,3 +42,13 @@ int sim_scene_demo(sim_world* w);
 /// the hash tests/determinism pins). The world needs 4 substeps and a
 /// library with the humanoid and dog skeletons and their clips.
 int sim_scene_characters(sim_world* w, int ticks);
+
+/// `n` humanoid ragdolls dropped in one spot (the benchmark's and the
+/// sleep tests' pile): a stack of layers 1.9 m apart, each a square grid
+/// 0.7 m apart with alternating facings, every one killed at once with a
+/// horizontal push of up to 20 N·s at the chest from a generator seeded
+/// with `seed`, so they tumble onto the ground and each other. The world
+/// needs the humanoid skeleton and room for them. ids (NULL, or room for n)
+/// gets their ids. Returns SIM_OK or the first spawn's or kill's error (the
+/// ragdolls spawned before it stay).
+int sim_scene_pile(sim_world* w, uint32_t n, uint32_t seed, sim_entity_id* ids);
