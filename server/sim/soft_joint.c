@@ -105,17 +105,18 @@ static void turn_pair(sim__body_state* p, const sim__body_mass* mp, sim__body_st
     sim__soft_turn(p, mp, v3_scale(L, -1.0f));
 }
 
-// One one-sided angular row: keeps C >= 0 where Ċ = dot(ω_c - ω_p, axis).
-// Speculative while C > 0; soft (with bias) or rigid (relax) once violated.
-static void solve_limit(const sim__soft_ctx* ctx, sim__body_state* p, const sim__body_mass* mp,
-                        sim__body_state* c, const sim__body_mass* mc, sim_vec3 axis, float C,
-                        float* lambda, bool use_bias) {
+// One angular row about `axis` with Ċ = dot(ω_c - ω_p, axis): an equality
+// (C = 0; a locked swing) or, `one_sided`, a limit (C >= 0, speculative
+// while C > 0). Soft with the bias, rigid in the relax (Box2D's joint rows).
+static void solve_row(const sim__soft_ctx* ctx, sim__body_state* p, const sim__body_mass* mp,
+                      sim__body_state* c, const sim__body_mass* mc, sim_vec3 axis, float C,
+                      float* lambda, bool use_bias, bool one_sided) {
     float m = angular_mass(mp, mc, axis);
     if (m == 0.0f) {
         return;
     }
     float bias = 0.0f, mass_scale = 1.0f, impulse_scale = 0.0f;
-    if (C > 0.0f) {
+    if (one_sided && C > 0.0f) {
         bias = C * ctx->inv_h; // speculative
     } else if (use_bias) {
         bias = ctx->joint_soft.bias_rate * C;
@@ -124,30 +125,26 @@ static void solve_limit(const sim__soft_ctx* ctx, sim__body_state* p, const sim_
     }
     float cdot = v3_dot(v3_sub(c->w, p->w), axis);
     float impulse = -m * mass_scale * (cdot + bias) - impulse_scale * *lambda;
-    float next = fmaxf(*lambda + impulse, 0.0f);
-    impulse = next - *lambda;
-    *lambda = next;
+    if (one_sided) {
+        float next = fmaxf(*lambda + impulse, 0.0f);
+        impulse = next - *lambda;
+        *lambda = next;
+    } else {
+        *lambda += impulse;
+    }
     turn_pair(p, mp, c, mc, v3_scale(axis, impulse));
 }
 
-// One equality angular row: C = 0 with Ċ = dot(ω_c - ω_p, axis).
+static void solve_limit(const sim__soft_ctx* ctx, sim__body_state* p, const sim__body_mass* mp,
+                        sim__body_state* c, const sim__body_mass* mc, sim_vec3 axis, float C,
+                        float* lambda, bool use_bias) {
+    solve_row(ctx, p, mp, c, mc, axis, C, lambda, use_bias, true);
+}
+
 static void solve_lock(const sim__soft_ctx* ctx, sim__body_state* p, const sim__body_mass* mp,
                        sim__body_state* c, const sim__body_mass* mc, sim_vec3 axis, float C,
                        float* lambda, bool use_bias) {
-    float m = angular_mass(mp, mc, axis);
-    if (m == 0.0f) {
-        return;
-    }
-    float bias = 0.0f, mass_scale = 1.0f, impulse_scale = 0.0f;
-    if (use_bias) {
-        bias = ctx->joint_soft.bias_rate * C;
-        mass_scale = ctx->joint_soft.mass_scale;
-        impulse_scale = ctx->joint_soft.impulse_scale;
-    }
-    float cdot = v3_dot(v3_sub(c->w, p->w), axis);
-    float impulse = -m * mass_scale * (cdot + bias) - impulse_scale * *lambda;
-    *lambda += impulse;
-    turn_pair(p, mp, c, mc, v3_scale(axis, impulse));
+    solve_row(ctx, p, mp, c, mc, axis, C, lambda, use_bias, false);
 }
 
 // The drive: a spring of stiffness kp toward the (limit-clamped) target
