@@ -200,6 +200,17 @@ void sim__contacts_begin_tick(sim_world* w, float dt) {
     memset(w->grid_head, 0xff, SIM__GRID_BUCKETS * sizeof *w->grid_head);
     w->grid_count = 0;
     w->pair_count = 0;
+    // A world whose bodies all sleep and that has no particles needs no
+    // grid: pairs are found from awake bodies only, and only particles
+    // look bodies up. A sleeping pile then costs nothing here.
+    bool any_awake = false;
+    for (uint32_t i = 0; i < w->b_count && !any_awake; ++i) {
+        any_awake = !sim__body_asleep(w, i);
+    }
+    if (!any_awake && w->p_count == 0) {
+        memset(w->closing, 0, (size_t)w->b_count * sizeof *w->closing);
+        return;
+    }
     for (uint32_t i = 0; i < w->b_count; ++i) {
         body_bounds(&w->body[i], &w->binfo[i], dt, &w->aabb_lo[i], &w->aabb_hi[i]);
         w->closing[i] = 0.0f;

@@ -550,6 +550,17 @@ static void update_gains(sim__char* ch, sim__bjoint* joints, uint32_t n, float d
     }
 }
 
+// Drive targets: the clip's relative rotation of each joint's frames,
+// F_p⁻¹ · L · a · F_c (bind-relative local rotation a, bind L).
+static void set_drive_targets(const sim__char* ch, sim__bjoint* joints, uint32_t n,
+                              const sim_quat* local) {
+    for (uint32_t i = 1; i < n; ++i) {
+        sim__bjoint* j = &joints[i - 1];
+        sim_quat lq = q_mul(ch->sk->local_q[i], local[i]);
+        j->target = q_normalize(q_mul(q_mul(q_conj(j->frame_p), lq), j->frame_c));
+    }
+}
+
 void sim__characters_pre_tick(sim_world* w, float dt) {
     for (uint32_t k = 0; k < w->order_count; ++k) {
         uint32_t slot = w->order[k];
@@ -564,6 +575,23 @@ void sim__characters_pre_tick(sim_world* w, float dt) {
         sim__bjoint* joints = &w->bjoint[e->bj_first];
         advance_clip(ch, dt);
         sim_quat local[SIM_MAX_BONES];
+        if (ch->settled) {
+            // Asleep (a RAGDOLL: every bone dynamic, frozen): without a
+            // drive nothing reads the animated pose until it wakes, and the
+            // tick after that computes it again. A sleeping pile then costs
+            // no forward kinematics.
+            update_gains(ch, joints, n, dt);
+            bool driven = false;
+            for (uint32_t i = 1; i < n && !driven; ++i) {
+                driven = joints[i - 1].kp > 0.0f;
+            }
+            if (!driven) {
+                continue;
+            }
+            clip_pose(ch, ch->t, ch->target_x, ch->target_q, local);
+            set_drive_targets(ch, joints, n, local);
+            continue;
+        }
         clip_pose(ch, ch->t, ch->target_x, ch->target_q, local);
         if (ch->state == SIM_CHAR_GETTING_UP) {
             ch->blend_t += dt;
@@ -578,13 +606,7 @@ void sim__characters_pre_tick(sim_world* w, float dt) {
             }
         }
         update_gains(ch, joints, n, dt);
-        // Drive targets: the clip's relative rotation of each joint's frames,
-        // F_p⁻¹ · L · a · F_c (bind-relative local rotation a, bind L).
-        for (uint32_t i = 1; i < n; ++i) {
-            sim__bjoint* j = &joints[i - 1];
-            sim_quat lq = q_mul(ch->sk->local_q[i], local[i]);
-            j->target = q_normalize(q_mul(q_mul(q_conj(j->frame_p), lq), j->frame_c));
-        }
+        set_drive_targets(ch, joints, n, local);
         // Kinematic bones get the velocity that lands them on the pose.
         for (uint32_t i = 0; i < n; ++i) {
             sim__body* b = &bodies[i];

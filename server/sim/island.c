@@ -58,10 +58,6 @@ static void unite(uint32_t* uf, uint32_t a, uint32_t b) {
     }
 }
 
-bool sim__body_asleep(const sim_world* w, uint32_t i) {
-    return w->bsleep[i].asleep != 0;
-}
-
 // Whether body i's owner lets it sleep.
 static bool may_sleep(const sim_world* w, uint32_t i) {
     if (w->body[i].inv_mass == 0.0f) {

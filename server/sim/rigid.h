@@ -216,8 +216,6 @@ void sim__body_segment(const sim__body* b, const sim__body_info* bi, sim_vec3* p
 // Contacts
 // ---------------------------------------------------------------------------
 
-/// Whether body i is frozen in a sleeping island (island.c).
-bool sim__body_asleep(const sim_world* w, uint32_t i);
 
 /// Finds candidate body pairs for this tick (a uniform hash grid over
 /// bounding boxes swept by each body's velocity over dt), each body's

@@ -21,6 +21,9 @@ static bool entity_is_sane(const sim_world* w, const sim__entity* e) {
         }
     }
     for (uint32_t i = e->b_first; i < e->b_first + e->b_count; ++i) {
+        if (sim__body_asleep(w, i)) {
+            continue; // frozen since it was last found sane
+        }
         const sim__body* b = &w->body[i];
         if (!(fabsf(b->x.x) <= far && fabsf(b->x.y) <= far && fabsf(b->x.z) <= far) ||
             !sim_is_finite(b->q.x) || !sim_is_finite(b->q.y) || !sim_is_finite(b->q.z) ||

@@ -317,6 +317,11 @@ struct sim_world {
     sim_overflows overflows; ///< What the arrays above had no room for.
 };
 
+/// Whether body i is frozen in a sleeping island (island.c).
+static inline bool sim__body_asleep(const sim_world* w, uint32_t i) {
+    return w->bsleep[i].asleep != 0;
+}
+
 /// Reserves storage for a new entity at the end of the arrays and fills its
 /// slot, growing the arrays (sim_world_reserve()) when they have no room.
 /// On error nothing changes. Counts are checked against the def's limits
