@@ -226,11 +226,12 @@ void sim__soft_contact_solve(const sim__soft_ctx* ctx, sim__soft_contact* c, boo
     sim__soft_push(a, ma, c->ra, pf);
     sim__soft_push(b, mb, c->rb, v3_scale(pf, -1.0f));
 
-    // Rolling resistance: a torque of at most ROLLING × radius × the normal
-    // impulse against the relative spin across the normal.
+    // Rolling and spinning resistance: a torque of at most ROLLING × radius
+    // × the normal impulse against the whole relative spin (about the
+    // normal too: without it a ball set spinning about the vertical on the
+    // floor spun for minutes and never slept).
     float cap = c->roll_cap * c->lambda_n;
-    sim_vec3 wrel = v3_sub(a->w, b->w);
-    sim_vec3 wr = v3_sub(wrel, v3_scale(c->n, v3_dot(wrel, c->n)));
+    sim_vec3 wr = v3_sub(a->w, b->w);
     float wrl = v3_len(wr);
     if (wrl > 1e-9f || v3_dot(c->lambda_roll, c->lambda_roll) > 0.0f) {
         sim_vec3 dir = wrl > 1e-9f ? v3_scale(wr, 1.0f / wrl) : v3_normalize(c->lambda_roll);

@@ -456,9 +456,8 @@ void sim__soft_wide_solve(const sim__soft_ctx* ctx, sim__contact_block* blk, uin
         push(&b, rb, w3_neg(pf));
 
         // Rolling resistance: a torque of at most roll_cap × the normal
-        // impulse against the relative spin across the normal.
-        const v3w wrel = w3_sub(a.w, b.w);
-        const v3w wr = w3_sub(wrel, w3_scale(n, w3_dot(wrel, n)));
+        // impulse against the whole relative spin (about the normal too).
+        const v3w wr = w3_sub(a.w, b.w);
         const sim__fw wrl = sim__fw_sqrt(w3_dot(wr, wr));
         const v3w roll = w3_load(&blk->lambda_roll);
         const sim__fw roll2 = w3_dot(roll, roll);
