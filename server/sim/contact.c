@@ -322,19 +322,23 @@ static float soft_margin(const sim_world* w, uint32_t i) {
     return SOFT_SPECULATIVE + w->closing[i] * w->dt;
 }
 
-void sim__soft_contacts_find(sim_world* w, const sim__island* isl) {
-    const uint32_t* ib = w->isl_bodies + isl->body_first;
-    for (uint32_t n = 0; n < isl->body_count; ++n) {
-        if (w->def.ground && w->body[ib[n]].inv_mass > 0.0f) {
-            find_ground(w, ib[n], 0.0f, soft_margin(w, ib[n]));
+void sim__soft_contacts_find(sim_world* w, const sim__island* isl, bool statics) {
+    if (statics) {
+        const uint32_t* ib = w->isl_bodies + isl->body_first;
+        for (uint32_t n = 0; n < isl->body_count; ++n) {
+            if (w->def.ground && w->body[ib[n]].inv_mass > 0.0f) {
+                find_ground(w, ib[n], 0.0f, soft_margin(w, ib[n]));
+            }
         }
     }
     const uint32_t* ip = w->isl_pairs + isl->pair_first;
     for (uint32_t n = 0; n < isl->pair_count; ++n) {
         const sim__pair* p = &w->pairs[ip[n]];
-        if (p->b & SIM__BOX_PAIR) {
-            find_box(w, p->a, p->b & ~SIM__BOX_PAIR, 0.0f, soft_margin(w, p->a));
-        } else if (w->body[p->a].inv_mass > 0.0f || w->body[p->b].inv_mass > 0.0f) {
+        if ((p->b & SIM__BOX_PAIR) != 0) {
+            if (statics) {
+                find_box(w, p->a, p->b & ~SIM__BOX_PAIR, 0.0f, soft_margin(w, p->a));
+            }
+        } else if (!statics && (w->body[p->a].inv_mass > 0.0f || w->body[p->b].inv_mass > 0.0f)) {
             find_pair(w, p->a, p->b, 0.0f, fmaxf(soft_margin(w, p->a), soft_margin(w, p->b)));
         }
     }

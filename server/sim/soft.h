@@ -242,8 +242,11 @@ static inline void sim__soft_turn(sim__body_state* s, const sim__body_mass* m, s
 
 /// Finds the tick's contact points of one island on the poses at the start
 /// of the tick (contact.c's narrow phase, with a speculative margin of 2 cm
-/// plus what each body may close in one tick).
-void sim__soft_contacts_find(sim_world* w, const sim__island* isl);
+/// plus what each body may close in one tick): against the ground and the
+/// boxes with `statics`, else between bodies. The caller finds every
+/// island's static points first, so that a world short of contact room
+/// drops points between bodies before those that hold bodies up.
+void sim__soft_contacts_find(sim_world* w, const sim__island* isl, bool statics);
 
 /// Records a contact point found at the start of the tick between global
 /// bodies ia (dynamic) and ib (a body, or SIM__NO_BODY for the ground and

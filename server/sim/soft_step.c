@@ -110,8 +110,10 @@ void sim__soft_begin_tick(sim_world* w) {
     }
     w->soft_joint_count = nj;
     w->soft_contact_count = 0;
-    for (uint32_t k = 0; k < w->island_count; ++k) {
-        sim__soft_contacts_find(w, &w->islands[k]);
+    for (int statics = 1; statics >= 0; --statics) {
+        for (uint32_t k = 0; k < w->island_count; ++k) {
+            sim__soft_contacts_find(w, &w->islands[k], statics != 0);
+        }
     }
     for (uint32_t k = 0; k < w->soft_contact_count; ++k) {
         w->soft_ca[nj + k] = w->soft_contacts[k].a;
