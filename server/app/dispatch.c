@@ -645,6 +645,7 @@ static void subscribe(app_world* w, app_client* c, const rdp_command* cmd) {
     f.tick_hz = w->tick_hz;
     f.format = sub->format == RDP_FORMAT_BINARY ? "binary" : "json";
     f.rate_hz = sub->rate_hz;
+    f.solver = app__solver_name(w->def.solver);
     f.params = &params;
     f.has_statics = true;
     f.ground = v->ground;
