@@ -212,6 +212,28 @@ typedef struct sim__soft_ctx {
     float rest_speed;  ///< Slower impacts do not bounce, m/s.
 } sim__soft_ctx;
 
+/// The static stand-in: zero velocity, no motion, zero inverse mass and
+/// inertia (soft_step.c). It is what SIM__NO_STATE (the static world, a
+/// sleeping body) reads as.
+extern const sim__body_state sim__soft_static_state;
+extern const sim__body_mass sim__soft_static_mass;
+
+/// Solver index i's state, or for SIM__NO_STATE a copy of the static
+/// stand-in in *scratch (so that writes to it are thrown away).
+static inline sim__body_state* sim__soft_state_of(const sim__soft_ctx* ctx, uint32_t i,
+                                                  sim__body_state* scratch) {
+    if (i == SIM__NO_STATE) {
+        *scratch = sim__soft_static_state;
+        return scratch;
+    }
+    return &ctx->state[i];
+}
+
+/// Solver index i's mass, or the static stand-in's.
+static inline const sim__body_mass* sim__soft_mass_of(const sim__soft_ctx* ctx, uint32_t i) {
+    return i == SIM__NO_STATE ? &sim__soft_static_mass : &ctx->mass[i];
+}
+
 /// Applies impulse p (N·s) at world offset r to awake body s (sign +1) or
 /// its reaction (sign -1).
 static inline void sim__soft_push(sim__body_state* s, const sim__body_mass* m, sim_vec3 r,
@@ -291,8 +313,10 @@ void sim__soft_wide_pack(sim_world* w);
 // soft_joint.c
 
 /// Fills the tick's joint constraint for joint ij from the bodies' poses at
-/// the start of the tick and the joint's impulses of the last tick.
-void sim__soft_joint_prepare(sim_world* w, const sim__ijoint* ij, sim__soft_joint* sj);
+/// the start of the tick and the joint's impulses of the last tick; ctx
+/// gives the substep length.
+void sim__soft_joint_prepare(sim_world* w, const sim__soft_ctx* ctx, const sim__ijoint* ij,
+                             sim__soft_joint* sj);
 void sim__soft_joint_warm(const sim__soft_ctx* ctx, sim__soft_joint* sj);
 /// One pass over the joint: drive, limits, then the point constraint; with
 /// use_bias the position errors are corrected softly, without only

@@ -20,9 +20,6 @@
 // speculative distance, 4 linear slops).
 #define SOFT_SPECULATIVE 0.02f
 
-static const sim__body_state k_static_state = {.dq = {0.0f, 0.0f, 0.0f, 1.0f}};
-static const sim__body_mass k_static_mass;
-
 // The warm-start key of a point: body a, what b is, and which point of the
 // pair. a < 2^20 bodies; code < 2^22 (a body, a box, or the ground).
 static uint64_t point_key(uint32_t a, uint32_t code, uint32_t feature) {
@@ -143,8 +140,9 @@ void sim__soft_contacts_prepare(sim_world* w, const sim__soft_ctx* ctx) {
         sim__soft_contact* c = &w->soft_contacts[k];
         const sim__body_state* a = &ctx->state[c->a];
         const sim__body_mass* ma = &ctx->mass[c->a];
-        const sim__body_state* b = c->b == SIM__NO_STATE ? &k_static_state : &ctx->state[c->b];
-        const sim__body_mass* mb = c->b == SIM__NO_STATE ? &k_static_mass : &ctx->mass[c->b];
+        const sim__body_state* b =
+            c->b == SIM__NO_STATE ? &sim__soft_static_state : &ctx->state[c->b];
+        const sim__body_mass* mb = sim__soft_mass_of(ctx, c->b);
         tangents(c->n, &c->t1, &c->t2);
         float kn = point_mass(a, ma, c->ra, c->n) + point_mass(b, mb, c->rb, c->n);
         float k1 = point_mass(a, ma, c->ra, c->t1) + point_mass(b, mb, c->rb, c->t1);
@@ -167,9 +165,9 @@ void sim__soft_contacts_prepare(sim_world* w, const sim__soft_ctx* ctx) {
 void sim__soft_contact_warm(const sim__soft_ctx* ctx, sim__soft_contact* c) {
     sim__body_state sb;
     sim__body_state* a = &ctx->state[c->a];
-    sim__body_state* b = c->b == SIM__NO_STATE ? (sb = k_static_state, &sb) : &ctx->state[c->b];
+    sim__body_state* b = sim__soft_state_of(ctx, c->b, &sb);
     const sim__body_mass* ma = &ctx->mass[c->a];
-    const sim__body_mass* mb = c->b == SIM__NO_STATE ? &k_static_mass : &ctx->mass[c->b];
+    const sim__body_mass* mb = sim__soft_mass_of(ctx, c->b);
     sim_vec3 p = v3_add(v3_scale(c->n, c->lambda_n),
                         v3_add(v3_scale(c->t1, c->lambda_t1), v3_scale(c->t2, c->lambda_t2)));
     sim__soft_push(a, ma, c->ra, p);
@@ -181,9 +179,9 @@ void sim__soft_contact_warm(const sim__soft_ctx* ctx, sim__soft_contact* c) {
 void sim__soft_contact_solve(const sim__soft_ctx* ctx, sim__soft_contact* c, bool use_bias) {
     sim__body_state sb;
     sim__body_state* a = &ctx->state[c->a];
-    sim__body_state* b = c->b == SIM__NO_STATE ? (sb = k_static_state, &sb) : &ctx->state[c->b];
+    sim__body_state* b = sim__soft_state_of(ctx, c->b, &sb);
     const sim__body_mass* ma = &ctx->mass[c->a];
-    const sim__body_mass* mb = c->b == SIM__NO_STATE ? &k_static_mass : &ctx->mass[c->b];
+    const sim__body_mass* mb = sim__soft_mass_of(ctx, c->b);
 
     // Non-penetration, on the current separation of the two cores' points.
     sim_vec3 pa = v3_add(a->dp, q_rotate(a->dq, c->ca));
@@ -256,9 +254,9 @@ void sim__soft_contact_restitute(const sim__soft_ctx* ctx, sim__soft_contact* c)
     }
     sim__body_state sb;
     sim__body_state* a = &ctx->state[c->a];
-    sim__body_state* b = c->b == SIM__NO_STATE ? (sb = k_static_state, &sb) : &ctx->state[c->b];
+    sim__body_state* b = sim__soft_state_of(ctx, c->b, &sb);
     const sim__body_mass* ma = &ctx->mass[c->a];
-    const sim__body_mass* mb = c->b == SIM__NO_STATE ? &k_static_mass : &ctx->mass[c->b];
+    const sim__body_mass* mb = sim__soft_mass_of(ctx, c->b);
     float vn = v3_dot(rel_velocity(a, b, c), c->n);
     float impulse = -c->m_n * (vn + ctx->restitution * c->vn0);
     float next = fmaxf(c->lambda_n + impulse, 0.0f);

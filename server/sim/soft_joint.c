@@ -23,22 +23,8 @@
 #include "vec.h"
 #include "world.h"
 
-static const sim__body_state k_static_state = {.dq = {0.0f, 0.0f, 0.0f, 1.0f}};
-static const sim__body_mass k_static_mass;
-
-static sim__body_state* state_of(const sim__soft_ctx* ctx, uint32_t i, sim__body_state* scratch) {
-    if (i == SIM__NO_STATE) {
-        *scratch = k_static_state;
-        return scratch;
-    }
-    return &ctx->state[i];
-}
-
-static const sim__body_mass* mass_of(const sim__soft_ctx* ctx, uint32_t i) {
-    return i == SIM__NO_STATE ? &k_static_mass : &ctx->mass[i];
-}
-
-void sim__soft_joint_prepare(sim_world* w, const sim__ijoint* ij, sim__soft_joint* sj) {
+void sim__soft_joint_prepare(sim_world* w, const sim__soft_ctx* ctx, const sim__ijoint* ij,
+                             sim__soft_joint* sj) {
     const sim__body* p = &w->body[ij->p];
     const sim__body* c = &w->body[ij->c];
     const sim__bjoint* j = &w->bjoint[ij->j];
@@ -57,8 +43,7 @@ void sim__soft_joint_prepare(sim_world* w, const sim__ijoint* ij, sim__soft_join
     }
     // A limit cannot be reached within a substep from farther than the
     // largest relative turn of one: both bodies at the spin cap.
-    const float h = w->dt / (float)(w->params.substeps * sim__soft_split(w));
-    const float margin = 2.0f * SIM__SOFT_MAX_SPIN_PER_TICK / w->dt * h;
+    const float margin = 2.0f * SIM__SOFT_MAX_SPIN_PER_TICK / w->dt * ctx->h;
     const float lo = j->twist_min + margin, hi = j->twist_max - margin;
     if (lo < hi) {
         sj->tan_lo_far = tanf(0.5f * lo);
@@ -212,9 +197,9 @@ static sim_vec3 sym_solve(const float* k, sim_vec3 b) {
 
 void sim__soft_joint_warm(const sim__soft_ctx* ctx, sim__soft_joint* sj) {
     sim__body_state sp, sc;
-    sim__body_state* p = state_of(ctx, sj->p, &sp);
-    sim__body_state* c = state_of(ctx, sj->c, &sc);
-    const sim__body_mass *mp = mass_of(ctx, sj->p), *mc = mass_of(ctx, sj->c);
+    sim__body_state* p = sim__soft_state_of(ctx, sj->p, &sp);
+    sim__body_state* c = sim__soft_state_of(ctx, sj->c, &sc);
+    const sim__body_mass *mp = sim__soft_mass_of(ctx, sj->p), *mc = sim__soft_mass_of(ctx, sj->c);
     sim_vec3 rp = q_rotate(p->dq, sj->rp0), rc = q_rotate(c->dq, sj->rc0);
     // The angular rows' axes as they are now.
     // The angular rows' axes as they are now; the biased solve that follows
@@ -239,9 +224,9 @@ void sim__soft_joint_warm(const sim__soft_ctx* ctx, sim__soft_joint* sj) {
 void sim__soft_joint_solve(const sim__soft_ctx* ctx, const sim__bjoint* j, sim__soft_joint* sj,
                            bool use_bias) {
     sim__body_state sp, sc;
-    sim__body_state* p = state_of(ctx, sj->p, &sp);
-    sim__body_state* c = state_of(ctx, sj->c, &sc);
-    const sim__body_mass *mp = mass_of(ctx, sj->p), *mc = mass_of(ctx, sj->c);
+    sim__body_state* p = sim__soft_state_of(ctx, sj->p, &sp);
+    sim__body_state* c = sim__soft_state_of(ctx, sj->c, &sc);
+    const sim__body_mass *mp = sim__soft_mass_of(ctx, sj->p), *mc = sim__soft_mass_of(ctx, sj->c);
     sim__joint_impulses* a = &sj->acc;
     // The warm start just computed the frame on these poses.
     joint_frame f = use_bias ? sj->frame : frame_now(sj, p, c);
@@ -320,9 +305,9 @@ void sim__soft_joint_damp(const sim__soft_ctx* ctx, const sim__bjoint* j, sim__s
         return;
     }
     sim__body_state sp, sc;
-    sim__body_state* p = state_of(ctx, sj->p, &sp);
-    sim__body_state* c = state_of(ctx, sj->c, &sc);
-    const sim__body_mass *mp = mass_of(ctx, sj->p), *mc = mass_of(ctx, sj->c);
+    sim__body_state* p = sim__soft_state_of(ctx, sj->p, &sp);
+    sim__body_state* c = sim__soft_state_of(ctx, sj->c, &sc);
+    const sim__body_mass *mp = sim__soft_mass_of(ctx, sj->p), *mc = sim__soft_mass_of(ctx, sj->c);
     sim_vec3 wrel = v3_sub(c->w, p->w);
     float m = v3_len(wrel);
     if (m < 1e-9f) {

@@ -26,6 +26,9 @@
 #define MAX_PUSH       3.0f
 #define REST_THRESHOLD 1.0f
 
+const sim__body_state sim__soft_static_state = {.dq = {0.0f, 0.0f, 0.0f, 1.0f}};
+const sim__body_mass sim__soft_static_mass;
+
 sim__softness sim__make_soft(float hertz, float zeta, float h) {
     sim__softness s = {0.0f, 1.0f, 0.0f};
     if (hertz == 0.0f) {
@@ -97,12 +100,13 @@ void sim__soft_begin_tick(sim_world* w) {
     w->soft_body_count = n;
 
     // Joints, then contact points; their bodies for the colouring.
+    const sim__soft_ctx ctx = make_ctx(w);
     uint32_t nj = 0;
     for (uint32_t k = 0; k < w->island_count; ++k) {
         const sim__island* isl = &w->islands[k];
         for (uint32_t m = 0; m < isl->joint_count; ++m) {
             sim__soft_joint* sj = &w->soft_joints[nj];
-            sim__soft_joint_prepare(w, &w->isl_joints[isl->joint_first + m], sj);
+            sim__soft_joint_prepare(w, &ctx, &w->isl_joints[isl->joint_first + m], sj);
             w->soft_ca[nj] = sj->p;
             w->soft_cb[nj] = sj->c;
             nj++;
@@ -119,7 +123,6 @@ void sim__soft_begin_tick(sim_world* w) {
         w->soft_ca[nj + k] = w->soft_contacts[k].a;
         w->soft_cb[nj + k] = w->soft_contacts[k].b;
     }
-    sim__soft_ctx ctx = make_ctx(w);
     sim__soft_contacts_prepare(w, &ctx);
     sim__graph_colour(w->soft_ca, w->soft_cb, nj + w->soft_contact_count, w->soft_blocks, n,
                       w->soft_bits, w->soft_colour, w->soft_order, &w->soft_colouring);

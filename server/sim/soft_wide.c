@@ -31,8 +31,6 @@
 #include <string.h>
 
 // The static stand-in, as soft_contact.c's.
-static const sim__body_state k_static_state = {.dq = {0.0f, 0.0f, 0.0f, 1.0f}};
-static const sim__body_mass k_static_mass;
 
 // ---------------------------------------------------------------------------
 // Vectors of lanes
@@ -128,11 +126,7 @@ typedef struct wbody {
 } wbody;
 
 static inline const sim__body_state* state_of(const sim__soft_ctx* ctx, uint32_t i) {
-    return i == SIM__NO_STATE ? &k_static_state : &ctx->state[i];
-}
-
-static inline const sim__body_mass* mass_of(const sim__soft_ctx* ctx, uint32_t i) {
-    return i == SIM__NO_STATE ? &k_static_mass : &ctx->mass[i];
+    return i == SIM__NO_STATE ? &sim__soft_static_state : &ctx->state[i];
 }
 
 #if SIM__LANES_SSE2
@@ -158,7 +152,7 @@ static inline void gather(const sim__soft_ctx* ctx, const uint32_t* idx, bool po
     const sim__body_mass* m[4];
     for (int l = 0; l < 4; ++l) {
         s[l] = state_of(ctx, idx[l]);
-        m[l] = mass_of(ctx, idx[l]);
+        m[l] = sim__soft_mass_of(ctx, idx[l]);
     }
 #if SIM__LANES_SSE2
     const void* ps[4] = {s[0], s[1], s[2], s[3]};
