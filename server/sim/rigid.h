@@ -171,6 +171,15 @@ bool sim__joint_clamp(const sim__bjoint* j, sim_quat rel, sim_quat* clamped);
 /// Müller et al. 2020 §3.3-3.4.
 void sim__joint_solve(sim__body* p, sim__body* c, const sim__bjoint* j, float h, bool drive);
 
+/// Projects one joint's limits, then its attachment, at the position level
+/// (compliance 0), skipping a correction smaller than its tolerance: a limit
+/// excess under tol_ang (rad), a gap under tol_lin (m). Moves poses only.
+/// Returns the larger excess before correction in units of its tolerance
+/// (<= 1: nothing was moved). Box2D v2.4's NGS joint position pass, done
+/// with XPBD's projection (Müller et al. 2020 §3.3-3.4).
+float sim__joint_project(sim__body* p, sim__body* c, const sim__bjoint* j, float tol_lin,
+                         float tol_ang);
+
 /// Velocity-level damping of one joint: the drive's τ = -kd·ω_rel, implicit
 /// so it is stable at any gain, then passive Coulomb friction (at most
 /// j->friction) against what relative rotation is left.
@@ -215,7 +224,6 @@ void sim__body_segment(const sim__body* b, const sim__body_info* bi, sim_vec3* p
 // ---------------------------------------------------------------------------
 // Contacts
 // ---------------------------------------------------------------------------
-
 
 /// Finds candidate body pairs for this tick (a uniform hash grid over
 /// bounding boxes swept by each body's velocity over dt), each body's

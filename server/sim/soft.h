@@ -206,10 +206,10 @@ typedef struct sim__soft_ctx {
     float h, inv_h;
     sim__softness contact_soft; ///< Between two awake bodies.
     sim__softness static_soft;  ///< Against the static world (stiffer, as Box2D's).
-    sim__softness joint_soft;
-    float max_push;    ///< Contact push-out speed cap, m/s.
-    float restitution; ///< Bounciness of rigid contacts, [0, 1].
-    float rest_speed;  ///< Slower impacts do not bounce, m/s.
+    sim__softness joint_soft;   ///< Joint rows: rigid, with a Baumgarte bias (soft_step.c).
+    float max_push;             ///< Contact push-out speed cap, m/s.
+    float restitution;          ///< Bounciness of rigid contacts, [0, 1].
+    float rest_speed;           ///< Slower impacts do not bounce, m/s.
 } sim__soft_ctx;
 
 /// The static stand-in: zero velocity, no motion, zero inverse mass and

@@ -16,15 +16,23 @@
 
 // Box2D v3's defaults (b2DefaultWorldDef): contacts are springs of 30 Hz
 // (at most a quarter of the substep rate) and damping ratio 10, static
-// contacts twice as stiff; joints 60 Hz, damping ratio 2 (Box2D v3.0's
-// jointHertz, jointDampingRatio); penetration is pushed out at most 3 m/s;
-// impacts under 1 m/s do not bounce.
+// contacts twice as stiff; penetration is pushed out at most 3 m/s; impacts
+// under 1 m/s do not bounce.
 #define CONTACT_HERTZ  30.0f
 #define CONTACT_ZETA   10.0f
-#define JOINT_HERTZ    60.0f
-#define JOINT_ZETA     2.0f
 #define MAX_PUSH       3.0f
 #define REST_THRESHOLD 1.0f
+// Joints are rigid, not springs: Box2D's 60 Hz joints (damping ratio 2)
+// stretch under load by force / (effective mass × ω²), the effective mass
+// being the light bone's: 33-43 mm at 5 m/s onto stairs, 13 mm left in a
+// resting pile (ragdoll-impacts; Box3D's own joints, measured the same way
+// outside the repository, 86-115 mm). A rigid row whose bias closes a
+// fraction JOINT_BAUMGARTE of the error per substep (Baumgarte; the relax
+// pass takes the bias's velocity out again, as it does the contacts') keeps
+// no stretch at rest, and the end-of-tick stabilization (stabilize.c)
+// closes what an impact opens. 0.2 (0.1-0.4 tried): the fewest
+// stabilization passes with every ragdoll at rest within 5 s.
+#define JOINT_BAUMGARTE 0.2f
 
 const sim__body_state sim__soft_static_state = {.dq = {0.0f, 0.0f, 0.0f, 1.0f}};
 const sim__body_mass sim__soft_static_mass;
@@ -66,7 +74,8 @@ static sim__soft_ctx make_ctx(const sim_world* w) {
     const float hertz = fminf(CONTACT_HERTZ, 0.25f / h);
     ctx.contact_soft = sim__make_soft(hertz, CONTACT_ZETA, h);
     ctx.static_soft = sim__make_soft(2.0f * hertz, CONTACT_ZETA, h);
-    ctx.joint_soft = sim__make_soft(JOINT_HERTZ, JOINT_ZETA, h);
+    ctx.joint_soft = (sim__softness){
+        .bias_rate = JOINT_BAUMGARTE / h, .mass_scale = 1.0f, .impulse_scale = 0.0f};
     ctx.max_push = MAX_PUSH;
     ctx.restitution = w->params.bounciness;
     ctx.rest_speed = REST_THRESHOLD;

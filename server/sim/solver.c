@@ -2,12 +2,14 @@
  * solver.c: the rigid-body half of a substep (Müller et al. 2020,
  * "Detailed Rigid Body Simulation with Extended Position Based Dynamics",
  * algorithm 2): integrate, project joints and contacts, derive velocities,
- * velocity pass; and how many rigid substeps a tick needs.
+ * velocity pass; and how many rigid substeps a tick needs. The end-of-tick
+ * joint stabilization is stabilize.c's.
  */
 #include "rigid.h"
 #include "vec.h"
 #include "world.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 // Position passes over the rigid joints and contacts per substep. XPBD
@@ -142,27 +144,6 @@ void sim__island_substep(sim_world* w, const sim__island* isl, float h) {
         sim__body* b = &w->body[ib[n]];
         if (b->inv_mass > 0.0f) {
             b->w = cap_spin(b->w, cap);
-        }
-    }
-}
-
-// End-of-tick joint stabilization (the issue's "joint correction that
-// closes gaps without injecting energy"; Box2D v2's position-only NGS pass
-// over joints does the same): a few position-only passes over the island's
-// joints (limits, then attachment) after its last substep. Poses move;
-// velocities do not, so what a hard impact tore open is closed without the
-// correction becoming speed (an XPBD correction inside a substep turns into
-// velocity when velocities are derived from the motion). 4 passes, measured
-// by ragdoll-impacts (two seeds): worst gap at 5/20/50 m/s onto stairs
-// 3.9/9.1/15.4 mm -> 1.7/4.1/8.8 mm, one second later 1.7/1.7/2.3 ->
-// 0.9/1.0/1.7 mm, hinge over-range 1.7/2.8/8.8 -> 0.8/1.4/4.4 deg; 8 passes
-// gain little more and let ragdolls settle later.
-void sim__island_stabilize(sim_world* w, const sim__island* isl, int passes) {
-    const sim__ijoint* ij = w->isl_joints + isl->joint_first;
-    for (int pass = 0; pass < passes; ++pass) {
-        for (uint32_t n = 0; n < isl->joint_count; ++n) {
-            sim__joint_solve(&w->body[ij[n].p], &w->body[ij[n].c], &w->bjoint[ij[n].j], 1.0f,
-                             false);
         }
     }
 }

@@ -99,6 +99,7 @@ static void soft_tick(sim_world* w) {
         particles_substep(w, h);
     }
     sim__soft_end_tick(w);
+    w->stats.joint_projections = sim__soft_stabilize(w);
     finish_tick(w);
 }
 

@@ -41,9 +41,26 @@
 // Jolt's test (MotionProperties' sleep test spheres: 0.03 m/s, 0.5 s): a
 // body that trembles in place sleeps, one that creeps or swings does not.
 #define SIM__SLEEP_SPEED 0.05f
-// Position-only joint passes at the end of each tick (solver.c).
+// Position-only joint passes at the end of each XPBD tick (stabilize.c).
 #define SIM__STABILIZE_PASSES 4
-#define SIM__SLEEP_TIME       0.5f
+/* The soft step's end-of-tick joint stabilization (stabilize.c): a joint is
+   off when its anchors are more than SIM__NGS_TOL_LIN (m) apart or a limit
+   is exceeded by more than SIM__NGS_TOL_ANG (rad, 0.25°); at most
+   SIM__NGS_MAX_PASSES passes over a skeleton's joints per tick
+   (SIM__NGS_PINNED_PASSES while lifted bodies are pinned). A body is
+   lifted out of the static world only past SIM__NGS_STATIC_SLOP (m) deep,
+   and to that depth (the soft contacts hold what is shallower), up to
+   SIM__NGS_STATIC_ROUNDS times a tick. Measured by ragdoll-impacts: see the
+   README's "Impacts". */
+#define SIM__NGS_TOL_LIN       0.25e-3f
+#define SIM__NGS_TOL_ANG       4.363323e-3f
+#define SIM__NGS_MAX_PASSES    128
+#define SIM__NGS_PINNED_PASSES 32
+#define SIM__NGS_LIFTED_WEIGHT 1.0f
+#define SIM__NGS_STATIC_SLOP   0.01f
+#define SIM__NGS_STATIC_ROUNDS 2
+#define SIM__NGS_LIFT_SPEED    1.0f
+#define SIM__SLEEP_TIME        0.5f
 
 // The builders' def cookies and size bounds, repeated here for the counts of
 // cost.c. Each builder defines its own too: a definition that differed from
@@ -104,6 +121,7 @@ typedef struct sim__island {
     uint32_t pair_first, pair_count;
     float closing;   ///< Fastest closing speed of its possible contacts, m/s.
     bool awake_only; ///< Holds a body that may not sleep (kinematic, animated).
+    bool lifted;     ///< Soft step: a body of it was lifted out of the static world (stabilize.c).
 } sim__island;
 
 /// A joint of an island: global body indices and the joint's index.
@@ -464,8 +482,22 @@ int sim__soft_split(const sim_world* w);
 void sim__island_substep(sim_world* w, const sim__island* isl, float h);
 
 /// Closes what joint gaps and limit violations a tick left, by moving poses
-/// only: velocities are not touched, so no energy comes from it (solver.c).
+/// only: velocities are not touched, so no energy comes from it (XPBD;
+/// stabilize.c).
 void sim__island_stabilize(sim_world* w, const sim__island* isl, int passes);
+
+/// Passes over each skeleton's joints in island isl (sim__joint_project)
+/// until none is off by more than SIM__NGS_TOL_LIN or SIM__NGS_TOL_ANG, at
+/// most max_passes each. Returns the joint projections done (each
+/// skeleton's joints × its passes). Moves poses only (stabilize.c).
+uint64_t sim__island_stabilize_to(sim_world* w, const sim__island* isl, int max_passes);
+
+/// The soft step's end-of-tick stabilization (stabilize.c): every awake
+/// island's joints to within tolerance, then bodies deeper than
+/// SIM__NGS_STATIC_SLOP in the ground or a box lifted back, and the joints
+/// again (at most SIM__NGS_STATIC_ROUNDS times). Poses only. Returns the
+/// joint projections done.
+uint64_t sim__soft_stabilize(sim_world* w);
 
 /// The rigid split of island k this tick (solver.c).
 int sim__island_split(const sim_world* w, const sim__island* isl, int substeps);
