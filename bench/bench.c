@@ -77,7 +77,7 @@ typedef int (*scene_fn)(sim_world* w);
 static sim_library* g_lib;
 /// The rigid-body solver of every world built here (--solver; switched
 /// run by run with --compare-solvers).
-static sim_solver g_solver = SIM_SOLVER_XPBD;
+static sim_solver g_solver = SIM_SOLVER_SOFT_STEP;
 
 // The default world with the library and the solver every world here has.
 static sim_world_def bench_def(void) {
@@ -940,7 +940,7 @@ static void usage(FILE* f) {
                "                     [--solver xpbd|soft_step | --compare-solvers]\n"
                "                     [--piles-only | --rain-only | --stream-only | --json-only |\n"
                "                      --memory-only] [--assets DIR]\n"
-               "  --solver S          rigid-body solver of every world (default xpbd)\n"
+               "  --solver S          rigid-body solver of every world (default soft_step)\n"
                "  --compare-solvers   the piles and the rain (or the one asked for) under\n"
                "                      xpbd and soft_step in turn, --runs times each, with\n"
                "                      each one's medians and the median soft_step/xpbd ratio\n");

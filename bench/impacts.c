@@ -17,8 +17,8 @@
  *      ragdoll's chest: everything finite, no bone faster than 200 m/s,
  *      gaps < 5 cm at any tick and < 1 cm from 1 s after the impact.
  *
- * Every scene's world has the rigid-body solver --solver names (xpbd, the
- * default, or soft_step), printed first.
+ * Every scene's world has the rigid-body solver --solver names (soft_step,
+ * the default, or xpbd), printed first.
  *
  * Usage: ragdoll-impacts [--seeds N] [--seconds S] [--solver xpbd|soft_step] [--assets DIR]
  * Exit status 0 whatever the figures (it measures; test_impacts asserts).
@@ -37,7 +37,7 @@
 #define DEG (180.0 / 3.14159265358979)
 
 // The rigid-body solver of the scenes' worlds (--solver).
-static sim_solver g_solver = SIM_SOLVER_XPBD;
+static sim_solver g_solver = SIM_SOLVER_SOFT_STEP;
 
 static const char* verdict(bool ok) {
     return ok ? "ok  " : "MISS";

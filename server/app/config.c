@@ -98,7 +98,7 @@ app_config app_config_default(void) {
         memcpy(&c.world_limits[i], (const char*)&def + limit_table[i].offset, sizeof(uint32_t));
         c.world_ceiling[i] = limit_table[i].ceiling;
     }
-    c.world_solver = SIM_SOLVER_XPBD;
+    c.world_solver = SIM_SOLVER_SOFT_STEP;
     c.anonymous_role = APP_ROLE_NONE;
     c.max_sessions_per_address = APP_PER_ADDRESS_AUTO;
     c.cmd_rate = 200;
@@ -150,8 +150,8 @@ static void usage(FILE* f) {
             "                    bodies=16384,joints=16384,contacts=393216; also\n"
             "                    $RAGDOLLD_WORLD_CEILING); beyond it: too_large\n"
             "  --world-solver S  rigid-body solver of the demo world and of a world whose\n"
-            "                    create_world gives no solver: xpbd or soft_step (default\n"
-            "                    xpbd; also $RAGDOLLD_WORLD_SOLVER)\n"
+            "                    create_world gives no solver: soft_step or xpbd (default\n"
+            "                    soft_step; also $RAGDOLLD_WORLD_SOLVER)\n"
             "  --log-level L     error, warn, info or debug (default info): what goes to\n"
             "                    stderr, one line per event\n"
             "  --log-format F    text (logfmt, the default) or json (one object per line)\n"

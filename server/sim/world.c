@@ -65,6 +65,7 @@ sim_world_def sim_world_def_default(void) {
     d.max_bodies = 2048;
     d.max_joints = 2048;
     d.max_contacts = 2048 * (SIM__CONTACTS_PER_BODY + SIM__PAIRS_PER_BODY);
+    d.solver = SIM_SOLVER_SOFT_STEP;
     d.library = NULL;
     d.allocator = sim_allocator_default();
     d.cookie = SIM__DEF_COOKIE;

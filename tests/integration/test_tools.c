@@ -455,10 +455,10 @@ static void test_ragdollctl_record_then_replay(void** state) {
 // world's solver is printed, and listed.
 static void test_ragdollctl_create_takes_a_solver(void** state) {
     fixture* f = *state;
-    assert_int_equal(ctl(f, (const char*[]){"create", "soft", "--solver", "soft_step", NULL}), 0);
-    assert_string_equal(f->r.out, "world 2 (solver soft_step)\n");
+    assert_int_equal(ctl(f, (const char*[]){"create", "xp", "--solver", "xpbd", NULL}), 0);
+    assert_string_equal(f->r.out, "world 2 (solver xpbd)\n");
     assert_int_equal(ctl(f, (const char*[]){"create", "plain", NULL}), 0);
-    assert_string_equal(f->r.out, "world 3 (solver xpbd)\n"); // the server's default
+    assert_string_equal(f->r.out, "world 3 (solver soft_step)\n"); // the server's default
     assert_int_equal(
         ctl(f, (const char*[]){"--json", "create", "x", "--solver=xpbd", "--tick-hz", "30", NULL}),
         0);
@@ -476,7 +476,7 @@ static void test_ragdollctl_create_takes_a_solver(void** state) {
     reply = cJSON_Parse(f->r.out);
     const cJSON* worlds = cJSON_GetObjectItem(reply, "worlds");
     assert_int_equal(cJSON_GetArraySize(worlds), 4); // the demo and the three above
-    const char* want[] = {"xpbd", "soft_step", "xpbd", "xpbd"};
+    const char* want[] = {"soft_step", "xpbd", "soft_step", "xpbd"};
     for (int i = 0; i < 4; ++i) {
         const cJSON* w = cJSON_GetArrayItem(worlds, i);
         assert_string_equal(cJSON_GetObjectItem(w, "solver")->valuestring, want[i]);

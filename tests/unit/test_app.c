@@ -73,7 +73,7 @@ static void test_app_defaults(void** state) {
     assert_int_equal(c.log_level, APP_LOG_INFO);
     assert_int_equal(c.log_format, APP_LOG_TEXT);
     assert_null(c.log_stream); // stderr
-    assert_int_equal(c.world_solver, SIM_SOLVER_XPBD);
+    assert_int_equal(c.world_solver, SIM_SOLVER_SOFT_STEP);
     // One worker per CPU this process may run on.
     unsigned cpus = uv_available_parallelism();
     assert_true(cpus >= 1);
@@ -252,7 +252,7 @@ static void test_app_world_solver_flag(void** state) {
     unsetenv("RAGDOLLD_WORLD_SOLVER");
     const char* none[] = {NULL};
     assert_int_equal(parse(none, &c, out, err), 0);
-    assert_int_equal(c.world_solver, SIM_SOLVER_XPBD);
+    assert_int_equal(c.world_solver, SIM_SOLVER_SOFT_STEP);
     const char* soft[] = {"--world-solver", "soft_step", NULL};
     assert_int_equal(parse(soft, &c, out, err), 0);
     assert_int_equal(c.world_solver, SIM_SOLVER_SOFT_STEP);
@@ -268,7 +268,7 @@ static void test_app_world_solver_flag(void** state) {
     assert_int_equal(c.world_solver, SIM_SOLVER_XPBD);
     setenv("RAGDOLLD_WORLD_SOLVER", "", 1);
     assert_int_equal(parse(none, &c, out, err), 0);
-    assert_int_equal(c.world_solver, SIM_SOLVER_XPBD);
+    assert_int_equal(c.world_solver, SIM_SOLVER_SOFT_STEP);
     setenv("RAGDOLLD_WORLD_SOLVER", "Soft_Step", 1);
     err[0] = '\0';
     assert_int_equal(parse(none, &c, out, err), -1);

@@ -76,6 +76,9 @@ static sim_world_def counted_def(counter* c) {
     memset(c, 0, sizeof *c);
     c->allow = -1;
     sim_world_def d = sim_world_def_default();
+    // The tables below count an XPBD world's arrays; a soft-step world (the
+    // default) adds the soft step's (README "World limits and memory").
+    d.solver = SIM_SOLVER_XPBD;
     d.allocator.alloc = count_alloc;
     d.allocator.free = count_free;
     d.allocator.ctx = c;

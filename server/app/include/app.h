@@ -131,7 +131,7 @@ typedef struct app_config {
     uint32_t world_ceiling[RDP_LIMIT_COUNT];
     /// The rigid-body solver of the demo world and of every world whose
     /// create_world gives no "solver" (--world-solver,
-    /// $RAGDOLLD_WORLD_SOLVER). Default SIM_SOLVER_XPBD.
+    /// $RAGDOLLD_WORLD_SOLVER). Default SIM_SOLVER_SOFT_STEP.
     sim_solver world_solver;
     /// Solver projections all worlds together may need per 1/60 s: the sum
     /// over worlds of work per tick × tick_hz / 60 (a 120 Hz world counts

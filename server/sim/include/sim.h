@@ -220,18 +220,19 @@ typedef enum sim_solver {
     /// Extended position-based dynamics (Müller et al. 2020, "Detailed Rigid
     /// Body Simulation with Extended Position Based Dynamics"): positional
     /// corrections, 4-16 rigid substeps per tick per island (more for fast
-    /// impacts), contacts found every substep. Joints hold under hard
-    /// impacts (millimetre gaps; bench/impacts.c). The default.
+    /// impacts), contacts found every substep. Joints hold within
+    /// millimetres under hard impacts (bench/impacts.c), but piles do not
+    /// come to rest and it costs 2-3 times the soft step.
     SIM_SOLVER_XPBD = 0,
     /// Soft step (Box2D v3's solver: Catto 2024, "Solver2D" and "Soft
-    /// Step" posts on box2d.org): velocity-level soft constraints, 4
-    /// substeps per tick each with one biased solve and one relax
-    /// iteration, contacts found once per tick (speculative), warm-started
-    /// from the last tick, constraints solved in graph colours (server/sim/
-    /// soft.h). About half the cost of XPBD per tick on piles and crowds,
-    /// and piles come to rest sooner; but joints are springs (60 Hz,
-    /// damping ratio 2) that stretch centimetres under hard impacts and
-    /// millimetres under load at rest.
+    /// Step" posts on box2d.org): velocity-level soft contacts, 4 substeps
+    /// per tick each with one biased solve and one relax iteration, contacts
+    /// found once per tick (speculative), warm-started from the last tick,
+    /// constraints solved in graph colours (server/sim/soft.h); rigid joints
+    /// with a Baumgarte bias, and after the substeps a position-only
+    /// stabilization of each skeleton's joints (Box2D v2.4's NGS; stabilize.c)
+    /// that closes them to 0.25 mm and 0.25°. Piles come to rest and sleep.
+    /// The default.
     SIM_SOLVER_SOFT_STEP = 1,
 } sim_solver;
 
@@ -266,7 +267,7 @@ typedef struct sim_world_def {
     /// room for, up to this; contacts beyond the room are skipped and
     /// counted (sim_overflows.contacts).
     uint32_t max_contacts;
-    sim_solver solver; ///< Rigid-body solver; default SIM_SOLVER_XPBD.
+    sim_solver solver; ///< Rigid-body solver; default SIM_SOLVER_SOFT_STEP.
     /// Skeletons and clips for characters; NULL allows no characters. Not
     /// owned: it must outlive the world and not change while the world lives.
     const sim_library* library;
