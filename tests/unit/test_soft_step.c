@@ -654,9 +654,8 @@ static uint32_t label_rings(const sim_world* w, uint32_t* ring_of) {
 // sleep within 10 s of world time. Then a 20 kg ball thrown into the pile
 // wakes it by islands: at the first tick anything of the pile is awake,
 // what is awake is exactly the bodies of one sleeping island (or, if the
-// whole pile sleeps as one island, the whole pile). Today (gcc Release,
-// the same with clang ASan): asleep after 7.8 s as 3 islands, 78 ragdolls
-// in one and one alone in each of the others; the ball wakes the 78.
+// whole pile sleeps as one island, the whole pile). Today (gcc Release):
+// asleep after 4.2 s as one island, which the ball wakes whole.
 static void test_a_pile_of_80_sleeps_within_10_s_and_wakes_by_island(void** state) {
     (void)state;
     sim_world* w = pile(PILE);
@@ -717,30 +716,16 @@ static void test_a_pile_of_80_sleeps_within_10_s_and_wakes_by_island(void** stat
     sim_world_destroy(w);
 }
 
-// Not asserted (a figure, not a target): whether 160 ragdolls all sleep by
-// step 500 on the soft step, and when. Runs only with RD_SOFT_PILE_160=1 in
-// the environment (30 s of CPU in a gcc Release build). Today: 2544 of the
-// 2560 bodies awake at step 500, all asleep at step 752 (12.5 s).
-static void test_pile_of_160_report(void** state) {
+// Issue 9's larger pile (Jolt's RagdollSinglePile: 160 ragdolls dropped in
+// one spot): every body asleep by step 500. Today (gcc Release): all asleep
+// at step 289 (4.8 s).
+static void test_a_pile_of_160_sleeps_by_step_500(void** state) {
     (void)state;
-    if (getenv("RD_SOFT_PILE_160") == NULL) {
-        skip();
-    }
     sim_world* w = pile(160);
-    int asleep_at = -1;
-    uint32_t awake_500 = 0;
-    for (int t = 1; t <= 1800 && asleep_at < 0; ++t) {
-        sim_world_step(w);
-        if (t == 500) {
-            awake_500 = sim_world_awake_body_count(w);
-        }
-        if (sim_world_awake_body_count(w) == 0) {
-            asleep_at = t;
-        }
-    }
-    printf("pile of 160 (soft step): awake bodies at step 500: %u of %u; all asleep at step %d "
-           "(%.2f s; -1: not within 1800)\n",
-           awake_500, sim_world_body_count(w), asleep_at, (double)asleep_at / 60.0);
+    int t = step_until_asleep(w, 500);
+    printf("pile of 160 (soft step): all asleep at step %d (-1: not by 500)\n", t);
+    assert_true(t > 0);
+    assert_int_equal(sim_world_awake_body_count(w), 0);
     sim_world_destroy(w);
 }
 
@@ -794,7 +779,7 @@ int main(void) {
         cmocka_unit_test(test_a_rolling_ball_does_not_sink),
         cmocka_unit_test(test_a_falling_ragdoll_keeps_its_joints_and_momentum),
         cmocka_unit_test(test_a_pile_of_80_sleeps_within_10_s_and_wakes_by_island),
-        cmocka_unit_test(test_pile_of_160_report),
+        cmocka_unit_test(test_a_pile_of_160_sleeps_by_step_500),
         cmocka_unit_test(test_an_unknown_solver_is_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
