@@ -488,8 +488,9 @@ void sim__island_stabilize(sim_world* w, const sim__island* isl, int passes);
 
 /// Passes over each skeleton's joints in island isl (sim__joint_project)
 /// until none is off by more than SIM__NGS_TOL_LIN or SIM__NGS_TOL_ANG, at
-/// most max_passes each. Returns the joint projections done (each
-/// skeleton's joints × its passes). Moves poses only (stabilize.c).
+/// most max_passes each. Returns the joint projections done (the first
+/// pass visits every joint, later ones those next to a bone that moved).
+/// Moves poses only (stabilize.c).
 uint64_t sim__island_stabilize_to(sim_world* w, const sim__island* isl, int max_passes);
 
 /// The soft step's end-of-tick stabilization (stabilize.c): every awake

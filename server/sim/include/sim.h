@@ -541,9 +541,9 @@ typedef struct sim_tick_stats {
     uint32_t max_substeps;         ///< Rigid substeps of the most split island, per tick.
     uint32_t colours;              ///< Soft step: graph colours used (0 with XPBD).
     uint32_t overflow_constraints; ///< Soft step: constraints no colour could take.
-    /// Soft step: joint projections of the end-of-tick stabilization (each
-    /// skeleton's joints × the passes it took to close its joints; one pass
-    /// when nothing was off).
+    /// Soft step: joint projections of the end-of-tick stabilization
+    /// (every awake joint once, then those next to a bone it had to move,
+    /// until none is off).
     uint64_t joint_projections;
 } sim_tick_stats;
 
