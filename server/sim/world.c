@@ -103,7 +103,7 @@ sim_world_def sim_world_def_default(void) {
     XX(aabb_lo, (r).bodies, sizeof(sim_vec3))                                                      \
     XX(aabb_hi, (r).bodies, sizeof(sim_vec3))                                                      \
     XX(pairs, (size_t)(r).bodies* SIM__PAIRS_PER_BODY, sizeof(sim__pair))                          \
-    XX(contacts, contact_cap(&(r), &(d)), sizeof(sim__contact))                                    \
+    XX(contacts, XPBD(d, contact_cap(&(r), &(d))), sizeof(sim__contact))                           \
     XX(entities, (r).entities, sizeof(sim__entity))                                                \
     XX(free_slots, (r).entities, sizeof(uint32_t))                                                 \
     XX(order, (r).entities, sizeof(uint32_t))                                                      \
@@ -123,25 +123,35 @@ sim_world_def sim_world_def_default(void) {
     XX(soft_blocks, SOFT(d, (r).bodies), sizeof(uint8_t))                                          \
     XX(soft_index, SOFT(d, (r).bodies), sizeof(uint32_t))                                          \
     XX(soft_joints, SOFT(d, (r).joints), sizeof(sim__soft_joint))                                  \
-    XX(soft_contacts, SOFT(d, contact_cap(&(r), &(d))), sizeof(sim__soft_contact))                 \
-    XX(soft_keys, SOFT(d, contact_cap(&(r), &(d))), sizeof(uint64_t))                              \
-    XX(soft_cache, SOFT(d, contact_cap(&(r), &(d))), sizeof(sim__soft_cached))                     \
-    XX(soft_cache_next, SOFT(d, contact_cap(&(r), &(d))), sizeof(sim__soft_cached))                \
-    XX(soft_ca, SOFT(d, (size_t)(r).joints + contact_cap(&(r), &(d))), sizeof(uint32_t))           \
-    XX(soft_cb, SOFT(d, (size_t)(r).joints + contact_cap(&(r), &(d))), sizeof(uint32_t))           \
-    XX(soft_colour, SOFT(d, (size_t)(r).joints + contact_cap(&(r), &(d))), sizeof(uint8_t))        \
-    XX(soft_order, SOFT(d, (size_t)(r).joints + contact_cap(&(r), &(d))), sizeof(uint32_t))        \
+    XX(soft_contacts, SOFT(d, soft_contact_cap(&(r), &(d))), sizeof(sim__soft_contact))            \
+    XX(soft_keys, SOFT(d, soft_contact_cap(&(r), &(d))), sizeof(uint64_t))                         \
+    XX(soft_cache, SOFT(d, soft_contact_cap(&(r), &(d))), sizeof(sim__soft_cached))                \
+    XX(soft_cache_next, SOFT(d, soft_contact_cap(&(r), &(d))), sizeof(sim__soft_cached))           \
+    XX(soft_ca, SOFT(d, (size_t)(r).joints + soft_contact_cap(&(r), &(d))), sizeof(uint32_t))      \
+    XX(soft_cb, SOFT(d, (size_t)(r).joints + soft_contact_cap(&(r), &(d))), sizeof(uint32_t))      \
+    XX(soft_colour, SOFT(d, (size_t)(r).joints + soft_contact_cap(&(r), &(d))), sizeof(uint8_t))   \
+    XX(soft_order, SOFT(d, (size_t)(r).joints + soft_contact_cap(&(r), &(d))), sizeof(uint32_t))   \
     XX(soft_bits, SOFT(d, (size_t)SIM__GRAPH_COLOURS*(((r).bodies + 63u) / 64u)),                  \
        sizeof(uint64_t))                                                                           \
-    XX(soft_wide, SOFT(d, SIM__WIDE_BLOCKS(contact_cap(&(r), &(d)))), sizeof(sim__contact_block))
+    XX(soft_wide, SOFT(d, SIM__WIDE_BLOCKS(soft_contact_cap(&(r), &(d)))),                         \
+       sizeof(sim__contact_block))
 
-// The soft step's arrays exist only in worlds that use it.
+// The soft step's arrays exist only in worlds that use it, XPBD's contact
+// list only in worlds that use XPBD.
 #define SOFT(d, count) ((d).solver == SIM_SOLVER_SOFT_STEP ? (size_t)(count) : (size_t)0)
+#define XPBD(d, count) ((d).solver == SIM_SOLVER_XPBD ? (size_t)(count) : (size_t)0)
 
-// The contact list: 24 per body (8 static, 16 from pairs), at most
-// max_contacts.
+// XPBD's contact list (a substep's contacts): 24 per body (8 static, 16
+// from pairs), at most max_contacts.
 static size_t contact_cap(const sim_counts* r, const sim_world_def* d) {
     size_t per_body = (size_t)r->bodies * (SIM__CONTACTS_PER_BODY + SIM__PAIRS_PER_BODY);
+    return per_body < d->max_contacts ? per_body : d->max_contacts;
+}
+
+// The soft step's contact points (a tick's, found once, speculative):
+// SIM__SOFT_CONTACTS_PER_BODY per body, at most max_contacts.
+static size_t soft_contact_cap(const sim_counts* r, const sim_world_def* d) {
+    size_t per_body = (size_t)r->bodies * SIM__SOFT_CONTACTS_PER_BODY;
     return per_body < d->max_contacts ? per_body : d->max_contacts;
 }
 

@@ -25,7 +25,12 @@
 #define SIM__CELLS_PER_BODY    27   /* grid entries reserved per body */
 #define SIM__PAIRS_PER_BODY    16   /* candidate pairs reserved per body */
 #define SIM__CONTACTS_PER_BODY 8    /* static contacts reserved per body */
-#define SIM__GRID_CELL         1.0f /* broadphase grid cell edge, m */
+/* The soft step's contact points reserved per body (for the world, not each
+   body): the densest pile measured uses 2.3 per awake body (ragdoll-bench
+   --piles-only, 300 humanoids); a tick with more drops points between
+   bodies first (soft_contact.c) and counts them (sim_overflows.contacts). */
+#define SIM__SOFT_CONTACTS_PER_BODY 8
+#define SIM__GRID_CELL              1.0f /* broadphase grid cell edge, m */
 // Rigid bodies take at least SIM__RIGID_MIN_SUBSTEPS per tick (the XPBD
 // rigid solver needs them whatever the particles use; solver.c may split
 // further for fast bodies).

@@ -262,10 +262,13 @@ typedef struct sim_world_def {
     uint64_t max_solver_work;
     uint32_t max_bodies; ///< Rigid bodies (bones, balls), 0..SIM_LIMIT_MAX_BODIES, default 2048.
     uint32_t max_joints; ///< Rigid joints, 0..SIM_LIMIT_MAX_JOINTS, default 2048.
-    /// Contacts the rigid solver may hold in one substep, 0..SIM_LIMIT_MAX_CONTACTS, default
-    /// 49152 (24 × 2048). Its list has room for 24 per body the world has
-    /// room for, up to this; contacts beyond the room are skipped and
-    /// counted (sim_overflows.contacts).
+    /// Contacts the rigid solver may hold at once (XPBD: in one substep;
+    /// the soft step: contact points in one tick), 0..SIM_LIMIT_MAX_CONTACTS,
+    /// default 49152 (24 × 2048). The list has room for 24 per body the
+    /// world has room for under XPBD, 8 under the soft step (the densest
+    /// pile measured uses 2.3 per awake body), up to this; contacts beyond
+    /// the room are skipped and counted (sim_overflows.contacts; the soft
+    /// step keeps points against the ground and boxes first).
     uint32_t max_contacts;
     sim_solver solver; ///< Rigid-body solver; default SIM_SOLVER_SOFT_STEP.
     /// Skeletons and clips for characters; NULL allows no characters. Not
@@ -569,8 +572,8 @@ bool sim_world_is_finite(const sim_world* w);
 /// What the contact solver had no room for, counted since the world was
 /// created. Its arrays are sized in proportion to the bodies the world has
 /// room for (sim_world_reserved().bodies: 27 broadphase grid entries, 16
-/// candidate pairs and 24 contacts per body, contacts at most
-/// max_contacts), grown at spawn time with the bodies; within a step what
+/// candidate pairs and 24 contacts per body, 8 under the soft step,
+/// contacts at most max_contacts), grown at spawn time with the bodies; within a step what
 /// does not fit is skipped, not grown, so the bodies concerned miss some
 /// collisions in that tick or substep. Non-zero counts mean the world needs
 /// more room (sim_world_reserve() more bodies, or a larger max_contacts) or
