@@ -1,7 +1,7 @@
 /*
  * soft.h: private structures of the soft-step rigid solver (soft_step.c,
- * soft_contact.c, soft_joint.c, graph.c), the alternative to the XPBD
- * solver of solver.c chosen by sim_world_def.solver.
+ * soft_contact.c, soft_joint.c, graph.c; the default), the alternative to
+ * the XPBD solver of solver.c, chosen by sim_world_def.solver.
  *
  * The method is Box2D v3's "soft step" (Erin Catto, "Solver2D", 2024;
  * box2d.org/posts/2024/02/solver2d): per tick, contacts are found once
@@ -11,15 +11,18 @@
  *
  *   1. integrates velocities (gravity, spin cap),
  *   2. warm-starts every constraint (applies its accumulated impulse),
- *   3. solves every constraint once with a soft bias toward its position
- *      error (a mass-spring-damper of stiffness `hertz` and damping ratio
- *      `zeta`: Catto's "soft constraints", GDC 2011),
+ *   3. solves every constraint once with a bias toward its position error:
+ *      contacts soft (a mass-spring-damper of stiffness `hertz` and damping
+ *      ratio `zeta`: Catto's "soft constraints", GDC 2011), joint rows
+ *      rigid with a Baumgarte bias (soft_step.c says why),
  *   4. integrates positions,
  *   5. relaxes: solves every constraint once more without the bias, which
  *      takes out the velocity the bias added;
  *
  * then restitution is applied once and the impulses are stored for the
- * next tick. Constraints read the bodies' position change since the start
+ * next tick, and each skeleton's joints are closed at the position level
+ * (stabilize.c; the tick's contact points tell it what an impact drove
+ * into the static world). Constraints read the bodies' position change since the start
  * of the tick (dp, dq) to know their current error, so nothing is
  * re-collided inside the tick.
  *
