@@ -54,14 +54,14 @@
    SIM__NGS_MAX_PASSES passes over a skeleton's joints per tick
    (SIM__NGS_PINNED_PASSES while lifted bodies are pinned). A body is
    lifted out of the static world only past SIM__NGS_STATIC_SLOP (m) deep,
-   and to that depth (the soft contacts hold what is shallower), up to
-   SIM__NGS_STATIC_ROUNDS times a tick. Measured by ragdoll-impacts: see the
-   README's "Impacts". */
+   and to that depth (the soft contacts hold what is shallower), only by an
+   impact (the point closing faster than SIM__NGS_LIFT_SPEED, m/s, at the
+   start of the tick), up to SIM__NGS_STATIC_ROUNDS times a tick. Measured
+   by ragdoll-impacts: see the README's "Impacts". */
 #define SIM__NGS_TOL_LIN       0.25e-3f
 #define SIM__NGS_TOL_ANG       4.363323e-3f
 #define SIM__NGS_MAX_PASSES    128
 #define SIM__NGS_PINNED_PASSES 32
-#define SIM__NGS_LIFTED_WEIGHT 1.0f
 #define SIM__NGS_STATIC_SLOP   0.01f
 #define SIM__NGS_STATIC_ROUNDS 2
 #define SIM__NGS_LIFT_SPEED    1.0f
