@@ -15,7 +15,7 @@
  *
  * What a spawn adds comes from the simulator's pure counts of the entity's
  * def (sim_rope_def_counts() and the others, through app__spawn_counts()),
- * priced by sim_counts_solver_work() under the target world's parameters:
+ * priced by sim_world_counts_solver_work() under the target world's parameters:
  * no world is touched until the spawn is admitted. The simulator's unit
  * tests check those counts against what each kind of spawn really adds.
  *
@@ -135,7 +135,7 @@ int app__admit_spawn(app_server* app, app_world* w, const rdp_command* cmd, char
     }
     // Solver work is linear in the counts: the world's plus the entity's.
     sim_params p = sim_world_params(w->sim);
-    uint64_t work = sim_world_solver_work(w->sim) + sim_counts_solver_work(&add, &p);
+    uint64_t work = sim_world_solver_work(w->sim) + sim_world_counts_solver_work(w->sim, &add, &p);
     if (!app__admit_work(app, w, work, &p, msg, cap)) {
         return SIM_E_CAPACITY;
     }

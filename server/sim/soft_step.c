@@ -52,16 +52,19 @@ sim__softness sim__make_soft(float hertz, float zeta, float h) {
     return s;
 }
 
-// The rigid substeps of one of the world's substeps.
-int sim__soft_split(const sim_world* w) {
+int sim__soft_split_for(float dt, int substeps) {
     // SIM__SOFT_SUBSTEPS per 1/60 s at least: the contact springs are at
     // most a quarter of the substep rate (Box2D's rule), so a slow world
     // (tick_hz 1) with 4 substeps per tick had 1 Hz contacts and rested
     // centimetres inside the ground. The cost per second stays that of 60 Hz.
-    const int substeps = w->params.substeps;
-    const float per_tick = ceilf(w->dt * 60.0f * (float)SIM__SOFT_SUBSTEPS - 1e-3f);
+    const float per_tick = ceilf(dt * 60.0f * (float)SIM__SOFT_SUBSTEPS - 1e-3f);
     const int want = per_tick > (float)SIM__SOFT_SUBSTEPS ? (int)per_tick : SIM__SOFT_SUBSTEPS;
     return (want + substeps - 1) / substeps;
+}
+
+// The rigid substeps of one of the world's substeps.
+int sim__soft_split(const sim_world* w) {
+    return sim__soft_split_for(w->dt, w->params.substeps);
 }
 
 static sim__soft_ctx make_ctx(const sim_world* w) {

@@ -409,21 +409,43 @@ sim_params sim_world_params(const sim_world* w) {
     return w->params;
 }
 
+// Rigid substeps per tick a world of `def` runs under parameters p, at
+// least: XPBD takes SIM__RIGID_MIN_SUBSTEPS per tick (more while something
+// moves fast, which the budget does not count); the soft step takes
+// SIM__SOFT_SUBSTEPS per 1/60 s, so a slow world takes more per tick (240
+// at tick_hz 1) and costs per second what a 60 Hz world does.
+static uint64_t rigid_substeps(const sim_world_def* def, const sim_params* p) {
+    const uint64_t substeps = (uint64_t)(p->substeps < 1 ? 1 : p->substeps);
+    if (def->solver == SIM_SOLVER_SOFT_STEP) {
+        return substeps * (uint64_t)sim__soft_split_for(def->dt, (int)substeps);
+    }
+    return substeps * ((SIM__RIGID_MIN_SUBSTEPS + substeps - 1) / substeps);
+}
+
 // Solver work per tick for given totals and parameters (max_solver_work).
-// A rigid body or joint costs SIM__RIGID_WORK per rigid substep; there are
-// at least SIM__RIGID_MIN_SUBSTEPS of those per tick.
+// A rigid body or joint costs SIM__RIGID_WORK per rigid substep.
 static uint64_t solver_work(uint32_t dists, uint32_t joints, uint32_t particles, uint32_t bodies,
-                            uint32_t bjoints, const sim_params* p) {
-    uint64_t split = (SIM__RIGID_MIN_SUBSTEPS + (uint64_t)p->substeps - 1) / (uint64_t)p->substeps;
+                            uint32_t bjoints, const sim_params* p, uint64_t rigid) {
     return ((uint64_t)dists + joints + particles) * (uint64_t)p->iterations *
                (uint64_t)p->substeps +
-           SIM__RIGID_WORK * ((uint64_t)bodies + bjoints) * (uint64_t)p->substeps * split;
+           SIM__RIGID_WORK * ((uint64_t)bodies + bjoints) * rigid;
+}
+
+// The work of world w holding `c` more under parameters p.
+static uint64_t world_work(const sim_world* w, const sim_counts* c, const sim_params* p) {
+    return solver_work(w->d_count + c->constraints, w->j_count + c->joint_limits,
+                       w->p_count + c->particles, w->b_count + c->bodies, w->bj_count + c->joints,
+                       p, rigid_substeps(&w->def, p));
 }
 
 bool sim__work_fits(const sim_world* w, uint32_t particles, uint32_t dists, uint32_t joints,
                     uint32_t bodies, uint32_t bjoints) {
-    uint64_t work = solver_work(w->d_count + dists, w->j_count + joints, w->p_count + particles,
-                                w->b_count + bodies, w->bj_count + bjoints, &w->params);
+    const sim_counts add = {.particles = particles,
+                            .constraints = dists,
+                            .joint_limits = joints,
+                            .bodies = bodies,
+                            .joints = bjoints};
+    uint64_t work = world_work(w, &add, &w->params);
     return w->def.max_solver_work == 0 || work <= w->def.max_solver_work;
 }
 
@@ -431,15 +453,28 @@ uint64_t sim_counts_solver_work(const sim_counts* c, const sim_params* p) {
     sim_params q = *p;
     q.iterations = q.iterations < 1 ? 1 : q.iterations;
     q.substeps = q.substeps < 1 ? 1 : q.substeps;
-    return solver_work(c->constraints, c->joint_limits, c->particles, c->bodies, c->joints, &q);
+    const uint64_t substeps = (uint64_t)q.substeps;
+    return solver_work(c->constraints, c->joint_limits, c->particles, c->bodies, c->joints, &q,
+                       substeps * ((SIM__RIGID_MIN_SUBSTEPS + substeps - 1) / substeps));
+}
+
+uint64_t sim_world_counts_solver_work(const sim_world* w, const sim_counts* c,
+                                      const sim_params* p) {
+    sim_params q = *p;
+    q.iterations = q.iterations < 1 ? 1 : q.iterations;
+    q.substeps = q.substeps < 1 ? 1 : q.substeps;
+    return solver_work(c->constraints, c->joint_limits, c->particles, c->bodies, c->joints, &q,
+                       rigid_substeps(&w->def, &q));
 }
 
 uint64_t sim_world_solver_work(const sim_world* w) {
-    return solver_work(w->d_count, w->j_count, w->p_count, w->b_count, w->bj_count, &w->params);
+    const sim_counts none = {0};
+    return world_work(w, &none, &w->params);
 }
 
 uint64_t sim_world_solver_work_with(const sim_world* w, const sim_params* p) {
-    return solver_work(w->d_count, w->j_count, w->p_count, w->b_count, w->bj_count, p);
+    const sim_counts none = {0};
+    return world_work(w, &none, p);
 }
 
 int sim_world_set_params(sim_world* w, const sim_params* p) {
@@ -447,7 +482,7 @@ int sim_world_set_params(sim_world* w, const sim_params* p) {
     if (rc != SIM_OK) {
         return rc;
     }
-    uint64_t work = solver_work(w->d_count, w->j_count, w->p_count, w->b_count, w->bj_count, p);
+    uint64_t work = sim_world_solver_work_with(w, p);
     if (w->def.max_solver_work != 0 && work > w->def.max_solver_work) {
         return SIM_E_CAPACITY;
     }

@@ -480,7 +480,11 @@ void sim__sleep_despawned(sim_world* w, uint32_t first, uint32_t count);
 void sim__soft_begin_tick(sim_world* w);
 void sim__soft_substep(sim_world* w);
 void sim__soft_end_tick(sim_world* w);
-/// Rigid substeps per world substep in the soft step.
+/// Rigid substeps per world substep in the soft step: enough for
+/// SIM__SOFT_SUBSTEPS per 1/60 s, and at least that many per tick, for a
+/// tick of dt seconds cut into `substeps` (>= 1).
+int sim__soft_split_for(float dt, int substeps);
+/// sim__soft_split_for() of the world's tick and substeps.
 int sim__soft_split(const sim_world* w);
 
 /// One rigid substep of length h of island k (solver.c).

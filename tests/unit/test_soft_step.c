@@ -729,6 +729,55 @@ static void test_a_pile_of_160_sleeps_by_step_500(void** state) {
     sim_world_destroy(w);
 }
 
+// The solver budget counts what the soft step runs: 4 rigid substeps per
+// 1/60 s at least. A humanoid is 16 bodies and 15 joints, 100 work each per
+// rigid substep: 31 × 100 × 4 = 12,400 a tick at 60 Hz; at tick_hz 1 the
+// soft step runs 240 rigid substeps a tick, 31 × 100 × 240 = 744,000 (the
+// same per second). An XPBD world counts its 4 a tick whatever the rate. A
+// fresh user's 1 Hz world of 80 humanoids took 1.1-1.5 s of a core per
+// tick while the budget counted 60 times less.
+static void test_the_budget_counts_the_substeps_of_a_slow_world(void** state) {
+    (void)state;
+    const float rates[] = {60.0f, 1.0f};
+    const uint64_t want[] = {12400u, 744000u};
+    for (int k = 0; k < 2; ++k) {
+        for (int solver = 0; solver < 2; ++solver) {
+            sim_world_def def = sim_world_def_default();
+            def.solver = solver == 0 ? SIM_SOLVER_SOFT_STEP : SIM_SOLVER_XPBD;
+            def.library = g_lib;
+            def.dt = 1.0f / rates[k];
+            sim_world* w = NULL;
+            assert_int_equal(sim_world_create(&def, &w), SIM_OK);
+            assert_int_equal(sim_world_solver_work(w), 0);
+            sim_character_def cd = sim_character_def_default();
+            sim_counts c;
+            assert_int_equal(sim_character_def_counts(g_lib, &cd, &c), SIM_OK);
+            const sim_params p = sim_world_params(w);
+            const uint64_t priced = sim_world_counts_solver_work(w, &c, &p);
+            sim_entity_id id;
+            assert_int_equal(sim_world_spawn_character(w, &cd, &id), SIM_OK);
+            const uint64_t expect = solver == 0 ? want[k] : 12400u;
+            assert_int_equal(sim_world_solver_work(w), expect);
+            assert_int_equal(priced, expect); // the price before is the work after
+            sim_world_destroy(w);
+        }
+    }
+    // The per-world limit (10^6 by default) takes one humanoid at 1 Hz
+    // under the soft step, not two.
+    sim_world_def def = sim_world_def_default();
+    def.library = g_lib;
+    def.dt = 1.0f;
+    sim_world* w = NULL;
+    assert_int_equal(sim_world_create(&def, &w), SIM_OK);
+    sim_character_def cd = sim_character_def_default();
+    sim_entity_id id;
+    assert_int_equal(sim_world_spawn_character(w, &cd, &id), SIM_OK);
+    const uint64_t hash = sim_world_hash(w);
+    assert_int_equal(sim_world_spawn_character(w, &cd, &id), SIM_E_CAPACITY);
+    assert_true(sim_world_hash(w) == hash);
+    sim_world_destroy(w);
+}
+
 // ---------------------------------------------------------------------------
 // 8. Bad input
 // ---------------------------------------------------------------------------
@@ -780,6 +829,7 @@ int main(void) {
         cmocka_unit_test(test_a_falling_ragdoll_keeps_its_joints_and_momentum),
         cmocka_unit_test(test_a_pile_of_80_sleeps_within_10_s_and_wakes_by_island),
         cmocka_unit_test(test_a_pile_of_160_sleeps_by_step_500),
+        cmocka_unit_test(test_the_budget_counts_the_substeps_of_a_slow_world),
         cmocka_unit_test(test_an_unknown_solver_is_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -253,9 +253,9 @@ typedef struct sim_world_def {
     uint32_t max_drags; ///< Simultaneous drags, 0..2^20, default 64 (allocated at creation).
     /// Solver work allowed per tick, in projections: (distance constraints +
     /// joint limits + particles) × iterations × substeps, plus 100 per rigid
-    /// body and rigid joint per rigid substep (at least 4 of those per tick;
-    /// one costs about as much as 100 particle projections in a pile of
-    /// ragdolls). A spawn or
+    /// body and rigid joint per rigid substep (at least 4 of those per tick
+    /// under XPBD, at least 4 per 1/60 s under the soft step; one costs
+    /// about as much as 100 particle projections in a pile of ragdolls). A spawn or
     /// parameter change that would exceed it fails with SIM_E_CAPACITY, so
     /// one world cannot take the whole machine. Default 10^6 (about 10 ms
     /// of one core here); 0 means no limit.
@@ -589,7 +589,9 @@ typedef struct sim_overflows {
 /// Counting changes no state: the counts are not part of sim_world_hash().
 sim_overflows sim_world_overflows(const sim_world* w);
 
-/// Solver work per tick of the world as it is (see max_solver_work).
+/// Solver work per tick of the world as it is (see max_solver_work; its
+/// rigid bodies are counted at the substeps its solver and tick take at
+/// least, sim_world_counts_solver_work()).
 uint64_t sim_world_solver_work(const sim_world* w);
 
 /// Solver work per tick the world as it is would need under parameters p
@@ -984,6 +986,13 @@ int sim_ball_def_counts(const sim_ball_def* def, sim_counts* out);
 /// measure is linear: the work of a world plus that of an entity's counts
 /// is the work of the world with the entity spawned.
 uint64_t sim_counts_solver_work(const sim_counts* c, const sim_params* p);
+
+/// sim_counts_solver_work() in world w: the rigid bodies' substeps are the
+/// ones w's solver and tick take (a soft-step world takes at least 4 per
+/// 1/60 s, so one of tick_hz 1 takes 240 per tick and its bodies cost 60
+/// times what they do at 60 Hz per tick, the same per second). Linear like
+/// it: sim_world_solver_work(w) plus this is w's work with c added.
+uint64_t sim_world_counts_solver_work(const sim_world* w, const sim_counts* c, const sim_params* p);
 
 /// What the world holds now.
 sim_counts sim_world_counts(const sim_world* w);
