@@ -174,9 +174,12 @@ void sim__joint_solve(sim__body* p, sim__body* c, const sim__bjoint* j, float h,
 /// Projects one joint's limits, then its attachment, at the position level
 /// (compliance 0), skipping a correction smaller than its tolerance: a limit
 /// excess under tol_ang (rad), a gap under tol_lin (m). Moves poses only.
-/// Returns the larger excess before correction in units of its tolerance
-/// (<= 1: nothing was moved). Box2D v2.4's NGS joint position pass, done
-/// with XPBD's projection (Müller et al. 2020 §3.3-3.4).
+/// The limit's correction turns both bodies about its axis, the child about
+/// its anchor and the parent about its centre, shared by their inverse
+/// moments about those points; the attachment's is XPBD's (Müller et al.
+/// 2020 §3.3, eq. 2-7). Returns the larger excess before correction in units
+/// of its tolerance (<= 1: nothing was moved); 0 when neither body can move.
+/// Box2D v2.4's NGS joint position pass.
 float sim__joint_project(sim__body* p, sim__body* c, const sim__bjoint* j, float tol_lin,
                          float tol_ang);
 
