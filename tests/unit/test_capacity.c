@@ -29,8 +29,8 @@
 #include <cmocka.h>
 // clang-format on
 
-#include "assets.h"
 #include "scenes.h"
+#include "shipped_library.h"
 #include "sim.h"
 #include "world.h"
 
@@ -729,9 +729,8 @@ static void test_capacity_300_humanoids_fit_when_the_limits_allow(void** state) 
 
 static int setup(void** state) {
     (void)state;
-    char err[256];
-    if (sim_library_create(&g_lib) != SIM_OK ||
-        app_assets_load(RD_ASSETS_DIR, g_lib, NULL, NULL, err, sizeof err) != 0) {
+    g_lib = rd_test_shipped_library();
+    if (g_lib == NULL) {
         return -1;
     }
     return 0;

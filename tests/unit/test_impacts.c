@@ -25,9 +25,9 @@
 #include <cmocka.h>
 // clang-format on
 
-#include "assets.h"
 #include "impacts.h"
 #include "quat.h"
+#include "shipped_library.h"
 #include "sim.h"
 
 #include <math.h>
@@ -92,10 +92,8 @@ static sim_entity_id spawn(sim_world* w, const char* clip) {
 
 static int setup(void** state) {
     (void)state;
-    char err[512];
-    if (sim_library_create(&g_lib) != SIM_OK ||
-        app_assets_load(RD_ASSETS_DIR, g_lib, NULL, NULL, err, sizeof err) != 0) {
-        fprintf(stderr, "assets: %s\n", err);
+    g_lib = rd_test_shipped_library();
+    if (g_lib == NULL) {
         return -1;
     }
     g_sk = sim_library_skeleton(g_lib, "humanoid");

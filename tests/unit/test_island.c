@@ -19,7 +19,7 @@
 #include <cmocka.h>
 // clang-format on
 
-#include "assets.h"
+#include "shipped_library.h"
 #include "sim.h"
 
 #include <math.h>
@@ -32,10 +32,8 @@ static sim_library* g_lib;
 
 static int setup(void** state) {
     (void)state;
-    char err[256];
-    if (sim_library_create(&g_lib) != SIM_OK ||
-        app_assets_load(RD_ASSETS_DIR, g_lib, NULL, NULL, err, sizeof err) != 0) {
-        fprintf(stderr, "cannot load assets: %s\n", err);
+    g_lib = rd_test_shipped_library();
+    if (g_lib == NULL) {
         return -1;
     }
     return 0;

@@ -32,6 +32,7 @@
 #include "app_internal.h"
 #include "pool.h"
 #include "scenes.h"
+#include "shipped_library.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,9 +164,8 @@ typedef struct fixture {
 static void start(fixture* f, uint32_t workers, bool paused) {
     memset(f, 0, sizeof *f);
     assert_int_equal(uv_loop_init(&f->loop), 0);
-    char err[256];
-    assert_int_equal(sim_library_create(&f->lib), SIM_OK);
-    assert_int_equal(app_assets_load(RD_ASSETS_DIR, f->lib, NULL, NULL, err, sizeof err), 0);
+    f->lib = rd_test_shipped_library();
+    assert_non_null(f->lib);
     app_config cfg = app_config_default();
     cfg.port = 0;
     cfg.demo = false;

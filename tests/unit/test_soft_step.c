@@ -26,8 +26,8 @@
 #include <cmocka.h>
 // clang-format on
 
-#include "assets.h"
 #include "scenes.h"
+#include "shipped_library.h"
 #include "sim.h"
 #include "soft.h"
 #include "world.h"
@@ -45,10 +45,8 @@ static sim_library* g_lib;
 
 static int setup(void** state) {
     (void)state;
-    char err[256];
-    if (sim_library_create(&g_lib) != SIM_OK ||
-        app_assets_load(RD_ASSETS_DIR, g_lib, NULL, NULL, err, sizeof err) != 0) {
-        fprintf(stderr, "cannot load assets: %s\n", err);
+    g_lib = rd_test_shipped_library();
+    if (g_lib == NULL) {
         return -1;
     }
     return 0;
