@@ -409,17 +409,18 @@ sim_params sim_world_params(const sim_world* w) {
     return w->params;
 }
 
-// Rigid substeps per tick a world of `def` runs under parameters p, at
-// least: XPBD takes SIM__RIGID_MIN_SUBSTEPS per tick (more while something
-// moves fast, which the budget does not count); the soft step takes
+// Rigid substeps per tick, at least, of a world of that solver and tick
+// (dt, s) cut into `substeps`: XPBD takes SIM__RIGID_MIN_SUBSTEPS per tick
+// (more while something moves fast, which the budget does not count); the
+// soft step takes
 // SIM__SOFT_SUBSTEPS per 1/60 s, so a slow world takes more per tick (240
 // at tick_hz 1) and costs per second what a 60 Hz world does.
-static uint64_t rigid_substeps(const sim_world_def* def, const sim_params* p) {
-    const uint64_t substeps = (uint64_t)(p->substeps < 1 ? 1 : p->substeps);
-    if (def->solver == SIM_SOLVER_SOFT_STEP) {
-        return substeps * (uint64_t)sim__soft_split_for(def->dt, (int)substeps);
-    }
-    return substeps * ((SIM__RIGID_MIN_SUBSTEPS + substeps - 1) / substeps);
+static uint64_t rigid_substeps(sim_solver solver, float dt, int substeps_in) {
+    const int substeps = substeps_in < 1 ? 1 : substeps_in;
+    const int split = solver == SIM_SOLVER_SOFT_STEP
+                          ? sim__soft_split_for(dt, substeps)
+                          : (SIM__RIGID_MIN_SUBSTEPS + substeps - 1) / substeps;
+    return (uint64_t)substeps * (uint64_t)split;
 }
 
 // Solver work per tick for given totals and parameters (max_solver_work).
@@ -435,7 +436,17 @@ static uint64_t solver_work(uint32_t dists, uint32_t joints, uint32_t particles,
 static uint64_t world_work(const sim_world* w, const sim_counts* c, const sim_params* p) {
     return solver_work(w->d_count + c->constraints, w->j_count + c->joint_limits,
                        w->p_count + c->particles, w->b_count + c->bodies, w->bj_count + c->joints,
-                       p, rigid_substeps(&w->def, p));
+                       p, rigid_substeps(w->def.solver, w->def.dt, p->substeps));
+}
+
+// The work of `c` alone in a world of that solver and tick, under p taken
+// as at least 1 iteration and 1 substep.
+static uint64_t counts_work(const sim_counts* c, const sim_params* p, sim_solver solver, float dt) {
+    sim_params q = *p;
+    q.iterations = q.iterations < 1 ? 1 : q.iterations;
+    q.substeps = q.substeps < 1 ? 1 : q.substeps;
+    return solver_work(c->constraints, c->joint_limits, c->particles, c->bodies, c->joints, &q,
+                       rigid_substeps(solver, dt, q.substeps));
 }
 
 bool sim__work_fits(const sim_world* w, uint32_t particles, uint32_t dists, uint32_t joints,
@@ -450,21 +461,13 @@ bool sim__work_fits(const sim_world* w, uint32_t particles, uint32_t dists, uint
 }
 
 uint64_t sim_counts_solver_work(const sim_counts* c, const sim_params* p) {
-    sim_params q = *p;
-    q.iterations = q.iterations < 1 ? 1 : q.iterations;
-    q.substeps = q.substeps < 1 ? 1 : q.substeps;
-    const uint64_t substeps = (uint64_t)q.substeps;
-    return solver_work(c->constraints, c->joint_limits, c->particles, c->bodies, c->joints, &q,
-                       substeps * ((SIM__RIGID_MIN_SUBSTEPS + substeps - 1) / substeps));
+    // 4 rigid substeps a tick: either solver at 60 Hz.
+    return counts_work(c, p, SIM_SOLVER_XPBD, 1.0f / 60.0f);
 }
 
 uint64_t sim_world_counts_solver_work(const sim_world* w, const sim_counts* c,
                                       const sim_params* p) {
-    sim_params q = *p;
-    q.iterations = q.iterations < 1 ? 1 : q.iterations;
-    q.substeps = q.substeps < 1 ? 1 : q.substeps;
-    return solver_work(c->constraints, c->joint_limits, c->particles, c->bodies, c->joints, &q,
-                       rigid_substeps(&w->def, &q));
+    return counts_work(c, p, w->def.solver, w->def.dt);
 }
 
 uint64_t sim_world_solver_work(const sim_world* w) {
