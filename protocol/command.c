@@ -31,6 +31,7 @@ typedef enum field_type {
     F_ENUM_NOT_NULL,
     F_NAMES,  ///< Array of 0..hi strings of 1..RDP_MAX_BONE_NAME bytes → rdp_names.
     F_LIMITS, ///< Object of rdp_limit keys, each an integer in [lo, hi] → rdp_limits.
+    F_BOOL,   ///< true or false → uint32_t 1 or 0 (default: def != 0).
 } field_type;
 
 typedef struct field_spec {
@@ -61,6 +62,8 @@ static const char* const format_names[] = {"json", "binary", NULL};
 static const uint32_t format_values[] = {RDP_FORMAT_JSON, RDP_FORMAT_BINARY};
 static const char* const pin_names[] = {"top", "none", NULL};
 static const uint32_t pin_values[] = {1, 0};
+static const char* const garment_names[] = {"cape", "skirt", "hair", NULL};
+static const uint32_t garment_values[] = {RDP_GARMENT_CAPE, RDP_GARMENT_SKIRT, RDP_GARMENT_HAIR};
 static const char* const solver_names[] = {
 #define RDP__SOLVER_KEY(name, key) key,
     RDP_SOLVER_MAP(RDP__SOLVER_KEY)
@@ -195,6 +198,20 @@ static const field_spec play_fields[] = {
     ENTITY_FIELD,
     NAME_FIELD("clip", true, u.play.clip),
 };
+static const field_spec attach_cloth_fields[] = {
+    WORLD_FIELD,
+    ENTITY_FIELD,
+    {"kind", F_ENUM, true, 0, 0, false, 0, OFF(u.attach_cloth.kind), garment_names, garment_values,
+     0, 0},
+    {"cols", F_UINT, false, 2, 64, false, 0, OFF(u.attach_cloth.cols), NULL, NULL, 0, 0},
+    {"rows", F_UINT, false, 2, 64, false, 0, OFF(u.attach_cloth.rows), NULL, NULL, 0, 0},
+    {"mass", F_NUM, false, 1e-3, 1e4, false, 0, OFF(u.attach_cloth.mass), NULL, NULL, 0, 0},
+    {"long_range", F_BOOL, false, 0, 0, false, 1, OFF(u.attach_cloth.long_range), NULL, NULL, 0, 0},
+    {"stretch_compliance", F_NUM, false, 0, 1, false, 0, OFF(u.attach_cloth.stretch_compliance),
+     NULL, NULL, 0, 0},
+    {"bend_compliance", F_NUM, false, 0, 1, false, 1e-3, OFF(u.attach_cloth.bend_compliance), NULL,
+     NULL, 0, 0},
+};
 static const field_spec set_params_fields[] = {
     WORLD_FIELD,
     {"gravity", F_VEC3, false, 0, 1000, false, 0, OFF(u.set_params.gravity), NULL, NULL, 0,
@@ -236,6 +253,7 @@ static const op_spec ops[] = {
     {"play", RDP_OP_PLAY, play_fields, COUNT(play_fields)},
     {"ack", RDP_OP_ACK, ack_fields, COUNT(ack_fields)},
     {"resync", RDP_OP_RESYNC, world_fields, COUNT(world_fields)},
+    {"attach_cloth", RDP_OP_ATTACH_CLOTH, attach_cloth_fields, COUNT(attach_cloth_fields)},
 };
 
 const char* rdp_op_name(rdp_op op) {
@@ -405,6 +423,11 @@ static rdp_code check_shape(const field_spec* f, const cJSON* v, rdp_error* err)
                         choices_text(f, choices, sizeof choices));
         }
         return RDP_OK;
+    case F_BOOL:
+        if (!cJSON_IsBool(v)) {
+            return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be true or false", f->key);
+        }
+        return RDP_OK;
     case F_LIMITS: {
         if (!cJSON_IsObject(v)) {
             return fail(err, RDP_E_BAD_REQUEST,
@@ -558,6 +581,11 @@ static rdp_code check_store(const field_spec* f, const cJSON* v, rdp_command* ou
         return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be %s", f->key,
                     choices_text(f, choices, sizeof choices));
     }
+    case F_BOOL: {
+        uint32_t b = cJSON_IsTrue(v) ? 1u : 0u;
+        memcpy(dst, &b, sizeof b);
+        return RDP_OK;
+    }
     case F_LIMITS: {
         rdp_limits* limits = (rdp_limits*)(void*)dst;
         memset(limits, 0, sizeof *limits);
@@ -611,7 +639,7 @@ static void store_default(const field_spec* f, rdp_command* out) {
     char* dst = (char*)out + f->offset;
     if (f->type == F_NUM) {
         memcpy(dst, &f->def, sizeof f->def);
-    } else if (f->type == F_UINT) {
+    } else if (f->type == F_UINT || f->type == F_BOOL) {
         uint32_t u = (uint32_t)f->def;
         memcpy(dst, &u, sizeof u);
     } else if (f->type == F_ENUM || f->type == F_ENUM_NOT_NULL) {

@@ -256,6 +256,13 @@ static void add_topology(cJSON* o, const rdp_entity_state* e) {
     if (e->kind == RDP_KIND_CLOTH) {
         cJSON_AddNumberToObject(o, "cols", e->cols);
         cJSON_AddNumberToObject(o, "rows", e->rows);
+        if (e->wrap) {
+            cJSON_AddBoolToObject(o, "wrap", true);
+        }
+    }
+    if (e->garment != NULL) {
+        cJSON_AddStringToObject(o, "garment", e->garment);
+        cJSON_AddNumberToObject(o, "wearer", (double)e->wearer);
     }
     cJSON* sticks = cJSON_AddArrayToObject(o, "sticks");
     for (uint32_t k = 0; k < e->stick_count; ++k) {

@@ -427,6 +427,14 @@ static bool put_topology(jw* w, const rdp_entity_state* e) {
         !(UINT_MEMBER(w, ",\"cols\":", e->cols) && UINT_MEMBER(w, ",\"rows\":", e->rows))) {
         return false;
     }
+    if (e->kind == RDP_KIND_CLOTH && e->wrap && !LIT(w, ",\"wrap\":true")) {
+        return false;
+    }
+    if (e->garment != NULL &&
+        !(LIT(w, ",\"garment\":") && put_string(w, e->garment) &&
+          UINT_MEMBER(w, ",\"wearer\":", e->wearer))) {
+        return false;
+    }
     if (!LIT(w, ",\"sticks\":[")) {
         return false;
     }

@@ -107,7 +107,15 @@ typedef enum rdp_op {
     RDP_OP_PLAY,
     RDP_OP_ACK,
     RDP_OP_RESYNC,
+    RDP_OP_ATTACH_CLOTH,
 } rdp_op;
+
+/// Garment kinds of attach_cloth (the values match sim_garment_kind).
+typedef enum rdp_garment {
+    RDP_GARMENT_CAPE = 1,
+    RDP_GARMENT_SKIRT = 2,
+    RDP_GARMENT_HAIR = 3,
+} rdp_garment;
 
 /// The wire name of an op ("spawn_rope", ...), or NULL for an unknown value.
 const char* rdp_op_name(rdp_op op);
@@ -280,6 +288,13 @@ typedef struct rdp_command {
         struct {
             rdp_vec3 target;
         } drag;
+        struct {
+            uint32_t kind;       ///< rdp_garment.
+            uint32_t cols, rows; ///< 2..64, or 0: the skeleton's.
+            double mass;         ///< kg, or 0: the skeleton's.
+            uint32_t long_range; ///< 1: long-range attachments (default).
+            double stretch_compliance, bend_compliance; ///< m/N.
+        } attach_cloth;
         struct {
             unsigned given; ///< Bitwise OR of rdp_param_bits.
             rdp_vec3 gravity;
@@ -473,6 +488,9 @@ typedef struct rdp_entity_state {
     const float* radius;      ///< particle_count radii, m.
     const float* inv_mass;    ///< particle_count inverse masses; 0 = pinned.
     uint32_t cols, rows;      ///< Cloth grid, else 0.
+    const char* garment;      ///< Cloth worn by a character: "cape", "skirt", "hair"; else NULL.
+    uint64_t wearer;          ///< With garment: the character's entity id.
+    bool wrap;                ///< Cloth: column cols - 1 joins column 0 (a skirt).
     // Rigid kinds (character, ball): posed bodies instead of particles.
     uint32_t body_count;           ///< Bones of a character; 1 for a ball.
     const float* pose;             ///< 7 × body_count: x, y, z (m), qx, qy, qz, qw.

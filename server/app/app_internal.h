@@ -510,8 +510,11 @@ int app__admit_spawn(app_server* app, app_world* w, const rdp_command* cmd, char
 
 /// What the entity a spawn command describes would add to a world whose
 /// library is lib (dispatch.c): sim_rope_def_counts() and the others on the
-/// def app__spawn() would spawn. Returns a SIM_E_* code and *out.
-int app__spawn_counts(const sim_library* lib, const rdp_command* cmd, sim_counts* out);
+/// def app__spawn() would spawn; attach_cloth's depends on the wearer, so
+/// it needs the world sw (SIM_E_INVALID_ARG when sw is NULL). Returns a
+/// SIM_E_* code and *out.
+int app__spawn_counts(const sim_world* sw, const sim_library* lib, const rdp_command* cmd,
+                      sim_counts* out);
 
 /// Fills a bucket of `rate` tokens per second and `burst` at most (bucket.c),
 /// as of now_ns.

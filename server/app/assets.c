@@ -74,15 +74,24 @@ static bool get_vec3(const cJSON* o, const char* key, sim_vec3* out) {
     return true;
 }
 
-static bool get_pair_deg(const cJSON* o, const char* key, float* a, float* b) {
+static bool get_pair(const cJSON* o, const char* key, float* a, float* b) {
     const cJSON* arr = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != 2 ||
         !cJSON_IsNumber(cJSON_GetArrayItem(arr, 0)) ||
         !cJSON_IsNumber(cJSON_GetArrayItem(arr, 1))) {
         return false;
     }
-    *a = (float)(cJSON_GetArrayItem(arr, 0)->valuedouble * DEG);
-    *b = (float)(cJSON_GetArrayItem(arr, 1)->valuedouble * DEG);
+    *a = (float)cJSON_GetArrayItem(arr, 0)->valuedouble;
+    *b = (float)cJSON_GetArrayItem(arr, 1)->valuedouble;
+    return true;
+}
+
+static bool get_pair_deg(const cJSON* o, const char* key, float* a, float* b) {
+    if (!get_pair(o, key, a, b)) {
+        return false;
+    }
+    *a = (float)(*a * DEG);
+    *b = (float)(*b * DEG);
     return true;
 }
 
@@ -102,6 +111,77 @@ static int bone_index(const sim_skeleton_def* d, uint32_t count, const char* nam
         }
     }
     return -1;
+}
+
+static bool get_number(const cJSON* o, const char* key, float* out) {
+    const cJSON* v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v)) {
+        return false;
+    }
+    *out = (float)v->valuedouble;
+    return true;
+}
+
+// "garments": [{"kind", "bone", "from"/"to" (cape) or "center" (skirt,
+// hair), "radius" (skirt: [top, bottom]; hair: a number), "arc_deg" (hair),
+// "length", "cols", "rows", "mass"}] (assets/README.md, "Garments"). Ranges
+// are the library's to check (sim_library_add_skeleton).
+static int parse_garments(const cJSON* root, sim_skeleton_def* d, char* err, size_t cap) {
+    const cJSON* list = cJSON_GetObjectItemCaseSensitive(root, "garments");
+    if (list == NULL) {
+        return 0;
+    }
+    if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) > SIM_MAX_GARMENTS) {
+        return fail(err, cap, "skeleton %s: \"garments\" must list at most %d garments", d->name,
+                    SIM_MAX_GARMENTS);
+    }
+    const cJSON* o;
+    cJSON_ArrayForEach(o, list) {
+        sim_garment_def* g = &d->garments[d->garment_count];
+        const cJSON* kind = cJSON_GetObjectItemCaseSensitive(o, "kind");
+        const cJSON* bone = cJSON_GetObjectItemCaseSensitive(o, "bone");
+        g->kind =
+            cJSON_IsString(kind) ? sim_garment_kind_from_name(kind->valuestring) : SIM_GARMENT_NONE;
+        if (g->kind == SIM_GARMENT_NONE) {
+            return fail(err, cap, "skeleton %s: garment %u: kind must be cape, skirt or hair",
+                        d->name, d->garment_count);
+        }
+        const char* kn = sim_garment_kind_name(g->kind);
+        int bi = cJSON_IsString(bone) ? bone_index(d, d->bone_count, bone->valuestring) : -1;
+        if (bi < 0) {
+            return fail(err, cap, "skeleton %s: garment %s: bone names no bone", d->name, kn);
+        }
+        g->bone = (uint32_t)bi;
+        const cJSON* cols = cJSON_GetObjectItemCaseSensitive(o, "cols");
+        const cJSON* rows = cJSON_GetObjectItemCaseSensitive(o, "rows");
+        if (!get_number(o, "length", &g->length) || !get_number(o, "mass", &g->mass) ||
+            !cJSON_IsNumber(cols) || !cJSON_IsNumber(rows) || cols->valuedouble < 0 ||
+            rows->valuedouble < 0 || cols->valuedouble > 1e6 || rows->valuedouble > 1e6) {
+            return fail(err, cap, "skeleton %s: garment %s needs length, mass, cols and rows",
+                        d->name, kn);
+        }
+        g->cols = (uint32_t)cols->valuedouble;
+        g->rows = (uint32_t)rows->valuedouble;
+        bool ok;
+        if (g->kind == SIM_GARMENT_CAPE) {
+            ok = get_vec3(o, "from", &g->a) && get_vec3(o, "to", &g->b);
+        } else if (g->kind == SIM_GARMENT_SKIRT) {
+            ok = get_vec3(o, "center", &g->a) &&
+                 get_pair(o, "radius", &g->radius_top, &g->radius_bottom);
+        } else {
+            ok = get_vec3(o, "center", &g->a) && get_number(o, "radius", &g->radius_top) &&
+                 get_number(o, "arc_deg", &g->arc);
+            g->arc *= (float)DEG;
+        }
+        if (!ok) {
+            return fail(err, cap, "skeleton %s: garment %s needs %s", d->name, kn,
+                        g->kind == SIM_GARMENT_CAPE    ? "from and to"
+                        : g->kind == SIM_GARMENT_SKIRT ? "center and radius [top, bottom]"
+                                                       : "center, radius and arc_deg");
+        }
+        d->garment_count++;
+    }
+    return 0;
 }
 
 static int parse_skeleton(const cJSON* root, sim_skeleton_def* d, char* err, size_t cap) {
@@ -183,7 +263,7 @@ static int parse_skeleton(const cJSON* root, sim_skeleton_def* d, char* err, siz
         return fail(err, cap, "skeleton %s: up_bone names no bone", d->name);
     }
     d->up_bone = (uint32_t)ui;
-    return 0;
+    return parse_garments(root, d, err, cap);
 }
 
 // A rotation: [ax, ay, az, deg] or a list of them (applied first to last).

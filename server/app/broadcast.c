@@ -319,6 +319,9 @@ static bool build_snapshot(app_world* w, bool topology, rdp_snapshot* s) {
         e->inv_mass = v.inv_mass;
         e->cols = v.cols;
         e->rows = v.rows;
+        e->wrap = v.wrap;
+        e->garment = sim_garment_kind_name((sim_garment_kind)v.garment);
+        e->wearer = e->garment != NULL ? sim_entity_id_store(v.wearer) : 0;
         if (topology) {
             int k = sim_entity_copy_sticks(sw, id, w->sticks + used, sticks_needed - used / 2);
             e->stick_count = k > 0 ? (uint32_t)k : 0;

@@ -86,6 +86,8 @@ static const char* kind_of_op(rdp_op op) {
         return "character";
     case RDP_OP_SPAWN_BALL:
         return "ball";
+    case RDP_OP_ATTACH_CLOTH:
+        return "garment";
     default:
         return "ragdoll";
     }
@@ -95,7 +97,7 @@ int app__admit_spawn(app_server* app, app_world* w, const rdp_command* cmd, char
     unsigned long long world = (unsigned long long)w->id;
     const char* kind = kind_of_op(cmd->op);
     sim_counts add;
-    int rc = app__spawn_counts(w->def.library, cmd, &add);
+    int rc = app__spawn_counts(w->sim, w->def.library, cmd, &add);
     if (rc != SIM_OK) {
         return rc; // described by the caller (e.g. an unknown skeleton)
     }

@@ -100,8 +100,13 @@ static void describe_failure(const app_world* w, const rdp_command* cmd, int rc,
         // a cube around the origin, and a spawn's every particle (a rope's
         // far end, a cloth's far corner, a ragdoll's feet) must lie in it.
         double e = (double)sim_world_half_extent(w->sim);
-        if (cmd->op == RDP_OP_SPAWN_ROPE || cmd->op == RDP_OP_SPAWN_CLOTH ||
-            cmd->op == RDP_OP_SPAWN_RAGDOLL) {
+        if (cmd->op == RDP_OP_ATTACH_CLOTH) {
+            snprintf(msg, cap,
+                     "every particle of the garment must lie in the world: x, y and z each within "
+                     "[-%.0f, %.0f] m (and a skirt needs at least 3 cols)",
+                     e, e);
+        } else if (cmd->op == RDP_OP_SPAWN_ROPE || cmd->op == RDP_OP_SPAWN_CLOTH ||
+                   cmd->op == RDP_OP_SPAWN_RAGDOLL) {
             snprintf(msg, cap,
                      "every particle of the new %s must lie in the world: x, y and z each within "
                      "[-%.0f, %.0f] m",
@@ -196,6 +201,9 @@ static void entity_state(app_world* w, sim_entity_id id, rdp_entity_state* e) {
     e->inv_mass = v.inv_mass;
     e->cols = v.cols;
     e->rows = v.rows;
+    e->wrap = v.wrap;
+    e->garment = sim_garment_kind_name((sim_garment_kind)v.garment);
+    e->wearer = e->garment != NULL ? sim_entity_id_store(v.wearer) : 0;
 }
 
 // Bone names to indices; SIM_E_UNKNOWN_NAME (with w->name_error set) for a
@@ -361,6 +369,7 @@ typedef struct spawn_def {
         sim_ragdoll_def ragdoll;
         sim_character_def character;
         sim_ball_def ball;
+        sim_cloth_attach_def attach;
     } u;
 } spawn_def;
 
@@ -412,17 +421,31 @@ static bool spawn_def_of(const rdp_command* cmd, spawn_def* d) {
         d->u.ball.radius = (float)cmd->u.spawn_ball.radius;
         d->u.ball.mass = (float)cmd->u.spawn_ball.mass;
         return true;
+    case RDP_OP_ATTACH_CLOTH:
+        d->u.attach = sim_cloth_attach_def_default();
+        d->u.attach.wearer = sim_entity_id_load(cmd->entity);
+        d->u.attach.kind = (sim_garment_kind)cmd->u.attach_cloth.kind;
+        d->u.attach.cols = cmd->u.attach_cloth.cols;
+        d->u.attach.rows = cmd->u.attach_cloth.rows;
+        d->u.attach.mass = (float)cmd->u.attach_cloth.mass;
+        d->u.attach.long_range = cmd->u.attach_cloth.long_range != 0;
+        d->u.attach.stretch_compliance = (float)cmd->u.attach_cloth.stretch_compliance;
+        d->u.attach.bend_compliance = (float)cmd->u.attach_cloth.bend_compliance;
+        return true;
     default:
         return false;
     }
 }
 
-int app__spawn_counts(const sim_library* lib, const rdp_command* cmd, sim_counts* out) {
+int app__spawn_counts(const sim_world* sw, const sim_library* lib, const rdp_command* cmd,
+                      sim_counts* out) {
     spawn_def d;
     if (!spawn_def_of(cmd, &d)) {
         return SIM_E_INVALID_ARG;
     }
     switch (d.op) {
+    case RDP_OP_ATTACH_CLOTH:
+        return sw != NULL ? sim_world_attach_cloth_counts(sw, &d.u.attach, out) : SIM_E_INVALID_ARG;
     case RDP_OP_SPAWN_ROPE:
         return sim_rope_def_counts(&d.u.rope, out);
     case RDP_OP_SPAWN_CLOTH:
@@ -450,6 +473,8 @@ int app__spawn(sim_world* sw, const rdp_command* cmd, sim_entity_id* out) {
         return sim_world_spawn_ragdoll(sw, &d.u.ragdoll, out);
     case RDP_OP_SPAWN_CHARACTER:
         return sim_world_spawn_character(sw, &d.u.character, out);
+    case RDP_OP_ATTACH_CLOTH:
+        return sim_world_attach_cloth(sw, &d.u.attach, out);
     default:
         return sim_world_spawn_ball(sw, &d.u.ball, out);
     }
@@ -476,11 +501,18 @@ char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command
     case RDP_OP_SPAWN_RAGDOLL:
     case RDP_OP_SPAWN_CHARACTER:
     case RDP_OP_SPAWN_BALL:
+    case RDP_OP_ATTACH_CLOTH:
         rc = app__admit_spawn(app, w, cmd, msg, sizeof msg);
         if (rc == SIM_OK) {
             rc = app__spawn(w->sim, cmd, &spawned);
         }
-        if (rc == SIM_E_UNKNOWN_NAME) {
+        if (rc == SIM_E_UNKNOWN_NAME && cmd->op == RDP_OP_ATTACH_CLOTH) {
+            snprintf(w->name_error, sizeof w->name_error,
+                     "the skeleton of character %llu has no %s garment (assets/README.md, "
+                     "\"Garments\")",
+                     (unsigned long long)cmd->entity,
+                     sim_garment_kind_name((sim_garment_kind)cmd->u.attach_cloth.kind));
+        } else if (rc == SIM_E_UNKNOWN_NAME) {
             const char* sk = cmd->u.spawn_character.skeleton;
             const char* clip = cmd->u.spawn_character.clip;
             snprintf(w->name_error, sizeof w->name_error, "no skeleton \"%s\" with a clip \"%s\"",

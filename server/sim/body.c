@@ -58,6 +58,26 @@ void sim__apply_impulse_at(sim__body* b, sim_vec3 r, sim_vec3 p) {
     b->w = v3_add(b->w, sim__inv_inertia_mul(b, v3_cross(r, p)));
 }
 
+void sim__body_push_now(sim_world* w, uint32_t i, sim_vec3 p, sim_vec3 j) {
+    sim__body* b = &w->body[i];
+    if (b->inv_mass == 0.0f || sim__body_asleep(w, i)) {
+        return;
+    }
+    sim_vec3 r = v3_sub(p, b->x);
+    if (w->def.solver == SIM_SOLVER_SOFT_STEP && w->soft_index[i] != SIM__NO_STATE) {
+        // Mid-tick the soft step holds the body's velocity (soft_step.c).
+        sim__body_state* s = &w->soft_state[w->soft_index[i]];
+        const float* m = w->soft_mass[w->soft_index[i]].iw;
+        sim_vec3 L = v3_cross(r, j);
+        s->v = v3_add(s->v, v3_scale(j, s->inv_mass));
+        s->w = v3_add(s->w,
+                      v3(m[0] * L.x + m[3] * L.y + m[4] * L.z, m[3] * L.x + m[1] * L.y + m[5] * L.z,
+                         m[4] * L.x + m[5] * L.y + m[2] * L.z));
+        return;
+    }
+    sim__apply_impulse_at(b, r, j);
+}
+
 float sim__apply_positional(sim__body* b1, sim__body* b2, sim_vec3 r1, sim_vec3 r2, sim_vec3 corr,
                             float compliance, float h, float still) {
     float c = v3_len(corr);

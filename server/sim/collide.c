@@ -7,7 +7,9 @@
  * together, Jakobsen 2001 §3); sim__collide_respond() runs once after the
  * iterations and sets the velocity a contact leaves behind, restitution along
  * the normal and friction (static, then kinetic) along the surface, by
- * moving x_prev.
+ * moving x_prev. A body a particle touched takes the opposite of the
+ * momentum the contact gave the particle (two-way coupling), unless the
+ * particle belongs to a garment the body's character wears.
  */
 #include "vec.h"
 #include "world.h"
@@ -51,33 +53,62 @@ static bool box_push_out(const sim_box* bx, sim_vec3* p, sim_vec3 prev, float r,
     return true;
 }
 
+// The body range [first, end) of the entity's wearer, empty when it has none.
+static void wearer_bodies(const sim_world* w, const sim__entity* e, uint32_t* first,
+                          uint32_t* end) {
+    const sim__entity* we = e->garment != SIM_GARMENT_NONE ? sim__entity_get(w, e->wearer) : NULL;
+    *first = we != NULL ? we->b_first : 0;
+    *end = we != NULL ? we->b_first + we->b_count : 0;
+}
+
 void sim__collide_project(sim_world* w) {
     const bool ground = w->def.ground;
-    for (uint32_t i = 0; i < w->p_count; ++i) {
-        if (w->inv_mass[i] == 0.0f) {
-            continue;
-        }
-        const float r = w->radius[i];
-        if (ground && w->pos[i].y < r) {
-            w->push[i] += r - w->pos[i].y;
-            w->pos[i].y = r;
-            w->contact[i] = 1;
-            w->contact_n[i] = v3(0.0f, 1.0f, 0.0f);
-        }
-        for (uint32_t b = 0; b < w->box_count; ++b) {
-            sim_vec3 n, before = w->pos[i];
-            if (box_push_out(&w->boxes[b], &w->pos[i], w->prev[i], r, &n)) {
-                w->push[i] += v3_dot(v3_sub(w->pos[i], before), n);
+    for (uint32_t k = 0; k < w->order_count; ++k) {
+        const sim__entity* e = &w->entities[w->order[k]];
+        uint32_t own_first, own_end;
+        wearer_bodies(w, e, &own_first, &own_end);
+        for (uint32_t i = e->p_first; i < e->p_first + e->p_count; ++i) {
+            if (w->inv_mass[i] == 0.0f) {
+                continue;
+            }
+            const float r = w->radius[i];
+            if (ground && w->pos[i].y < r) {
+                w->push[i] += r - w->pos[i].y;
+                w->pos[i].y = r;
+                w->contact[i] = 1;
+                w->contact_n[i] = v3(0.0f, 1.0f, 0.0f);
+                w->contact_body[i] = SIM__NO_BODY;
+            }
+            for (uint32_t b = 0; b < w->box_count; ++b) {
+                sim_vec3 n, before = w->pos[i];
+                if (box_push_out(&w->boxes[b], &w->pos[i], w->prev[i], r, &n)) {
+                    w->push[i] += v3_dot(v3_sub(w->pos[i], before), n);
+                    w->contact[i] = 1;
+                    w->contact_n[i] = n;
+                    w->contact_body[i] = SIM__NO_BODY;
+                }
+            }
+            sim_vec3 n;
+            uint32_t body;
+            if (sim__particle_vs_bodies(w, &w->pos[i], r, &n, &w->push[i], &body)) {
                 w->contact[i] = 1;
                 w->contact_n[i] = n;
+                // A garment does not push its wearer (it is carried by it).
+                w->contact_body[i] = body >= own_first && body < own_end ? SIM__NO_BODY : body;
             }
         }
-        sim_vec3 n;
-        if (sim__particle_vs_bodies(w, &w->pos[i], r, &n, &w->push[i])) {
-            w->contact[i] = 1;
-            w->contact_n[i] = n;
-        }
     }
+}
+
+// The velocity of body i's material point p, as a displacement over h.
+static sim_vec3 body_point_motion(const sim_world* w, uint32_t i, sim_vec3 p, float h) {
+    const sim__body* b = &w->body[i];
+    sim_vec3 v = b->v, om = b->w;
+    if (w->def.solver == SIM_SOLVER_SOFT_STEP && w->soft_index[i] != SIM__NO_STATE) {
+        v = w->soft_state[w->soft_index[i]].v;
+        om = w->soft_state[w->soft_index[i]].w;
+    }
+    return v3_scale(v3_add(v, v3_cross(om, v3_sub(p, b->x))), h);
 }
 
 void sim__collide_respond(sim_world* w, float h) {
@@ -91,13 +122,19 @@ void sim__collide_respond(sim_world* w, float h) {
             continue;
         }
         sim_vec3 n = w->contact_n[i];
-        sim_vec3 v = v3_sub(w->pos[i], w->prev[i]);
+        const uint32_t body = w->contact_body[i];
+        // Velocities relative to what the particle touches: a body's surface
+        // moves (a swinging arm carries the cloth it pushes), the ground and
+        // boxes do not.
+        sim_vec3 vs =
+            body != SIM__NO_BODY ? body_point_motion(w, body, w->pos[i], h) : v3(0.0f, 0.0f, 0.0f);
+        sim_vec3 v = v3_sub(v3_sub(w->pos[i], w->prev[i]), vs);
         float vn = v3_dot(v, n);
         sim_vec3 vt = v3_sub(v, v3_scale(n, vn));
         // Restitution acts on the speed the particle hit with, before the
         // solve pushed it out: that is what "fraction of normal speed kept"
         // measures.
-        float approach = v3_dot(w->vpre[i], n);
+        float approach = v3_dot(v3_sub(w->vpre[i], vs), n);
         float vn_new;
         if (approach < -rest_threshold) {
             vn_new = -e * approach;
@@ -121,6 +158,17 @@ void sim__collide_respond(sim_world* w, float h) {
         sim_vec3 vt_new =
             slide < w->params.friction * w->push[i] ? v3(0.0f, 0.0f, 0.0f) : v3_scale(vt, keep_t);
         sim_vec3 v_new = v3_add(v3_scale(n, vn_new), vt_new);
-        w->prev[i] = v3_sub(w->pos[i], v_new);
+        w->prev[i] = v3_sub(w->pos[i], v3_add(v_new, vs));
+        if (body != SIM__NO_BODY) {
+            // Two-way: the body takes the opposite of the momentum the
+            // contact gave the particle, normal (from the speed it came in
+            // with: resting, that is its weight × h) and friction.
+            const float m = 1.0f / w->inv_mass[i];
+            float jn = m * (vn_new - approach) / h;
+            jn = jn > 0.0f ? jn : 0.0f;
+            sim_vec3 j = v3_add(v3_scale(n, jn), v3_scale(v3_sub(vt_new, vt), m / h));
+            sim_vec3 at = v3_sub(w->pos[i], v3_scale(n, w->radius[i]));
+            sim__body_push_now(w, body, at, v3_scale(j, -1.0f));
+        }
     }
 }

@@ -416,7 +416,8 @@ void sim__contacts_velocities(sim_world* w, float h) {
     }
 }
 
-bool sim__particle_vs_bodies(sim_world* w, sim_vec3* p, float r, sim_vec3* n_out, float* push) {
+bool sim__particle_vs_bodies(sim_world* w, sim_vec3* p, float r, sim_vec3* n_out, float* push,
+                             uint32_t* body) {
     if (w->b_count == 0) {
         return false;
     }
@@ -440,6 +441,7 @@ bool sim__particle_vs_bodies(sim_world* w, sim_vec3* p, float r, sim_vec3* n_out
         *p = v3_add(q, v3_scale(n, rr));
         *push += rr - dist;
         *n_out = n;
+        *body = e->body;
         hit = true;
     }
     return hit;

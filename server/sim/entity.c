@@ -100,6 +100,11 @@ void sim__particle_init(sim_world* w, uint32_t i, sim_vec3 p, float inv_mass, fl
     w->contact[i] = 0;
     w->push[i] = 0.0f;
     w->contact_n[i] = v3(0.0f, 0.0f, 0.0f);
+    w->contact_body[i] = SIM__NO_BODY;
+    sim__tie* t = &w->tie[i];
+    memset(t, 0, sizeof *t);
+    t->tether = SIM__NO_TIE;
+    t->bone = SIM__NO_BONE;
 }
 
 void sim__dist_init(sim_world* w, const sim__entity* e, uint32_t k, uint32_t a, uint32_t b,
@@ -143,6 +148,8 @@ int sim_world_despawn(sim_world* w, sim_entity_id id) {
     SIM__ERASE(w->contact_n, e->p_first, e->p_count, w->p_count);
     SIM__ERASE(w->push, e->p_first, e->p_count, w->p_count);
     SIM__ERASE(w->contact, e->p_first, e->p_count, w->p_count);
+    SIM__ERASE(w->contact_body, e->p_first, e->p_count, w->p_count);
+    SIM__ERASE(w->tie, e->p_first, e->p_count, w->p_count);
     SIM__ERASE(w->dist, e->d_first, e->d_count, w->d_count);
     SIM__ERASE(w->joint, e->j_first, e->j_count, w->j_count);
     SIM__ERASE(w->body, e->b_first, e->b_count, w->b_count);
@@ -190,6 +197,9 @@ int sim_world_despawn(sim_world* w, sim_entity_id id) {
     e->generation = gen == 0 ? 1 : gen;
     w->free_slots[w->free_count++] = slot;
     w->topo_epoch++;
+    if (e->kind == SIM_ENTITY_CHARACTER) {
+        sim__garments_despawn(w, id); // what it wore goes with it
+    }
     return SIM_OK;
 }
 
@@ -213,6 +223,9 @@ int sim_entity_get_view(const sim_world* w, sim_entity_id id, sim_entity_view* o
     out->cols = e->cols;
     out->rows = e->rows;
     out->stick_count = e->stick_count;
+    out->garment = e->garment;
+    out->wearer = e->wearer;
+    out->wrap = e->wrap;
     return SIM_OK;
 }
 

@@ -296,6 +296,51 @@ static int validate_bone(const sim_skeleton_def* d, uint32_t i, sim_skeleton_iss
     return fixed ? SIM_OK : check_bind_in_range(d, i, is);
 }
 
+// A skeleton's garments (sim_garment_def's ranges; one of each kind).
+static int validate_garments(const sim_skeleton_def* d, sim_skeleton_issue* is) {
+    if (d->garment_count > SIM_MAX_GARMENTS) {
+        issue(is, d, SIM_SKELETON_INVALID, -1, -1, "%u garments (at most %d)", d->garment_count,
+              SIM_MAX_GARMENTS);
+        return SIM_E_OUT_OF_RANGE;
+    }
+    uint32_t seen = 0;
+    for (uint32_t k = 0; k < d->garment_count; ++k) {
+        const sim_garment_def* g = &d->garments[k];
+        const char* kn = sim_garment_kind_name(g->kind);
+        if (kn == NULL || (seen & (1u << g->kind)) != 0) {
+            issue(is, d, SIM_SKELETON_INVALID, -1, -1,
+                  "garment %u: a kind of cape, skirt or hair, each at most once", k);
+            return SIM_E_INVALID_ARG;
+        }
+        seen |= 1u << g->kind;
+        const bool ring = g->kind != SIM_GARMENT_CAPE;
+        if (!sim_vec3_is_finite(g->a) || !sim_vec3_is_finite(g->b) ||
+            !sim_is_finite(g->radius_top) || !sim_is_finite(g->radius_bottom) ||
+            !sim_is_finite(g->arc) || !sim_is_finite(g->length) || !sim_is_finite(g->mass)) {
+            issue(is, d, SIM_SKELETON_INVALID, (int)g->bone, -1,
+                  "garment %s: a value is not finite", kn);
+            return SIM_E_NOT_FINITE;
+        }
+        if (g->bone >= d->bone_count || g->cols < (g->kind == SIM_GARMENT_SKIRT ? 3u : 2u) ||
+            g->cols > 64 || g->rows < 2 || g->rows > 64 || !(g->length > 0.0f) ||
+            g->length > 10.0f || g->mass < SIM_MIN_MASS || g->mass > SIM_MAX_MASS ||
+            (ring && !(g->radius_top > 0.0f && g->radius_top <= 10.0f)) ||
+            (g->kind == SIM_GARMENT_SKIRT &&
+             !(g->radius_bottom > 0.0f && g->radius_bottom <= 10.0f)) ||
+            (g->kind == SIM_GARMENT_HAIR && !(g->arc > 0.0f && g->arc <= 6.2831854f)) ||
+            (g->kind == SIM_GARMENT_CAPE && v3_len(v3_sub(g->b, g->a)) < SIM_MIN_LENGTH)) {
+            issue(is, d, SIM_SKELETON_INVALID, -1, -1,
+                  "garment %s: cols %u (2-64, a skirt 3-64), rows %u (2-64), length (0, 10] m, "
+                  "mass [%g, %g] kg, radii (0, 10] m, arc (0, 360] deg, a cape's edge at least "
+                  "%g m long",
+                  kn, g->cols, g->rows, (double)SIM_MIN_MASS, (double)SIM_MAX_MASS,
+                  (double)SIM_MIN_LENGTH);
+            return SIM_E_OUT_OF_RANGE;
+        }
+    }
+    return SIM_OK;
+}
+
 static int validate_skeleton(const sim_library* lib, const sim_skeleton_def* d,
                              sim_skeleton_issue* is) {
     if (!valid_name(d->name)) {
@@ -318,7 +363,7 @@ static int validate_skeleton(const sim_library* lib, const sim_skeleton_def* d,
             return rc;
         }
     }
-    return SIM_OK;
+    return validate_garments(d, is);
 }
 
 // Warns about every bone whose mass is more than SIM_SKELETON_MAX_MASS_RATIO

@@ -55,6 +55,7 @@ static void particles_substep(sim_world* w, float h) {
     const float inv_h2 = 1.0f / (h * h);
     const sim_vec3 g_h2 = v3_scale(w->params.gravity, h * h);
     sim__kinematic_advance(w, h);
+    sim__garments_pin(w);
     sim__particles_integrate(w, g_h2);
     // λ restarts every substep (Macklin et al. 2019, section 4).
     for (uint32_t j = 0; j < w->d_count; ++j) {
@@ -67,6 +68,7 @@ static void particles_substep(sim_world* w, float h) {
     memset(w->push, 0, w->p_count * sizeof *w->push);
     for (int it = 0; it < w->params.iterations; ++it) {
         sim__particles_project(w, inv_h2);
+        sim__tethers_project(w);
         sim__drags_project(w, inv_h2);
         sim__collide_project(w);
     }
@@ -76,6 +78,7 @@ static void particles_substep(sim_world* w, float h) {
 
 static void finish_tick(sim_world* w) {
     sim__characters_post_tick(w);
+    sim__garments_follow(w);
     sim__islands_sleep(w, w->dt);
     w->tick++;
     quarantine(w);

@@ -91,6 +91,8 @@ sim_world_def sim_world_def_default(void) {
     XX(contact_n, (r).particles, sizeof(sim_vec3))                                                 \
     XX(push, (r).particles, sizeof(float))                                                         \
     XX(contact, (r).particles, sizeof(uint8_t))                                                    \
+    XX(contact_body, (r).particles, sizeof(uint32_t))                                              \
+    XX(tie, (r).particles, sizeof(sim__tie))                                                       \
     XX(dist, (r).constraints, sizeof(sim__dist))                                                   \
     XX(joint, (r).joint_limits, sizeof(sim__joint))                                                \
     XX(events, SIM__MAX_EVENTS, sizeof(sim_event))                                                 \

@@ -221,6 +221,21 @@ typedef struct sim__drag {
     float lambda;
 } sim__drag;
 
+#define SIM__NO_TIE  UINT32_MAX /* sim__tie.tether: no long-range attachment */
+#define SIM__NO_BONE 0xffu      /* sim__tie.bone: not pinned to a bone */
+
+/// A particle's ties to what it hangs from (garment.c): a pin to a bone of
+/// its entity's wearer, and a long-range attachment (Kim, Chentanez and
+/// Müller 2012) to a pinned particle of its own entity. 24 bytes a particle.
+typedef struct sim__tie {
+    sim_vec3 local;   ///< Pinned: its point in the bone's body frame, m.
+    float tether_len; ///< The most it may be from its tether particle, m.
+    uint32_t tether;  ///< Local index of that pinned particle, or SIM__NO_TIE.
+    uint8_t bone;     ///< Bone of the wearer it is pinned to, or SIM__NO_BONE.
+    uint8_t pad[3];
+} sim__tie;
+_Static_assert(sizeof(sim__tie) == 24, "sim__tie: 24 bytes a particle");
+
 /// An entity slot (cold data).
 typedef struct sim__entity {
     uint32_t generation; ///< Current generation of this slot.
@@ -234,6 +249,10 @@ typedef struct sim__entity {
     uint32_t stick_count;        ///< Equality constraints in the distance range.
     uint32_t cols, rows;         ///< Cloth grid, else 0.
     const char* const* names;    ///< Static particle names, or NULL.
+    sim_entity_id wearer;        ///< A garment's character (garment.c), else zero.
+    uint8_t garment;             ///< sim_garment_kind of a garment, else SIM_GARMENT_NONE.
+    bool wrap;                   ///< Cloth: column cols - 1 is joined to column 0 (a skirt).
+    bool tethered;               ///< Some particle has a long-range attachment.
 } sim__entity;
 
 struct sim_world {
@@ -257,6 +276,10 @@ struct sim_world {
     sim_vec3* contact_n; ///< Contact normal found this substep.
     float* push;         ///< Distance pushed out along contact_n this substep, m.
     uint8_t* contact;    ///< 1 when in contact this substep.
+    /// The body whose capsule gave the particle its contact normal this
+    /// substep (it is pushed back in sim__collide_respond), or SIM__NO_BODY.
+    uint32_t* contact_body;
+    sim__tie* tie; ///< Pins and long-range attachments (garment.c).
 
     uint32_t d_count;
     sim__dist* dist;
@@ -366,9 +389,11 @@ void sim__characters_pre_tick(sim_world* w, float dt);
 void sim__characters_post_tick(sim_world* w);
 
 /// Pushes a particle (centre *p, radius r) out of every body capsule it
-/// overlaps (contact.c; the bodies do not feel it). Adds the distance pushed
-/// to *push and returns true with the last normal in *n.
-bool sim__particle_vs_bodies(sim_world* w, sim_vec3* p, float r, sim_vec3* n, float* push);
+/// overlaps (contact.c; the bodies feel it later, in
+/// sim__collide_respond). Adds the distance pushed to *push and returns
+/// true with the last normal in *n and its body in *body.
+bool sim__particle_vs_bodies(sim_world* w, sim_vec3* p, float r, sim_vec3* n, float* push,
+                             uint32_t* body);
 
 /// Looks up a live entity; NULL when stale or unknown.
 sim__entity* sim__entity_get(const sim_world* w, sim_entity_id id);
@@ -428,6 +453,30 @@ void sim__particles_project(sim_world* w, float inv_h2);
 /// The joint-limit clean-up passes after a substep's last collision
 /// projection (particle.c).
 void sim__particles_joint_limits(sim_world* w);
+
+/// Puts every pinned garment particle on its point of its wearer's bone,
+/// its previous position where it was (so it carries the bone's velocity),
+/// before a substep's integration (garment.c; seed 000 §8's moving pin).
+void sim__garments_pin(sim_world* w);
+
+/// After a tick, when the characters' kinematic bones have been put on
+/// their pose: the pinned particles onto their points again, previous
+/// positions moved with them (garment.c).
+void sim__garments_follow(sim_world* w);
+
+/// One pass over the long-range attachments: a particle farther than
+/// tether_len from its tether particle is put back on that sphere (only it
+/// moves: the tether is pinned) (Kim, Chentanez and Müller 2012, §4;
+/// garment.c).
+void sim__tethers_project(sim_world* w);
+
+/// Despawns the garments worn by entity `wearer` (garment.c).
+void sim__garments_despawn(sim_world* w, sim_entity_id wearer);
+
+/// Applies impulse j (N·s, world) at world point p to body i now, between
+/// substeps: to the soft step's state when the body is in it, else to the
+/// body; nothing for a kinematic or sleeping body (body.c).
+void sim__body_push_now(sim_world* w, uint32_t i, sim_vec3 p, sim_vec3 j);
 
 /// Projects the drags, one XPBD pass (interact.c).
 void sim__drags_project(sim_world* w, float inv_h2);

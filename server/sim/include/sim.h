@@ -493,6 +493,9 @@ typedef struct sim_entity_view {
     const char* const* names; ///< Particle names (ragdoll), or NULL.
     uint32_t cols, rows;      ///< Cloth grid size; 0 for other kinds.
     uint32_t stick_count;     ///< Equality distance constraints ("sticks").
+    uint32_t garment;         ///< A garment's sim_garment_kind, else 0 (SIM_GARMENT_NONE).
+    sim_entity_id wearer;     ///< A garment's character, else zero.
+    bool wrap;                ///< Cloth: column cols - 1 is joined to column 0 (a skirt).
 } sim_entity_view;
 
 /// Fills *out for entity id. Errors: SIM_E_STALE_ID.
@@ -633,6 +636,49 @@ typedef struct sim_bone_def {
     float friction;
 } sim_bone_def;
 
+#define SIM_MAX_GARMENTS 4 ///< Garments a skeleton asset describes at most.
+
+/// What a garment is (seed 000 §10). Its particles form a cols × rows grid,
+/// row-major, row 0 pinned to a bone.
+typedef enum sim_garment_kind {
+    SIM_GARMENT_NONE = 0,
+    /// A sheet hanging from a pinned top edge (from `a` to `b`, cols
+    /// particles) straight down (rows particles): structural, shear and
+    /// bend constraints.
+    SIM_GARMENT_CAPE = 1,
+    /// A ring of cols particles around the vertical axis through `a`,
+    /// radius radius_top, pinned; rows rings below it, widening to
+    /// radius_bottom at `length` below: a cloth grid closed around
+    /// (column cols - 1 joins column 0).
+    SIM_GARMENT_SKIRT = 2,
+    /// cols independent strands (short ropes), each rows particles down
+    /// from a root pinned on a circle of radius radius_top around `a`
+    /// (spread over `arc` radians centred on the back, -Z): structural and
+    /// bend constraints along each strand only.
+    SIM_GARMENT_HAIR = 3,
+} sim_garment_kind;
+
+/// A garment as a skeleton asset describes it (assets/README.md,
+/// "Garments"), in model space in the bind pose (m; facing +Z, +X left,
+/// feet on y = 0). Pinned particles are fixed in `bone`'s body frame.
+typedef struct sim_garment_def {
+    sim_garment_kind kind;
+    uint32_t bone;       ///< Bone the pinned row follows.
+    sim_vec3 a, b;       ///< Cape: the pinned edge, a → b. Skirt, hair: the centre (b unused).
+    float radius_top;    ///< Skirt, hair: radius of the pinned ring, m.
+    float radius_bottom; ///< Skirt: radius of the lowest ring, m.
+    float arc;           ///< Hair: the arc the roots spread over, rad, (0, 2π].
+    float length;        ///< How far it hangs below the pinned row, m, (0, 10].
+    uint32_t cols, rows; ///< Grid size, 2..64 each (cols: across / around / strands).
+    float mass;          ///< Total, kg, [SIM_MIN_MASS, SIM_MAX_MASS].
+} sim_garment_def;
+
+/// Lower-case name of a garment kind ("cape", "skirt", "hair"), or NULL.
+const char* sim_garment_kind_name(sim_garment_kind kind);
+
+/// The garment kind of that name; SIM_GARMENT_NONE when it names none.
+sim_garment_kind sim_garment_kind_from_name(const char* name);
+
 /// A skeleton: bones in an order where every parent precedes its children.
 typedef struct sim_skeleton_def {
     char name[SIM_NAME_MAX];
@@ -641,6 +687,10 @@ typedef struct sim_skeleton_def {
     /// The bone whose up direction (+Y in the bind pose) tells face-up from
     /// face-down for get-up (seed 000 §5: the chest).
     uint32_t up_bone;
+    /// Garments characters of this skeleton can wear (sim_world_attach_cloth),
+    /// at most one of each kind.
+    uint32_t garment_count;
+    sim_garment_def garments[SIM_MAX_GARMENTS];
 } sim_skeleton_def;
 
 /// An animation clip for one skeleton: keyframed rotations of every bone
@@ -786,6 +836,57 @@ sim_character_def sim_character_def_default(void);
 /// budget), SIM_E_NOMEM (as for sim_world_spawn_rope()). It adds what
 /// sim_character_def_counts() says.
 int sim_world_spawn_character(sim_world* w, const sim_character_def* def, sim_entity_id* out);
+
+/// Cloth worn by a character (seed 000 §10): one of its skeleton's
+/// garments (sim_garment_def), built as a cloth entity whose row 0 is
+/// pinned to the garment's bone. Zero fields take the asset's value.
+typedef struct sim_cloth_attach_def {
+    sim_entity_id wearer;     ///< A character.
+    sim_garment_kind kind;    ///< Which of its skeleton's garments.
+    uint32_t cols, rows;      ///< 0: the asset's; else 2..64 each.
+    float mass;               ///< Total, kg; 0: the asset's.
+    float particle_radius;    ///< Collision radius per particle, m, [0, 0.2]. Default 0.02.
+    float stretch_compliance; ///< Structural constraints, m/N, [0, 1]. Default 0.
+    float bend_compliance;    ///< Bend (and shear) constraints, m/N, [0, 1]. Default 1e-3.
+    /// Long-range attachments (Kim, Chentanez and Müller 2012): every free
+    /// particle stays within its rest geodesic distance (along the cloth,
+    /// through structural edges) of its nearest pinned particle, so the
+    /// garment cannot stretch however fast the bone moves. Default true.
+    bool long_range;
+    uint32_t cookie; ///< Set by sim_cloth_attach_def_default().
+} sim_cloth_attach_def;
+
+/// Defaults: no wearer, a cape, the asset's size and mass, long-range
+/// attachments on.
+sim_cloth_attach_def sim_cloth_attach_def_default(void);
+
+/// Dresses a character: spawns the garment as a cloth entity (kind
+/// SIM_ENTITY_CLOTH) laid out as the asset describes it around the bone's
+/// pose now, with row 0 pinned to the bone. Each substep a pinned particle
+/// is put where its point on the bone is, its previous position where the
+/// point was (so it carries the bone's velocity and never lags); whatever
+/// state the character is in (animated, ragdoll, getting up, partial).
+/// Garment particles collide with every body and push them back, except
+/// their wearer's bones, which they do not push (the garment is carried:
+/// its pins do not weigh on the bone either). The garment is despawned
+/// with its wearer. Errors: SIM_E_INVALID_ARG (NULL, or a def not from its
+/// _default()), SIM_E_STALE_ID (wearer not a live character),
+/// SIM_E_UNKNOWN_NAME (its skeleton has no such garment), SIM_E_NOT_FINITE,
+/// SIM_E_OUT_OF_RANGE (a field outside its range, or a particle outside
+/// the world), SIM_E_CAPACITY, SIM_E_NOMEM (as sim_world_spawn_rope()).
+int sim_world_attach_cloth(sim_world* w, const sim_cloth_attach_def* def, sim_entity_id* out);
+
+/// What sim_world_attach_cloth() would add to the world (one entity, its
+/// particles and constraints). Errors as sim_world_attach_cloth() but for
+/// capacity and the world's bounds.
+int sim_world_attach_cloth_counts(const sim_world* w, const sim_cloth_attach_def* def,
+                                  sim_counts* out);
+
+/// What entity `id` is worn by (a garment's character), or the zero id.
+sim_entity_id sim_entity_wearer(const sim_world* w, sim_entity_id id);
+
+/// A garment's kind, or SIM_GARMENT_NONE for other entities (and stale ids).
+sim_garment_kind sim_entity_garment(const sim_world* w, sim_entity_id id);
 
 /// Kills a character: it becomes a RAGDOLL. Every bone keeps the velocity
 /// the animation gave it, so there is no pop; then `impulse` (N·s) is
