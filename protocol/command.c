@@ -118,6 +118,7 @@ static const field_spec spawn_cloth_fields[] = {
     {"spacing", F_NUM, true, 1e-3, 10, false, 0, OFF(u.spawn_cloth.spacing), NULL, NULL, 0, 0},
     {"pin", F_ENUM, false, 0, 0, false, 0, OFF(u.spawn_cloth.pin_top), pin_names, pin_values, 1, 0},
     MASS_FIELD(u.spawn_cloth.mass),
+    {"long_range", F_BOOL, false, 0, 0, false, 0, OFF(u.spawn_cloth.long_range), NULL, NULL, 0, 0},
 };
 static const field_spec spawn_ragdoll_fields[] = {
     WORLD_FIELD,

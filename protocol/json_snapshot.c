@@ -430,9 +430,8 @@ static bool put_topology(jw* w, const rdp_entity_state* e) {
     if (e->kind == RDP_KIND_CLOTH && e->wrap && !LIT(w, ",\"wrap\":true")) {
         return false;
     }
-    if (e->garment != NULL &&
-        !(LIT(w, ",\"garment\":") && put_string(w, e->garment) &&
-          UINT_MEMBER(w, ",\"wearer\":", e->wearer))) {
+    if (e->garment != NULL && !(LIT(w, ",\"garment\":") && put_string(w, e->garment) &&
+                                UINT_MEMBER(w, ",\"wearer\":", e->wearer))) {
         return false;
     }
     if (!LIT(w, ",\"sticks\":[")) {

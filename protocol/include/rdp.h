@@ -250,6 +250,7 @@ typedef struct rdp_command {
             double spacing;
             uint32_t pin_top; ///< 1: pin row 0 ("top"), 0: none.
             double mass;
+            uint32_t long_range; ///< 1: long-range attachments to the pins.
         } spawn_cloth;
         struct {
             rdp_vec3 position;
@@ -289,10 +290,10 @@ typedef struct rdp_command {
             rdp_vec3 target;
         } drag;
         struct {
-            uint32_t kind;       ///< rdp_garment.
-            uint32_t cols, rows; ///< 2..64, or 0: the skeleton's.
-            double mass;         ///< kg, or 0: the skeleton's.
-            uint32_t long_range; ///< 1: long-range attachments (default).
+            uint32_t kind;                              ///< rdp_garment.
+            uint32_t cols, rows;                        ///< 2..64, or 0: the skeleton's.
+            double mass;                                ///< kg, or 0: the skeleton's.
+            uint32_t long_range;                        ///< 1: long-range attachments (default).
             double stretch_compliance, bend_compliance; ///< m/N.
         } attach_cloth;
         struct {

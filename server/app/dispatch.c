@@ -393,6 +393,7 @@ static bool spawn_def_of(const rdp_command* cmd, spawn_def* d) {
         d->u.cloth.spacing = (float)cmd->u.spawn_cloth.spacing;
         d->u.cloth.pin_top = cmd->u.spawn_cloth.pin_top != 0;
         d->u.cloth.mass = (float)cmd->u.spawn_cloth.mass;
+        d->u.cloth.long_range = cmd->u.spawn_cloth.long_range != 0;
         // A little bending compliance lets a sheet drape instead of acting
         // like card.
         d->u.cloth.bend_compliance = 1.0e-3f;

@@ -111,5 +111,8 @@ int sim_world_spawn_cloth(sim_world* w, const sim_cloth_def* def, sim_entity_id*
         }
     }
     e->stick_count = e->d_count;
+    if (def->long_range) {
+        sim__tethers_build(w, e);
+    }
     return SIM_OK;
 }

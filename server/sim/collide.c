@@ -61,8 +61,9 @@ static void wearer_bodies(const sim_world* w, const sim__entity* e, uint32_t* fi
     *end = we != NULL ? we->b_first + we->b_count : 0;
 }
 
-void sim__collide_project(sim_world* w) {
+void sim__collide_project(sim_world* w, float h) {
     const bool ground = w->def.ground;
+    const float inv_h = 1.0f / h;
     for (uint32_t k = 0; k < w->order_count; ++k) {
         const sim__entity* e = &w->entities[w->order[k]];
         uint32_t own_first, own_end;
@@ -90,7 +91,8 @@ void sim__collide_project(sim_world* w) {
             }
             sim_vec3 n;
             uint32_t body;
-            if (sim__particle_vs_bodies(w, &w->pos[i], r, &n, &w->push[i], &body)) {
+            if (sim__particle_vs_bodies(w, &w->pos[i], r, 1.0f / w->inv_mass[i], own_first, own_end,
+                                        inv_h, &n, &w->push[i], &body)) {
                 w->contact[i] = 1;
                 w->contact_n[i] = n;
                 // A garment does not push its wearer (it is carried by it).
@@ -160,13 +162,11 @@ void sim__collide_respond(sim_world* w, float h) {
         sim_vec3 v_new = v3_add(v3_scale(n, vn_new), vt_new);
         w->prev[i] = v3_sub(w->pos[i], v3_add(v_new, vs));
         if (body != SIM__NO_BODY) {
-            // Two-way: the body takes the opposite of the momentum the
-            // contact gave the particle, normal (from the speed it came in
-            // with: resting, that is its weight × h) and friction.
+            // Two-way: the push-outs gave their momentum already
+            // (sim__particle_vs_bodies); the body takes the opposite of
+            // what this changes, the bounce and the friction.
             const float m = 1.0f / w->inv_mass[i];
-            float jn = m * (vn_new - approach) / h;
-            jn = jn > 0.0f ? jn : 0.0f;
-            sim_vec3 j = v3_add(v3_scale(n, jn), v3_scale(v3_sub(vt_new, vt), m / h));
+            sim_vec3 j = v3_scale(v3_sub(v_new, v), m / h);
             sim_vec3 at = v3_sub(w->pos[i], v3_scale(n, w->radius[i]));
             sim__body_push_now(w, body, at, v3_scale(j, -1.0f));
         }

@@ -416,7 +416,8 @@ void sim__contacts_velocities(sim_world* w, float h) {
     }
 }
 
-bool sim__particle_vs_bodies(sim_world* w, sim_vec3* p, float r, sim_vec3* n_out, float* push,
+bool sim__particle_vs_bodies(sim_world* w, sim_vec3* p, float r, float mass, uint32_t skip_first,
+                             uint32_t skip_end, float inv_h, sim_vec3* n_out, float* push,
                              uint32_t* body) {
     if (w->b_count == 0) {
         return false;
@@ -440,6 +441,12 @@ bool sim__particle_vs_bodies(sim_world* w, sim_vec3* p, float r, sim_vec3* n_out
         sim_vec3 n = dist > 1e-6f ? v3_scale(d, 1.0f / dist) : v3(0.0f, 1.0f, 0.0f);
         *p = v3_add(q, v3_scale(n, rr));
         *push += rr - dist;
+        if (mass > 0.0f && (e->body < skip_first || e->body >= skip_end)) {
+            // Two-way: moving the particle (mass m) out by d in this
+            // substep of length h gave it momentum m·d/h along n; the body
+            // takes the opposite at the contact point.
+            sim__body_push_now(w, e->body, q, v3_scale(n, -mass * (rr - dist) * inv_h));
+        }
         *n_out = n;
         *body = e->body;
         hit = true;

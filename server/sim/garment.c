@@ -160,23 +160,26 @@ static void add_constraints(sim_world* w, sim__entity* e, sim_garment_kind kind,
     e->stick_count = e->d_count;
 }
 
-// Each free particle's tether: the nearest pinned particle in the rest
-// layout (ties broken by the lower index), and that distance.
-static void add_tethers(sim_world* w, const sim__entity* e, uint32_t C) {
+void sim__tethers_build(sim_world* w, sim__entity* e) {
     const sim_vec3* pos = w->pos + e->p_first;
+    const float* im = w->inv_mass + e->p_first;
     sim__tie* tie = w->tie + e->p_first;
-    for (uint32_t i = C; i < e->p_count; ++i) {
-        uint32_t best = 0;
+    e->tethered = false;
+    for (uint32_t i = 0; i < e->p_count; ++i) {
+        tie[i].tether = SIM__NO_TIE;
+        if (im[i] == 0.0f) {
+            continue;
+        }
         float best_d = INFINITY;
-        for (uint32_t p = 0; p < C; ++p) {
+        for (uint32_t p = 0; p < e->p_count; ++p) {
             float d = v3_len(v3_sub(pos[i], pos[p]));
-            if (d < best_d) {
+            if (im[p] == 0.0f && d < best_d) {
                 best_d = d;
-                best = p;
+                tie[i].tether = p;
             }
         }
-        tie[i].tether = best;
         tie[i].tether_len = best_d;
+        e->tethered = e->tethered || tie[i].tether != SIM__NO_TIE;
     }
 }
 
@@ -292,8 +295,7 @@ int sim_world_attach_cloth(sim_world* w, const sim_cloth_attach_def* def, sim_en
     }
     add_constraints(w, e, g->kind, C, R, def->stretch_compliance, def->bend_compliance);
     if (def->long_range) {
-        add_tethers(w, e, C);
-        e->tethered = true;
+        sim__tethers_build(w, e);
     }
     *out = id;
     return SIM_OK;

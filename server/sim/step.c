@@ -70,7 +70,7 @@ static void particles_substep(sim_world* w, float h) {
         sim__particles_project(w, inv_h2);
         sim__tethers_project(w);
         sim__drags_project(w, inv_h2);
-        sim__collide_project(w);
+        sim__collide_project(w, h);
     }
     sim__particles_joint_limits(w);
     sim__collide_respond(w, h);

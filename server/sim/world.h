@@ -389,10 +389,13 @@ void sim__characters_pre_tick(sim_world* w, float dt);
 void sim__characters_post_tick(sim_world* w);
 
 /// Pushes a particle (centre *p, radius r) out of every body capsule it
-/// overlaps (contact.c; the bodies feel it later, in
-/// sim__collide_respond). Adds the distance pushed to *push and returns
-/// true with the last normal in *n and its body in *body.
-bool sim__particle_vs_bodies(sim_world* w, sim_vec3* p, float r, sim_vec3* n, float* push,
+/// overlaps (contact.c). Unless mass is 0, each body outside [skip_first,
+/// skip_end) takes the opposite of the momentum the push gives the particle
+/// (mass · distance · inv_h, inv_h = 1 / the substep; sim__body_push_now).
+/// Adds the distance pushed to *push and returns true with the last normal
+/// in *n and its body in *body.
+bool sim__particle_vs_bodies(sim_world* w, sim_vec3* p, float r, float mass, uint32_t skip_first,
+                             uint32_t skip_end, float inv_h, sim_vec3* n, float* push,
                              uint32_t* body);
 
 /// Looks up a live entity; NULL when stale or unknown.
@@ -428,9 +431,10 @@ void sim__project_joint(sim_vec3* pos, const float* inv_mass, const sim__joint* 
 /// Undefined at to = -from; callers keep away from it.
 sim_vec3 sim__swing(sim_vec3 from, sim_vec3 to, sim_vec3 v);
 
-/// Projects every particle out of the ground and the static boxes, position
-/// only, and records the contact normal.
-void sim__collide_project(sim_world* w);
+/// Projects every particle out of the ground, the static boxes and the
+/// bodies' capsules, position only, and records the contact normal; bodies
+/// take the opposite momentum (sim__particle_vs_bodies). h is the substep.
+void sim__collide_project(sim_world* w, float h);
 
 /// Applies restitution and friction to the particles in contact this
 /// substep by moving their previous positions (velocity pass, after Müller
@@ -469,6 +473,13 @@ void sim__garments_follow(sim_world* w);
 /// moves: the tether is pinned) (Kim, Chentanez and Müller 2012, §4;
 /// garment.c).
 void sim__tethers_project(sim_world* w);
+
+/// Ties each free particle of entity e to its nearest pinned particle in
+/// the current layout (ties broken by the lower index) with that distance
+/// as its limit: the long-range attachments of Kim, Chentanez and Müller
+/// 2012 with Euclidean rest distances (garment.c). O(particles × pinned);
+/// at spawn time only. Sets e->tethered when any particle got one.
+void sim__tethers_build(sim_world* w, sim__entity* e);
 
 /// Despawns the garments worn by entity `wearer` (garment.c).
 void sim__garments_despawn(sim_world* w, sim_entity_id wearer);

@@ -326,10 +326,160 @@ static void test_garment_scarf_long_range_attachments(void** state) {
     assert_true(off.max_strain > 0.05f);
 }
 
+// ---------------------------------------------------------------------------
+// Two-way collision between particles and bodies
+// ---------------------------------------------------------------------------
+
+// Total momentum of a cloth's particles, kg·m/s (velocities from the last
+// substep, h = dt / substeps).
+static sim_vec3 cloth_momentum(const sim_world* w, sim_entity_id id, float h) {
+    sim_entity_view v;
+    assert_int_equal(sim_entity_get_view(w, id, &v), SIM_OK);
+    sim_vec3 p = v3(0.0f, 0.0f, 0.0f);
+    for (uint32_t i = 0; i < v.particle_count; ++i) {
+        p = v3_add(p, v3_scale(v3_sub(v.pos[i], v.prev[i]), 1.0f / (v.inv_mass[i] * h)));
+    }
+    return p;
+}
+
+// In zero gravity with no ground, a 1 kg ball at 5 m/s goes through a free
+// 0.1 kg sheet: it pushes the sheet, is slowed by it, and the two together
+// keep the momentum they had (5 kg·m/s along +Z).
+static void test_garment_ball_through_free_sheet_keeps_momentum(void** state) {
+    (void)state;
+    sim_world_def def = sim_world_def_default();
+    def.library = g_lib;
+    def.ground = false;
+    sim_world* w = NULL;
+    assert_int_equal(sim_world_create(&def, &w), SIM_OK);
+    sim_params p = sim_world_params(w);
+    p.gravity = v3(0.0f, 0.0f, 0.0f);
+    p.damping = 1.0f; // nothing lost to the air either
+    assert_int_equal(sim_world_set_params(w, &p), SIM_OK);
+    sim_cloth_def cd = sim_cloth_def_default();
+    cd.cols = cd.rows = 10;
+    cd.spacing = 0.05f;
+    cd.origin = v3(-0.225f, 0.225f, 0.0f);
+    cd.pin_top = false;
+    cd.mass = 0.001f; // 100 particles: 0.1 kg
+    sim_entity_id sheet, ball;
+    assert_int_equal(sim_world_spawn_cloth(w, &cd, &sheet), SIM_OK);
+    sim_ball_def bd = sim_ball_def_default();
+    bd.position = v3(0.0f, 0.0f, -0.5f);
+    bd.velocity = v3(0.0f, 0.0f, 5.0f);
+    bd.radius = 0.1f;
+    bd.mass = 1.0f;
+    assert_int_equal(sim_world_spawn_ball(w, &bd, &ball), SIM_OK);
+    const float h = 1.0f / 60.0f / (float)p.substeps;
+    for (int t = 0; t < 30; ++t) {
+        sim_world_step(w);
+    }
+    sim_vec3 vb;
+    assert_int_equal(sim_ball_get(w, ball, NULL, &vb, NULL), SIM_OK);
+    sim_vec3 pc = cloth_momentum(w, sheet, h);
+    sim_vec3 total = v3_add(vb, pc); // the ball's mass is 1 kg
+    printf("ball through a free sheet: ball %.3f m/s, sheet %.4f kg·m/s, total %.4f %.4f %.4f "
+           "(5 along z before)\n",
+           (double)vb.z, (double)pc.z, (double)total.x, (double)total.y, (double)total.z);
+    assert_true(vb.z < 4.9f);  // slowed by the sheet
+    assert_true(pc.z > 0.09f); // which it pushed along
+    assert_true(fabsf(total.z - 5.0f) < 0.05f);
+    assert_true(fabsf(total.x) < 0.01f && fabsf(total.y) < 0.01f);
+    sim_world_destroy(w);
+}
+
+// A 2 × 2 m sheet of 1 kg held by two opposite edges 1.2 m up, and a
+// humanoid ragdoll dropped onto it from its feet 1.5 m up; the lowest its
+// pelvis gets in 3 s and the lowest the sheet gets (m).
+static void hammock(bool with_sheet, bool with_ragdoll, sim_solver solver, float* pelvis_speed,
+                    float* sheet_low) {
+    sim_world* w = make_world(solver);
+    sim_entity_id sheet = {0, 0};
+    if (with_sheet) {
+        sim_cloth_def cd = sim_cloth_def_default();
+        cd.cols = cd.rows = 21;
+        cd.spacing = 0.1f;
+        cd.origin = v3(-1.0f, 3.0f, 0.0f);
+        cd.pin_top = false;
+        cd.mass = 1.0f / 441.0f;
+        assert_int_equal(sim_world_spawn_cloth(w, &cd, &sheet), SIM_OK);
+        // Laid flat (rows along +Z instead of -Y: the same rest lengths),
+        // its first and last columns pinned.
+        sim__entity* e = sim__entity_get(w, sheet);
+        for (uint32_t r = 0; r < 21; ++r) {
+            for (uint32_t c = 0; c < 21; ++c) {
+                uint32_t i = e->p_first + r * 21 + c;
+                w->pos[i] = w->prev[i] = v3(-1.0f + 0.1f * (float)c, 1.2f, -1.0f + 0.1f * (float)r);
+                if (c == 0 || c == 20) {
+                    w->inv_mass[i] = 0.0f;
+                }
+            }
+        }
+        sim__tethers_build(w, e); // to the pinned edges
+    }
+    {
+        sim_params p = sim_world_params(w);
+        p.substeps = 4;
+        assert_int_equal(sim_world_set_params(w, &p), SIM_OK);
+    }
+    sim_entity_id who = {0, 0};
+    if (with_ragdoll) {
+        who = spawn_character(w, v3(0.0f, 1.5f, 0.0f), "idle");
+        uint32_t bone;
+        assert_int_equal(
+            sim_character_kill(w, who, v3(0.0f, 2.5f, 0.0f), v3(0.0f, 0.0f, 0.0f), &bone), SIM_OK);
+    }
+    const sim_skeleton_def* sk = sim_library_skeleton(g_lib, "humanoid");
+    *pelvis_speed = 0.0f;
+    *sheet_low = INFINITY;
+    for (int t = 0; t < 180; ++t) {
+        sim_world_step(w);
+        sim_bone_pose pose[SIM_MAX_BONES];
+        sim_vec3 v[SIM_MAX_BONES], om[SIM_MAX_BONES];
+        if (with_ragdoll) {
+            assert_int_equal(sim_character_get_pose(w, who, pose, v, om, SIM_MAX_BONES),
+                             (int)sk->bone_count);
+            if (pose[0].p.y < 0.7f && *pelvis_speed == 0.0f) {
+                *pelvis_speed = -v[0].y; // as it passes 0.7 m
+            }
+        }
+        if (with_sheet) {
+            sim_entity_view sv;
+            assert_int_equal(sim_entity_get_view(w, sheet, &sv), SIM_OK);
+            for (uint32_t i = 0; i < sv.particle_count; ++i) {
+                assert_true(sim_vec3_is_finite(sv.pos[i]));
+                *sheet_low = fminf(*sheet_low, sv.pos[i].y);
+            }
+        }
+    }
+    sim_world_destroy(w);
+}
+
+static void test_garment_ragdoll_falls_on_a_hanging_sheet(void** state) {
+    (void)state;
+    for (int s = 0; s < 2; ++s) {
+        sim_solver solver = s == 0 ? SIM_SOLVER_SOFT_STEP : SIM_SOLVER_XPBD;
+        float free_speed, speed, dummy, sheet, sheet_alone;
+        hammock(false, true, solver, &free_speed, &dummy);
+        hammock(true, true, solver, &speed, &sheet);
+        hammock(true, false, solver, &dummy, &sheet_alone);
+        printf("ragdoll onto a sheet (%s): pelvis at %.3f m/s through 0.7 m (%.3f m/s without "
+               "the sheet); sheet down to %.3f m (%.3f m alone) from 1.2 m\n",
+               s == 0 ? "soft step" : "xpbd", (double)speed, (double)free_speed, (double)sheet,
+               (double)sheet_alone);
+        // Slowed by it (a 1 kg sheet against 77 kg: it holds the ragdoll back,
+        // it cannot stop it), and pushed down by it.
+        assert_true(speed < 0.9f * free_speed);
+        assert_true(sheet < sheet_alone - 0.1f);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_garment_cape_follows_walking_and_thrown),
         cmocka_unit_test(test_garment_scarf_long_range_attachments),
+        cmocka_unit_test(test_garment_ball_through_free_sheet_keeps_momentum),
+        cmocka_unit_test(test_garment_ragdoll_falls_on_a_hanging_sheet),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -386,7 +386,11 @@ typedef struct sim_cloth_def {
     float stretch_compliance; ///< Structural constraints, m/N. Default 0.
     float shear_compliance;   ///< Shear constraints, m/N. Default 0.
     float bend_compliance;    ///< Bend constraints, m/N. Default 0.
-    uint32_t cookie;          ///< Set by sim_cloth_def_default().
+    /// Long-range attachments (Kim, Chentanez and Müller 2012): each free
+    /// particle at most its rest distance from the nearest pinned one, so
+    /// the sheet cannot stretch away from its pins. Default false.
+    bool long_range;
+    uint32_t cookie; ///< Set by sim_cloth_def_default().
 } sim_cloth_def;
 
 /// Cloth defaults: the seed 000 section 8 sheet, 12 × 10 at 0.2 m, top pinned.
