@@ -507,6 +507,67 @@ test('characters: active and partial ragdolls, balls, impulses on bones, and bad
   await c.close();
 });
 
+test('attach_cloth dresses a character; the garment follows it, shows as a garment, and goes with it', async () => {
+  const c = await Client.connect(server.url);
+  const world = await freshWorld(c, 'garments');
+  await c.send({ op: 'subscribe', world, rate_hz: 60 });
+  const who = (await c.send({ op: 'spawn_character', world, position: [0, 0, 0], clip: 'walk' })).entity;
+  const dog = (await c.send({ op: 'spawn_character', world, position: [3, 0, 0], skeleton: 'dog' })).entity;
+  const ball = (await c.send({ op: 'spawn_ball', world, position: [0, 3, -3] })).entity;
+  const cape = await c.send({ op: 'attach_cloth', world, entity: who, kind: 'cape' });
+  assert.equal(cape.ok, true, JSON.stringify(cape));
+  const hair = await c.send({ op: 'attach_cloth', world, entity: who, kind: 'hair', rows: 5 });
+  assert.equal(hair.ok, true, JSON.stringify(hair));
+  const skirt = await c.send({ op: 'attach_cloth', world, entity: who, kind: 'skirt', long_range: false });
+  assert.equal(skirt.ok, true, JSON.stringify(skirt));
+  // The topology names the garment and its wearer; a skirt is closed round.
+  const d = await c.send({ op: 'describe', world, entity: skirt.entity });
+  assert.equal(d.kind, 'cloth');
+  assert.equal(d.garment, 'skirt');
+  assert.equal(d.wearer, who);
+  assert.equal(d.wrap, true);
+  assert.equal(d.particle_count, d.cols * d.rows);
+  const dh = await c.send({ op: 'describe', world, entity: hair.entity });
+  assert.equal(dh.garment, 'hair');
+  assert.equal(dh.rows, 5);
+  // Bad input: a clear error and nothing made.
+  const cases = [
+    [{ op: 'attach_cloth', world, entity: who, kind: 'scarf' }, 'bad_request'],
+    [{ op: 'attach_cloth', world, entity: who }, 'bad_request'],
+    [{ op: 'attach_cloth', world, entity: who, kind: 'cape', cols: 1 }, 'out_of_range'],
+    [{ op: 'attach_cloth', world, entity: who, kind: 'cape', rows: 65 }, 'out_of_range'],
+    [{ op: 'attach_cloth', world, entity: who, kind: 'cape', mass: -1 }, 'out_of_range'],
+    [{ op: 'attach_cloth', world, entity: who, kind: 'cape', long_range: 'yes' }, 'bad_request'],
+    [{ op: 'attach_cloth', world, entity: who, kind: 'cape', bend_compliance: 2 }, 'out_of_range'],
+    [{ op: 'attach_cloth', world, entity: who, kind: 'skirt', cols: 2 }, 'out_of_range'],
+    [{ op: 'attach_cloth', world, entity: dog, kind: 'cape' }, 'not_found'],
+    [{ op: 'attach_cloth', world, entity: ball, kind: 'cape' }, 'not_found'],
+    [{ op: 'attach_cloth', world, entity: 12345678, kind: 'cape' }, 'not_found'],
+  ];
+  for (const [cmd, code] of cases) {
+    const r = await c.send(cmd);
+    assert.equal(r.error?.code, code, `${JSON.stringify(cmd).slice(0, 90)} -> ${JSON.stringify(r)}`);
+  }
+  const dogCape = await c.send({ op: 'attach_cloth', world, entity: dog, kind: 'cape' });
+  assert.match(dogCape.error.message, /has no cape garment/);
+  await sleep(1000);
+  let snap = c.snapshots().at(-1);
+  assert.equal(snap.entities.length, 6, 'two characters, a ball, three garments');
+  const capeState = snap.entities.find((e) => e.entity === cape.entity);
+  assert.ok(capeState.particles.every((p) => p.every(Number.isFinite)));
+  // It walked along +Z: the cape came along, behind it.
+  const body = snap.entities.find((e) => e.entity === who);
+  const z = centroid(capeState.particles)[2];
+  assert.ok(z > 0.2 && z < body.bones[0].p[2], `cape centroid z ${z}, pelvis z ${body.bones[0].p[2]}`);
+  // Its garments go with it.
+  assert.equal((await c.send({ op: 'despawn', world, entity: who })).ok, true);
+  await sleep(300);
+  snap = c.snapshots().at(-1);
+  assert.deepEqual(snap.entities.map((e) => e.entity).sort(), [dog, ball].sort());
+  await c.send({ op: 'destroy_world', world });
+  await c.close();
+});
+
 test('binary snapshots: full, then deltas against acked baselines, matching the JSON stream', async () => {
   const c = await Client.connect(server.url);
   const world = await freshWorld(c, 'binary');
