@@ -26,7 +26,7 @@ export function createBody(rec) {
   switch (rec.kind) {
     case 'ragdoll': return new Ragdoll(rec);
     case 'rope': return new Rope(rec);
-    case 'cloth': return new Cloth(rec);
+    case 'cloth': return rec.garment === 'hair' ? new Strands(rec) : new Cloth(rec);
     case 'character': return new Character(rec);
     case 'ball': return new Ball(rec);
     default:
@@ -214,13 +214,16 @@ class Cloth extends Body {
     geo.setAttribute('position', new THREE.BufferAttribute(this.pos, 3).setUsage(THREE.DynamicDrawUsage));
     const uv = new Float32Array(2 * this.n);
     const index = [];
+    // A skirt (wrap) is closed round: its last column joins the first.
+    const across = rec.wrap ? cols : cols - 1;
     for (let r = 0; r < rows; r++) {
       for (let c = 0; c < cols; c++) {
         const i = r * cols + c;
         uv[2 * i] = c / (cols - 1);
         uv[2 * i + 1] = 1 - r / (rows - 1);
-        if (r + 1 < rows && c + 1 < cols) {
-          index.push(i, i + cols, i + 1, i + 1, i + cols, i + cols + 1);
+        if (r + 1 < rows && c < across) {
+          const j = r * cols + (c + 1) % cols;
+          index.push(i, i + cols, j, j, i + cols, j + cols);
         }
       }
     }
@@ -257,6 +260,28 @@ class Cloth extends Body {
   dispose() {
     this.sheet?.material.map?.dispose();
     super.dispose();
+  }
+}
+
+// Hair: strands as lines along the sticks, with small beads.
+class Strands extends Body {
+  constructor(rec) {
+    super(rec);
+    const geo = new THREE.BufferGeometry();
+    geo.setAttribute('position', new THREE.BufferAttribute(this.pos, 3).setUsage(THREE.DynamicDrawUsage));
+    // Only the sticks between neighbours (a row apart): bend sticks skip one.
+    const cols = rec.cols ?? 1;
+    geo.setIndex(this.sticks.filter(([a, b]) => Math.abs(b - a) === cols).flat());
+    this.lines = new THREE.LineSegments(geo, new THREE.LineBasicMaterial({ color: 0x6b4a2b }));
+    this.lines.frustumCulled = false;
+    this.group.add(this.lines);
+    this.beads = this.makeSpheres(new THREE.MeshStandardMaterial({ color: 0x7a5533, roughness: 0.9 }), null, 0.6, 0.008);
+    this.update();
+  }
+
+  update() {
+    this.lines.geometry.attributes.position.needsUpdate = true;
+    this.placeSpheres(this.beads);
   }
 }
 

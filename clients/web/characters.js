@@ -35,8 +35,8 @@ const slot = (id) => id % 4294967296; // the short number an id is shown as
 
 export class CharacterPanel {
   /**
-   * els: { title, getup, active, limp, gain, gainOut, partial, impulse,
-   * impulseOut, legend, hudList }; command(cmd) sends and resolves with the reply
+   * els: { title, getup, active, limp, gain, gainOut, partial, wear: { cape,
+   * skirt, hair }, impulse, impulseOut, legend, hudList }; command(cmd) sends and resolves with the reply
    * or null; world() is the subscribed world or null; log(text, kind) writes to
    * the log; onSelect(ids) is told the new selection.
    */
@@ -63,6 +63,9 @@ export class CharacterPanel {
     els.active.addEventListener('click', () => this.drive(true));
     els.limp.addEventListener('click', () => this.drive(false));
     els.partial.addEventListener('change', () => this.partial(els.partial.value));
+    for (const [kind, button] of Object.entries(els.wear ?? {})) {
+      button.addEventListener('click', () => this.wear(kind));
+    }
     els.impulse.addEventListener('input', () => this.showImpulse());
     let timer = 0;
     let lastSent = 0;
@@ -217,6 +220,13 @@ export class CharacterPanel {
     this.render();
   }
 
+  /** Dresses every selected character in a garment of its skeleton (attach_cloth). */
+  async wear(kind) {
+    const world = this.world();
+    if (world === null) return;
+    await Promise.all(this.selection.map((id) => this.command({ op: 'attach_cloth', world, entity: id, kind })));
+  }
+
   showGain() {
     const kp = this.gain;
     this.els.gainOut.textContent = `${kp} · kd ${dampingFor(kp).toFixed(1)}`;
@@ -243,7 +253,9 @@ export class CharacterPanel {
     els.title.textContent = sel.length === 0 ? 'click one'
       : sel.length === 1 ? `#${slot(sel[0])} ${first.skeleton ?? ''}`.trim()
         : `${sel.length} selected`;
-    for (const b of [els.getup, els.active, els.limp, els.partial]) b.disabled = sel.length === 0 || this.world() === null;
+    for (const b of [els.getup, els.active, els.limp, els.partial, ...Object.values(els.wear ?? {})]) {
+      b.disabled = sel.length === 0 || this.world() === null;
+    }
     // Toggle and select show the first selected character's settings.
     const active = Boolean(first?.drive);
     els.active.setAttribute('aria-pressed', String(sel.length > 0 && active));

@@ -145,6 +145,7 @@ const drag = view && installDrag(view, command, () => state.world);
 const characters = new CharacterPanel({
   title: $('char-title'), getup: $('getup'), active: $('drive-active'), limp: $('drive-limp'),
   gain: $('drive-kp'), gainOut: $('drive-kp-out'), partial: $('partial'),
+  wear: { cape: $('wear-cape'), skirt: $('wear-skirt'), hair: $('wear-hair') },
   impulse: $('hit-impulse'), impulseOut: $('hit-impulse-out'), legend: $('legend'),
   hudList: $('hud-selected'),
 }, {

@@ -737,6 +737,17 @@ test('viewer kills a character by click and gets it up', { timeout: 120000 }, (t
   assert.equal(entityOf(latest(), added).state, 'animated');
   await until(() => hook(() => window.__ragdolld.selection), (s) => s.length === 1 && s[0] === added, 3000,
     'the added character selected');
+  // "Cape" dresses the selection: a cloth entity worn by it, drawn by the page.
+  const n7 = sent.length;
+  await page.click('#wear-cape');
+  const { reply: caped } = await replyTo('attach_cloth', n7, added);
+  assert.equal(caped.ok, true, JSON.stringify(caped));
+  const cape = await until(async () => latest().entities.find((e) => e.entity === caped.entity), Boolean, 5000,
+    'the cape in the snapshots');
+  await until(() => hook(() => window.__ragdolld.drawn), (d) => d.includes(caped.entity), 5000, 'the cape drawn');
+  const chest = boneOf(latest(), added, 'chest').p;
+  const pins = cape.particles.slice(0, 10);
+  assert.ok(pins.every((p) => dist(p, chest) < 0.35), `the cape's pinned row at the chest ${JSON.stringify(chest)}`);
   await page.click('#throw-ball');
   const ballIn = (snap) => snap.entities.find((e) => e.kind === 'ball');
   await until(async () => ballIn(latest()), Boolean, 5000, 'the ball');
