@@ -66,6 +66,9 @@ void sim__collide_project(sim_world* w, float h) {
     const float inv_h = 1.0f / h;
     for (uint32_t k = 0; k < w->order_count; ++k) {
         const sim__entity* e = &w->entities[w->order[k]];
+        if (e->iterations == 0) {
+            continue; // frozen (lod.c)
+        }
         uint32_t own_first, own_end;
         wearer_bodies(w, e, &own_first, &own_end);
         for (uint32_t i = e->p_first; i < e->p_first + e->p_count; ++i) {

@@ -350,12 +350,13 @@ void sim__garments_follow(sim_world* w) {
     }
 }
 
-void sim__tethers_project(sim_world* w) {
+void sim__tethers_project(sim_world* w, int it) {
     for (uint32_t k = 0; k < w->order_count; ++k) {
         const sim__entity* e = &w->entities[w->order[k]];
-        if (!e->tethered) {
+        if (!e->tethered || it >= e->iterations) {
             continue;
         }
+        w->stats.particle_projections += e->p_count;
         sim_vec3* pos = w->pos + e->p_first;
         const sim__tie* tie = w->tie + e->p_first;
         for (uint32_t i = 0; i < e->p_count; ++i) {

@@ -17,17 +17,23 @@
 // x' = x + (x - x_prev)·damping + g·h². Pinned particles (w = 0) stay put.
 void sim__particles_integrate(sim_world* w, sim_vec3 g_h2) {
     const float damping = w->params.damping;
-    for (uint32_t i = 0; i < w->p_count; ++i) {
-        if (w->inv_mass[i] == 0.0f) {
-            w->vpre[i] = v3(0.0f, 0.0f, 0.0f);
-            continue;
+    for (uint32_t k = 0; k < w->order_count; ++k) {
+        const sim__entity* e = &w->entities[w->order[k]];
+        if (e->iterations == 0) {
+            continue; // frozen (lod.c)
         }
-        sim_vec3 x = w->pos[i];
-        sim_vec3 v = v3_scale(v3_sub(x, w->prev[i]), damping);
-        sim_vec3 next = v3_add(v3_add(x, v), g_h2);
-        w->prev[i] = x;
-        w->pos[i] = next;
-        w->vpre[i] = v3_sub(next, x);
+        for (uint32_t i = e->p_first; i < e->p_first + e->p_count; ++i) {
+            if (w->inv_mass[i] == 0.0f) {
+                w->vpre[i] = v3(0.0f, 0.0f, 0.0f);
+                continue;
+            }
+            sim_vec3 x = w->pos[i];
+            sim_vec3 v = v3_scale(v3_sub(x, w->prev[i]), damping);
+            sim_vec3 next = v3_add(v3_add(x, v), g_h2);
+            w->prev[i] = x;
+            w->pos[i] = next;
+            w->vpre[i] = v3_sub(next, x);
+        }
     }
 }
 
@@ -54,9 +60,13 @@ void sim__particles_joint_limits(sim_world* w) {
     }
 }
 
-void sim__particles_project(sim_world* w, float inv_h2) {
+void sim__particles_project(sim_world* w, float inv_h2, int it) {
     for (uint32_t k = 0; k < w->order_count; ++k) {
         const sim__entity* e = &w->entities[w->order[k]];
+        if (it >= e->iterations) {
+            continue; // fewer iterations, or frozen (lod.c)
+        }
+        w->stats.particle_projections += e->d_count + e->j_count;
         sim_vec3* pos = w->pos + e->p_first;
         const float* im = w->inv_mass + e->p_first;
         sim__dist* d = w->dist + e->d_first;

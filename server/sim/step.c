@@ -67,8 +67,8 @@ static void particles_substep(sim_world* w, float h) {
     memset(w->contact, 0, w->p_count);
     memset(w->push, 0, w->p_count * sizeof *w->push);
     for (int it = 0; it < w->params.iterations; ++it) {
-        sim__particles_project(w, inv_h2);
-        sim__tethers_project(w);
+        sim__particles_project(w, inv_h2, it);
+        sim__tethers_project(w, it);
         sim__drags_project(w, inv_h2);
         sim__collide_project(w, h);
     }
@@ -115,6 +115,7 @@ void sim_world_step(sim_world* w) {
     sim__islands_build(w);
     memset(&w->stats, 0, sizeof w->stats);
     w->stats.islands = w->island_count;
+    sim__lod_update(w);
     if (w->def.solver == SIM_SOLVER_SOFT_STEP) {
         soft_tick(w);
         return;

@@ -253,6 +253,8 @@ typedef struct sim__entity {
     uint8_t garment;             ///< sim_garment_kind of a garment, else SIM_GARMENT_NONE.
     bool wrap;                   ///< Cloth: column cols - 1 is joined to column 0 (a skirt).
     bool tethered;               ///< Some particle has a long-range attachment.
+    uint8_t lod;                 ///< sim_lod this tick (lod.c).
+    uint8_t iterations;          ///< Solver iterations this tick (lod.c); 0: frozen.
 } sim__entity;
 
 struct sim_world {
@@ -332,7 +334,9 @@ struct sim_world {
     uint32_t* isl_pairs;     ///< Broad-phase pair indices grouped by island.
     sim__island* islands;
     uint32_t island_count;
-    sim_tick_stats stats; ///< The last tick's (step.c).
+    sim_tick_stats stats;        ///< The last tick's (step.c).
+    sim_vec3 foci[SIM_MAX_FOCI]; ///< Where viewers look (lod.c).
+    uint32_t focus_count;
 
     // Soft step (soft.h), when def.solver is SIM_SOLVER_SOFT_STEP; rebuilt
     // every tick except the contact cache.
@@ -450,13 +454,19 @@ bool sim__work_fits(const sim_world* w, uint32_t particles, uint32_t dists, uint
 /// (particle.c).
 void sim__particles_integrate(sim_world* w, sim_vec3 g_h2);
 
-/// One relaxation pass over every entity's distance constraints and joint
-/// limits; inv_h2 = 1/h² for XPBD compliance (particle.c).
-void sim__particles_project(sim_world* w, float inv_h2);
+/// Relaxation pass `it` (from 0) over the distance constraints and joint
+/// limits of every entity that takes that many iterations this tick
+/// (sim__entity.iterations, lod.c); inv_h2 = 1/h² for XPBD compliance
+/// (particle.c). Counts the projections in w->stats.
+void sim__particles_project(sim_world* w, float inv_h2, int it);
 
 /// The joint-limit clean-up passes after a substep's last collision
 /// projection (particle.c).
 void sim__particles_joint_limits(sim_world* w);
+
+/// Each particle entity's level of detail and iterations for this tick
+/// from the foci (lod.c); counts the frozen and reduced in w->stats.
+void sim__lod_update(sim_world* w);
 
 /// Puts every pinned garment particle on its point of its wearer's bone,
 /// its previous position where it was (so it carries the bone's velocity),
@@ -472,7 +482,7 @@ void sim__garments_follow(sim_world* w);
 /// tether_len from its tether particle is put back on that sphere (only it
 /// moves: the tether is pinned) (Kim, Chentanez and Müller 2012, §4;
 /// garment.c).
-void sim__tethers_project(sim_world* w);
+void sim__tethers_project(sim_world* w, int it);
 
 /// Ties each free particle of entity e to its nearest pinned particle in
 /// the current layout (ties broken by the lower index) with that distance

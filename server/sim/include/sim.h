@@ -555,7 +555,49 @@ typedef struct sim_tick_stats {
     /// (every awake joint once, then those next to a bone it had to move,
     /// until none is off).
     uint64_t joint_projections;
+    /// Particle constraint projections (distance constraints, joint limits
+    /// and long-range attachments, every iteration of every substep).
+    uint64_t particle_projections;
+    uint32_t frozen_entities;  ///< Entities frozen by level of detail (sim_world_set_foci).
+    uint32_t frozen_particles; ///< Their particles.
+    uint32_t reduced_entities; ///< Entities on SIM_LOD_ITERATIONS iterations.
 } sim_tick_stats;
+
+// ---------------------------------------------------------------------------
+// Level of detail by viewer interest (seed 000 §10; lod.c)
+// ---------------------------------------------------------------------------
+
+#define SIM_MAX_FOCI       64    ///< Focus points a world keeps at most.
+#define SIM_LOD_NEAR       15.0f ///< Within this of a focus, m: full iterations.
+#define SIM_LOD_FREEZE     40.0f ///< Beyond this from every focus, m: frozen.
+#define SIM_LOD_ITERATIONS 2     ///< Iterations between the two (at most the world's).
+
+/// An entity's level of detail.
+typedef enum sim_lod {
+    SIM_LOD_FULL = 0,    ///< Stepped with the world's iterations.
+    SIM_LOD_REDUCED = 1, ///< Stepped with SIM_LOD_ITERATIONS iterations.
+    SIM_LOD_FROZEN = 2,  ///< Not stepped: its particles keep their positions and velocities.
+} sim_lod;
+
+/// "full", "reduced" or "frozen".
+const char* sim_lod_name(sim_lod lod);
+
+/// Sets the points viewers look at (m; copied; the first SIM_MAX_FOCI are
+/// kept). From the next tick, each cloth and rope is on a level of detail
+/// by the distance from its particles' bounding box to the nearest focus:
+/// full within SIM_LOD_NEAR, SIM_LOD_ITERATIONS iterations within
+/// SIM_LOD_FREEZE, frozen beyond (not integrated, projected or collided:
+/// it costs no solver work and its positions do not change, so a binary
+/// delta codes it as unchanged; it resumes from where it froze, velocities
+/// kept, when a focus comes near). With no focus (count 0, the default)
+/// everything is full. Never frozen: particle ragdolls, garments (they
+/// follow their wearer: at most reduced) and anything being dragged.
+/// Errors: SIM_E_INVALID_ARG (points NULL with count > 0), SIM_E_NOT_FINITE.
+int sim_world_set_foci(sim_world* w, const sim_vec3* points, uint32_t count);
+
+/// An entity's level of detail at the last tick (SIM_LOD_FULL for stale ids
+/// and rigid kinds).
+sim_lod sim_entity_lod(const sim_world* w, sim_entity_id id);
 
 /// The last tick's solver figures (all zero before the first tick).
 sim_tick_stats sim_world_tick_stats(const sim_world* w);
