@@ -199,6 +199,11 @@ static const field_spec play_fields[] = {
     ENTITY_FIELD,
     NAME_FIELD("clip", true, u.play.clip),
 };
+static const field_spec set_focus_fields[] = {
+    WORLD_FIELD,
+    {"point", F_VEC3, false, 0, RDP_MAX_COORD, false, 0, OFF(u.set_focus.point), NULL, NULL, 0,
+     RDP_GIVEN_POINT},
+};
 static const field_spec attach_cloth_fields[] = {
     WORLD_FIELD,
     ENTITY_FIELD,
@@ -255,6 +260,7 @@ static const op_spec ops[] = {
     {"ack", RDP_OP_ACK, ack_fields, COUNT(ack_fields)},
     {"resync", RDP_OP_RESYNC, world_fields, COUNT(world_fields)},
     {"attach_cloth", RDP_OP_ATTACH_CLOTH, attach_cloth_fields, COUNT(attach_cloth_fields)},
+    {"set_focus", RDP_OP_SET_FOCUS, set_focus_fields, COUNT(set_focus_fields)},
 };
 
 const char* rdp_op_name(rdp_op op) {

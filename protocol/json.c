@@ -260,6 +260,9 @@ static void add_topology(cJSON* o, const rdp_entity_state* e) {
             cJSON_AddBoolToObject(o, "wrap", true);
         }
     }
+    if (e->lod != NULL) {
+        cJSON_AddStringToObject(o, "lod", e->lod);
+    }
     if (e->garment != NULL) {
         cJSON_AddStringToObject(o, "garment", e->garment);
         cJSON_AddNumberToObject(o, "wearer", (double)e->wearer);
@@ -444,6 +447,9 @@ static cJSON* metrics_object(const rdp_metrics* mt, uint32_t entities) {
     cJSON_AddNumberToObject(m, "entities", entities);
     cJSON_AddNumberToObject(m, "step_ms", round(mt->step_ms * 1e3) / 1e3);
     add_uint(m, "overruns", mt->overruns);
+    cJSON_AddNumberToObject(m, "frozen_entities", mt->frozen_entities);
+    cJSON_AddNumberToObject(m, "frozen_particles", mt->frozen_particles);
+    add_uint(m, "particle_projections", mt->particle_projections);
     return m;
 }
 

@@ -503,6 +503,12 @@ static bool put_metrics(jw* w, const rdp_metrics* m, uint32_t entities) {
     p = put_rounded(p, m->step_ms, 3);
     PUT_LIT(p, ",\"overruns\":");
     p = put_u64(p, m->overruns);
+    PUT_LIT(p, ",\"frozen_entities\":");
+    p = put_u64(p, m->frozen_entities);
+    PUT_LIT(p, ",\"frozen_particles\":");
+    p = put_u64(p, m->frozen_particles);
+    PUT_LIT(p, ",\"particle_projections\":");
+    p = put_u64(p, m->particle_projections);
     PUT_LIT(p, "}");
     w->p = p;
     return true;

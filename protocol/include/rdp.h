@@ -108,6 +108,7 @@ typedef enum rdp_op {
     RDP_OP_ACK,
     RDP_OP_RESYNC,
     RDP_OP_ATTACH_CLOTH,
+    RDP_OP_SET_FOCUS,
 } rdp_op;
 
 /// Garment kinds of attach_cloth (the values match sim_garment_kind).
@@ -145,7 +146,7 @@ enum rdp_param_bits {
 enum rdp_given_bits {
     RDP_GIVEN_PARTICLE = 1 << 0, ///< apply_impulse: "particle".
     RDP_GIVEN_BONE = 1 << 1,     ///< apply_impulse: "bone".
-    RDP_GIVEN_POINT = 1 << 2,    ///< apply_impulse: "point".
+    RDP_GIVEN_POINT = 1 << 2,    ///< apply_impulse, set_focus: "point".
     RDP_GIVEN_BONES = 1 << 3,    ///< set_drive: "bones".
 };
 
@@ -296,6 +297,9 @@ typedef struct rdp_command {
             uint32_t long_range;                        ///< 1: long-range attachments (default).
             double stretch_compliance, bend_compliance; ///< m/N.
         } attach_cloth;
+        struct {
+            rdp_vec3 point; ///< m; without it (given lacks RDP_GIVEN_POINT) the focus is cleared.
+        } set_focus;
         struct {
             unsigned given; ///< Bitwise OR of rdp_param_bits.
             rdp_vec3 gravity;
@@ -490,8 +494,9 @@ typedef struct rdp_entity_state {
     const float* inv_mass;    ///< particle_count inverse masses; 0 = pinned.
     uint32_t cols, rows;      ///< Cloth grid, else 0.
     const char* garment;      ///< Cloth worn by a character: "cape", "skirt", "hair"; else NULL.
-    uint64_t wearer;          ///< With garment: the character's entity id.
-    bool wrap;                ///< Cloth: column cols - 1 joins column 0 (a skirt).
+    const char* lod; ///< describe of a particle kind: "full", "reduced" or "frozen"; else NULL.
+    uint64_t wearer; ///< With garment: the character's entity id.
+    bool wrap;       ///< Cloth: column cols - 1 joins column 0 (a skirt).
     // Rigid kinds (character, ball): posed bodies instead of particles.
     uint32_t body_count;           ///< Bones of a character; 1 for a ball.
     const float* pose;             ///< 7 × body_count: x, y, z (m), qx, qy, qz, qw.
@@ -516,6 +521,9 @@ typedef struct rdp_metrics {
     uint32_t particles;
     double step_ms;
     uint64_t overruns;
+    uint32_t frozen_entities;      ///< Frozen by level of detail (set_focus).
+    uint32_t frozen_particles;     ///< Their particles.
+    uint64_t particle_projections; ///< Particle constraint projections of the last tick.
 } rdp_metrics;
 
 /// A world's state at one tick.

@@ -99,6 +99,13 @@ static void add_topology(cJSON* o, const rdp_entity_state* e) {
     if (e->kind == RDP_KIND_CLOTH) {
         cJSON_AddNumberToObject(o, "cols", e->cols);
         cJSON_AddNumberToObject(o, "rows", e->rows);
+        if (e->wrap) {
+            cJSON_AddBoolToObject(o, "wrap", true);
+        }
+    }
+    if (e->garment != NULL) {
+        cJSON_AddStringToObject(o, "garment", e->garment);
+        cJSON_AddNumberToObject(o, "wearer", (double)e->wearer);
     }
     cJSON* sticks = cJSON_AddArrayToObject(o, "sticks");
     for (uint32_t k = 0; k < e->stick_count; ++k) {
@@ -138,6 +145,9 @@ static cJSON* metrics_object(const rdp_metrics* mt, uint32_t entities) {
     cJSON_AddNumberToObject(m, "entities", entities);
     cJSON_AddNumberToObject(m, "step_ms", round(mt->step_ms * 1e3) / 1e3);
     add_uint(m, "overruns", mt->overruns);
+    cJSON_AddNumberToObject(m, "frozen_entities", mt->frozen_entities);
+    cJSON_AddNumberToObject(m, "frozen_particles", mt->frozen_particles);
+    add_uint(m, "particle_projections", mt->particle_projections);
     return m;
 }
 

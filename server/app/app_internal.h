@@ -100,6 +100,8 @@ typedef struct app_sub {
     /// by APP_SNAPSHOT_BYTES_PER_S / tick_hz up to APP_SNAPSHOT_BYTES_PER_S;
     /// negative is a debt, during which due snapshots are skipped.
     double snap_tokens;
+    bool has_focus; ///< set_focus gave a point: where this viewer looks (level of detail).
+    float focus[3]; ///< m.
 } app_sub;
 
 /// A particle a client is dragging; released for it if it disconnects.
@@ -147,6 +149,7 @@ typedef struct app_cmd {
 typedef struct app_topo {
     uint64_t entity; ///< Wire id of the entity the body describes.
     net_blob* body;  ///< NULL: nothing cached.
+    uint8_t lod;     ///< The sim_lod the body gives (it changes without the topology).
 } app_topo;
 
 /// What the loop thread reads of a world outside its tick boundary (lists,

@@ -341,6 +341,10 @@ static bool build_snapshot(app_world* w, bool topology, rdp_snapshot* s) {
     s->metrics.particles = sim_world_particle_count(sw);
     s->metrics.step_ms = w->step_ms;
     s->metrics.overruns = w->overruns;
+    sim_tick_stats st = sim_world_tick_stats(sw);
+    s->metrics.frozen_entities = st.frozen_entities;
+    s->metrics.frozen_particles = st.frozen_particles;
+    s->metrics.particle_projections = st.particle_projections;
     return true;
 }
 

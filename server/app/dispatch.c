@@ -204,6 +204,7 @@ static void entity_state(app_world* w, sim_entity_id id, rdp_entity_state* e) {
     e->wrap = v.wrap;
     e->garment = sim_garment_kind_name((sim_garment_kind)v.garment);
     e->wearer = e->garment != NULL ? sim_entity_id_store(v.wearer) : 0;
+    e->lod = sim_lod_name(sim_entity_lod(w->sim, id));
 }
 
 // Bone names to indices; SIM_E_UNKNOWN_NAME (with w->name_error set) for a
@@ -266,7 +267,8 @@ static int apply_impulse(app_world* w, const rdp_command* cmd, sim_entity_id id)
 static net_blob* describe_body(app_world* w, sim_entity_id id) {
     app_topo* t = &w->topo[id.index1 - 1];
     uint64_t key = sim_entity_id_store(id);
-    if (t->body != NULL && t->entity == key) {
+    const uint8_t lod = (uint8_t)sim_entity_lod(w->sim, id);
+    if (t->body != NULL && t->entity == key && t->lod == lod) {
         return t->body;
     }
     rdp_entity_state e;
@@ -287,6 +289,7 @@ static net_blob* describe_body(app_world* w, sim_entity_id id) {
         net_blob_unref(t->body);
         t->body = b;
         t->entity = key;
+        t->lod = lod;
     }
     return b;
 }
@@ -794,6 +797,23 @@ void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
         app__unsubscribe(w, c);
         reply_ok(c, cmd, &f);
         return;
+    case RDP_OP_SET_FOCUS: {
+        // Taken into the world at its next tick boundary (scheduler.c).
+        app_sub* sub = app__sub_of(c, w->id);
+        if (sub == NULL) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "set_focus needs a subscription to world %llu",
+                     (unsigned long long)w->id);
+            app__send_error(c, rdp_re_of(cmd), RDP_E_BAD_STATE, msg);
+            return;
+        }
+        sub->has_focus = (cmd->given & RDP_GIVEN_POINT) != 0;
+        sub->focus[0] = (float)cmd->u.set_focus.point.x;
+        sub->focus[1] = (float)cmd->u.set_focus.point.y;
+        sub->focus[2] = (float)cmd->u.set_focus.point.z;
+        reply_ok(c, cmd, &f);
+        return;
+    }
     case RDP_OP_ACK:
     case RDP_OP_RESYNC: {
         app_sub* sub = app__sub_of(c, w->id);

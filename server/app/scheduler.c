@@ -148,10 +148,24 @@ static void apply_inbox(app_server* app, app_world* w) {
 
 // Begins `batch` ticks of an idle world: its commands, then its steps on
 // the pool.
+// The points its subscribers look at (set_focus), for level of detail.
+static void gather_foci(app_world* w) {
+    sim_vec3 foci[SIM_MAX_FOCI];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < w->sub_count && n < SIM_MAX_FOCI; ++i) {
+        const app_sub* sub = app__sub_of(w->subs[i], w->id);
+        if (sub != NULL && sub->has_focus) {
+            foci[n++] = (sim_vec3){sub->focus[0], sub->focus[1], sub->focus[2]};
+        }
+    }
+    sim_world_set_foci(w->sim, foci, n); // finite: checked by the decoder
+}
+
 static void tick_begin(app_server* app, app_world* w, uint32_t batch) {
     uint64_t t0 = uv_hrtime();
     w->batch = batch;
     apply_inbox(app, w);
+    gather_foci(w);
     app__world_look(w); // what the loop thread reads while a worker has it
     w->loop_ns = uv_hrtime() - t0;
     w->busy = true;

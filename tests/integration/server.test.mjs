@@ -568,6 +568,47 @@ test('attach_cloth dresses a character; the garment follows it, shows as a garme
   await c.close();
 });
 
+test('set_focus: a cloth far from every focus freezes (no solver work, not moving) and resumes when one comes near', async () => {
+  const c = await Client.connect(server.url);
+  const world = await freshWorld(c, 'lod');
+  const cloth = (await c.send({ op: 'spawn_cloth', world, origin: [-1.1, 3, 0], cols: 12, rows: 10, spacing: 0.2 })).entity;
+  const notSubscribed = await c.send({ op: 'set_focus', world, point: [0, 2, 3] });
+  assert.equal(notSubscribed.error?.code, 'bad_state', JSON.stringify(notSubscribed));
+  await c.send({ op: 'subscribe', world, rate_hz: 30 });
+  for (let i = 108; i < 120; i++) {
+    await c.send({ op: 'apply_impulse', world, entity: cloth, particle: i, impulse: [0, 0, 2] });
+  }
+  assert.equal((await c.send({ op: 'set_focus', world, point: [0, 2, 100] })).ok, true);
+  await sleep(600);
+  const [a, b] = c.snapshots().slice(-2);
+  assert.deepEqual(a.entities[0].particles, b.entities[0].particles, 'frozen: not moving');
+  assert.equal(b.metrics.frozen_entities, 1);
+  assert.equal(b.metrics.frozen_particles, 120);
+  assert.equal(b.metrics.particle_projections, 0);
+  assert.equal((await c.send({ op: 'describe', world, entity: cloth })).lod, 'frozen');
+  for (const [cmd, code] of [
+    [{ op: 'set_focus', world, point: [0, 2e9, 0] }, 'out_of_range'],
+    [{ op: 'set_focus', world, point: 'near' }, 'bad_request'],
+    [{ op: 'set_focus', world: 999999, point: [0, 0, 0] }, 'not_found'],
+  ]) {
+    const r = await c.send(cmd);
+    assert.equal(r.error?.code, code, `${JSON.stringify(cmd)} -> ${JSON.stringify(r)}`);
+  }
+  // 20 m away: fewer iterations; near: full, and it swings on from where it froze.
+  assert.equal((await c.send({ op: 'set_focus', world, point: [0, 2, 20] })).ok, true);
+  await sleep(300);
+  assert.equal((await c.send({ op: 'describe', world, entity: cloth })).lod, 'reduced');
+  assert.equal((await c.send({ op: 'set_focus', world })).ok, true, 'no point: no focus, so full detail');
+  await sleep(300);
+  const [d, e] = c.snapshots().slice(-2);
+  assert.notDeepEqual(d.entities[0].particles, e.entities[0].particles, 'moving again');
+  assert.equal(e.metrics.frozen_entities, 0);
+  assert.ok(e.metrics.particle_projections > 0);
+  assert.equal((await c.send({ op: 'describe', world, entity: cloth })).lod, 'full');
+  await c.send({ op: 'destroy_world', world });
+  await c.close();
+});
+
 test('binary snapshots: full, then deltas against acked baselines, matching the JSON stream', async () => {
   const c = await Client.connect(server.url);
   const world = await freshWorld(c, 'binary');

@@ -687,6 +687,9 @@ static rdp_snapshot hand_snapshot(rdp_entity_state e[4]) {
     s.metrics.particles = 4;
     s.metrics.step_ms = 0.2104; // 1 µs steps: 0.21
     s.metrics.overruns = 5;
+    s.metrics.frozen_entities = 1;
+    s.metrics.frozen_particles = 12;
+    s.metrics.particle_projections = 3456;
     return s;
 }
 
@@ -707,7 +710,8 @@ static void test_rdp_json_snapshot_matches_hand_written_text(void** state) {
               "{\"name\":\"spine\",\"p\":[-0.5,1.25,100],\"q\":[3e-05,-0,-0.01563,1]}]},"
               "{\"entity\":4294967300,\"kind\":\"ball\",\"p\":[0.0313,1.2,-3],\"q\":[0,0,0,1]}],"
               "\"metrics\":{\"constraint_error\":0.012346,\"sticks\":2,\"solver_passes\":8,"
-              "\"particles\":4,\"entities\":4,\"step_ms\":0.21,\"overruns\":5}}");
+              "\"particles\":4,\"entities\":4,\"step_ms\":0.21,\"overruns\":5,"
+              "\"frozen_entities\":1,\"frozen_particles\":12,\"particle_projections\":3456}}");
     assert_int_equal(len, strlen(lean));
     char* full = rdp_snapshot_json(&s, true, &len);
     assert_string_equal(
@@ -726,7 +730,8 @@ static void test_rdp_json_snapshot_matches_hand_written_text(void** state) {
               "{\"entity\":4294967300,\"kind\":\"ball\",\"p\":[0.0313,1.2,-3],\"q\":[0,0,0,1],"
               "\"capsules\":[[0.2,0]]}],"
               "\"metrics\":{\"constraint_error\":0.012346,\"sticks\":2,\"solver_passes\":8,"
-              "\"particles\":4,\"entities\":4,\"step_ms\":0.21,\"overruns\":5}}");
+              "\"particles\":4,\"entities\":4,\"step_ms\":0.21,\"overruns\":5,"
+              "\"frozen_entities\":1,\"frozen_particles\":12,\"particle_projections\":3456}}");
     assert_int_equal(len, strlen(full));
     rdp_free(lean);
     rdp_free(full);
@@ -914,6 +919,8 @@ static void random_world_fill(random_world* w) {
     w->snap.metrics.particles = (uint32_t)rng_u64();
     w->snap.metrics.step_ms = rng_double();
     w->snap.metrics.overruns = rng_u64();
+    w->snap.metrics.frozen_entities = (uint32_t)rng_u64();
+    w->snap.metrics.particle_projections = rng_u64();
 }
 
 // Walks two parsed documents side by side: the same structure, keys and
