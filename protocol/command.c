@@ -119,6 +119,12 @@ static const field_spec spawn_cloth_fields[] = {
     {"pin", F_ENUM, false, 0, 0, false, 0, OFF(u.spawn_cloth.pin_top), pin_names, pin_values, 1, 0},
     MASS_FIELD(u.spawn_cloth.mass),
     {"long_range", F_BOOL, false, 0, 0, false, 0, OFF(u.spawn_cloth.long_range), NULL, NULL, 0, 0},
+    {"tear", F_NUM, false, 0, 100, false, 0, OFF(u.spawn_cloth.tear), NULL, NULL, 0, 0},
+};
+static const field_spec set_tear_fields[] = {
+    WORLD_FIELD,
+    ENTITY_FIELD,
+    {"ratio", F_NUM, true, 0, 100, false, 0, OFF(u.set_tear.ratio), NULL, NULL, 0, 0},
 };
 static const field_spec spawn_ragdoll_fields[] = {
     WORLD_FIELD,
@@ -217,6 +223,7 @@ static const field_spec attach_cloth_fields[] = {
      NULL, NULL, 0, 0},
     {"bend_compliance", F_NUM, false, 0, 1, false, 1e-3, OFF(u.attach_cloth.bend_compliance), NULL,
      NULL, 0, 0},
+    {"tear", F_NUM, false, 0, 100, false, 0, OFF(u.attach_cloth.tear), NULL, NULL, 0, 0},
 };
 static const field_spec set_params_fields[] = {
     WORLD_FIELD,
@@ -261,6 +268,7 @@ static const op_spec ops[] = {
     {"resync", RDP_OP_RESYNC, world_fields, COUNT(world_fields)},
     {"attach_cloth", RDP_OP_ATTACH_CLOTH, attach_cloth_fields, COUNT(attach_cloth_fields)},
     {"set_focus", RDP_OP_SET_FOCUS, set_focus_fields, COUNT(set_focus_fields)},
+    {"set_tear", RDP_OP_SET_TEAR, set_tear_fields, COUNT(set_tear_fields)},
 };
 
 const char* rdp_op_name(rdp_op op) {

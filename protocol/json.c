@@ -438,6 +438,23 @@ char* rdp_event_settled(uint64_t world, uint64_t tick, uint64_t entity, size_t* 
     return finish(root, len);
 }
 
+char* rdp_event_torn(uint64_t world, uint64_t tick, uint64_t entity, const uint32_t* pairs,
+                     uint32_t count, uint32_t dropped, size_t* len) {
+    cJSON* root = world_event("torn", world, tick);
+    add_uint(root, "entity", entity);
+    cJSON* sticks = cJSON_AddArrayToObject(root, "sticks");
+    for (uint32_t k = 0; k < count; ++k) {
+        cJSON* pair = cJSON_CreateArray();
+        cJSON_AddItemToArray(pair, cJSON_CreateNumber(pairs[2 * k]));
+        cJSON_AddItemToArray(pair, cJSON_CreateNumber(pairs[2 * k + 1]));
+        cJSON_AddItemToArray(sticks, pair);
+    }
+    if (dropped > 0) {
+        cJSON_AddNumberToObject(root, "more", dropped);
+    }
+    return finish(root, len);
+}
+
 static cJSON* metrics_object(const rdp_metrics* mt, uint32_t entities) {
     cJSON* m = cJSON_CreateObject();
     cJSON_AddNumberToObject(m, "constraint_error", round(mt->constraint_error * 1e6) / 1e6);

@@ -109,6 +109,7 @@ typedef enum rdp_op {
     RDP_OP_RESYNC,
     RDP_OP_ATTACH_CLOTH,
     RDP_OP_SET_FOCUS,
+    RDP_OP_SET_TEAR,
 } rdp_op;
 
 /// Garment kinds of attach_cloth (the values match sim_garment_kind).
@@ -252,6 +253,7 @@ typedef struct rdp_command {
             uint32_t pin_top; ///< 1: pin row 0 ("top"), 0: none.
             double mass;
             uint32_t long_range; ///< 1: long-range attachments to the pins.
+            double tear;         ///< Tear ratio, 0 (never) or [1.01, 100].
         } spawn_cloth;
         struct {
             rdp_vec3 position;
@@ -296,7 +298,11 @@ typedef struct rdp_command {
             double mass;                                ///< kg, or 0: the skeleton's.
             uint32_t long_range;                        ///< 1: long-range attachments (default).
             double stretch_compliance, bend_compliance; ///< m/N.
+            double tear;                                ///< Tear ratio, 0 (never) or [1.01, 100].
         } attach_cloth;
+        struct {
+            double ratio; ///< 0 (never) or [1.01, 100].
+        } set_tear;
         struct {
             rdp_vec3 point; ///< m; without it (given lacks RDP_GIVEN_POINT) the focus is cleared.
         } set_focus;
@@ -443,6 +449,12 @@ char* rdp_event_character_state(uint64_t world, uint64_t tick, uint64_t entity, 
 
 /// Encodes {"ev": "settled", "world", "tick", "entity"}.
 char* rdp_event_settled(uint64_t world, uint64_t tick, uint64_t entity, size_t* len);
+
+/// `torn`: sticks of a cloth or rope tore at `tick`: `count` pairs of its
+/// particle indices (2 × count), and `more` (when dropped > 0) for those
+/// that tore but were not kept (PROTOCOL.md §4). NULL when out of memory.
+char* rdp_event_torn(uint64_t world, uint64_t tick, uint64_t entity, const uint32_t* pairs,
+                     uint32_t count, uint32_t dropped, size_t* len);
 
 // ---------------------------------------------------------------------------
 // Snapshots

@@ -429,6 +429,7 @@ app_role app__role_needed(rdp_op op) {
     case RDP_OP_SET_DRIVE:
     case RDP_OP_SET_PARTIAL:
     case RDP_OP_PLAY:
+    case RDP_OP_SET_TEAR:
         return APP_ROLE_PLAYER;
     default: // create_world, destroy_world, set_params, and any later operation
         return APP_ROLE_ADMIN;

@@ -156,9 +156,40 @@ void app__broadcast_text(app_world* w, const char* text, size_t len) {
 // Tells subscribers what happened in the world (an entity removed as
 // unstable, a character changing state or coming to rest), before the
 // snapshot that shows it.
+// `torn` events of the sticks that tore since the last drain, one per
+// entity and tick (and per 256 sticks); the simulator keeps SIM_MAX_TORN,
+// the rest are counted in the last event's `more`.
+static void broadcast_torn(app_world* w) {
+    sim_torn torn[256];
+    uint32_t pairs[2 * 256];
+    uint32_t dropped = 0;
+    uint32_t n;
+    while ((n = sim_world_drain_torn(w->sim, torn, 256, &dropped)) > 0) {
+        for (uint32_t i = 0; i < n;) {
+            uint32_t j = i, k = 0;
+            for (; j < n && torn[j].tick == torn[i].tick &&
+                   torn[j].entity.index1 == torn[i].entity.index1;
+                 ++j) {
+                pairs[2 * k] = torn[j].a;
+                pairs[2 * k + 1] = torn[j].b;
+                k++;
+            }
+            size_t len = 0;
+            char* text = rdp_event_torn(w->id, torn[i].tick, sim_entity_id_store(torn[i].entity),
+                                        pairs, k, j == n ? dropped : 0, &len);
+            if (text != NULL) {
+                app__broadcast_text(w, text, len);
+                rdp_free(text);
+            }
+            i = j;
+        }
+    }
+}
+
 void app__broadcast_events(app_world* w) {
     sim_event ev[16];
     uint32_t n;
+    broadcast_torn(w);
     while ((n = sim_world_drain_events(w->sim, ev, 16)) > 0) {
         for (uint32_t k = 0; k < n; ++k) {
             app__topo_forget(w, sim_entity_id_store(ev[k].entity));
@@ -176,6 +207,8 @@ void app__broadcast_events(app_world* w) {
             case SIM_EVENT_SETTLED:
                 text = rdp_event_settled(w->id, ev[k].tick, entity, &len);
                 break;
+            case SIM_EVENT_TORN:
+                break; // told by broadcast_torn(), with the sticks
             }
             if (text != NULL) {
                 app__broadcast_text(w, text, len);

@@ -100,7 +100,16 @@ static void describe_failure(const app_world* w, const rdp_command* cmd, int rc,
         // a cube around the origin, and a spawn's every particle (a rope's
         // far end, a cloth's far corner, a ragdoll's feet) must lie in it.
         double e = (double)sim_world_half_extent(w->sim);
-        if (cmd->op == RDP_OP_ATTACH_CLOTH) {
+        double tear = cmd->op == RDP_OP_SPAWN_CLOTH    ? cmd->u.spawn_cloth.tear
+                      : cmd->op == RDP_OP_ATTACH_CLOTH ? cmd->u.attach_cloth.tear
+                      : cmd->op == RDP_OP_SET_TEAR     ? cmd->u.set_tear.ratio
+                                                       : 0.0;
+        if (tear > 0.0 && tear < 1.01) {
+            snprintf(msg, cap,
+                     "a tear ratio is 0 (never tears) or in [1.01, 100] (a stick tears past that "
+                     "times its rest length), not %g",
+                     tear);
+        } else if (cmd->op == RDP_OP_ATTACH_CLOTH) {
             snprintf(msg, cap,
                      "every particle of the garment must lie in the world: x, y and z each within "
                      "[-%.0f, %.0f] m (and a skirt needs at least 3 cols)",
@@ -397,6 +406,7 @@ static bool spawn_def_of(const rdp_command* cmd, spawn_def* d) {
         d->u.cloth.pin_top = cmd->u.spawn_cloth.pin_top != 0;
         d->u.cloth.mass = (float)cmd->u.spawn_cloth.mass;
         d->u.cloth.long_range = cmd->u.spawn_cloth.long_range != 0;
+        d->u.cloth.tear_ratio = (float)cmd->u.spawn_cloth.tear;
         // A little bending compliance lets a sheet drape instead of acting
         // like card.
         d->u.cloth.bend_compliance = 1.0e-3f;
@@ -435,6 +445,7 @@ static bool spawn_def_of(const rdp_command* cmd, spawn_def* d) {
         d->u.attach.long_range = cmd->u.attach_cloth.long_range != 0;
         d->u.attach.stretch_compliance = (float)cmd->u.attach_cloth.stretch_compliance;
         d->u.attach.bend_compliance = (float)cmd->u.attach_cloth.bend_compliance;
+        d->u.attach.tear_ratio = (float)cmd->u.attach_cloth.tear;
         return true;
     default:
         return false;
@@ -548,6 +559,9 @@ char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command
         break;
     case RDP_OP_APPLY_IMPULSE:
         rc = apply_impulse(w, cmd, entity);
+        break;
+    case RDP_OP_SET_TEAR:
+        rc = sim_entity_set_tear(w->sim, entity, (float)cmd->u.set_tear.ratio);
         break;
     case RDP_OP_KILL: {
         uint32_t bone = 0;

@@ -43,8 +43,11 @@ int sim_world_spawn_cloth(sim_world* w, const sim_cloth_def* def, sim_entity_id*
     if (!sim_vec3_is_finite(def->origin) || !sim_is_finite(def->spacing) ||
         !sim_is_finite(def->mass) || !sim_is_finite(def->radius) ||
         !sim_is_finite(def->stretch_compliance) || !sim_is_finite(def->shear_compliance) ||
-        !sim_is_finite(def->bend_compliance)) {
+        !sim_is_finite(def->bend_compliance) || !sim_is_finite(def->tear_ratio)) {
         return SIM_E_NOT_FINITE;
+    }
+    if (def->tear_ratio != 0.0f && !(def->tear_ratio >= 1.01f && def->tear_ratio <= 100.0f)) {
+        return SIM_E_OUT_OF_RANGE;
     }
     if (def->cols < 2 || def->rows < 2 || def->spacing < SIM_MIN_LENGTH ||
         def->spacing > SIM_MAX_LENGTH || def->mass < SIM_MIN_MASS || def->mass > SIM_MAX_MASS ||
@@ -114,5 +117,6 @@ int sim_world_spawn_cloth(sim_world* w, const sim_cloth_def* def, sim_entity_id*
     if (def->long_range) {
         sim__tethers_build(w, e);
     }
+    e->tear_ratio = def->tear_ratio;
     return SIM_OK;
 }

@@ -21,7 +21,8 @@ void sim__project_dist(sim_vec3* pos, const float* inv_mass, sim__dist* c, float
         return;
     }
     float C = len - c->rest;
-    if ((c->kind == SIM__DIST_MIN && C >= 0.0f) || (c->kind == SIM__DIST_MAX && C <= 0.0f)) {
+    if ((c->kind == SIM__DIST_MIN && C >= 0.0f) || (c->kind == SIM__DIST_MAX && C <= 0.0f) ||
+        c->kind == SIM__DIST_TORN) {
         return;
     }
     // XPBD (Macklin et al. 2016, eq. 18) with ∇C_a = -n, ∇C_b = n, |n| = 1:

@@ -226,6 +226,7 @@ int sim_entity_get_view(const sim_world* w, sim_entity_id id, sim_entity_view* o
     out->garment = e->garment;
     out->wearer = e->wearer;
     out->wrap = e->wrap;
+    out->topology_version = e->topo_version;
     return SIM_OK;
 }
 

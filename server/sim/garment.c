@@ -187,8 +187,12 @@ void sim__tethers_build(sim_world* w, sim__entity* e) {
 static int check_attach(const sim_world* w, const sim_cloth_attach_def* def,
                         const sim_garment_def** g) {
     if (!sim_is_finite(def->mass) || !sim_is_finite(def->particle_radius) ||
-        !sim_is_finite(def->stretch_compliance) || !sim_is_finite(def->bend_compliance)) {
+        !sim_is_finite(def->stretch_compliance) || !sim_is_finite(def->bend_compliance) ||
+        !sim_is_finite(def->tear_ratio)) {
         return SIM_E_NOT_FINITE;
+    }
+    if (def->tear_ratio != 0.0f && !(def->tear_ratio >= 1.01f && def->tear_ratio <= 100.0f)) {
+        return SIM_E_OUT_OF_RANGE;
     }
     if ((def->cols != 0 && (def->cols < 2 || def->cols > SIM__GARMENT_MAX_DIM)) ||
         (def->rows != 0 && (def->rows < 2 || def->rows > SIM__GARMENT_MAX_DIM)) ||
@@ -297,6 +301,7 @@ int sim_world_attach_cloth(sim_world* w, const sim_cloth_attach_def* def, sim_en
     if (def->long_range) {
         sim__tethers_build(w, e);
     }
+    e->tear_ratio = def->tear_ratio;
     *out = id;
     return SIM_OK;
 }

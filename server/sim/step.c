@@ -74,6 +74,7 @@ static void particles_substep(sim_world* w, float h) {
     }
     sim__particles_joint_limits(w);
     sim__collide_respond(w, h);
+    sim__tear(w);
 }
 
 static void finish_tick(sim_world* w) {

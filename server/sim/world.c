@@ -111,6 +111,7 @@ sim_world_def sim_world_def_default(void) {
     XX(order, (r).entities, sizeof(uint32_t))                                                      \
     XX(boxes, (d).max_boxes, sizeof(sim_box))                                                      \
     XX(drags, (d).max_drags, sizeof(sim__drag))                                                    \
+    XX(torn, SIM_MAX_TORN, sizeof(sim_torn))                                                       \
     XX(closing, (r).bodies, sizeof(float))                                                         \
     XX(bsleep, (r).bodies, sizeof(sim__sleep))                                                     \
     XX(uf, (r).bodies, sizeof(uint32_t))                                                           \

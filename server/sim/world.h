@@ -165,6 +165,7 @@ typedef enum sim__dist_kind {
     SIM__DIST_EQUAL = 0, ///< |xb - xa| = rest (a "stick").
     SIM__DIST_MIN = 1,   ///< |xb - xa| >= rest (inequality).
     SIM__DIST_MAX = 2,   ///< |xb - xa| <= rest (inequality).
+    SIM__DIST_TORN = 3,  ///< A stick that tore (tear.c): never projected again.
 } sim__dist_kind;
 
 /// A distance constraint between particles a and b (indices local to the
@@ -253,6 +254,8 @@ typedef struct sim__entity {
     uint8_t garment;             ///< sim_garment_kind of a garment, else SIM_GARMENT_NONE.
     bool wrap;                   ///< Cloth: column cols - 1 is joined to column 0 (a skirt).
     bool tethered;               ///< Some particle has a long-range attachment.
+    float tear_ratio;            ///< Sticks tear past this × their rest length; 0: never (tear.c).
+    uint32_t topo_version;       ///< Bumped when its sticks change (a tear).
     uint8_t lod;                 ///< sim_lod this tick (lod.c).
     uint8_t iterations;          ///< Solver iterations this tick (lod.c); 0: frozen.
 } sim__entity;
@@ -335,6 +338,9 @@ struct sim_world {
     sim__island* islands;
     uint32_t island_count;
     sim_tick_stats stats;        ///< The last tick's (step.c).
+    sim_torn* torn;              ///< Sticks torn since the last sim_world_drain_torn() (tear.c).
+    uint32_t torn_count;         ///< Kept in `torn`.
+    uint32_t torn_dropped;       ///< Torn beyond SIM_MAX_TORN since the last full drain.
     sim_vec3 foci[SIM_MAX_FOCI]; ///< Where viewers look (lod.c).
     uint32_t focus_count;
 
@@ -463,6 +469,12 @@ void sim__particles_project(sim_world* w, float inv_h2, int it);
 /// The joint-limit clean-up passes after a substep's last collision
 /// projection (particle.c).
 void sim__particles_joint_limits(sim_world* w);
+
+/// Tears every stick of a tearable entity stretched past its tear ratio
+/// (tear.c): it becomes SIM__DIST_TORN, is recorded for
+/// sim_world_drain_torn() and its entity's topology changes (topo_version,
+/// topo_epoch, one SIM_EVENT_TORN per entity and substep).
+void sim__tear(sim_world* w);
 
 /// Each particle entity's level of detail and iterations for this tick
 /// from the foci (lod.c); counts the frozen and reduced in w->stats.

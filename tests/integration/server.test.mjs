@@ -609,6 +609,40 @@ test('set_focus: a cloth far from every focus freezes (no solver work, not movin
   await c.close();
 });
 
+test('tearing: a cloth pulled apart tears; the torn event, the JSON topology and describe agree', async () => {
+  const c = await Client.connect(server.url);
+  const world = await freshWorld(c, 'tear', { gravity: [0, 0, 0] });
+  const bad = await c.send({ op: 'spawn_cloth', world, origin: [-1, 3, 0], cols: 20, rows: 10, spacing: 0.1, tear: 1.0 });
+  assert.equal(bad.error?.code, 'out_of_range', JSON.stringify(bad));
+  assert.match(bad.error.message, /tear ratio/);
+  const cloth = (await c.send({ op: 'spawn_cloth', world, origin: [-1, 3, 0], cols: 20, rows: 10, spacing: 0.1, pin: 'none' })).entity;
+  assert.equal((await c.send({ op: 'set_tear', world, entity: cloth, ratio: 0.5 })).error?.code, 'out_of_range');
+  assert.equal((await c.send({ op: 'set_tear', world, entity: 999999, ratio: 1.3 })).error?.code, 'not_found');
+  assert.equal((await c.send({ op: 'set_tear', world, entity: cloth, ratio: 1.3 })).ok, true);
+  await c.send({ op: 'subscribe', world, rate_hz: 30 });
+  const first = await c.next((m) => m.ev === 'snapshot' && m.entities[0]?.sticks);
+  const key = ([a, b]) => `${Math.min(a, b)}-${Math.max(a, b)}`;
+  const before = new Set(first.entities[0].sticks.map(key));
+  await c.send({ op: 'drag', world, entity: cloth, particle: 0, target: [-6, 3, 0] });
+  await c.send({ op: 'drag', world, entity: cloth, particle: 19, target: [6, 3, 0] });
+  const ev = await c.next((m) => m.ev === 'torn' && m.world === world, 5000);
+  assert.equal(ev.entity, cloth);
+  assert.ok(ev.sticks.length > 0);
+  for (const s of ev.sticks) assert.ok(before.has(key(s)), `torn ${s} was a stick`);
+  const snap = await c.next((m) => m.ev === 'snapshot' && m.tick >= ev.tick && m.entities[0]?.sticks, 5000);
+  const now = new Set(snap.entities[0].sticks.map(key));
+  for (const s of ev.sticks) assert.ok(!now.has(key(s)), `torn ${s} is gone from the JSON topology`);
+  assert.equal(snap.entities[0].particles.length, 200, 'no particle lost');
+  await sleep(500);
+  const d = await c.send({ op: 'describe', world, entity: cloth });
+  const described = new Set(d.sticks.map(key));
+  for (const s of ev.sticks) assert.ok(!described.has(key(s)), `torn ${s} is gone from describe`);
+  assert.ok(described.size < before.size);
+  assert.equal(d.particle_count, 200);
+  await c.send({ op: 'destroy_world', world });
+  await c.close();
+});
+
 test('binary snapshots: full, then deltas against acked baselines, matching the JSON stream', async () => {
   const c = await Client.connect(server.url);
   const world = await freshWorld(c, 'binary');

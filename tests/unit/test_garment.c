@@ -474,12 +474,124 @@ static void test_garment_ragdoll_falls_on_a_hanging_sheet(void** state) {
     }
 }
 
+// ---------------------------------------------------------------------------
+// Tearing
+// ---------------------------------------------------------------------------
+
+static bool has_stick(const uint32_t* pairs, int n, uint32_t a, uint32_t b) {
+    for (int k = 0; k < n; ++k) {
+        if ((pairs[2 * k] == a && pairs[2 * k + 1] == b) ||
+            (pairs[2 * k] == b && pairs[2 * k + 1] == a)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// A sheet held along its left edge and pulled hard at its right corners by
+// two drags tears: what tore is named, was a stick and no longer is, and
+// every particle is still there.
+static void test_garment_sheet_pulled_by_two_drags_tears(void** state) {
+    (void)state;
+    sim_world* w = make_world(SIM_SOLVER_SOFT_STEP);
+    sim_cloth_def cd = sim_cloth_def_default();
+    cd.cols = 20;
+    cd.rows = 10;
+    cd.spacing = 0.1f;
+    cd.origin = v3(-1.0f, 3.0f, 0.0f);
+    cd.pin_top = false;
+    cd.mass = 0.01f;
+    cd.tear_ratio = 1.3f;
+    sim_entity_id sheet;
+    assert_int_equal(sim_world_spawn_cloth(w, &cd, &sheet), SIM_OK);
+    sim__entity* e = sim__entity_get(w, sheet);
+    for (uint32_t r = 0; r < 10; ++r) {
+        w->inv_mass[e->p_first + r * 20] = 0.0f; // the left column held
+    }
+    static uint32_t before[2 * 4000], after[2 * 4000];
+    int nb = sim_entity_copy_sticks(w, sheet, before, 4000);
+    assert_true(nb > 0);
+    assert_int_equal(sim_entity_drag(w, sheet, 19, v3(6.0f, 4.0f, 0.0f)), SIM_OK);
+    assert_int_equal(sim_entity_drag(w, sheet, 199, v3(6.0f, 2.0f, 0.0f)), SIM_OK);
+    sim_torn torn[SIM_MAX_TORN];
+    uint32_t ntorn = 0, events = 0;
+    for (int t = 0; t < 120; ++t) {
+        sim_world_step(w);
+        uint32_t dropped = 0;
+        ntorn += sim_world_drain_torn(w, torn + ntorn, SIM_MAX_TORN - ntorn, &dropped);
+        assert_int_equal(dropped, 0);
+        sim_event ev[16];
+        uint32_t n = sim_world_drain_events(w, ev, 16);
+        for (uint32_t k = 0; k < n; ++k) {
+            events += ev[k].kind == SIM_EVENT_TORN;
+        }
+    }
+    int na = sim_entity_copy_sticks(w, sheet, after, 4000);
+    printf("sheet pulled apart: %u sticks tore in %u events; %d sticks before, %d after\n", ntorn,
+           events, nb, na);
+    assert_true(ntorn > 0 && events > 0);
+    assert_int_equal(na, nb - (int)ntorn);
+    for (uint32_t k = 0; k < ntorn; ++k) {
+        assert_true(torn[k].entity.index1 == sheet.index1);
+        assert_true(has_stick(before, nb, torn[k].a, torn[k].b));
+        assert_false(has_stick(after, na, torn[k].a, torn[k].b));
+    }
+    sim_entity_view v;
+    assert_int_equal(sim_entity_get_view(w, sheet, &v), SIM_OK);
+    assert_int_equal(v.particle_count, 200);
+    assert_true(v.topology_version > 0);
+    for (uint32_t i = 0; i < v.particle_count; ++i) {
+        assert_true(sim_vec3_is_finite(v.pos[i]));
+    }
+    // Pulled apart: the dragged corners went with the drags, the held edge stayed.
+    assert_true(v.pos[19].x > 3.0f && v.pos[0].x == -1.0f);
+    sim_world_destroy(w);
+}
+
+// A tearable cape pulled down hard comes off its wearer: its pinned row
+// stays on the chest, the rest goes with the pull.
+static void test_garment_cape_torn_off(void** state) {
+    (void)state;
+    sim_world* w = make_world(SIM_SOLVER_SOFT_STEP);
+    sim_entity_id who = spawn_character(w, v3(0.0f, 0.0f, 0.0f), "idle");
+    sim_cloth_attach_def d = sim_cloth_attach_def_default();
+    d.wearer = who;
+    d.kind = SIM_GARMENT_CAPE;
+    d.tear_ratio = 1.5f;
+    sim_entity_id cape;
+    assert_int_equal(sim_world_attach_cloth(w, &d, &cape), SIM_OK);
+    sim_entity_view v;
+    assert_int_equal(sim_entity_get_view(w, cape, &v), SIM_OK);
+    const uint32_t cols = v.cols, n = v.particle_count;
+    // Every particle of the bottom row dragged 10 m down and back.
+    for (uint32_t c = 0; c < cols; ++c) {
+        assert_int_equal(sim_entity_drag(w, cape, n - cols + c, v3(0.0f, -8.0f, -10.0f)), SIM_OK);
+    }
+    for (int t = 0; t < 180; ++t) {
+        sim_world_step(w);
+    }
+    assert_int_equal(sim_entity_get_view(w, cape, &v), SIM_OK);
+    uint32_t gone = 0;
+    for (uint32_t i = cols; i < n; ++i) {
+        gone += v.pos[i].z < -3.0f;
+    }
+    float pin_err, depth;
+    cape_errors(w, who, cape, &pin_err, &depth);
+    printf("cape torn off: %u of %u free particles pulled 3 m away; pins %.3g mm from the chest\n",
+           gone, n - cols, 1e3 * pin_err);
+    assert_true(pin_err <= 1e-3f);
+    assert_true(gone >= cols); // at least the bottom row, and what tore off with it
+    sim_world_destroy(w);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_garment_cape_follows_walking_and_thrown),
         cmocka_unit_test(test_garment_scarf_long_range_attachments),
         cmocka_unit_test(test_garment_ball_through_free_sheet_keeps_momentum),
         cmocka_unit_test(test_garment_ragdoll_falls_on_a_hanging_sheet),
+        cmocka_unit_test(test_garment_sheet_pulled_by_two_drags_tears),
+        cmocka_unit_test(test_garment_cape_torn_off),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

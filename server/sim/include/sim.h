@@ -390,7 +390,8 @@ typedef struct sim_cloth_def {
     /// particle at most its rest distance from the nearest pinned one, so
     /// the sheet cannot stretch away from its pins. Default false.
     bool long_range;
-    uint32_t cookie; ///< Set by sim_cloth_def_default().
+    float tear_ratio; ///< Sticks tear past this × rest length (sim_entity_set_tear()); 0: never.
+    uint32_t cookie;  ///< Set by sim_cloth_def_default().
 } sim_cloth_def;
 
 /// Cloth defaults: the seed 000 section 8 sheet, 12 × 10 at 0.2 m, top pinned.
@@ -490,16 +491,17 @@ typedef struct sim_entity_view {
     sim_entity_id id;
     sim_entity_kind kind;
     uint32_t particle_count;
-    const sim_vec3* pos;      ///< Positions, m.
-    const sim_vec3* prev;     ///< Previous positions (Verlet), m.
-    const float* inv_mass;    ///< 1/kg; 0 means pinned.
-    const float* radius;      ///< Collision radii, m.
-    const char* const* names; ///< Particle names (ragdoll), or NULL.
-    uint32_t cols, rows;      ///< Cloth grid size; 0 for other kinds.
-    uint32_t stick_count;     ///< Equality distance constraints ("sticks").
-    uint32_t garment;         ///< A garment's sim_garment_kind, else 0 (SIM_GARMENT_NONE).
-    sim_entity_id wearer;     ///< A garment's character, else zero.
-    bool wrap;                ///< Cloth: column cols - 1 is joined to column 0 (a skirt).
+    const sim_vec3* pos;       ///< Positions, m.
+    const sim_vec3* prev;      ///< Previous positions (Verlet), m.
+    const float* inv_mass;     ///< 1/kg; 0 means pinned.
+    const float* radius;       ///< Collision radii, m.
+    const char* const* names;  ///< Particle names (ragdoll), or NULL.
+    uint32_t cols, rows;       ///< Cloth grid size; 0 for other kinds.
+    uint32_t stick_count;      ///< Equality distance constraints ("sticks").
+    uint32_t garment;          ///< A garment's sim_garment_kind, else 0 (SIM_GARMENT_NONE).
+    sim_entity_id wearer;      ///< A garment's character, else zero.
+    bool wrap;                 ///< Cloth: column cols - 1 is joined to column 0 (a skirt).
+    uint32_t topology_version; ///< Changes when its sticks change (a tear).
 } sim_entity_view;
 
 /// Fills *out for entity id. Errors: SIM_E_STALE_ID.
@@ -899,7 +901,8 @@ typedef struct sim_cloth_attach_def {
     /// through structural edges) of its nearest pinned particle, so the
     /// garment cannot stretch however fast the bone moves. Default true.
     bool long_range;
-    uint32_t cookie; ///< Set by sim_cloth_attach_def_default().
+    float tear_ratio; ///< As sim_cloth_def's. Default 0 (never).
+    uint32_t cookie;  ///< Set by sim_cloth_attach_def_default().
 } sim_cloth_attach_def;
 
 /// Defaults: no wearer, a cape, the asset's size and mass, long-range
@@ -1178,6 +1181,9 @@ typedef enum sim_event_kind {
     SIM_EVENT_UNSTABLE = 1,
     SIM_EVENT_CHARACTER_STATE = 2, ///< A character changed state (to `state`).
     SIM_EVENT_SETTLED = 3,         ///< A ragdoll came to rest.
+    /// Sticks of a cloth or rope tore (its topology changed): the pairs are
+    /// in sim_world_drain_torn().
+    SIM_EVENT_TORN = 4,
 } sim_event_kind;
 
 /// Something that happened in a world.
@@ -1187,6 +1193,30 @@ typedef struct sim_event {
     sim_char_state state; ///< For SIM_EVENT_CHARACTER_STATE.
     uint64_t tick;        ///< The first tick whose state shows it.
 } sim_event;
+
+#define SIM_MAX_TORN 4096 ///< Torn sticks kept until drained (more are counted, not kept).
+
+/// A stick that tore: its entity and its particles (local indices).
+typedef struct sim_torn {
+    sim_entity_id entity;
+    uint32_t a, b;
+    uint64_t tick; ///< The first tick whose state shows it torn.
+} sim_torn;
+
+/// Moves up to `cap` torn sticks, oldest first, into out and returns how
+/// many (out NULL: discards them all). When that empties the list,
+/// *dropped (may be NULL) gets how many tore beyond SIM_MAX_TORN since it
+/// was last empty (not kept); else 0. Drain after each batch of steps.
+uint32_t sim_world_drain_torn(sim_world* w, sim_torn* out, uint32_t cap, uint32_t* dropped);
+
+/// Makes a cloth or rope tearable: from the next substep, a stick stretched
+/// past `ratio` × its rest length tears (seed 000 §11: "ropes that can tear
+/// (drop a constraint once it stretches past some threshold)"), and so do
+/// its shear and bend constraints. 0 turns tearing off. A tear turns the
+/// entity's long-range attachments off (their rest distances no longer
+/// hold). Errors: SIM_E_STALE_ID (or not a rope or cloth), SIM_E_NOT_FINITE,
+/// SIM_E_OUT_OF_RANGE (ratio not 0 and outside [1.01, 100]).
+int sim_entity_set_tear(sim_world* w, sim_entity_id id, float ratio);
 
 /// Moves up to `cap` pending events, oldest first, into out and returns how
 /// many. Events accumulate from steps until drained; at most 256 are kept
