@@ -212,6 +212,8 @@ static rdp_kind kind_of(sim_entity_kind k) {
         return RDP_KIND_CHARACTER;
     case SIM_ENTITY_BALL:
         return RDP_KIND_BALL;
+    case SIM_ENTITY_SOFTBODY:
+        return RDP_KIND_SOFTBODY;
     }
     return RDP_KIND_ROPE;
 }

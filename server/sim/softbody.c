@@ -185,7 +185,7 @@ sim_softbody_def sim_softbody_def_default(void) {
     d.resolution = 4;
     d.stiffness = 0.5f;
     d.pressure = 0.0f;
-    d.mass = 1.0f;
+    d.mass = 10.0f;
     d.cookie = SIM__SOFTBODY_COOKIE;
     return d;
 }

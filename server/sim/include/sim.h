@@ -503,13 +503,13 @@ typedef struct sim_softbody_def {
     float stiffness;     ///< Shape-matching stiffness s, (0, 1] (above). Default 0.5.
     float pressure;      ///< Volume term's stiffness, [0, 1] (above); default 0 (off).
     /// Total mass, kg, at most SIM_MAX_MASS; each particle's share must be at
-    /// least SIM_MIN_MASS. Default 1.
+    /// least SIM_MIN_MASS (so 10 kg allows every resolution). Default 10.
     float mass;
     uint32_t cookie; ///< Set by sim_softbody_def_default().
 } sim_softbody_def;
 
 /// Soft-body defaults: a 1 m box of 4³ particles at (0, 1, 0), stiffness
-/// 0.5, no volume term, 1 kg.
+/// 0.5, no volume term, 10 kg.
 sim_softbody_def sim_softbody_def_default(void);
 
 /// Spawns a soft body (errors as sim_world_spawn_rope(); sizes and
