@@ -23,6 +23,10 @@
 
 #include <string.h>
 
+_Static_assert(SIM__SOFTBODY_MAX_RES == SIM_SOFTBODY_MAX_RES, "one lattice bound");
+_Static_assert(SIM__SOFTBODY_MAX_RES* SIM__SOFTBODY_MAX_RES* SIM__SOFTBODY_MAX_RES <= 32767,
+               "lattice_sticks numbers particles in int16_t");
+
 // ---------------------------------------------------------------------------
 // Lattice
 // ---------------------------------------------------------------------------

@@ -595,7 +595,9 @@ typedef struct sim_entity_view {
     const float* radius;      ///< Collision radii, m.
     const char* const* names; ///< Particle names (ragdoll), or NULL.
     uint32_t cols, rows;      ///< Cloth grid size; 0 for other kinds.
-    uint32_t stick_count;     ///< Equality distance constraints ("sticks").
+    /// Equality distance constraints ("sticks"); for a soft body, the lattice
+    /// edges between its surface particles (drawing only).
+    uint32_t stick_count;
 } sim_entity_view;
 
 /// Fills *out for entity id. Errors: SIM_E_STALE_ID.
@@ -608,7 +610,9 @@ uint32_t sim_world_entity_count(const sim_world* w);
 sim_entity_id sim_world_entity_at(const sim_world* w, uint32_t i);
 
 /// Copies up to `cap` stick endpoint pairs (particle indices local to the
-/// entity) into pairs[2*k], pairs[2*k+1]. Returns the number copied, or a
+/// entity) into pairs[2*k], pairs[2*k+1]: its equality distance
+/// constraints, or a soft body's surface lattice edges (built from its
+/// shape and resolution, 8 KiB of stack). Returns the number copied, or a
 /// negative SIM_E_STALE_ID.
 int sim_entity_copy_sticks(const sim_world* w, sim_entity_id id, uint32_t* pairs, uint32_t cap);
 
