@@ -7,10 +7,10 @@
  * would exceed is named in the reply, with the numbers.
  *
  * Solver work is the simulator's measure (sim.h, max_solver_work):
- * (distance constraints + joint limits + particles + soft-body particles)
- * × iterations × substeps projections per tick, plus 4 per soft-body
- * particle per substep (shape matching) and 100 per rigid body and joint
- * per rigid substep. Worlds tick at different rates, so the server-wide sum weighs
+ * (distance constraints + joint limits + particles + 16 per soft-body
+ * particle) × iterations × substeps projections per tick, plus 4 per
+ * soft-body particle per substep (shape matching) and 100 per rigid body
+ * and joint per rigid substep. Worlds tick at different rates, so the server-wide sum weighs
  * each world by its rate: the load of a world is its work × tick_hz
  * projections per second, and the limit is max_total_solver_work per 1/60 s.
  *

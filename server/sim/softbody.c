@@ -437,9 +437,10 @@ void sim__softbodies_match(sim_world* w, float h) {
 // Contacts between soft bodies
 // ---------------------------------------------------------------------------
 
+// Teschner et al. 2003's spatial hash; buckets is a power of two.
 static uint32_t bucket_of(int32_t x, int32_t y, int32_t z, uint32_t buckets) {
     uint32_t hsh = (uint32_t)x * 73856093u ^ (uint32_t)y * 19349663u ^ (uint32_t)z * 83492791u;
-    return hsh % buckets;
+    return hsh & (buckets - 1u);
 }
 
 // The hash cell of coordinate v, clamped so that the conversion is defined
@@ -487,11 +488,31 @@ static void project_pair(sim_world* w, uint32_t i, uint32_t j, float mu) {
     w->pos[j] = v3_add(w->pos[j], v3_scale(corr, wj));
 }
 
+// The largest power of two not above n (n >= 1).
+static uint32_t pow2_floor(uint32_t n) {
+    uint32_t p = 1;
+    while (p <= n / 2) {
+        p *= 2;
+    }
+    return p;
+}
+
+static bool box_overlap(sim_vec3 alo, sim_vec3 ahi, sim_vec3 blo, sim_vec3 bhi) {
+    return alo.x <= bhi.x && blo.x <= ahi.x && alo.y <= bhi.y && blo.y <= ahi.y && alo.z <= bhi.z &&
+           blo.z <= ahi.z;
+}
+
+static bool box_contains(sim_vec3 lo, sim_vec3 hi, sim_vec3 p) {
+    return p.x >= lo.x && p.x <= hi.x && p.y >= lo.y && p.y <= hi.y && p.z >= lo.z && p.z <= hi.z;
+}
+
 void sim__softbodies_contacts(sim_world* w) {
     if (w->soft_bodies < 2) {
         return;
     }
-    const uint32_t buckets = w->reserved.particles;
+    // Build: every soft particle into the hash (heads hold index + 1, 0 is
+    // empty, as the arrays start zeroed; chains in decreasing index order),
+    // each soft body's bounds of its particle centres into its slot.
     float rmax = 0.0f;
     for (uint32_t k = 0; k < w->order_count; ++k) {
         const sim__entity* e = &w->entities[w->order[k]];
@@ -505,16 +526,23 @@ void sim__softbodies_contacts(sim_world* w) {
     if (!(rmax > 0.0f)) {
         return;
     }
-    const float inv_cell = 1.0f / (2.0f * rmax);
-    // Build: heads hold index + 1 (0 is empty, as the arrays start zeroed),
-    // chains in decreasing index order.
+    // Cells of twice the largest contact distance (2 rmax): whatever is
+    // within reach of a particle lies in the 2 × 2 × 2 cells nearest it.
+    const float reach = 2.0f * rmax;
+    const float inv_cell = 1.0f / (2.0f * reach);
+    const uint32_t buckets = pow2_floor(w->reserved.particles);
     for (uint32_t k = 0; k < w->order_count; ++k) {
-        const sim__entity* e = &w->entities[w->order[k]];
+        const uint32_t slot = w->order[k];
+        const sim__entity* e = &w->entities[slot];
         if (e->kind != SIM_ENTITY_SOFTBODY) {
             continue;
         }
+        sim__softbody* sb = &w->softs[slot];
+        sb->lo = sb->hi = w->pos[e->p_first];
         for (uint32_t i = e->p_first; i < e->p_first + e->p_count; ++i) {
             sim_vec3 x = w->pos[i];
+            sb->lo = v3(fminf(sb->lo.x, x.x), fminf(sb->lo.y, x.y), fminf(sb->lo.z, x.z));
+            sb->hi = v3(fmaxf(sb->hi.x, x.x), fmaxf(sb->hi.y, x.y), fmaxf(sb->hi.z, x.z));
             uint32_t b = bucket_of(cell_of(x.x, inv_cell), cell_of(x.y, inv_cell),
                                    cell_of(x.z, inv_cell), buckets);
             w->sm_next[i] = w->sm_head[b];
@@ -522,36 +550,67 @@ void sim__softbodies_contacts(sim_world* w) {
         }
     }
     const float mu = w->params.friction;
+    const sim_vec3 pad = v3(reach, reach, reach);
     for (uint32_t k = 0; k < w->order_count; ++k) {
-        const sim__entity* e = &w->entities[w->order[k]];
+        const uint32_t slot = w->order[k];
+        const sim__entity* e = &w->entities[slot];
         if (e->kind != SIM_ENTITY_SOFTBODY) {
+            continue;
+        }
+        // Where a later soft body can be touched: the bounds of the later
+        // bodies' padded boxes that meet this one's. Pairs are projected
+        // from the earlier body's side only.
+        const sim__softbody* sb = &w->softs[slot];
+        bool any = false;
+        sim_vec3 rlo = v3(0.0f, 0.0f, 0.0f), rhi = v3(0.0f, 0.0f, 0.0f);
+        for (uint32_t m = k + 1; m < w->order_count; ++m) {
+            const uint32_t other = w->order[m];
+            if (w->entities[other].kind != SIM_ENTITY_SOFTBODY) {
+                continue;
+            }
+            const sim__softbody* ob = &w->softs[other];
+            sim_vec3 olo = v3_sub(ob->lo, pad), ohi = v3_add(ob->hi, pad);
+            if (!box_overlap(sb->lo, sb->hi, olo, ohi)) {
+                continue;
+            }
+            rlo = any ? v3(fminf(rlo.x, olo.x), fminf(rlo.y, olo.y), fminf(rlo.z, olo.z)) : olo;
+            rhi = any ? v3(fmaxf(rhi.x, ohi.x), fmaxf(rhi.y, ohi.y), fmaxf(rhi.z, ohi.z)) : ohi;
+            any = true;
+        }
+        if (!any) {
             continue;
         }
         const uint32_t end = e->p_first + e->p_count;
         for (uint32_t i = e->p_first; i < end; ++i) {
             sim_vec3 x = w->pos[i];
-            int32_t cx = cell_of(x.x, inv_cell), cy = cell_of(x.y, inv_cell),
-                    cz = cell_of(x.z, inv_cell);
-            uint32_t seen[27];
+            if (!box_contains(rlo, rhi, x)) {
+                continue;
+            }
+            // The particle's cell and, per axis, the neighbour on the side
+            // of the nearer face.
+            int32_t c[3], o[3];
+            const float f[3] = {x.x * inv_cell, x.y * inv_cell, x.z * inv_cell};
+            for (int a = 0; a < 3; ++a) {
+                c[a] = cell_of(f[a], 1.0f);
+                o[a] = f[a] - floorf(f[a]) < 0.5f ? -1 : 1;
+            }
+            uint32_t seen[8];
             uint32_t nseen = 0;
-            for (int dz = -1; dz <= 1; ++dz) {
-                for (int dy = -1; dy <= 1; ++dy) {
-                    for (int dx = -1; dx <= 1; ++dx) {
-                        uint32_t b = bucket_of(cx + dx, cy + dy, cz + dz, buckets);
-                        bool dup = false;
-                        for (uint32_t s = 0; s < nseen; ++s) {
-                            dup = dup || seen[s] == b;
-                        }
-                        if (dup) {
-                            continue;
-                        }
-                        seen[nseen++] = b;
-                        for (int32_t j1 = w->sm_head[b]; j1 != 0; j1 = w->sm_next[j1 - 1]) {
-                            uint32_t j = (uint32_t)(j1 - 1);
-                            if (j >= end) { // a later soft body's particle
-                                project_pair(w, i, j, mu);
-                            }
-                        }
+            for (int n = 0; n < 8; ++n) {
+                uint32_t b = bucket_of(c[0] + ((n & 1) ? o[0] : 0), c[1] + ((n & 2) ? o[1] : 0),
+                                       c[2] + ((n & 4) ? o[2] : 0), buckets);
+                bool dup = false;
+                for (uint32_t q = 0; q < nseen; ++q) {
+                    dup = dup || seen[q] == b;
+                }
+                if (dup) {
+                    continue;
+                }
+                seen[nseen++] = b;
+                for (int32_t j1 = w->sm_head[b]; j1 != 0; j1 = w->sm_next[j1 - 1]) {
+                    uint32_t j = (uint32_t)(j1 - 1);
+                    if (j >= end) { // a later soft body's particle
+                        project_pair(w, i, j, mu);
                     }
                 }
             }

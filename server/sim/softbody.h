@@ -27,7 +27,7 @@
 #define SIM__SOFTBODY_H_REF (1.0f / 60.0f)
 
 /// Per-entity state of a soft body, by entity slot (world.h `softs`): slots
-/// never move, so it survives other entities' despawn. 96 bytes.
+/// never move, so it survives other entities' despawn. 120 bytes.
 typedef struct sim__softbody {
     sim_quat q;       ///< Rotation of the last fit (warm start), unit.
     sim_vec3 c;       ///< Centroid of the last fit, m.
@@ -40,6 +40,7 @@ typedef struct sim__softbody {
     uint32_t shape;       ///< sim_softbody_shape.
     uint32_t resolution;  ///< Lattice points per edge.
     uint32_t polar_iters; ///< Quaternion iterations of the last fit.
+    sim_vec3 lo, hi;      ///< Bounds of its particle centres in the last contact pass, m (scratch).
 } sim__softbody;
 
 struct sim_world;
@@ -64,10 +65,13 @@ void sim__softbodies_match(struct sim_world* w, float h);
 
 /// One pass of particle–particle contacts between particles of different
 /// soft bodies (spheres of their radii, the radii summed), found with a
-/// spatial hash rebuilt each call; corrections split by inverse mass, with
-/// position-level static and kinetic friction (the world's friction).
-/// Called once per relaxation pass. Nothing when the world holds fewer than
-/// two soft bodies. Never allocates.
+/// spatial hash rebuilt each call (Teschner et al. 2003; cells of twice the
+/// largest contact distance, 8 cells looked up per particle), only for the
+/// particles inside the padded bounds of a later soft body that meets their
+/// own; corrections split by inverse mass, with position-level static and
+/// kinetic friction (the world's friction). Called once per relaxation
+/// pass. Nothing when the world holds fewer than two soft bodies. Never
+/// allocates.
 void sim__softbodies_contacts(struct sim_world* w);
 
 /// Copies a soft body's surface sticks (sim_world_spawn_softbody()) into

@@ -435,12 +435,13 @@ static uint64_t rigid_substeps(sim_solver solver, float dt, int substeps_in) {
 
 // Solver work per tick for given totals and parameters (max_solver_work).
 // A rigid body or joint costs SIM__RIGID_WORK per rigid substep.
-// A soft-body particle costs one more projection per pass (its contact
-// query) and SIM_SOFTBODY_WORK_PER_SUBSTEP per substep (shape matching).
+// A soft-body particle costs SIM_SOFTBODY_CONTACT_WORK more per pass (its
+// contact queries) and SIM_SOFTBODY_WORK_PER_SUBSTEP per substep (shape
+// matching).
 static uint64_t solver_work(uint32_t dists, uint32_t joints, uint32_t particles, uint32_t bodies,
                             uint32_t bjoints, uint32_t soft, const sim_params* p, uint64_t rigid) {
-    return ((uint64_t)dists + joints + particles + soft) * (uint64_t)p->iterations *
-               (uint64_t)p->substeps +
+    return ((uint64_t)dists + joints + particles + (uint64_t)soft * SIM_SOFTBODY_CONTACT_WORK) *
+               (uint64_t)p->iterations * (uint64_t)p->substeps +
            (uint64_t)soft * SIM_SOFTBODY_WORK_PER_SUBSTEP * (uint64_t)p->substeps +
            SIM__RIGID_WORK * ((uint64_t)bodies + bjoints) * rigid;
 }

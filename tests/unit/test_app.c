@@ -1530,28 +1530,28 @@ static void test_app_refusals_are_counted_and_logged(void** state) {
 static void test_app_spawn_softbody_is_admitted_on_its_counts(void** state) {
     budget_fixture* f = *state;
     app_world* w = world(f, 60);
-    // Resolution 16: 4096 particles; 4096 × (1 + 1) × 8 iterations × 1
-    // substep + 4096 × 4 (shape matching) = 81920 projections per tick.
+    // Resolution 8: 512 particles; 512 × (1 + 16) × 8 iterations × 1
+    // substep + 512 × 4 (shape matching) = 71680 projections per tick.
     uint64_t work0 = sim_world_solver_work(w->sim);
     uint64_t id = entity_of(apply(f, w,
                                   "\"op\":\"spawn_softbody\",\"position\":[0,2,0],"
-                                  "\"shape\":\"box\",\"size\":1,\"resolution\":16"));
+                                  "\"shape\":\"box\",\"size\":1,\"resolution\":8"));
     assert_true(id != 0);
-    assert_true(sim_world_solver_work(w->sim) - work0 == 81920);
+    assert_true(sim_world_solver_work(w->sim) - work0 == 71680);
     for (int i = 1; i < 6; ++i) {
         expect_ok(apply(f, w,
                         "\"op\":\"spawn_softbody\",\"position\":[%d,2,0],\"shape\":\"box\","
-                        "\"size\":1,\"resolution\":16",
+                        "\"size\":1,\"resolution\":8",
                         3 * i));
     }
-    // Six: 491520. A seventh: 573440 > 500000, refused with the numbers.
-    assert_true(sim_world_solver_work(w->sim) - work0 == 6 * 81920);
+    // Six: 430080. A seventh: 501760 > 500000, refused with the numbers.
+    assert_true(sim_world_solver_work(w->sim) - work0 == 6 * 71680);
     uint32_t entities = sim_world_entity_count(w->sim);
     expect_error(apply(f, w,
                        "\"op\":\"spawn_softbody\",\"position\":[0,2,-9],\"shape\":\"box\","
-                       "\"size\":1,\"resolution\":16"),
+                       "\"size\":1,\"resolution\":8"),
                  "too_large",
-                 "world 1 would need 573440 solver projections per tick (at 8 iterations x 1 "
+                 "world 1 would need 501760 solver projections per tick (at 8 iterations x 1 "
                  "substeps); the limit per world is 500000");
     assert_int_equal(sim_world_entity_count(w->sim), entities);
 

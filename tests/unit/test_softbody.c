@@ -497,8 +497,8 @@ static void test_softbody_counts_and_sticks(void** state) {
     assert_int_equal(after.particles - before.particles, 32);
     assert_int_equal(after.soft_particles - before.soft_particles, 32);
     assert_true(sim_world_solver_work(w) - work0 == sim_counts_solver_work(&c, &p));
-    // 32 particles × (1 + 1) × 8 iterations × 1 substep + 32 × 4 per substep.
-    assert_true(sim_counts_solver_work(&c, &p) == 32u * 2u * 8u + 32u * 4u);
+    // 32 particles × (1 + 16) × 8 iterations × 1 substep + 32 × 4 per substep.
+    assert_true(sim_counts_solver_work(&c, &p) == 32u * 17u * 8u + 32u * 4u);
 
     const uint32_t res[2] = {2, 3};
     const uint32_t want[2] = {12, 48};
