@@ -815,7 +815,7 @@ static bool get_entity_head(bitr* r, rdp_qsnap* q, rdp_qentity* e, uint32_t* ske
     // least: a count the rest of the frame cannot hold is refused before
     // room is made for it (2^20 particles are 24 MiB).
     if (r->bad || count > 1u << 20 || 3 * count > bits_left(r) || e->kind < RDP_KIND_ROPE ||
-        e->kind > RDP_KIND_BALL || (e->kind == RDP_KIND_BALL && count != 1) ||
+        e->kind > RDP_KIND_SOFTBODY || (e->kind == RDP_KIND_BALL && count != 1) ||
         (e->kind == RDP_KIND_CHARACTER && (count < 1 || count > 32))) {
         return false;
     }

@@ -60,6 +60,8 @@ typedef struct op_spec {
 
 static const char* const format_names[] = {"json", "binary", NULL};
 static const uint32_t format_values[] = {RDP_FORMAT_JSON, RDP_FORMAT_BINARY};
+static const char* const shape_names[] = {"box", "sphere", NULL};
+static const uint32_t shape_values[] = {RDP_SOFTBODY_BOX, RDP_SOFTBODY_SPHERE};
 static const char* const pin_names[] = {"top", "none", NULL};
 static const uint32_t pin_values[] = {1, 0};
 static const char* const garment_names[] = {"cape", "skirt", "hair", NULL};
@@ -170,6 +172,18 @@ static const field_spec spawn_ball_fields[] = {
     {"radius", F_NUM, false, 1e-3, 5, false, 0.2, OFF(u.spawn_ball.radius), NULL, NULL, 0, 0},
     {"mass", F_NUM, false, 1e-3, 1e4, false, 5, OFF(u.spawn_ball.mass), NULL, NULL, 0, 0},
 };
+static const field_spec spawn_softbody_fields[] = {
+    WORLD_FIELD,
+    POSITION_FIELD("position", u.spawn_softbody.position),
+    {"shape", F_ENUM, true, 0, 0, false, 0, OFF(u.spawn_softbody.shape), shape_names, shape_values,
+     0, 0},
+    {"size", F_NUM, true, 0.05, 5, false, 0, OFF(u.spawn_softbody.size), NULL, NULL, 0, 0},
+    {"resolution", F_UINT, false, 2, 16, false, 4, OFF(u.spawn_softbody.resolution), NULL, NULL, 0,
+     0},
+    {"stiffness", F_NUM, false, 0, 1, true, 0.5, OFF(u.spawn_softbody.stiffness), NULL, NULL, 0, 0},
+    {"pressure", F_NUM, false, 0, 1, false, 0, OFF(u.spawn_softbody.pressure), NULL, NULL, 0, 0},
+    {"mass", F_NUM, false, 1e-3, 1e4, false, 10, OFF(u.spawn_softbody.mass), NULL, NULL, 0, 0},
+};
 static const field_spec kill_fields[] = {
     WORLD_FIELD,
     ENTITY_FIELD,
@@ -269,6 +283,7 @@ static const op_spec ops[] = {
     {"attach_cloth", RDP_OP_ATTACH_CLOTH, attach_cloth_fields, COUNT(attach_cloth_fields)},
     {"set_focus", RDP_OP_SET_FOCUS, set_focus_fields, COUNT(set_focus_fields)},
     {"set_tear", RDP_OP_SET_TEAR, set_tear_fields, COUNT(set_tear_fields)},
+    {"spawn_softbody", RDP_OP_SPAWN_SOFTBODY, spawn_softbody_fields, COUNT(spawn_softbody_fields)},
 };
 
 const char* rdp_op_name(rdp_op op) {

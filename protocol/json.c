@@ -34,6 +34,8 @@ const char* rdp_kind_name(rdp_kind kind) {
         return "character";
     case RDP_KIND_BALL:
         return "ball";
+    case RDP_KIND_SOFTBODY:
+        return "softbody";
     }
     return "unknown";
 }

@@ -25,14 +25,16 @@
 _Static_assert(RDC_KIND_ROPE == (int)RDP_KIND_ROPE && RDC_KIND_CLOTH == (int)RDP_KIND_CLOTH &&
                    RDC_KIND_RAGDOLL == (int)RDP_KIND_RAGDOLL &&
                    RDC_KIND_CHARACTER == (int)RDP_KIND_CHARACTER &&
-                   RDC_KIND_BALL == (int)RDP_KIND_BALL,
+                   RDC_KIND_BALL == (int)RDP_KIND_BALL &&
+                   RDC_KIND_SOFTBODY == (int)RDP_KIND_SOFTBODY,
                "rdc kinds are the wire codes");
 
-static const char* const kind_names[] = {NULL, "rope", "cloth", "ragdoll", "character", "ball"};
+static const char* const kind_names[] = {NULL,        "rope", "cloth",   "ragdoll",
+                                         "character", "ball", "softbody"};
 static const char* const state_names[] = {"animated", "ragdoll", "getting_up", "partial"};
 
 const char* rdc_kind_name(rdc_kind kind) {
-    return kind >= RDC_KIND_ROPE && kind <= RDC_KIND_BALL ? kind_names[kind] : "unknown";
+    return kind >= RDC_KIND_ROPE && kind <= RDC_KIND_SOFTBODY ? kind_names[kind] : "unknown";
 }
 
 const char* rdc_char_state_name(rdc_char_state state) {
@@ -213,7 +215,7 @@ static bool json_u64(const cJSON* o, const char* key, uint64_t* out) {
 }
 
 static rdc_kind kind_of(const char* s) {
-    for (int k = RDC_KIND_ROPE; s != NULL && k <= RDC_KIND_BALL; ++k) {
+    for (int k = RDC_KIND_ROPE; s != NULL && k <= RDC_KIND_SOFTBODY; ++k) {
         if (strcmp(s, kind_names[k]) == 0) {
             return (rdc_kind)k;
         }
@@ -589,7 +591,7 @@ static int decode_binary(rdc__decoder* d, const uint8_t* data, size_t len, bool 
     uint32_t n = 0;
     for (uint32_t i = 0; i < q->entity_count; ++i) {
         const rdp_qentity* qe = &q->ents[i];
-        if (qe->kind < RDP_KIND_ROPE || qe->kind > RDP_KIND_BALL) {
+        if (qe->kind < RDP_KIND_ROPE || qe->kind > RDP_KIND_SOFTBODY) {
             continue; // a kind this client does not know
         }
         rdc_entity* x = &d->ents[n++];

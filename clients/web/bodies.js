@@ -29,6 +29,7 @@ export function createBody(rec) {
     case 'cloth': return rec.garment === 'hair' ? new Strands(rec) : new Cloth(rec);
     case 'character': return new Character(rec);
     case 'ball': return new Ball(rec);
+    case 'softbody': return new SoftBody(rec);
     default:
       // A future kind still shows up: as points if it has particles, as
       // capsules if it has poses.
@@ -282,6 +283,34 @@ class Strands extends Body {
   update() {
     this.lines.geometry.attributes.position.needsUpdate = true;
     this.placeSpheres(this.beads);
+  }
+}
+
+// A soft body (PROTOCOL.md §5.1: its sticks are the lattice edges between
+// surface particles): its particles as translucent spheres of their radii,
+// which fill the body's volume, and its surface lattice as lines.
+const SOFT_COLORS = [0x7ee0a1, 0xc792ea, 0x5fb3ff, 0xffd166];
+class SoftBody extends Body {
+  constructor(rec) {
+    super(rec);
+    const color = new THREE.Color(SOFT_COLORS[this.slot % SOFT_COLORS.length]);
+    this.blobs = this.makeSpheres(new THREE.MeshStandardMaterial({
+      color, roughness: 0.35, transparent: true, opacity: 0.55, depthWrite: false,
+    }));
+    const index = [];
+    for (const [a, b] of this.sticks) index.push(a, b);
+    const geo = new THREE.BufferGeometry();
+    geo.setAttribute('position', new THREE.BufferAttribute(this.pos, 3).setUsage(THREE.DynamicDrawUsage));
+    geo.setIndex(index);
+    this.lines = new THREE.LineSegments(geo, new THREE.LineBasicMaterial({ color: color.clone().multiplyScalar(0.6) }));
+    this.lines.frustumCulled = false;
+    this.group.add(this.lines);
+    this.update();
+  }
+
+  update() {
+    this.placeSpheres(this.blobs);
+    this.lines.geometry.attributes.position.needsUpdate = true;
   }
 }
 

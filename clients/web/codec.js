@@ -10,8 +10,8 @@ const QUAT_SCALE = 2047 * Math.SQRT2;
 const ABS_BITS = 26;
 const FLAG_DELTA = 1;
 export const BASELINES = 32; // baselines a decoder keeps
-export const KIND = { rope: 1, cloth: 2, ragdoll: 3, character: 4, ball: 5 };
-export const KIND_NAME = ['unknown', 'rope', 'cloth', 'ragdoll', 'character', 'ball'];
+export const KIND = { rope: 1, cloth: 2, ragdoll: 3, character: 4, ball: 5, softbody: 6 };
+export const KIND_NAME = ['unknown', 'rope', 'cloth', 'ragdoll', 'character', 'ball', 'softbody'];
 export const STATE_NAME = ['animated', 'ragdoll', 'getting_up', 'partial'];
 
 const isRigid = (kind) => kind === KIND.character || kind === KIND.ball;
@@ -169,7 +169,7 @@ function readHead(r) {
   const lo = r.eg(0);
   const hi = r.eg(0);
   const e = { entity: hi * 2 ** 32 + lo, kind: r.bits(3), state: 0, count: r.eg(0), skel: null };
-  if (e.kind < 1 || e.kind > 5 || e.count > 1 << 20 || (e.kind === KIND.ball && e.count !== 1) ||
+  if (e.kind < 1 || e.kind > 6 || e.count > 1 << 20 || (e.kind === KIND.ball && e.count !== 1) ||
       (e.kind === KIND.character && (e.count < 1 || e.count > 32))) {
     throw new RangeError('bad entity header');
   }

@@ -24,7 +24,7 @@ const $ = (id) => document.getElementById(id);
 const hud = new Hud($('hud-values'), $('conn'));
 const log = (text, kind = 'error') => logMessage($('log'), text, kind);
 const dropButton = $('drop');
-const worldButtons = [dropButton, $('throw-ball'), $('spawn-character')];
+const worldButtons = [dropButton, $('throw-ball'), $('drop-softbody'), $('spawn-character')];
 
 // A message that stays in the middle of the screen while a problem lasts
 // (refused connection, a world that is not there), unlike the log's lines.
@@ -204,6 +204,27 @@ $('throw-ball').addEventListener('click', () => {
     op: 'spawn_ball', world: state.world,
     position: from.toArray().map(round4),
     velocity: dir.multiplyScalar(BALL_SPEED).toArray().map(round4),
+  });
+});
+
+// A soft body (PROTOCOL.md §3 spawn_softbody), box or sphere by turns, 3 m
+// above the ground where the camera looks (or above the orbit target when
+// that is far or above the horizon).
+let softShape = 0;
+$('drop-softbody').addEventListener('click', () => {
+  if (state.world === null || !view) return;
+  const cam = view.camera.position;
+  const rect = view.canvas.getBoundingClientRect();
+  const ground = new THREE.Plane(new THREE.Vector3(0, 1, 0), 0);
+  let at = view.pointOnPlane(rect.left + rect.width / 2, rect.top + rect.height / 2, ground);
+  if (!at || at.distanceTo(cam) > SPAWN_RANGE) at = view.controls.target.clone().setY(0);
+  at.x += (Math.random() - 0.5) * 0.3;
+  at.z += (Math.random() - 0.5) * 0.3;
+  const shape = softShape++ % 2 === 0 ? 'box' : 'sphere';
+  command({
+    op: 'spawn_softbody', world: state.world,
+    position: [round4(at.x), 3, round4(at.z)],
+    shape, size: 0.8, resolution: 5, stiffness: 0.4, pressure: shape === 'sphere' ? 0.5 : 0,
   });
 });
 

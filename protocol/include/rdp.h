@@ -110,6 +110,7 @@ typedef enum rdp_op {
     RDP_OP_ATTACH_CLOTH,
     RDP_OP_SET_FOCUS,
     RDP_OP_SET_TEAR,
+    RDP_OP_SPAWN_SOFTBODY,
 } rdp_op;
 
 /// Garment kinds of attach_cloth (the values match sim_garment_kind).
@@ -274,6 +275,15 @@ typedef struct rdp_command {
             rdp_vec3 position, velocity;
             double radius, mass;
         } spawn_ball;
+        struct {
+            rdp_vec3 position;   ///< Centre, m.
+            uint32_t shape;      ///< rdp_softbody_shape.
+            double size;         ///< Edge or diameter, m, [0.05, 5].
+            uint32_t resolution; ///< Lattice points per edge, 2..16.
+            double stiffness;    ///< (0, 1].
+            double pressure;     ///< [0, 1]; 0 is off.
+            double mass; ///< Total, kg, [1e-3, 1e4], default 10 (each particle at least 1e-3).
+        } spawn_softbody;
         struct {
             rdp_vec3 hit_point, impulse;
         } kill;
@@ -467,7 +477,14 @@ typedef enum rdp_kind {
     RDP_KIND_RAGDOLL = 3,
     RDP_KIND_CHARACTER = 4,
     RDP_KIND_BALL = 5,
+    RDP_KIND_SOFTBODY = 6, ///< Particles, like a rope or cloth (PROTOCOL.md §5).
 } rdp_kind;
+
+/// The shapes of spawn_softbody (PROTOCOL.md §3), as sim_softbody_shape.
+typedef enum rdp_softbody_shape {
+    RDP_SOFTBODY_BOX = 0,
+    RDP_SOFTBODY_SPHERE = 1,
+} rdp_softbody_shape;
 
 /// Whether entities of this kind are rigid bodies (posed bones) rather than
 /// particles.
@@ -489,7 +506,7 @@ typedef struct rdp_bone_desc {
 } rdp_bone_desc;
 
 /// The wire name of a kind ("rope", "cloth", "ragdoll", "character",
-/// "ball") or "unknown".
+/// "ball", "softbody") or "unknown".
 const char* rdp_kind_name(rdp_kind kind);
 
 /// One entity's state, pointing at the caller's arrays (not copied).

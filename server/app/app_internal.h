@@ -160,7 +160,7 @@ typedef struct app_world_view {
     uint64_t tick;
     uint32_t entities;
     uint32_t particles;
-    uint32_t by_kind[6];  ///< Entities by sim_entity_kind (1..5).
+    uint32_t by_kind[7];  ///< Entities by sim_entity_kind (1..6).
     uint32_t bones;       ///< Rigid bodies that are characters' bones.
     uint32_t balls;       ///< Rigid bodies that are balls.
     uint64_t solver_work; ///< Per tick, as sim_world_solver_work() counts it.

@@ -420,6 +420,7 @@ app_role app__role_needed(rdp_op op) {
     case RDP_OP_SPAWN_CHARACTER:
     case RDP_OP_SPAWN_BALL:
     case RDP_OP_ATTACH_CLOTH:
+    case RDP_OP_SPAWN_SOFTBODY:
     case RDP_OP_DESPAWN: // of its own entities; app__apply checks the owner
     case RDP_OP_APPLY_IMPULSE:
     case RDP_OP_DRAG:

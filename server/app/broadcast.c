@@ -245,6 +245,8 @@ static rdp_kind kind_of(sim_entity_kind k) {
         return RDP_KIND_CHARACTER;
     case SIM_ENTITY_BALL:
         return RDP_KIND_BALL;
+    case SIM_ENTITY_SOFTBODY:
+        return RDP_KIND_SOFTBODY;
     }
     return RDP_KIND_ROPE;
 }
@@ -336,7 +338,9 @@ static bool build_snapshot(app_world* w, bool topology, rdp_snapshot* s) {
         sim_entity_id id = sim_world_entity_at(sw, i);
         sim_entity_view v;
         sim_entity_get_view(sw, id, &v);
-        stick_total += v.stick_count;
+        // A soft body's sticks are drawing only (its surface lattice), not
+        // constraints: metrics.sticks divides the constraint error.
+        stick_total += v.kind == SIM_ENTITY_SOFTBODY ? 0 : v.stick_count;
         rdp_entity_state* e = &w->ents[i];
         memset(e, 0, sizeof *e);
         e->entity = sim_entity_id_store(id);

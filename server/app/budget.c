@@ -7,9 +7,10 @@
  * would exceed is named in the reply, with the numbers.
  *
  * Solver work is the simulator's measure (sim.h, max_solver_work):
- * (distance constraints + joint limits + particles) × iterations × substeps
- * projections per tick, plus 100 per rigid body and joint per rigid
- * substep. Worlds tick at different rates, so the server-wide sum weighs
+ * (distance constraints + joint limits + particles + 16 per soft-body
+ * particle) × iterations × substeps projections per tick, plus 4 per
+ * soft-body particle per substep (shape matching) and 100 per rigid body
+ * and joint per rigid substep. Worlds tick at different rates, so the server-wide sum weighs
  * each world by its rate: the load of a world is its work × tick_hz
  * projections per second, and the limit is max_total_solver_work per 1/60 s.
  *
@@ -88,6 +89,8 @@ static const char* kind_of_op(rdp_op op) {
         return "ball";
     case RDP_OP_ATTACH_CLOTH:
         return "garment";
+    case RDP_OP_SPAWN_SOFTBODY:
+        return "soft body";
     default:
         return "ragdoll";
     }
@@ -106,6 +109,12 @@ int app__admit_spawn(app_server* app, app_world* w, const rdp_command* cmd, char
         snprintf(msg, cap, "a %u x %u cloth has %u particles; a world holds at most %u",
                  cmd->u.spawn_cloth.cols, cmd->u.spawn_cloth.rows, add.particles,
                  w->def.max_particles);
+        return SIM_E_CAPACITY;
+    }
+    if (cmd->op == RDP_OP_SPAWN_SOFTBODY && add.particles > w->def.max_particles) {
+        snprintf(msg, cap,
+                 "a soft body of resolution %u has %u particles; a world holds at most %u",
+                 cmd->u.spawn_softbody.resolution, add.particles, w->def.max_particles);
         return SIM_E_CAPACITY;
     }
     // What it adds against the world's limits, in the order they are named.

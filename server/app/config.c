@@ -20,7 +20,8 @@
 
 // The limits (rdp_limit order): the sim_world_def field each sets, the most
 // the simulator takes, and the server's default ceiling. A world full to
-// every default ceiling would reserve 221 MB (sim_world_def_max_bytes();
+// every default ceiling would reserve 243 MB under xpbd, 280 MB under the
+// soft step (sim_world_def_max_bytes();
 // README); the solver budgets keep what worlds can really hold far below
 // that (a humanoid's 16 bodies cost 12,400 of the 10^6 per world).
 static const struct {

@@ -114,6 +114,14 @@ static void describe_failure(const app_world* w, const rdp_command* cmd, int rc,
                      "every particle of the garment must lie in the world: x, y and z each within "
                      "[-%.0f, %.0f] m (and a skirt needs at least 3 cols)",
                      e, e);
+        } else if (cmd->op == RDP_OP_SPAWN_SOFTBODY) {
+            // The decoder checked each field; what is left is the mass per
+            // particle and the cube's place in the world.
+            snprintf(msg, cap,
+                     "a soft body's particles must each weigh at least 1 g (mass %g kg over its "
+                     "lattice) and its whole cube lie in the world: x, y and z each within "
+                     "[-%.0f, %.0f] m",
+                     cmd->u.spawn_softbody.mass, e, e);
         } else if (cmd->op == RDP_OP_SPAWN_ROPE || cmd->op == RDP_OP_SPAWN_CLOTH ||
                    cmd->op == RDP_OP_SPAWN_RAGDOLL) {
             snprintf(msg, cap,
@@ -382,6 +390,7 @@ typedef struct spawn_def {
         sim_character_def character;
         sim_ball_def ball;
         sim_cloth_attach_def attach;
+        sim_softbody_def softbody;
     } u;
 } spawn_def;
 
@@ -447,6 +456,18 @@ static bool spawn_def_of(const rdp_command* cmd, spawn_def* d) {
         d->u.attach.bend_compliance = (float)cmd->u.attach_cloth.bend_compliance;
         d->u.attach.tear_ratio = (float)cmd->u.attach_cloth.tear;
         return true;
+    case RDP_OP_SPAWN_SOFTBODY:
+        d->u.softbody = sim_softbody_def_default();
+        d->u.softbody.position = vec_of(cmd->u.spawn_softbody.position);
+        d->u.softbody.shape = cmd->u.spawn_softbody.shape == RDP_SOFTBODY_SPHERE
+                                  ? SIM_SOFTBODY_SPHERE
+                                  : SIM_SOFTBODY_BOX;
+        d->u.softbody.size = (float)cmd->u.spawn_softbody.size;
+        d->u.softbody.resolution = cmd->u.spawn_softbody.resolution;
+        d->u.softbody.stiffness = (float)cmd->u.spawn_softbody.stiffness;
+        d->u.softbody.pressure = (float)cmd->u.spawn_softbody.pressure;
+        d->u.softbody.mass = (float)cmd->u.spawn_softbody.mass;
+        return true;
     default:
         return false;
     }
@@ -469,6 +490,8 @@ int app__spawn_counts(const sim_world* sw, const sim_library* lib, const rdp_com
         return sim_ragdoll_def_counts(&d.u.ragdoll, out);
     case RDP_OP_SPAWN_CHARACTER:
         return sim_character_def_counts(lib, &d.u.character, out);
+    case RDP_OP_SPAWN_SOFTBODY:
+        return sim_softbody_def_counts(&d.u.softbody, out);
     default:
         return sim_ball_def_counts(&d.u.ball, out);
     }
@@ -490,6 +513,8 @@ int app__spawn(sim_world* sw, const rdp_command* cmd, sim_entity_id* out) {
         return sim_world_spawn_character(sw, &d.u.character, out);
     case RDP_OP_ATTACH_CLOTH:
         return sim_world_attach_cloth(sw, &d.u.attach, out);
+    case RDP_OP_SPAWN_SOFTBODY:
+        return sim_world_spawn_softbody(sw, &d.u.softbody, out);
     default:
         return sim_world_spawn_ball(sw, &d.u.ball, out);
     }
@@ -517,6 +542,7 @@ char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command
     case RDP_OP_SPAWN_CHARACTER:
     case RDP_OP_SPAWN_BALL:
     case RDP_OP_ATTACH_CLOTH:
+    case RDP_OP_SPAWN_SOFTBODY:
         rc = app__admit_spawn(app, w, cmd, msg, sizeof msg);
         if (rc == SIM_OK) {
             rc = app__spawn(w->sim, cmd, &spawned);

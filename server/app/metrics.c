@@ -133,8 +133,9 @@ static void family(out* o, const char* name, const char* type, const char* help)
     emit(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static const sim_entity_kind entity_kinds[] = {
-    SIM_ENTITY_ROPE, SIM_ENTITY_CLOTH, SIM_ENTITY_RAGDOLL, SIM_ENTITY_CHARACTER, SIM_ENTITY_BALL};
+static const sim_entity_kind entity_kinds[] = {SIM_ENTITY_ROPE,    SIM_ENTITY_CLOTH,
+                                               SIM_ENTITY_RAGDOLL, SIM_ENTITY_CHARACTER,
+                                               SIM_ENTITY_BALL,    SIM_ENTITY_SOFTBODY};
 
 static void render_server(const app_server* app, out* o) {
     const app_metrics* m = &app->metrics;

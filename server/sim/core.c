@@ -93,6 +93,8 @@ const char* sim_entity_kind_name(sim_entity_kind kind) {
         return "character";
     case SIM_ENTITY_BALL:
         return "ball";
+    case SIM_ENTITY_SOFTBODY:
+        return "softbody";
     }
     return "unknown";
 }

@@ -49,7 +49,8 @@ int sim__entity_begin(sim_world* w, sim_entity_kind kind, uint32_t particles, ui
                        w->d_count + dists,
                        w->j_count + joints,
                        w->b_count + bodies,
-                       w->bj_count + bjoints};
+                       w->bj_count + bjoints,
+                       w->sp_count};      // not a limit: reserve ignores it
     int rc = sim_world_reserve(w, &need); // grows only when short of room
     if (rc != SIM_OK) {
         return rc; // SIM_E_NOMEM, nothing changed
@@ -150,6 +151,7 @@ int sim_world_despawn(sim_world* w, sim_entity_id id) {
     SIM__ERASE(w->contact, e->p_first, e->p_count, w->p_count);
     SIM__ERASE(w->contact_body, e->p_first, e->p_count, w->p_count);
     SIM__ERASE(w->tie, e->p_first, e->p_count, w->p_count);
+    SIM__ERASE(w->sm_rest, e->p_first, e->p_count, w->p_count);
     SIM__ERASE(w->dist, e->d_first, e->d_count, w->d_count);
     SIM__ERASE(w->joint, e->j_first, e->j_count, w->j_count);
     SIM__ERASE(w->body, e->b_first, e->b_count, w->b_count);
@@ -158,6 +160,10 @@ int sim_world_despawn(sim_world* w, sim_entity_id id) {
     SIM__ERASE(w->aabb_lo, e->b_first, e->b_count, w->b_count);
     SIM__ERASE(w->aabb_hi, e->b_first, e->b_count, w->b_count);
     SIM__ERASE(w->bjoint, e->bj_first, e->bj_count, w->bj_count);
+    if (e->kind == SIM_ENTITY_SOFTBODY) {
+        w->sp_count -= e->p_count;
+        w->soft_bodies--;
+    }
     w->p_count -= e->p_count;
     w->d_count -= e->d_count;
     w->j_count -= e->j_count;
@@ -248,6 +254,9 @@ int sim_entity_copy_sticks(const sim_world* w, sim_entity_id id, uint32_t* pairs
     const sim__entity* e = sim__entity_get(w, id);
     if (e == NULL) {
         return SIM_E_STALE_ID;
+    }
+    if (e->kind == SIM_ENTITY_SOFTBODY) {
+        return (int)sim__softbody_copy_sticks(w, id.index1 - 1, pairs, cap);
     }
     uint32_t n = 0;
     const sim__dist* d = w->dist + e->d_first;

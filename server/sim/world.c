@@ -100,6 +100,10 @@ sim_world_def sim_world_def_default(void) {
     XX(binfo, (r).bodies, sizeof(sim__body_info))                                                  \
     XX(bjoint, (r).joints, sizeof(sim__bjoint))                                                    \
     XX(chars, (r).entities, sizeof(sim__char))                                                     \
+    XX(softs, (r).entities, sizeof(sim__softbody))                                                 \
+    XX(sm_rest, (r).particles, sizeof(sim_vec3))                                                   \
+    XX(sm_head, (r).particles, sizeof(int32_t))                                                    \
+    XX(sm_next, (r).particles, sizeof(int32_t))                                                    \
     XX(grid_head, SIM__GRID_BUCKETS, sizeof(int32_t))                                              \
     XX(grid, (size_t)(r).bodies* SIM__CELLS_PER_BODY, sizeof(sim__grid_entry))                     \
     XX(aabb_lo, (r).bodies, sizeof(sim_vec3))                                                      \
@@ -262,9 +266,13 @@ static bool limits_ok(const sim_world_def* d) {
 
 // The limits of a world as counts.
 static sim_counts limits_of(const sim_world_def* d) {
-    sim_counts m = {d->max_entities,    d->max_particles,
-                    d->max_constraints, d->max_entities * SIM__JOINTS_PER_ENTITY,
-                    d->max_bodies,      d->max_joints};
+    sim_counts m = {d->max_entities,
+                    d->max_particles,
+                    d->max_constraints,
+                    d->max_entities * SIM__JOINTS_PER_ENTITY,
+                    d->max_bodies,
+                    d->max_joints,
+                    0};
     return m;
 }
 
@@ -285,7 +293,8 @@ int sim_world_reserve(sim_world* w, const sim_counts* t) {
                     grown(r.constraints, t->constraints, m.constraints, 128),
                     grown(r.joint_limits, t->joint_limits, m.joint_limits, 16),
                     grown(r.bodies, t->bodies, m.bodies, 16),
-                    grown(r.joints, t->joints, m.joints, 16)};
+                    grown(r.joints, t->joints, m.joints, 16),
+                    0};
     if (memcmp(&n, &r, sizeof n) == 0) {
         return SIM_OK;
     }
@@ -396,7 +405,8 @@ sim_counts sim_world_reserved(const sim_world* w) {
 }
 
 sim_counts sim_world_counts(const sim_world* w) {
-    sim_counts c = {w->order_count, w->p_count, w->d_count, w->j_count, w->b_count, w->bj_count};
+    sim_counts c = {w->order_count, w->p_count,  w->d_count, w->j_count,
+                    w->b_count,     w->bj_count, w->sp_count};
     return c;
 }
 
@@ -428,10 +438,14 @@ static uint64_t rigid_substeps(sim_solver solver, float dt, int substeps_in) {
 
 // Solver work per tick for given totals and parameters (max_solver_work).
 // A rigid body or joint costs SIM__RIGID_WORK per rigid substep.
+// A soft-body particle costs SIM_SOFTBODY_CONTACT_WORK more per pass (its
+// contact queries) and SIM_SOFTBODY_WORK_PER_SUBSTEP per substep (shape
+// matching).
 static uint64_t solver_work(uint32_t dists, uint32_t joints, uint32_t particles, uint32_t bodies,
-                            uint32_t bjoints, const sim_params* p, uint64_t rigid) {
-    return ((uint64_t)dists + joints + particles) * (uint64_t)p->iterations *
-               (uint64_t)p->substeps +
+                            uint32_t bjoints, uint32_t soft, const sim_params* p, uint64_t rigid) {
+    return ((uint64_t)dists + joints + particles + (uint64_t)soft * SIM_SOFTBODY_CONTACT_WORK) *
+               (uint64_t)p->iterations * (uint64_t)p->substeps +
+           (uint64_t)soft * SIM_SOFTBODY_WORK_PER_SUBSTEP * (uint64_t)p->substeps +
            SIM__RIGID_WORK * ((uint64_t)bodies + bjoints) * rigid;
 }
 
@@ -439,7 +453,8 @@ static uint64_t solver_work(uint32_t dists, uint32_t joints, uint32_t particles,
 static uint64_t world_work(const sim_world* w, const sim_counts* c, const sim_params* p) {
     return solver_work(w->d_count + c->constraints, w->j_count + c->joint_limits,
                        w->p_count + c->particles, w->b_count + c->bodies, w->bj_count + c->joints,
-                       p, rigid_substeps(w->def.solver, w->def.dt, p->substeps));
+                       w->sp_count + c->soft_particles, p,
+                       rigid_substeps(w->def.solver, w->def.dt, p->substeps));
 }
 
 // The work of `c` alone in a world of that solver and tick, under p taken
@@ -448,8 +463,8 @@ static uint64_t counts_work(const sim_counts* c, const sim_params* p, sim_solver
     sim_params q = *p;
     q.iterations = q.iterations < 1 ? 1 : q.iterations;
     q.substeps = q.substeps < 1 ? 1 : q.substeps;
-    return solver_work(c->constraints, c->joint_limits, c->particles, c->bodies, c->joints, &q,
-                       rigid_substeps(solver, dt, q.substeps));
+    return solver_work(c->constraints, c->joint_limits, c->particles, c->bodies, c->joints,
+                       c->soft_particles, &q, rigid_substeps(solver, dt, q.substeps));
 }
 
 bool sim__work_fits(const sim_world* w, uint32_t particles, uint32_t dists, uint32_t joints,
@@ -460,6 +475,11 @@ bool sim__work_fits(const sim_world* w, uint32_t particles, uint32_t dists, uint
                             .bodies = bodies,
                             .joints = bjoints};
     uint64_t work = world_work(w, &add, &w->params);
+    return w->def.max_solver_work == 0 || work <= w->def.max_solver_work;
+}
+
+bool sim__work_fits_counts(const sim_world* w, const sim_counts* add) {
+    uint64_t work = world_work(w, add, &w->params);
     return w->def.max_solver_work == 0 || work <= w->def.max_solver_work;
 }
 

@@ -15,6 +15,7 @@
 #include "rigid.h"
 #include "sim.h"
 #include "soft.h"
+#include "softbody.h"
 
 #include <math.h>
 
@@ -77,6 +78,7 @@
 #define SIM__RAGDOLL_COOKIE    0x5241474du /* "RAGM" */
 #define SIM__CHAR_COOKIE       0x43484152u /* "CHAR" */
 #define SIM__BALL_COOKIE       0x42414c4cu /* "BALL" */
+#define SIM__SOFTBODY_COOKIE   0x534f4654u /* "SOFT" */
 
 /// One body in one cell of the broadphase grid.
 typedef struct sim__grid_entry {
@@ -315,6 +317,14 @@ struct sim_world {
     sim__bjoint* bjoint;
     sim__char* chars; ///< By entity slot (characters only).
 
+    // Soft bodies (softbody.c).
+    sim__softbody* softs; ///< By entity slot (soft bodies only).
+    sim_vec3* sm_rest;    ///< By particle: rest offset q_i from the rest centroid, m (soft bodies).
+    int32_t* sm_head;     ///< Contact hash bucket heads (as many as particles), -1 empty; scratch.
+    int32_t* sm_next;     ///< By particle: next particle in its bucket; scratch.
+    uint32_t sp_count;    ///< Soft-body particles (sim_counts.soft_particles).
+    uint32_t soft_bodies; ///< Live soft bodies.
+
     // Broadphase and contacts.
     int32_t* grid_head; ///< SIM__GRID_BUCKETS bucket heads, -1 when empty.
     sim__grid_entry* grid;
@@ -455,6 +465,11 @@ void sim__collide_respond(sim_world* w, float h);
 /// added, stays within def.max_solver_work (0: no limit) (world.c).
 bool sim__work_fits(const sim_world* w, uint32_t particles, uint32_t dists, uint32_t joints,
                     uint32_t bodies, uint32_t bjoints);
+
+/// Whether the world's solver work per tick, with `add` added, stays within
+/// def.max_solver_work (0: no limit) (world.c). Unlike sim__work_fits it
+/// counts add->soft_particles.
+bool sim__work_fits_counts(const sim_world* w, const sim_counts* add);
 
 /// Verlet-integrates every particle over one substep; g_h2 is gravity × h²
 /// (particle.c).

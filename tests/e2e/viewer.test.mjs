@@ -762,6 +762,16 @@ test('viewer kills a character by click and gets it up', { timeout: 120000 }, (t
   assert.ok(speed > 10 && speed < 16, `the ball flies at ${speed.toFixed(2)} m/s (${JSON.stringify([b1, b2])})`);
   assert.ok(dist(b2, eye) > dist(b1, eye), 'away from the camera');
   t.diagnostic(`ball: ${speed.toFixed(2)} m/s over its first ${s2.tick - s1.tick} ticks`);
+  // "Drop soft body" drops a lattice 3 m above where the camera looks; it
+  // falls, lands on the ground and is drawn.
+  await page.click('#drop-softbody');
+  const softIn = (snap) => snap.entities.find((e) => e.kind === 'softbody');
+  const soft = await until(async () => softIn(latest())?.entity, Boolean, 5000, 'the soft body');
+  const lowest = (e) => Math.min(...e.particles.map((p) => p[1]));
+  const landed = await until(async () => lowest(entityOf(latest(), soft)), (y) => y < 0.3, 5000,
+    'the soft body on the ground');
+  await until(() => hook(() => window.__ragdolld.drawn), (d) => d.includes(soft), 3000, 'the soft body drawn');
+  t.diagnostic(`soft body: lowest particle at ${landed.toFixed(3)} m`);
   await twoFrames(page);
   await screenshot(page, 'spawned.png');
 }));
@@ -867,7 +877,8 @@ for (const size of [{ width: 800, height: 600 }, { width: 390, height: 844 }]) {
       // The buttons that were covered (a click timed out): each is on top
       // at its centre, and a click with a short timeout goes through and
       // sends its command.
-      for (const [sel, op] of [['#drop', 'spawn_ragdoll'], ['#throw-ball', 'spawn_ball'], ['#spawn-character', 'spawn_character']]) {
+      for (const [sel, op] of [['#drop', 'spawn_ragdoll'], ['#throw-ball', 'spawn_ball'],
+        ['#drop-softbody', 'spawn_softbody'], ['#spawn-character', 'spawn_character']]) {
         const r = await reachable(page, sel);
         assert.ok(r.ok, `${sel} is covered at its centre (${r.x}, ${r.y}) by ${r.top}`);
         const n = sent.length;

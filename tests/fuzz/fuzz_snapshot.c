@@ -94,7 +94,7 @@ FUZZ_NO_COVERAGE static void check_snapshot(const rdp_qsnap* q) {
     uint32_t vals = 0, skel = 0;
     for (uint32_t k = 0; k < q->entity_count; ++k) {
         const rdp_qentity* e = &q->ents[k];
-        FUZZ_CHECK(e->kind >= RDP_KIND_ROPE && e->kind <= RDP_KIND_BALL);
+        FUZZ_CHECK(e->kind >= RDP_KIND_ROPE && e->kind <= RDP_KIND_SOFTBODY);
         FUZZ_CHECK(e->offset == vals);
         bool rigid = rdp_kind_is_rigid((rdp_kind)e->kind);
         if (e->kind == RDP_KIND_BALL) {

@@ -1523,6 +1523,79 @@ static void test_app_refusals_are_counted_and_logged(void** state) {
     free(page);
 }
 
+// spawn_softbody through the server: admitted on its counts (particles and
+// solver work, hand-priced), refused with the limit named and nothing
+// changed, and the refusals only the world can make (mass per particle,
+// the cube's place) named too.
+static void test_app_spawn_softbody_is_admitted_on_its_counts(void** state) {
+    budget_fixture* f = *state;
+    app_world* w = world(f, 60);
+    // Resolution 8: 512 particles; 512 × (1 + 16) × 8 iterations × 1
+    // substep + 512 × 4 (shape matching) = 71680 projections per tick.
+    uint64_t work0 = sim_world_solver_work(w->sim);
+    uint64_t id = entity_of(apply(f, w,
+                                  "\"op\":\"spawn_softbody\",\"position\":[0,2,0],"
+                                  "\"shape\":\"box\",\"size\":1,\"resolution\":8"));
+    assert_true(id != 0);
+    assert_true(sim_world_solver_work(w->sim) - work0 == 71680);
+    for (int i = 1; i < 6; ++i) {
+        expect_ok(apply(f, w,
+                        "\"op\":\"spawn_softbody\",\"position\":[%d,2,0],\"shape\":\"box\","
+                        "\"size\":1,\"resolution\":8",
+                        3 * i));
+    }
+    // Six: 430080. A seventh: 501760 > 500000, refused with the numbers.
+    assert_true(sim_world_solver_work(w->sim) - work0 == 6 * 71680);
+    uint32_t entities = sim_world_entity_count(w->sim);
+    expect_error(apply(f, w,
+                       "\"op\":\"spawn_softbody\",\"position\":[0,2,-9],\"shape\":\"box\","
+                       "\"size\":1,\"resolution\":8"),
+                 "too_large",
+                 "world 1 would need 501760 solver projections per tick (at 8 iterations x 1 "
+                 "substeps); the limit per world is 500000");
+    assert_int_equal(sim_world_entity_count(w->sim), entities);
+
+    // A world of 1000 particles.
+    uint32_t limits[RDP_LIMIT_COUNT];
+    memcpy(limits, f->app->cfg.world_limits, sizeof limits);
+    limits[RDP_LIMIT_PARTICLES] = 1000;
+    app_world* small = NULL;
+    assert_int_equal(app__world_create(f->app, "small", 60, limits, SIM_SOLVER_SOFT_STEP, &small),
+                     RDP_OK);
+    expect_error(apply(f, small,
+                       "\"op\":\"spawn_softbody\",\"position\":[0,2,0],\"shape\":\"box\","
+                       "\"size\":1,\"resolution\":11"),
+                 "too_large",
+                 "a soft body of resolution 11 has 1331 particles; a world holds at most 1000");
+    expect_ok(apply(f, small,
+                    "\"op\":\"spawn_softbody\",\"position\":[0,2,0],\"shape\":\"box\","
+                    "\"size\":1"));
+    expect_error(apply(f, small,
+                       "\"op\":\"spawn_softbody\",\"position\":[5,2,0],\"shape\":\"box\","
+                       "\"size\":1,\"resolution\":10"),
+                 "too_large",
+                 "world 2 holds 64 particles and this soft body adds 1000; a world holds at most "
+                 "1000");
+    // 4096 particles of 2.4 mg: under 1 g each.
+    expect_error(apply(f, small,
+                       "\"op\":\"spawn_softbody\",\"position\":[5,2,0],\"shape\":\"box\","
+                       "\"size\":1,\"resolution\":9,\"mass\":0.5"),
+                 "out_of_range",
+                 "a soft body's particles must each weigh at least 1 g (mass 0.5 kg over its "
+                 "lattice) and its whole cube lie in the world: x, y and z each within [-1000, "
+                 "1000] m");
+    // Its centre in the world, a corner out of it.
+    expect_error(apply(f, small,
+                       "\"op\":\"spawn_softbody\",\"position\":[999.8,2,0],"
+                       "\"shape\":\"box\",\"size\":1"),
+                 "out_of_range",
+                 "a soft body's particles must each weigh at least 1 g (mass 10 kg over its "
+                 "lattice) and its whole cube lie in the world: x, y and z each within [-1000, "
+                 "1000] m");
+    assert_int_equal(sim_world_entity_count(small->sim), 1);
+    assert_int_equal(sim_world_particle_count(small->sim), 64);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_app_defaults),
@@ -1543,6 +1616,8 @@ int main(void) {
                                         budget_teardown),
         cmocka_unit_test_setup_teardown(test_app_capacity_refusals_name_their_limit, budget_setup,
                                         budget_teardown),
+        cmocka_unit_test_setup_teardown(test_app_spawn_softbody_is_admitted_on_its_counts,
+                                        budget_setup, budget_teardown),
         cmocka_unit_test(test_app_log_lines_are_escaped_filtered_and_rate_limited),
         cmocka_unit_test(test_app_asset_warnings_are_logged_with_file_and_bones),
         cmocka_unit_test(test_app_metrics_counters_are_bounded),

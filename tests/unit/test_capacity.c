@@ -146,10 +146,13 @@ static int spawn_rope(sim_world* w, uint32_t segments, sim_entity_id* id) {
 
 // What spawning changed in w's counts.
 static sim_counts added(sim_counts before, sim_counts after) {
-    sim_counts d = {
-        after.entities - before.entities,       after.particles - before.particles,
-        after.constraints - before.constraints, after.joint_limits - before.joint_limits,
-        after.bodies - before.bodies,           after.joints - before.joints};
+    sim_counts d = {after.entities - before.entities,
+                    after.particles - before.particles,
+                    after.constraints - before.constraints,
+                    after.joint_limits - before.joint_limits,
+                    after.bodies - before.bodies,
+                    after.joints - before.joints,
+                    after.soft_particles - before.soft_particles};
     return d;
 }
 
@@ -187,7 +190,7 @@ static void test_capacity_def_counts_agree_with_spawns(void** state) {
         b = sim_world_counts(w);
         work = sim_world_solver_work(w);
         assert_int_equal(sim_world_spawn_rope(w, &r, &id), SIM_OK);
-        sim_counts e = {1, segments[i] + 1, segments[i], 0, 0, 0};
+        sim_counts e = {1, segments[i] + 1, segments[i], 0, 0, 0, 0};
         check_spawn(w, b, work, c, e);
     }
 
@@ -204,7 +207,7 @@ static void test_capacity_def_counts_agree_with_spawns(void** state) {
         assert_int_equal(sim_world_spawn_cloth(w, &cl, &id), SIM_OK);
         uint32_t C = grids[i][0], R = grids[i][1];
         uint32_t k = (C - 1) * R + C * (R - 1) + 2 * (C - 1) * (R - 1) + (C - 2) * R + C * (R - 2);
-        sim_counts e = {1, C * R, k, 0, 0, 0};
+        sim_counts e = {1, C * R, k, 0, 0, 0, 0};
         check_spawn(w, b, work, c, e);
     }
     // The seed sheet, by the numbers of the header comment.
@@ -219,7 +222,7 @@ static void test_capacity_def_counts_agree_with_spawns(void** state) {
     b = sim_world_counts(w);
     work = sim_world_solver_work(w);
     assert_int_equal(sim_world_spawn_ragdoll(w, &rd, &id), SIM_OK);
-    sim_counts er = {1, 16, 37, 8, 0, 0};
+    sim_counts er = {1, 16, 37, 8, 0, 0, 0};
     check_spawn(w, b, work, c, er);
     sim_entity_view v;
     assert_int_equal(sim_entity_get_view(w, id, &v), SIM_OK);
@@ -237,7 +240,7 @@ static void test_capacity_def_counts_agree_with_spawns(void** state) {
         b = sim_world_counts(w);
         work = sim_world_solver_work(w);
         assert_int_equal(sim_world_spawn_character(w, &cd, &id), SIM_OK);
-        sim_counts e = {1, 0, 0, 0, skeletons[i].bones, skeletons[i].bones - 1};
+        sim_counts e = {1, 0, 0, 0, skeletons[i].bones, skeletons[i].bones - 1, 0};
         check_spawn(w, b, work, c, e);
     }
 
@@ -247,7 +250,7 @@ static void test_capacity_def_counts_agree_with_spawns(void** state) {
     b = sim_world_counts(w);
     work = sim_world_solver_work(w);
     assert_int_equal(sim_world_spawn_ball(w, &bd, &id), SIM_OK);
-    sim_counts eb = {1, 0, 0, 0, 1, 0};
+    sim_counts eb = {1, 0, 0, 0, 1, 0, 0};
     check_spawn(w, b, work, c, eb);
 
     // The world's own totals are the sums: 3 ropes, 5 cloths, a ragdoll,
@@ -395,20 +398,22 @@ static void test_capacity_limits_are_checked_at_creation(void** state) {
 
 // What an empty world takes, from the table in world.c: the world, the
 // arrays of a fixed size (256 events, 4096 grid bucket heads, max_boxes
-// boxes, max_drags drags) and one element of each of the other 48 arrays (the soft step's 15 among
-// them), which grow (10 per particle, the constraints, the joint limits, 2 per body state, the rigid
-// joints, the characters, 2 per body's bounds, the grid, the pairs, the contacts, 3 per entity
-// slot; and the islands': per body its closing speed, sleep state, 4 indices and an island, the
-// islands' joints and pairs).
+// boxes, max_drags drags, SIM_MAX_TORN torn sticks) and one element of each of the other 52 arrays
+// (the soft step's 15 among them), which grow (10 per particle and the soft bodies' 3, the
+// constraints, the joint limits, 2 per body state, the rigid joints, the characters and soft
+// bodies, 2 per body's bounds, the grid, the pairs, the contacts, 3 per entity slot; and the
+// islands': per body its closing speed, sleep state, 4 indices and an island, the islands' joints
+// and pairs).
 static size_t empty_world_bytes(const sim_world_def* d) {
     size_t fixed = sizeof(sim_world) + SIM__MAX_EVENTS * sizeof(sim_event) +
                    SIM__GRID_BUCKETS * sizeof(int32_t) + d->max_boxes * sizeof(sim_box) +
-                   d->max_drags * sizeof(sim__drag);
+                   d->max_drags * sizeof(sim__drag) + SIM_MAX_TORN * sizeof(sim_torn);
     size_t one = 4 * sizeof(sim_vec3) + 3 * sizeof(float) + sizeof(uint8_t) + sizeof(sim__dist) +
                  sizeof(sim__joint) + sizeof(sim__body) + sizeof(sim__body_info) +
                  sizeof(sim__bjoint) + sizeof(sim__char) + sizeof(sim__grid_entry) +
                  2 * sizeof(sim_vec3) + sizeof(sim__pair) + sizeof(sim__contact) +
-                 sizeof(sim__entity) + 2 * sizeof(uint32_t) + sizeof(uint32_t) + sizeof(sim__tie);
+                 sizeof(sim__entity) + 2 * sizeof(uint32_t) + sizeof(sim__softbody) +
+                 sizeof(sim_vec3) + 2 * sizeof(int32_t) + sizeof(uint32_t) + sizeof(sim__tie);
     size_t islands = sizeof(float) + sizeof(sim__sleep) + 4 * sizeof(uint32_t) +
                      sizeof(sim__island) + sizeof(sim__ijoint) + sizeof(uint32_t);
     // The soft step's 15 arrays are empty in an XPBD world: one element each.
@@ -449,7 +454,7 @@ static void test_capacity_memory_starts_small_and_follows_what_a_world_holds(voi
     // holds and at most twice that (or the first step of 128).
     assert_int_equal(sim_scene_demo(w), SIM_OK);
     sim_counts held = sim_world_counts(w), room = sim_world_reserved(w);
-    sim_counts demo = {7, 437, 2200, 16, 46, 43};
+    sim_counts demo = {7, 437, 2200, 16, 46, 43, 0};
     assert_true(counts_equal(held, demo));
     const uint32_t h[6] = {held.entities,     held.particles, held.constraints,
                            held.joint_limits, held.bodies,    held.joints};
@@ -503,7 +508,7 @@ static void test_capacity_reserve_grows_ahead_and_refuses_past_the_limits(void**
     sim_world_def def = counted_def(&c);
     def.max_bodies = 200;
     sim_world* w = make_world(&def);
-    sim_counts want = {100, 0, 0, 0, 100, 0}; // 100 balls: entities and bodies
+    sim_counts want = {100, 0, 0, 0, 100, 0, 0}; // 100 balls: entities and bodies
     assert_int_equal(sim_world_reserve(w, &want), SIM_OK);
     assert_true(sim_world_reserved(w).bodies >= 100);
     // Spawning what was reserved takes no allocation.
@@ -547,8 +552,8 @@ static void test_capacity_failed_growth_leaves_the_world_unchanged(void** state)
         c.allow = n;
         int rc = sim_world_create(&def, &w);
         if (rc == SIM_OK) {
-            // The world and its 52 arrays (world.c's table): 53 allocations.
-            assert_int_equal(n, 53);
+            // The world and its 57 arrays (world.c's table): 58 allocations.
+            assert_int_equal(n, 58);
             break;
         }
         assert_int_equal(rc, SIM_E_NOMEM);
@@ -557,8 +562,9 @@ static void test_capacity_failed_growth_leaves_the_world_unchanged(void** state)
     assert_non_null(w);
     c.allow = -1;
 
-    // A ragdoll, then a 24 × 16 cloth, which needs the 10 particle arrays
-    // and the constraints to grow (11 allocations; the entity arrays have
+    // A ragdoll, then a 24 × 16 cloth, which needs the 13 particle arrays
+    // (the soft bodies' 3 among them) and the constraints to grow (14
+    // allocations; the entity arrays have
     // room for 8 entities from the first spawn).
     sim_entity_id id;
     sim_ragdoll_def rd = sim_ragdoll_def_default();
@@ -576,7 +582,7 @@ static void test_capacity_failed_growth_leaves_the_world_unchanged(void** state)
         int rc = sim_world_spawn_cloth(w, &cl, &id);
         c.allow = -1;
         if (rc == SIM_OK) {
-            assert_int_equal(n, 11);
+            assert_int_equal(n, 14);
             break;
         }
         assert_int_equal(rc, SIM_E_NOMEM);

@@ -513,13 +513,14 @@ static void test_garment_sheet_pulled_by_two_drags_tears(void** state) {
     assert_true(nb > 0);
     assert_int_equal(sim_entity_drag(w, sheet, 19, v3(6.0f, 4.0f, 0.0f)), SIM_OK);
     assert_int_equal(sim_entity_drag(w, sheet, 199, v3(6.0f, 2.0f, 0.0f)), SIM_OK);
-    sim_torn torn[SIM_MAX_TORN];
-    uint32_t ntorn = 0, events = 0;
+    static sim_torn torn[4096];
+    uint32_t ntorn = 0, events = 0, more = 0;
     for (int t = 0; t < 120; ++t) {
         sim_world_step(w);
         uint32_t dropped = 0;
-        ntorn += sim_world_drain_torn(w, torn + ntorn, SIM_MAX_TORN - ntorn, &dropped);
-        assert_int_equal(dropped, 0);
+        // At most SIM_MAX_TORN are kept between drains; the rest counted.
+        ntorn += sim_world_drain_torn(w, torn + ntorn, 4096 - ntorn, &dropped);
+        more += dropped;
         sim_event ev[16];
         uint32_t n = sim_world_drain_events(w, ev, 16);
         for (uint32_t k = 0; k < n; ++k) {
@@ -527,10 +528,11 @@ static void test_garment_sheet_pulled_by_two_drags_tears(void** state) {
         }
     }
     int na = sim_entity_copy_sticks(w, sheet, after, 4000);
-    printf("sheet pulled apart: %u sticks tore in %u events; %d sticks before, %d after\n", ntorn,
-           events, nb, na);
+    printf("sheet pulled apart: %u sticks tore (%u not kept) in %u events; %d sticks before, %d "
+           "after\n",
+           ntorn + more, more, events, nb, na);
     assert_true(ntorn > 0 && events > 0);
-    assert_int_equal(na, nb - (int)ntorn);
+    assert_int_equal(na, nb - (int)(ntorn + more));
     for (uint32_t k = 0; k < ntorn; ++k) {
         assert_true(torn[k].entity.index1 == sheet.index1);
         assert_true(has_stick(before, nb, torn[k].a, torn[k].b));

@@ -1106,10 +1106,99 @@ static void test_rdp_events(void** state) {
     rdp_free(s);
 }
 
+// spawn_softbody (PROTOCOL.md §3): its defaults, and each bad field refused
+// with the code the protocol gives (bad_request for shape and types,
+// not_finite, out_of_range for the documented ranges, however far out).
+static void test_rdp_spawn_softbody_defaults_and_refusals(void** state) {
+    (void)state;
+    rdp_command c;
+    rdp_error e;
+    const char* t = "{\"op\":\"spawn_softbody\",\"world\":2,\"position\":[0,3,-1],"
+                    "\"shape\":\"sphere\",\"size\":0.8}";
+    assert_int_equal(decode(t, &c, &e), RDP_OK);
+    assert_int_equal(c.op, RDP_OP_SPAWN_SOFTBODY);
+    assert_int_equal(c.u.spawn_softbody.shape, RDP_SOFTBODY_SPHERE);
+    assert_true(c.u.spawn_softbody.size == 0.8);
+    assert_int_equal(c.u.spawn_softbody.resolution, 4); // PROTOCOL.md defaults
+    assert_true(c.u.spawn_softbody.stiffness == 0.5);
+    assert_true(c.u.spawn_softbody.pressure == 0.0);
+    assert_true(c.u.spawn_softbody.mass == 10.0);
+    assert_string_equal(rdp_op_name(RDP_OP_SPAWN_SOFTBODY), "spawn_softbody");
+    assert_string_equal(rdp_kind_name(RDP_KIND_SOFTBODY), "softbody");
+    assert_false(rdp_kind_is_rigid(RDP_KIND_SOFTBODY));
+
+#define SB(rest) "{\"op\":\"spawn_softbody\",\"world\":1,\"position\":[0,3,0]," rest "}"
+    expect_code(SB("\"shape\":\"box\",\"size\":1,\"resolution\":16,\"stiffness\":1,"
+                   "\"pressure\":1,\"mass\":10000"),
+                RDP_OK);
+    expect_code(SB("\"shape\":\"box\",\"size\":0.05,\"resolution\":2,\"stiffness\":0.001"), RDP_OK);
+    expect_code(SB("\"size\":1"), RDP_E_BAD_REQUEST);                    // no shape
+    expect_code(SB("\"shape\":\"cone\",\"size\":1"), RDP_E_BAD_REQUEST); // no such shape
+    expect_code(SB("\"shape\":3,\"size\":1"), RDP_E_BAD_REQUEST);        // not a string
+    expect_code(SB("\"shape\":\"box\""), RDP_E_BAD_REQUEST);             // no size
+    expect_code(SB("\"shape\":\"box\",\"size\":\"1\""), RDP_E_BAD_REQUEST);
+    expect_code(SB("\"shape\":\"box\",\"size\":1,\"resolution\":4.5"), RDP_E_BAD_REQUEST);
+    expect_code(SB("\"shape\":\"box\",\"size\":1e999"), RDP_E_NOT_FINITE);
+    expect_code(SB("\"shape\":\"box\",\"size\":0.049"), RDP_E_OUT_OF_RANGE);
+    expect_code(SB("\"shape\":\"box\",\"size\":5.01"), RDP_E_OUT_OF_RANGE);
+    expect_code(SB("\"shape\":\"box\",\"size\":1,\"resolution\":1"), RDP_E_OUT_OF_RANGE);
+    expect_code(SB("\"shape\":\"box\",\"size\":1,\"resolution\":17"), RDP_E_OUT_OF_RANGE);
+    expect_code(SB("\"shape\":\"box\",\"size\":1,\"stiffness\":0"), RDP_E_OUT_OF_RANGE);
+    expect_code(SB("\"shape\":\"box\",\"size\":1,\"stiffness\":1.5"), RDP_E_OUT_OF_RANGE);
+    expect_code(SB("\"shape\":\"box\",\"size\":1,\"stiffness\":-1e300"), RDP_E_OUT_OF_RANGE);
+    expect_code(SB("\"shape\":\"box\",\"size\":1,\"pressure\":-0.1"), RDP_E_OUT_OF_RANGE);
+    expect_code(SB("\"shape\":\"box\",\"size\":1,\"pressure\":2"), RDP_E_OUT_OF_RANGE);
+    expect_code(SB("\"shape\":\"box\",\"size\":1,\"mass\":0"), RDP_E_OUT_OF_RANGE);
+#undef SB
+    expect_code("{\"op\":\"spawn_softbody\",\"world\":1,\"position\":[0,1e6,0],"
+                "\"shape\":\"box\",\"size\":1}",
+                RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"spawn_softbody\",\"world\":1,\"position\":[0,1],"
+                "\"shape\":\"box\",\"size\":1}",
+                RDP_E_BAD_REQUEST);
+    expect_code("{\"op\":\"spawn_softbody\",\"world\":1,\"shape\":\"box\",\"size\":1}",
+                RDP_E_BAD_REQUEST);
+}
+
+// A soft body in a JSON snapshot with topology: kind "softbody", its
+// particles, sticks, radii and no pins, as PROTOCOL.md §5.1 writes them.
+static void test_rdp_json_snapshot_of_a_softbody(void** state) {
+    (void)state;
+    static const float sb_xyz[6] = {0.0f, 1.0f, 0.0f, 0.25f, 1.0f, 0.0f};
+    static const uint32_t pair[2] = {0, 1};
+    static const float sb_radius[2] = {0.125f, 0.125f};
+    static const float sb_inv_mass[2] = {64.0f, 64.0f};
+    rdp_entity_state e;
+    memset(&e, 0, sizeof e);
+    e.entity = 4294967297ull;
+    e.kind = RDP_KIND_SOFTBODY;
+    e.particle_count = 2;
+    e.xyz = sb_xyz;
+    e.stick_count = 1;
+    e.sticks = pair;
+    e.radius = sb_radius;
+    e.inv_mass = sb_inv_mass;
+    rdp_snapshot s;
+    memset(&s, 0, sizeof s);
+    s.world = 1;
+    s.tick = 5;
+    s.entity_count = 1;
+    s.entities = &e;
+    size_t len = 0;
+    char* text = rdp_snapshot_json(&s, true, &len);
+    assert_non_null(text);
+    assert_non_null(strstr(text, "{\"entity\":4294967297,\"kind\":\"softbody\",\"particles\":"
+                                 "[[0,1,0],[0.25,1,0]],\"sticks\":[[0,1]],\"radii\":[0.125,0.125],"
+                                 "\"pinned\":[]}"));
+    rdp_free(text);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rdp_decodes_spawn_rope_with_defaults),
         cmocka_unit_test(test_rdp_decodes_every_op),
+        cmocka_unit_test(test_rdp_spawn_softbody_defaults_and_refusals),
+        cmocka_unit_test(test_rdp_json_snapshot_of_a_softbody),
         cmocka_unit_test(test_rdp_rejects_bad_input_with_the_right_code),
         cmocka_unit_test(test_rdp_decodes_create_world_limits),
         cmocka_unit_test(test_rdp_decodes_create_world_solver),

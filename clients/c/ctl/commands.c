@@ -642,8 +642,22 @@ static const simple_cmd spawn_ball =
                     {"mass", "mass", A_NUM, false}},
            .print_ok = print_entity);
 
-static const simple_cmd* const spawn_kinds[] = {&spawn_rope, &spawn_ragdoll, &spawn_cloth,
-                                                &spawn_character, &spawn_ball};
+static const simple_cmd spawn_softbody =
+    SIMPLE("spawn",
+           "softbody WORLD --position X,Y,Z --shape box|sphere --size M [--resolution N] "
+           "[--stiffness S] [--pressure P] [--mass KG]",
+           "", "spawn_softbody", .pos = {WORLD_POS},
+           .opts = {{"position", "position", A_VEC3, true},
+                    {"shape", "shape", A_STR, true},
+                    {"size", "size", A_NUM, true},
+                    {"resolution", "resolution", A_UINT, false},
+                    {"stiffness", "stiffness", A_NUM, false},
+                    {"pressure", "pressure", A_NUM, false},
+                    {"mass", "mass", A_NUM, false}},
+           .print_ok = print_entity);
+
+static const simple_cmd* const spawn_kinds[] = {&spawn_rope,      &spawn_ragdoll, &spawn_cloth,
+                                                &spawn_character, &spawn_ball,    &spawn_softbody};
 
 static int parse_spawn(ctl* x, int argc, char** argv) {
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
@@ -666,7 +680,7 @@ static int parse_spawn(ctl* x, int argc, char** argv) {
 
 static const ctl_cmd cmd_spawn = {
     .name = "spawn",
-    .synopsis = "rope|cloth|ragdoll|character|ball WORLD OPTIONS...",
+    .synopsis = "rope|cloth|ragdoll|character|ball|softbody WORLD OPTIONS...",
     .help = "Spawns an entity and prints its id.\n\n"
             "  spawn rope WORLD --anchor X,Y,Z --segments N --segment-length M [--mass KG]\n"
             "      a chain of N+1 particles along +X from the anchor, the first pinned\n"
@@ -679,7 +693,10 @@ static const ctl_cmd cmd_spawn = {
             "              [--clip NAME]\n"
             "      a rigid-body character standing on the position (humanoid, idle)\n"
             "  spawn ball WORLD --position X,Y,Z [--velocity X,Y,Z] [--radius M] [--mass KG]\n"
-            "      a rigid ball (a projectile)\n\n"
+            "      a rigid ball (a projectile)\n"
+            "  spawn softbody WORLD --position X,Y,Z --shape box|sphere --size M\n"
+            "              [--resolution N] [--stiffness S] [--pressure P] [--mass KG]\n"
+            "      a lattice of particles held by shape matching, centred on the position\n\n"
             "Values are checked by the server (PROTOCOL.md section 3 gives the ranges).\n",
     .parse = parse_spawn,
     .start = start_simple,

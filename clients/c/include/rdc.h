@@ -109,6 +109,7 @@ typedef enum rdc_kind {
     RDC_KIND_RAGDOLL = 3,
     RDC_KIND_CHARACTER = 4,
     RDC_KIND_BALL = 5,
+    RDC_KIND_SOFTBODY = 6, ///< Particles (a soft body's lattice).
 } rdc_kind;
 
 /// A character's state; the values are the wire codes of PROTOCOL.md §5.2.
@@ -125,7 +126,7 @@ typedef enum rdc_format {
     RDC_FORMAT_BINARY = 2,
 } rdc_format;
 
-/// The wire name of a kind ("rope", ..., "ball"), or "unknown". Static
+/// The wire name of a kind ("rope", ..., "ball", "softbody"), or "unknown". Static
 /// storage.
 RDC_API const char* rdc_kind_name(rdc_kind kind);
 
@@ -133,7 +134,7 @@ RDC_API const char* rdc_kind_name(rdc_kind kind);
 /// Static storage.
 RDC_API const char* rdc_char_state_name(rdc_char_state state);
 
-/// One entity of a snapshot, decoded. Particle kinds (rope, cloth, ragdoll)
+/// One entity of a snapshot, decoded. Particle kinds (rope, cloth, ragdoll, softbody)
 /// have `xyz`, rigid kinds (character, ball) have `pose`; the other is NULL.
 typedef struct rdc_entity {
     uint64_t id;          ///< Entity id (below 2^53).
