@@ -3,6 +3,10 @@
  * far from every point viewers look at run fewer iterations, and beyond a
  * distance freeze until a focus comes near.
  *
+ * Soft bodies too; a frozen soft body is left out of the soft-body contacts
+ * (softbody.c), so one still stepping does not meet it (both are far from
+ * every viewer).
+ *
  * The seed's numbers: full detail within 15 m, 2 iterations beyond, frozen
  * beyond 40 m. Distances are from the entity's particles' bounding box (as
  * of the start of the tick), so a long rope or a big sheet whose near end is
@@ -73,7 +77,8 @@ void sim__lod_update(sim_world* w) {
         sim__entity* e = &w->entities[w->order[k]];
         e->lod = SIM_LOD_FULL;
         e->iterations = (uint8_t)full;
-        const bool lod_kind = e->kind == SIM_ENTITY_CLOTH || e->kind == SIM_ENTITY_ROPE;
+        const bool lod_kind = e->kind == SIM_ENTITY_CLOTH || e->kind == SIM_ENTITY_ROPE ||
+                              e->kind == SIM_ENTITY_SOFTBODY;
         if (w->focus_count == 0 || !lod_kind || e->p_count == 0) {
             continue;
         }

@@ -401,7 +401,7 @@ void sim__softbodies_match(sim_world* w, float h) {
     for (uint32_t k = 0; k < w->order_count; ++k) {
         const uint32_t slot = w->order[k];
         const sim__entity* e = &w->entities[slot];
-        if (e->kind != SIM_ENTITY_SOFTBODY) {
+        if (e->kind != SIM_ENTITY_SOFTBODY || e->iterations == 0) { // not one, or frozen (lod.c)
             continue;
         }
         sim__softbody* sb = &w->softs[slot];
@@ -516,7 +516,7 @@ void sim__softbodies_contacts(sim_world* w) {
     float rmax = 0.0f;
     for (uint32_t k = 0; k < w->order_count; ++k) {
         const sim__entity* e = &w->entities[w->order[k]];
-        if (e->kind != SIM_ENTITY_SOFTBODY) {
+        if (e->kind != SIM_ENTITY_SOFTBODY || e->iterations == 0) { // not one, or frozen (lod.c)
             continue;
         }
         for (uint32_t i = e->p_first; i < e->p_first + e->p_count; ++i) {
@@ -534,7 +534,7 @@ void sim__softbodies_contacts(sim_world* w) {
     for (uint32_t k = 0; k < w->order_count; ++k) {
         const uint32_t slot = w->order[k];
         const sim__entity* e = &w->entities[slot];
-        if (e->kind != SIM_ENTITY_SOFTBODY) {
+        if (e->kind != SIM_ENTITY_SOFTBODY || e->iterations == 0) { // not one, or frozen (lod.c)
             continue;
         }
         sim__softbody* sb = &w->softs[slot];
@@ -554,7 +554,7 @@ void sim__softbodies_contacts(sim_world* w) {
     for (uint32_t k = 0; k < w->order_count; ++k) {
         const uint32_t slot = w->order[k];
         const sim__entity* e = &w->entities[slot];
-        if (e->kind != SIM_ENTITY_SOFTBODY) {
+        if (e->kind != SIM_ENTITY_SOFTBODY || e->iterations == 0) { // not one, or frozen (lod.c)
             continue;
         }
         // Where a later soft body can be touched: the bounds of the later
@@ -565,7 +565,8 @@ void sim__softbodies_contacts(sim_world* w) {
         sim_vec3 rlo = v3(0.0f, 0.0f, 0.0f), rhi = v3(0.0f, 0.0f, 0.0f);
         for (uint32_t m = k + 1; m < w->order_count; ++m) {
             const uint32_t other = w->order[m];
-            if (w->entities[other].kind != SIM_ENTITY_SOFTBODY) {
+            if (w->entities[other].kind != SIM_ENTITY_SOFTBODY ||
+                w->entities[other].iterations == 0) {
                 continue;
             }
             const sim__softbody* ob = &w->softs[other];

@@ -701,7 +701,8 @@ const char* sim_lod_name(sim_lod lod);
 
 /// Sets the points viewers look at (m; copied; the first SIM_MAX_FOCI are
 /// kept). From the next tick, each cloth and rope is on a level of detail
-/// by the distance from its particles' bounding box to the nearest focus:
+/// by the distance from its particles' bounding box to the nearest focus
+/// (soft bodies too):
 /// full within SIM_LOD_NEAR, SIM_LOD_ITERATIONS iterations within
 /// SIM_LOD_FREEZE, frozen beyond (not integrated, projected or collided:
 /// it costs no solver work and its positions do not change, so a binary
