@@ -94,7 +94,7 @@ sim_world_def sim_world_def_default(void) {
     XX(dist, (r).constraints, sizeof(sim__dist))                                                   \
     XX(dist_blocks, SIM__DIST_BLOCKS((r).constraints), sizeof(sim__dist_block))                    \
     XX(db_next, SIM__DIST_BLOCKS((r).constraints), sizeof(uint32_t))                               \
-    XX(xyzw, (r).particles, sizeof(sim__xyzw))                                                     \
+    XX(xyzw, (size_t)(r).particles + 1u, sizeof(sim__xyzw))                                        \
     XX(joint, (r).joint_limits, sizeof(sim__joint))                                                \
     XX(events, SIM__MAX_EVENTS, sizeof(sim_event))                                                 \
     XX(body, (r).bodies, sizeof(sim__body))                                                        \

@@ -181,10 +181,10 @@ _Static_assert(sizeof(sim__dist) == 24, "sim__dist is a hot struct; keep it 24 b
 /// Four distance constraints of one cloth that share no particle, projected
 /// together in SIMD lanes (cloth_batch.c), structure of arrays: one cache
 /// line. a and b hold twice the particle indices, local to the entity (so
-/// 8 × a is a byte offset into w->xyzw; a cloth of up to 32,768 particles
-/// is batched); a lane with a == b is empty (padding, or a degenerate
-/// constraint, which projects to nothing anyway). Empty lanes are always the
-/// last of their block.
+/// 8 × a is a byte offset into w->xyzw; a cloth of up to 32,767 particles
+/// is batched); a lane with a == b is empty (padding: both are the stand-in
+/// particle one past the cloth's last). Empty lanes are always the last of
+/// their block.
 typedef struct sim__dist_block {
     uint16_t a[4], b[4];
     float rest[4];       ///< Rest lengths, m.
@@ -195,19 +195,22 @@ _Static_assert(sizeof(sim__dist_block) == 64, "sim__dist_block is one cache line
 
 /// A batched cloth's particle during a relaxation pass (cloth_batch.c):
 /// position and inverse mass side by side, so that one 16-byte load gathers
-/// a lane. Between passes (and while batches are rebuilt, as u[0]: the first
-/// block a particle is free in) it is scratch.
+/// a lane; one more than the cloth's particles (the empty lanes' stand-in).
+/// Between passes (and while batches are rebuilt, as u[0]: the first block a
+/// particle is free in) it is scratch.
 typedef union sim__xyzw {
     float f[4];
     uint32_t u[4];
 } sim__xyzw;
 
 /// Blocks of cloth constraints the world has room for when it has room for
-/// `constraints` distance constraints: a quarter, plus an eighth for the
-/// blocks the dependency order cannot fill (a 64 × 64 cloth needs 1.05× the
-/// quarter, a 12 × 10 one 1.3×; cloth_batch.c). An entity whose blocks do
-/// not fit keeps the sequential loop, with the same results.
-#define SIM__DIST_BLOCKS(constraints) ((size_t)(constraints) / 4u + (size_t)(constraints) / 8u + 1u)
+/// `constraints` distance constraints: a quarter, plus a sixteenth for the
+/// lanes the dependency order leaves empty (a 64 × 64 cloth needs 1.005×
+/// the quarter, 24 × 16 1.028×, 12 × 10 1.085×, 7 × 30 1.051×: test_cloth).
+/// An entity whose blocks do not fit keeps the sequential loop, with the
+/// same results.
+#define SIM__DIST_BLOCKS(constraints)                                                              \
+    ((size_t)(constraints) / 4u + (size_t)(constraints) / 16u + 1u)
 
 /// Kinds of particle joint limit.
 typedef enum sim__joint_kind {
@@ -300,7 +303,7 @@ struct sim_world {
     sim__dist_block* dist_blocks;
     uint32_t db_count;
     uint32_t* db_next; ///< By block: scratch of sim__cloth_batches_rebuild().
-    sim__xyzw* xyzw;   ///< By particle (local to one cloth): scratch of the batched passes.
+    sim__xyzw* xyzw;   ///< By particle (local to one cloth), + 1: scratch of the batched passes.
 
     // Entity slots and the live ones in storage order.
     sim__entity* entities;
@@ -486,7 +489,7 @@ void sim__particles_project(sim_world* w, float inv_h2);
 /// Returns SIM_OK with e batched, or leaves e with no blocks (the
 /// sequential loop: same results, slower) and returns SIM_E_CAPACITY when
 /// the blocks do not fit, SIM_E_INVALID_ARG when e is not a cloth, has more
-/// than 32,768 particles or a constraint that is not an equality.
+/// than 32,767 particles or a constraint that is not an equality.
 int sim__cloth_batches_rebuild(sim_world* w, sim__entity* e);
 
 /// Removes entity e's blocks (despawn, rebuild): blocks after them slide
