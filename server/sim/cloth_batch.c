@@ -43,9 +43,6 @@
 
 #include <string.h>
 
-// The most particles a batched cloth may have: lanes hold twice the local
-// index in 16 bits, and the empty lanes' stand-in is one past the last.
-#define SIM__BATCH_MAX_PARTICLES 32767u
 // Blocks holding constraints that share a particle are at least this far
 // apart: sim__cloth_batches_project() solves two blocks at once. A wider
 // gap (4: each pair also free of the one before) measured no faster and
@@ -110,7 +107,7 @@ int sim__cloth_batches_rebuild(sim_world* w, sim__entity* e) {
         }
     }
     const uint32_t base = w->db_count;
-    const size_t cap = SIM__DIST_BLOCKS(w->reserved.constraints);
+    const size_t cap = SIM__DIST_BLOCKS(w->reserved.constraints, w->reserved.particles);
     const uint32_t room = cap > base ? (uint32_t)(cap - base) : 0u;
     sim__dist_block* blocks = w->dist_blocks + base;
     uint32_t* next = w->db_next + base;
@@ -169,9 +166,10 @@ typedef struct side4 {
 } side4;
 
 // The staged particle of a lane: i2 is twice its index, so 8 × i2 is its
-// byte offset (one scaled-index address, no shift).
+// byte offset (one scaled-index address, no shift). Through void*: the
+// result is a sim__xyzw's first float (i2 is even), aligned as p is.
 static inline float* lane_at(sim__xyzw* p, uint32_t i2) {
-    return (float*)((char*)p + 8u * (size_t)i2);
+    return (float*)(void*)((char*)p + 8u * (size_t)i2);
 }
 
 static inline side4 gather(sim__xyzw* p, const uint16_t* idx) {

@@ -203,14 +203,28 @@ typedef union sim__xyzw {
     uint32_t u[4];
 } sim__xyzw;
 
-/// Blocks of cloth constraints the world has room for when it has room for
-/// `constraints` distance constraints: a quarter, plus a sixteenth for the
-/// lanes the dependency order leaves empty (a 64 × 64 cloth needs 1.005×
-/// the quarter, 24 × 16 1.028×, 12 × 10 1.085×, 7 × 30 1.051×: test_cloth).
-/// An entity whose blocks do not fit keeps the sequential loop, with the
-/// same results.
-#define SIM__DIST_BLOCKS(constraints)                                                              \
-    ((size_t)(constraints) / 4u + (size_t)(constraints) / 16u + 1u)
+/// The most particles a batched cloth may have (cloth_batch.c): lanes hold
+/// twice the local index in 16 bits, and the empty lanes' stand-in is one
+/// past the last.
+#define SIM__BATCH_MAX_PARTICLES 32767u
+
+/// Constraint lanes the world has room for in blocks, when it has room for
+/// c distance constraints and p particles: all of them, but no more than a
+/// cloth of p particles has (fewer than 6 per particle: 2 structural,
+/// 2 shear, 2 bend).
+#define SIM__DIST_LANES(c, p) ((size_t)(c) < 6u * (size_t)(p) ? (size_t)(c) : 6u * (size_t)(p))
+
+/// Blocks of cloth constraints the world has room for (c constraints, p
+/// particles): a quarter of the lanes, plus a sixteenth for the lanes the
+/// dependency order leaves empty (a 64 × 64 cloth needs 1.005× the quarter,
+/// 24 × 16 1.028×, 12 × 10 1.085×, 7 × 30 1.051×: test_cloth). An entity
+/// whose blocks do not fit keeps the sequential loop, with the same results.
+#define SIM__DIST_BLOCKS(c, p) (SIM__DIST_LANES(c, p) / 4u + SIM__DIST_LANES(c, p) / 16u + 1u)
+
+/// Staged particles the world has room for (w->xyzw), when it has room for
+/// p particles: the largest cloth that is batched, and the stand-in.
+#define SIM__XYZW(p)                                                                               \
+    (((size_t)(p) < SIM__BATCH_MAX_PARTICLES ? (size_t)(p) : SIM__BATCH_MAX_PARTICLES) + 1u)
 
 /// Kinds of particle joint limit.
 typedef enum sim__joint_kind {
@@ -299,11 +313,12 @@ struct sim_world {
     sim__joint* joint;
     /// Cloths' distance constraints in blocks of four (cloth_batch.c), each
     /// entity's blocks a contiguous range (sim__entity.cb_first), the ranges
-    /// in no particular order; capacity SIM__DIST_BLOCKS(reserved.constraints).
+    /// in no particular order; capacity SIM__DIST_BLOCKS(reserved.constraints,
+    /// reserved.particles).
     sim__dist_block* dist_blocks;
     uint32_t db_count;
     uint32_t* db_next; ///< By block: scratch of sim__cloth_batches_rebuild().
-    sim__xyzw* xyzw;   ///< By particle (local to one cloth), + 1: scratch of the batched passes.
+    sim__xyzw* xyzw;   ///< By particle (local to one cloth): SIM__XYZW(reserved.particles).
 
     // Entity slots and the live ones in storage order.
     sim__entity* entities;
