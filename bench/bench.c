@@ -5,7 +5,10 @@
  *
  *   cloth64   a 64 × 64 cloth with structural, shear and bend constraints,
  *             10 iterations, 1 substep, hanging from its top row: ms per tick,
- *             ns per constraint projection, particle-iterations per second.
+ *             ns per constraint projection, particle-iterations per second;
+ *             and beside it, in the same process and in turn, a plain scalar
+ *             Gauss-Seidel loop over the same constraints (plain_cloth()),
+ *             with the ratio of the two (--cloth-only runs this part alone).
  *   demo      the demo world (2 particle ragdolls, a rope, a 24 × 16 cloth,
  *             2 platforms, 2 humanoids and a dog): ticks per second on one core.
  *   pile N    N rigid-body humanoids (16 bones, 15 joints) killed in a
@@ -41,7 +44,7 @@
  *
  * Usage: ragdoll-bench [--ticks N] [--runs N] [--solver xpbd|soft_step | --compare-solvers]
  *                      [--piles-only | --rain-only | --stream-only | --json-only |
- *                       --memory-only] [--assets DIR]
+ *                       --memory-only | --cloth-only] [--assets DIR]
  */
 #include "assets.h"
 #include "bench_solver.h"
@@ -59,6 +62,14 @@
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+// This thread's CPU time, s: on a machine shared with other work it counts
+// only the time this thread ran (wall time counts the waits too).
+static double thread_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -124,6 +135,180 @@ static double time_scene(scene_fn scene, int iterations, int ticks, int runs, ui
     double m = median(per_tick, runs);
     free(per_tick);
     return m;
+}
+
+// ---------------------------------------------------------------------------
+// cloth64 against a plain scalar loop
+// ---------------------------------------------------------------------------
+
+// The plain loop's constraint: what anyone would write first.
+typedef struct plain_dist {
+    uint32_t a, b;
+    float rest, compliance, lambda;
+} plain_dist;
+
+// A cloth as the plain loop holds it, copied from a world's entity.
+typedef struct plain_cloth {
+    uint32_t n, m;
+    sim_vec3 *pos, *prev;
+    float* inv_mass;
+    plain_dist* c;
+} plain_cloth;
+
+// The entity's particles and sticks (all of a cloth's constraints are
+// sticks, in the world's order) with rest lengths as the world computes
+// them (the spawn positions' distances) and compliance 0, the scene's.
+static void plain_from(const sim_world* w, sim_entity_id id, plain_cloth* pc) {
+    sim_entity_view v;
+    sim_entity_get_view(w, id, &v);
+    pc->n = v.particle_count;
+    pc->m = v.stick_count;
+    pc->pos = malloc(pc->n * sizeof *pc->pos);
+    pc->prev = malloc(pc->n * sizeof *pc->prev);
+    pc->inv_mass = malloc(pc->n * sizeof *pc->inv_mass);
+    pc->c = malloc(pc->m * sizeof *pc->c);
+    uint32_t* pairs = malloc(2 * (size_t)pc->m * sizeof *pairs);
+    memcpy(pc->pos, v.pos, pc->n * sizeof *pc->pos);
+    memcpy(pc->prev, v.prev, pc->n * sizeof *pc->prev);
+    memcpy(pc->inv_mass, v.inv_mass, pc->n * sizeof *pc->inv_mass);
+    sim_entity_copy_sticks(w, id, pairs, pc->m);
+    for (uint32_t k = 0; k < pc->m; ++k) {
+        uint32_t a = pairs[2 * k], b = pairs[2 * k + 1];
+        float dx = v.pos[b].x - v.pos[a].x, dy = v.pos[b].y - v.pos[a].y,
+              dz = v.pos[b].z - v.pos[a].z;
+        pc->c[k] = (plain_dist){a, b, sqrtf(dx * dx + dy * dy + dz * dz), 0.0f, 0.0f};
+    }
+    free(pairs);
+}
+
+static void plain_free(plain_cloth* pc) {
+    free(pc->pos);
+    free(pc->prev);
+    free(pc->inv_mass);
+    free(pc->c);
+}
+
+// One tick of the plain loop, the world's particle tick without collision
+// (the cloth hangs clear of the ground): Verlet with damping, λ to zero,
+// then `iterations` Gauss-Seidel sweeps of XPBD distance projections
+// (Macklin et al. 2016, eq. 18) in array order, in the world's operation
+// order, so that it computes the same positions.
+static void plain_tick(plain_cloth* pc, int iterations, float dt, float damping, sim_vec3 g) {
+    const float gx = g.x * (dt * dt), gy = g.y * (dt * dt), gz = g.z * (dt * dt);
+    const float inv_h2 = 1.0f / (dt * dt);
+    for (uint32_t i = 0; i < pc->n; ++i) {
+        if (pc->inv_mass[i] == 0.0f) {
+            continue;
+        }
+        sim_vec3 x = pc->pos[i], p = pc->prev[i];
+        pc->prev[i] = x;
+        pc->pos[i].x = x.x + (x.x - p.x) * damping + gx;
+        pc->pos[i].y = x.y + (x.y - p.y) * damping + gy;
+        pc->pos[i].z = x.z + (x.z - p.z) * damping + gz;
+    }
+    for (uint32_t k = 0; k < pc->m; ++k) {
+        pc->c[k].lambda = 0.0f;
+    }
+    for (int it = 0; it < iterations; ++it) {
+        for (uint32_t k = 0; k < pc->m; ++k) {
+            plain_dist* c = &pc->c[k];
+            sim_vec3* pa = &pc->pos[c->a];
+            sim_vec3* pb = &pc->pos[c->b];
+            float wa = pc->inv_mass[c->a], wb = pc->inv_mass[c->b];
+            if (wa + wb == 0.0f) {
+                continue;
+            }
+            float dx = pb->x - pa->x, dy = pb->y - pa->y, dz = pb->z - pa->z;
+            float len = sqrtf(dx * dx + dy * dy + dz * dz);
+            if (len < 1e-6f) {
+                continue;
+            }
+            float alpha = c->compliance * inv_h2;
+            float dl = (-(len - c->rest) - alpha * c->lambda) / (wa + wb + alpha);
+            c->lambda += dl;
+            float s = dl / len;
+            pa->x -= dx * s * wa;
+            pa->y -= dy * s * wa;
+            pa->z -= dz * s * wa;
+            pb->x += dx * s * wb;
+            pb->y += dy * s * wb;
+            pb->z += dz * s * wb;
+        }
+    }
+}
+
+// cloth64 in ragdolld (a world's whole tick) and in the plain loop, run in
+// turn `runs` times each in this process; medians of ns per projection and
+// of the runs' plain/ragdolld ratios. Also checks that both computed the
+// same cloth (the loop is the world's sequential order of operations).
+static void cloth_figures(int ticks, int runs) {
+    const int iterations = 10;
+    double* rd = calloc((size_t)runs, sizeof *rd);
+    double* pl = calloc((size_t)runs, sizeof *pl);
+    double* ratio = calloc((size_t)runs, sizeof *ratio);
+    uint32_t np = 0, nc = 0;
+    bool same = true;
+    for (int r = 0; r < runs; ++r) {
+        sim_world_def def = bench_def();
+        def.params.iterations = iterations;
+        sim_world* w = NULL;
+        sim_entity_id id;
+        if (sim_world_create(&def, &w) != SIM_OK ||
+            sim_scene_square_cloth(w, 64, 0.05f, 4.0f, &id) != SIM_OK) {
+            fprintf(stderr, "ragdoll-bench: cannot build the cloth\n");
+            exit(1);
+        }
+        np = sim_world_particle_count(w);
+        nc = sim_world_constraint_count(w);
+        plain_cloth pc;
+        plain_from(w, id, &pc);
+        const sim_params prm = sim_world_params(w);
+        const float dt = sim_world_dt(w);
+        for (int t = 0; t < 30; ++t) {
+            sim_world_step(w);
+            plain_tick(&pc, iterations, dt, prm.damping, prm.gravity);
+        }
+        double t0 = thread_s();
+        for (int t = 0; t < ticks; ++t) {
+            sim_world_step(w);
+        }
+        double t1 = thread_s();
+        for (int t = 0; t < ticks; ++t) {
+            plain_tick(&pc, iterations, dt, prm.damping, prm.gravity);
+        }
+        double t2 = thread_s();
+        const double projections = (double)nc * iterations * ticks;
+        rd[r] = (t1 - t0) * 1e9 / projections;
+        pl[r] = (t2 - t1) * 1e9 / projections;
+        ratio[r] = pl[r] / rd[r];
+        sim_entity_view v;
+        sim_entity_get_view(w, id, &v);
+        same = same && memcmp(v.pos, pc.pos, pc.n * sizeof *pc.pos) == 0;
+        if (!sim_world_is_finite(w)) {
+            fprintf(stderr, "ragdoll-bench: the cloth blew up\n");
+            exit(1);
+        }
+        plain_free(&pc);
+        sim_world_destroy(w);
+    }
+    double r_ns = median(rd, runs), p_ns = median(pl, runs), q = median(ratio, runs);
+    printf("cloth64: 64x64 cloth, %u particles, %u constraints (structural+shear+bend), "
+           "%d iterations, 1 substep; median of %d runs x %d ticks, in turn with a plain loop; "
+           "thread CPU time\n",
+           np, nc, iterations, runs, ticks);
+    printf("  ms per tick                  %8.3f\n", r_ns * nc * iterations * 1e-6);
+    printf("  ns per constraint projection %8.2f   (the whole tick / projections)\n", r_ns);
+    printf("  plain scalar Gauss-Seidel    %8.2f   ns per projection (plain_cloth(), same "
+           "process)\n",
+           p_ns);
+    printf("  plain / ragdolld             %8.2fx  (median of the runs' ratios)\n", q);
+    printf("  same positions as the plain loop after %d ticks: %s\n", 30 + ticks,
+           same ? "yes, bit for bit" : "NO");
+    printf("  particle-iterations per s    %8.3g\n",
+           (double)np * iterations / (r_ns * nc * iterations * 1e-9));
+    free(rd);
+    free(pl);
+    free(ratio);
 }
 
 // N humanoids in a stack of layers 1.9 m apart, each layer a square grid
@@ -285,14 +470,8 @@ static sim_world* rain_world(void) {
     return w;
 }
 
-// Thread CPU time, s: the machine is shared, and CPU time is what both
-// engines are compared by (Box3D's figure too).
-static double cpu_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
+// The rain is timed in thread CPU time (thread_s()): the machine is shared,
+// and CPU time is what both engines are compared by (Box3D's figure too).
 typedef struct rain_figures {
     double ms_all;  ///< CPU ms per step over steps 1..399 (Box3D's TOTAL/399).
     double ms_full; ///< Over steps 272..399 (300 humans).
@@ -312,13 +491,13 @@ static rain_figures run_rain(void) {
     double all = 0.0, full = 0.0;
     uint64_t substeps = 0;
     for (int step = 0; step < 400; ++step) {
-        double t0 = cpu_s();
+        double t0 = thread_s();
         if ((step & 0x2F) == 0) {
             rain_spawn_column(&rs, rs.next_column % 10);
             rs.next_column++;
         }
         sim_world_step(rs.w);
-        double d = cpu_s() - t0;
+        double d = thread_s() - t0;
         if (step >= 1) {
             all += d;
         }
@@ -939,7 +1118,7 @@ static void usage(FILE* f) {
     fprintf(f, "usage: ragdoll-bench [--ticks N] [--runs N]\n"
                "                     [--solver xpbd|soft_step | --compare-solvers]\n"
                "                     [--piles-only | --rain-only | --stream-only | --json-only |\n"
-               "                      --memory-only] [--assets DIR]\n"
+               "                      --memory-only | --cloth-only] [--assets DIR]\n"
                "  --solver S          rigid-body solver of every world (default soft_step)\n"
                "  --compare-solvers   the piles and the rain (or the one asked for) under\n"
                "                      xpbd and soft_step in turn, --runs times each, with\n"
@@ -949,7 +1128,7 @@ static void usage(FILE* f) {
 int main(int argc, char** argv) {
     int ticks = 300, runs = 7;
     bool piles_only = false, rain_only = false, stream_only = false, json_only = false,
-         memory_only = false, compare = false, solver_given = false;
+         memory_only = false, cloth_only = false, compare = false, solver_given = false;
     const char* assets = RD_ASSETS_DIR;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--ticks") == 0 && i + 1 < argc) {
@@ -977,6 +1156,8 @@ int main(int argc, char** argv) {
             json_only = true;
         } else if (strcmp(argv[i], "--memory-only") == 0) {
             memory_only = true;
+        } else if (strcmp(argv[i], "--cloth-only") == 0) {
+            cloth_only = true;
         } else {
             usage(stderr);
             return 2;
@@ -1009,7 +1190,10 @@ int main(int argc, char** argv) {
         return 0;
     }
     printf("solver: %s (rigid bodies, every world; --solver)\n", bench_solver_name(g_solver));
-    if (memory_only || stream_only || json_only || piles_only || rain_only) {
+    if (memory_only || stream_only || json_only || piles_only || rain_only || cloth_only) {
+        if (cloth_only) {
+            cloth_figures(ticks, runs);
+        }
         if (memory_only) {
             memory_figures();
         }
@@ -1029,20 +1213,9 @@ int main(int argc, char** argv) {
         return 0;
     }
 
-    // The scalar Gauss-Seidel reference of the issue: ~15 ns per projection.
-    const double reference_ns = 15.0;
-    uint32_t np = 0, nc = 0;
-    double s = time_scene(scene_cloth64, 10, ticks, runs, &np, &nc);
-    double projections = (double)nc * 10.0;
-    double ns_per = s * 1e9 / projections;
-    printf("cloth64: 64x64 cloth, %u particles, %u constraints (structural+shear+bend), "
-           "10 iterations, 1 substep; median of %d runs x %d ticks\n",
-           np, nc, runs, ticks);
-    printf("  ms per tick                  %8.3f\n", s * 1e3);
-    printf("  ns per constraint projection %8.2f   (%.2fx the 15 ns scalar reference)\n", ns_per,
-           reference_ns / ns_per);
-    printf("  particle-iterations per s    %8.3g\n", (double)np * 10.0 / s);
+    cloth_figures(ticks, runs);
 
+    uint32_t np = 0, nc = 0;
     double d = time_scene(sim_scene_demo, 8, ticks, runs, &np, &nc);
     printf("demo: %u particles, %u constraints, 8 iterations, 1 substep\n", np, nc);
     printf("  ms per tick                  %8.3f\n", d * 1e3);

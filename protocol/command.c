@@ -88,6 +88,9 @@ static const uint32_t solver_values[] = {
     { key, F_VEC3, true, 0, RDP_MAX_COORD, false, 0, OFF(member), NULL, NULL, 0, 0 }
 #define MASS_FIELD(member)                                                                         \
     { "mass", F_NUM, false, 1e-3, 1e4, false, 1.0, OFF(member), NULL, NULL, 0, 0 }
+// XPBD compliance, m/N (1/stiffness): [0, RDP_MAX_COMPLIANCE], default def.
+#define COMPLIANCE_FIELD(key, member, def)                                                         \
+    { key, F_NUM, false, 0, RDP_MAX_COMPLIANCE, false, def, OFF(member), NULL, NULL, 0, 0 }
 
 static const field_spec create_world_fields[] = {
     {"name", F_STRING, true, 1, RDP_MAX_NAME, false, 0, OFF(u.create_world.name), NULL, NULL, 0, 0},
@@ -111,6 +114,7 @@ static const field_spec spawn_rope_fields[] = {
     {"segment_length", F_NUM, true, 1e-3, 10, false, 0, OFF(u.spawn_rope.segment_length), NULL,
      NULL, 0, 0},
     MASS_FIELD(u.spawn_rope.mass),
+    COMPLIANCE_FIELD("compliance", u.spawn_rope.compliance, 0.0),
 };
 static const field_spec spawn_cloth_fields[] = {
     WORLD_FIELD,
@@ -120,6 +124,9 @@ static const field_spec spawn_cloth_fields[] = {
     {"spacing", F_NUM, true, 1e-3, 10, false, 0, OFF(u.spawn_cloth.spacing), NULL, NULL, 0, 0},
     {"pin", F_ENUM, false, 0, 0, false, 0, OFF(u.spawn_cloth.pin_top), pin_names, pin_values, 1, 0},
     MASS_FIELD(u.spawn_cloth.mass),
+    COMPLIANCE_FIELD("stretch_compliance", u.spawn_cloth.stretch_compliance, 0.0),
+    COMPLIANCE_FIELD("shear_compliance", u.spawn_cloth.shear_compliance, 0.0),
+    COMPLIANCE_FIELD("bend_compliance", u.spawn_cloth.bend_compliance, RDP_DEFAULT_BEND_COMPLIANCE),
     {"long_range", F_BOOL, false, 0, 0, false, 0, OFF(u.spawn_cloth.long_range), NULL, NULL, 0, 0},
     {"tear", F_NUM, false, 0, 100, false, 0, OFF(u.spawn_cloth.tear), NULL, NULL, 0, 0},
 };

@@ -35,6 +35,13 @@ extern "C" {
 #define RDP_MAX_NAME 64
 /// Bound on every position coordinate a command may carry, m.
 #define RDP_MAX_COORD 1000.0
+/// Bound on an XPBD compliance a spawn may give (spawn_rope's compliance,
+/// spawn_cloth's stretch_, shear_ and bend_compliance), m/N: 1 N stretches
+/// such a constraint by 1 m, softer than any fabric or rope.
+#define RDP_MAX_COMPLIANCE 1.0
+/// spawn_cloth's bend_compliance when absent, m/N: a sheet drapes instead of
+/// acting like card.
+#define RDP_DEFAULT_BEND_COMPLIANCE 1.0e-3
 /// Largest integer a JSON number carries exactly (2^53 - 1).
 #define RDP_MAX_SAFE_INTEGER 9007199254740991.0
 /// Longest skeleton, clip or bone name, bytes.
@@ -246,6 +253,7 @@ typedef struct rdp_command {
             uint32_t segments; ///< 1..1000.
             double segment_length;
             double mass;
+            double compliance; ///< m/N, [0, RDP_MAX_COMPLIANCE], default 0 (rigid).
         } spawn_rope;
         struct {
             rdp_vec3 origin;
@@ -255,6 +263,10 @@ typedef struct rdp_command {
             double mass;
             uint32_t long_range; ///< 1: long-range attachments to the pins.
             double tear;         ///< Tear ratio, 0 (never) or [1.01, 100].
+            /// XPBD compliance of the structural, shear and bend constraints,
+            /// m/N, each in [0, RDP_MAX_COMPLIANCE]; defaults 0, 0 and
+            /// RDP_DEFAULT_BEND_COMPLIANCE.
+            double stretch_compliance, shear_compliance, bend_compliance;
         } spawn_cloth;
         struct {
             rdp_vec3 position;

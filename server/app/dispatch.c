@@ -405,6 +405,7 @@ static bool spawn_def_of(const rdp_command* cmd, spawn_def* d) {
         d->u.rope.segments = cmd->u.spawn_rope.segments;
         d->u.rope.segment_length = (float)cmd->u.spawn_rope.segment_length;
         d->u.rope.mass = (float)cmd->u.spawn_rope.mass;
+        d->u.rope.compliance = (float)cmd->u.spawn_rope.compliance;
         return true;
     case RDP_OP_SPAWN_CLOTH:
         d->u.cloth = sim_cloth_def_default();
@@ -416,9 +417,11 @@ static bool spawn_def_of(const rdp_command* cmd, spawn_def* d) {
         d->u.cloth.mass = (float)cmd->u.spawn_cloth.mass;
         d->u.cloth.long_range = cmd->u.spawn_cloth.long_range != 0;
         d->u.cloth.tear_ratio = (float)cmd->u.spawn_cloth.tear;
-        // A little bending compliance lets a sheet drape instead of acting
-        // like card.
-        d->u.cloth.bend_compliance = 1.0e-3f;
+        // XPBD compliances, m/N: bend's default (RDP_DEFAULT_BEND_COMPLIANCE)
+        // lets a sheet drape instead of acting like card.
+        d->u.cloth.stretch_compliance = (float)cmd->u.spawn_cloth.stretch_compliance;
+        d->u.cloth.shear_compliance = (float)cmd->u.spawn_cloth.shear_compliance;
+        d->u.cloth.bend_compliance = (float)cmd->u.spawn_cloth.bend_compliance;
         return true;
     case RDP_OP_SPAWN_RAGDOLL:
         d->u.ragdoll = sim_ragdoll_def_default();

@@ -141,6 +141,7 @@ int sim_world_despawn(sim_world* w, sim_entity_id id) {
     w->drag_count = kept;
 
     sim__sleep_despawned(w, e->b_first, e->b_count);
+    sim__cloth_batches_drop(w, e);
     SIM__ERASE(w->pos, e->p_first, e->p_count, w->p_count);
     SIM__ERASE(w->prev, e->p_first, e->p_count, w->p_count);
     SIM__ERASE(w->vpre, e->p_first, e->p_count, w->p_count);

@@ -302,6 +302,7 @@ int sim_world_attach_cloth(sim_world* w, const sim_cloth_attach_def* def, sim_en
         sim__tethers_build(w, e);
     }
     e->tear_ratio = def->tear_ratio;
+    (void)sim__cloth_batches_rebuild(w, e); // four at a time (cloth_batch.c)
     *out = id;
     return SIM_OK;
 }

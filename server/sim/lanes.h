@@ -1,7 +1,8 @@
 /*
  * lanes.h: four float lanes for the soft step's wide contact solver
- * (soft_wide.c), Box2D v3's b2FloatW idea: SSE2 when the compiler targets
- * it (every x86-64), else a struct of four floats.
+ * (soft_wide.c) and the cloths' blocks of constraints (cloth_batch.c),
+ * Box2D v3's b2FloatW idea: SSE2 when the compiler targets it (every
+ * x86-64), else a struct of four floats.
  *
  * Both give bit-identical results: every operation is one IEEE-754 single
  * operation per lane, correctly rounded (add, sub, mul, div, sqrt), or exact

@@ -69,9 +69,14 @@ void sim__particles_project(sim_world* w, float inv_h2, int it) {
         w->stats.particle_projections += e->d_count + e->j_count;
         sim_vec3* pos = w->pos + e->p_first;
         const float* im = w->inv_mass + e->p_first;
-        sim__dist* d = w->dist + e->d_first;
-        for (uint32_t j = 0; j < e->d_count; ++j) {
-            sim__project_dist(pos, im, &d[j], inv_h2);
+        if (e->cb_count > 0) {
+            // The same projections four at a time, with the same results.
+            sim__cloth_batches_project(w, e, inv_h2);
+        } else {
+            sim__dist* d = w->dist + e->d_first;
+            for (uint32_t j = 0; j < e->d_count; ++j) {
+                sim__project_dist(pos, im, &d[j], inv_h2);
+            }
         }
         const sim__joint* jt = w->joint + e->j_first;
         for (uint32_t j = 0; j < e->j_count; ++j) {

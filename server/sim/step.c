@@ -61,6 +61,7 @@ static void particles_substep(sim_world* w, float h) {
     for (uint32_t j = 0; j < w->d_count; ++j) {
         w->dist[j].lambda = 0.0f;
     }
+    sim__cloth_batches_reset(w);
     for (uint32_t j = 0; j < w->drag_count; ++j) {
         w->drags[j].lambda = 0.0f;
     }

@@ -82,6 +82,10 @@ void sim__tear(sim_world* w) {
             torn++;
         }
         if (torn > 0) {
+            // The blocks of four hold copies of the sticks: pack them again
+            // without the torn ones (no allocation; sequential if they do
+            // not fit, with the same results).
+            (void)sim__cloth_batches_rebuild(w, e);
             e->stick_count -= torn;
             e->topo_version++;
             e->tethered = false;

@@ -94,6 +94,9 @@ sim_world_def sim_world_def_default(void) {
     XX(contact_body, (r).particles, sizeof(uint32_t))                                              \
     XX(tie, (r).particles, sizeof(sim__tie))                                                       \
     XX(dist, (r).constraints, sizeof(sim__dist))                                                   \
+    XX(dist_blocks, SIM__DIST_BLOCKS((r).constraints, (r).particles), sizeof(sim__dist_block))     \
+    XX(db_next, SIM__DIST_BLOCKS((r).constraints, (r).particles), sizeof(uint32_t))                \
+    XX(xyzw, SIM__XYZW((r).particles), sizeof(sim__xyzw))                                          \
     XX(joint, (r).joint_limits, sizeof(sim__joint))                                                \
     XX(events, SIM__MAX_EVENTS, sizeof(sim_event))                                                 \
     XX(body, (r).bodies, sizeof(sim__body))                                                        \

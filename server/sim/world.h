@@ -181,6 +181,54 @@ typedef struct sim__dist {
 } sim__dist;
 _Static_assert(sizeof(sim__dist) == 24, "sim__dist is a hot struct; keep it 24 bytes");
 
+/// Four distance constraints of one cloth that share no particle, projected
+/// together in SIMD lanes (cloth_batch.c), structure of arrays: one cache
+/// line. a and b hold twice the particle indices, local to the entity (so
+/// 8 × a is a byte offset into w->xyzw; a cloth of up to 32,767 particles
+/// is batched); a lane with a == b is empty (padding: both are the stand-in
+/// particle one past the cloth's last). Empty lanes are always the last of
+/// their block.
+typedef struct sim__dist_block {
+    uint16_t a[4], b[4];
+    float rest[4];       ///< Rest lengths, m.
+    float compliance[4]; ///< XPBD compliance, m/N.
+    float lambda[4];     ///< Accumulated Lagrange multipliers of this substep.
+} sim__dist_block;
+_Static_assert(sizeof(sim__dist_block) == 64, "sim__dist_block is one cache line");
+
+/// A batched cloth's particle during a relaxation pass (cloth_batch.c):
+/// position and inverse mass side by side, so that one 16-byte load gathers
+/// a lane; one more than the cloth's particles (the empty lanes' stand-in).
+/// Between passes (and while batches are rebuilt, as u[0]: the first block a
+/// particle is free in) it is scratch.
+typedef union sim__xyzw {
+    float f[4];
+    uint32_t u[4];
+} sim__xyzw;
+
+/// The most particles a batched cloth may have (cloth_batch.c): lanes hold
+/// twice the local index in 16 bits, and the empty lanes' stand-in is one
+/// past the last.
+#define SIM__BATCH_MAX_PARTICLES 32767u
+
+/// Constraint lanes the world has room for in blocks, when it has room for
+/// c distance constraints and p particles: all of them, but no more than a
+/// cloth of p particles has (fewer than 6 per particle: 2 structural,
+/// 2 shear, 2 bend).
+#define SIM__DIST_LANES(c, p) ((size_t)(c) < 6u * (size_t)(p) ? (size_t)(c) : 6u * (size_t)(p))
+
+/// Blocks of cloth constraints the world has room for (c constraints, p
+/// particles): a quarter of the lanes, plus a sixteenth for the lanes the
+/// dependency order leaves empty (a 64 × 64 cloth needs 1.005× the quarter,
+/// 24 × 16 1.028×, 12 × 10 1.085×, 7 × 30 1.051×: test_cloth). An entity
+/// whose blocks do not fit keeps the sequential loop, with the same results.
+#define SIM__DIST_BLOCKS(c, p) (SIM__DIST_LANES(c, p) / 4u + SIM__DIST_LANES(c, p) / 16u + 1u)
+
+/// Staged particles the world has room for (w->xyzw), when it has room for
+/// p particles: the largest cloth that is batched, and the stand-in.
+#define SIM__XYZW(p)                                                                               \
+    (((size_t)(p) < SIM__BATCH_MAX_PARTICLES ? (size_t)(p) : SIM__BATCH_MAX_PARTICLES) + 1u)
+
 /// Kinds of particle joint limit.
 typedef enum sim__joint_kind {
     SIM__JOINT_HINGE = 0, ///< Elbow, knee: one plane, one direction, [0, limit].
@@ -249,6 +297,7 @@ typedef struct sim__entity {
     uint32_t j_first, j_count;   ///< Joint limit range.
     uint32_t b_first, b_count;   ///< Rigid body range.
     uint32_t bj_first, bj_count; ///< Rigid joint range.
+    uint32_t cb_first, cb_count; ///< Cloth constraint blocks (cloth_batch.c); 0 blocks: sequential.
     uint32_t stick_count;        ///< Equality constraints in the distance range.
     uint32_t cols, rows;         ///< Cloth grid, else 0.
     const char* const* names;    ///< Static particle names, or NULL.
@@ -292,6 +341,14 @@ struct sim_world {
     sim__dist* dist;
     uint32_t j_count;
     sim__joint* joint;
+    /// Cloths' distance constraints in blocks of four (cloth_batch.c), each
+    /// entity's blocks a contiguous range (sim__entity.cb_first), the ranges
+    /// in no particular order; capacity SIM__DIST_BLOCKS(reserved.constraints,
+    /// reserved.particles).
+    sim__dist_block* dist_blocks;
+    uint32_t db_count;
+    uint32_t* db_next; ///< By block: scratch of sim__cloth_batches_rebuild().
+    sim__xyzw* xyzw;   ///< By particle (local to one cloth): SIM__XYZW(reserved.particles).
 
     // Entity slots and the live ones in storage order.
     sim__entity* entities;
@@ -480,6 +537,48 @@ void sim__particles_integrate(sim_world* w, sim_vec3 g_h2);
 /// (sim__entity.iterations, lod.c); inv_h2 = 1/h² for XPBD compliance
 /// (particle.c). Counts the projections in w->stats.
 void sim__particles_project(sim_world* w, float inv_h2, int it);
+
+/// Puts cloth entity e's distance constraints into blocks of four
+/// (sim__dist_block) for sim__cloth_batches_project(), replacing the blocks
+/// it had. Call it after an entity's constraints change (spawn; tearing
+/// removes some). No allocation: the blocks go at the end of
+/// w->dist_blocks, in the room sim_world_reserve() made; old blocks of e
+/// are removed first and later ranges slide down.
+///
+/// Order: constraints are taken in their array order (the Gauss-Seidel
+/// sweep of the sequential loop) and each goes into the first block with a
+/// free lane after every block holding an earlier constraint that shares a
+/// particle with it (first fit, by a union-find over the blocks' "next block
+/// with room"). So the lanes of a block share no particle, and any two
+/// constraints that share one are projected in their array order: the
+/// blocks give the sequential loop's results bit for bit (constraints on
+/// disjoint particles commute exactly), only sooner. A schedule of
+/// independent batches as in Box2D v3's graph colouring, ordered like a
+/// wavefront instead of by colour, so the sweep order (and with it
+/// convergence and the world hash) does not change.
+///
+/// Returns SIM_OK with e batched, or leaves e with no blocks (the
+/// sequential loop: same results, slower) and returns SIM_E_CAPACITY when
+/// the blocks do not fit, SIM_E_INVALID_ARG when e is not a cloth, has more
+/// than 32,767 particles or a constraint that is not an equality (torn
+/// ones, SIM__DIST_TORN, are left out: they are never projected).
+int sim__cloth_batches_rebuild(sim_world* w, sim__entity* e);
+
+/// Removes entity e's blocks (despawn, rebuild): blocks after them slide
+/// down, and so do the ranges of the entities that owned those.
+void sim__cloth_batches_drop(sim_world* w, sim__entity* e);
+
+/// Zeroes every block's λ (start of a substep, as the sequential
+/// constraints' λ: Macklin et al. 2019, section 4).
+void sim__cloth_batches_reset(sim_world* w);
+
+/// One relaxation pass over batched cloth e's blocks, in order: each lane
+/// is sim__project_dist() (XPBD, Macklin et al. 2016, eq. 18), operation
+/// for operation in lanes.h's four-float lanes (SSE2 on x86-64, else the
+/// portable struct; bit-identical), branches as selects. Positions and
+/// inverse masses are staged in w->xyzw for the pass (one 16-byte load and
+/// store per lane and particle, 4 × 4 transposes). inv_h2 = 1/h², s⁻².
+void sim__cloth_batches_project(sim_world* w, const sim__entity* e, float inv_h2);
 
 /// The joint-limit clean-up passes after a substep's last collision
 /// projection (particle.c).

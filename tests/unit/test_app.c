@@ -34,6 +34,7 @@
 #include <cJSON.h>
 
 #include <arpa/inet.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -582,6 +583,38 @@ static uint64_t entity_of(cJSON* r) {
 #define ROPE1000                                                                                   \
     "\"op\":\"spawn_rope\",\"anchor\":[-500,10,0],\"segments\":1000,\"segment_length\":0.5"
 #define RAGDOLL "\"op\":\"spawn_ragdoll\",\"position\":[0,2,0]"
+
+// spawn_rope's compliance reaches the world (issue 10, item 9): a 1 kg
+// particle hanging on one segment of compliance α (m/N) comes to rest
+// α·m·g below the segment's length (XPBD: C = α·F at equilibrium; here
+// 0.01 × 1 × 9.81 = 98.1 mm), and on a rigid one at the length.
+static void test_app_spawn_compliance_reaches_the_world(void** state) {
+    budget_fixture* f = *state;
+    app_world* w = world(f, 60);
+    const float alpha[2] = {0.0f, 0.01f};
+    uint64_t ids[2];
+    for (int i = 0; i < 2; ++i) {
+        ids[i] = entity_of(apply(f, w,
+                                 "\"op\":\"spawn_rope\",\"anchor\":[%d,5,0],\"segments\":1,"
+                                 "\"segment_length\":0.5,\"compliance\":%g",
+                                 i, (double)alpha[i]));
+    }
+    expect_ok(apply(f, w,
+                    "\"op\":\"spawn_cloth\",\"origin\":[3,5,0],\"cols\":4,\"rows\":4,"
+                    "\"spacing\":0.1,\"stretch_compliance\":1e-6,\"shear_compliance\":1e-5,"
+                    "\"bend_compliance\":0.5"));
+    // The segment starts along +X; it swings down and the damping stops it.
+    for (int t = 0; t < 60 * 20; ++t) {
+        sim_world_step(w->sim);
+    }
+    for (int i = 0; i < 2; ++i) {
+        sim_entity_view v;
+        assert_int_equal(sim_entity_get_view(w->sim, sim_entity_id_load(ids[i]), &v), SIM_OK);
+        double hang = 5.0 - (double)v.pos[1].y;
+        double want = 0.5 + (double)alpha[i] * 1.0 * 9.81;
+        assert_true(fabs(hang - want) < 1e-3);
+    }
+}
 
 static void test_app_solver_work_is_limited_per_world_and_in_all(void** state) {
     budget_fixture* f = *state;
@@ -1612,6 +1645,8 @@ int main(void) {
         cmocka_unit_test(test_app_auth_file_is_parsed_and_checked),
         cmocka_unit_test_setup_teardown(test_app_solver_work_is_limited_per_world_and_in_all,
                                         budget_setup, budget_teardown),
+        cmocka_unit_test_setup_teardown(test_app_spawn_compliance_reaches_the_world, budget_setup,
+                                        budget_teardown),
         cmocka_unit_test_setup_teardown(test_app_world_limits_are_the_worlds_own, budget_setup,
                                         budget_teardown),
         cmocka_unit_test_setup_teardown(test_app_capacity_refusals_name_their_limit, budget_setup,

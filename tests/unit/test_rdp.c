@@ -56,7 +56,63 @@ static void test_rdp_decodes_spawn_rope_with_defaults(void** state) {
                 c.u.spawn_rope.anchor.z == -3.0);
     assert_int_equal(c.u.spawn_rope.segments, 20);
     assert_true(c.u.spawn_rope.segment_length == 0.1);
-    assert_true(c.u.spawn_rope.mass == 1.0); // PROTOCOL.md default
+    assert_true(c.u.spawn_rope.mass == 1.0);       // PROTOCOL.md default
+    assert_true(c.u.spawn_rope.compliance == 0.0); // rigid
+}
+
+// Item 9 of issue 10: stiffness as XPBD compliance (m/N) over the wire,
+// with PROTOCOL.md's defaults and range [0, 1].
+static void test_rdp_decodes_spawn_compliance(void** state) {
+    (void)state;
+    rdp_command c;
+    rdp_error e;
+    assert_int_equal(decode("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":4,"
+                            "\"rows\":4,\"spacing\":0.1}",
+                            &c, &e),
+                     RDP_OK);
+    assert_true(c.u.spawn_cloth.stretch_compliance == 0.0);
+    assert_true(c.u.spawn_cloth.shear_compliance == 0.0);
+    assert_true(c.u.spawn_cloth.bend_compliance == 1e-3);
+    assert_int_equal(decode("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":4,"
+                            "\"rows\":4,\"spacing\":0.1,\"stretch_compliance\":1e-6,"
+                            "\"shear_compliance\":2e-6,\"bend_compliance\":0}",
+                            &c, &e),
+                     RDP_OK);
+    assert_true(c.u.spawn_cloth.stretch_compliance == 1e-6);
+    assert_true(c.u.spawn_cloth.shear_compliance == 2e-6);
+    assert_true(c.u.spawn_cloth.bend_compliance == 0.0);
+    assert_int_equal(decode("{\"op\":\"spawn_rope\",\"world\":1,\"anchor\":[0,1,0],\"segments\":3,"
+                            "\"segment_length\":0.1,\"compliance\":1}",
+                            &c, &e),
+                     RDP_OK);
+    assert_true(c.u.spawn_rope.compliance == 1.0);
+    // Negative, above the bound, not a number, not finite: refused.
+    static const char* const keys[] = {"stretch_compliance", "shear_compliance", "bend_compliance"};
+    for (int k = 0; k < 4; ++k) {
+        char head[160];
+        if (k < 3) {
+            snprintf(head, sizeof head,
+                     "{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":4,"
+                     "\"rows\":4,\"spacing\":0.1,\"%s\":",
+                     keys[k]);
+        } else {
+            snprintf(head, sizeof head,
+                     "{\"op\":\"spawn_rope\",\"world\":1,\"anchor\":[0,1,0],\"segments\":3,"
+                     "\"segment_length\":0.1,\"compliance\":");
+        }
+        static const struct {
+            const char* value;
+            rdp_code code;
+        } bad[] = {{"-1e-9}", RDP_E_OUT_OF_RANGE},
+                   {"1.000001}", RDP_E_OUT_OF_RANGE},
+                   {"1e999}", RDP_E_NOT_FINITE},
+                   {"\"0.1\"}", RDP_E_BAD_REQUEST}};
+        for (size_t b = 0; b < sizeof bad / sizeof bad[0]; ++b) {
+            char text[256];
+            snprintf(text, sizeof text, "%s%s", head, bad[b].value);
+            expect_code(text, bad[b].code);
+        }
+    }
 }
 
 static void test_rdp_decodes_every_op(void** state) {
@@ -1196,6 +1252,7 @@ static void test_rdp_json_snapshot_of_a_softbody(void** state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rdp_decodes_spawn_rope_with_defaults),
+        cmocka_unit_test(test_rdp_decodes_spawn_compliance),
         cmocka_unit_test(test_rdp_decodes_every_op),
         cmocka_unit_test(test_rdp_spawn_softbody_defaults_and_refusals),
         cmocka_unit_test(test_rdp_json_snapshot_of_a_softbody),
