@@ -56,6 +56,7 @@ static void particles_substep(sim_world* w, float h) {
     const sim_vec3 g_h2 = v3_scale(w->params.gravity, h * h);
     sim__kinematic_advance(w, h);
     sim__particles_integrate(w, g_h2);
+    sim__wind_apply(w, h);
     // λ restarts every substep (Macklin et al. 2019, section 4).
     for (uint32_t j = 0; j < w->d_count; ++j) {
         w->dist[j].lambda = 0.0f;
@@ -68,6 +69,7 @@ static void particles_substep(sim_world* w, float h) {
     for (int it = 0; it < w->params.iterations; ++it) {
         sim__particles_project(w, inv_h2);
         sim__drags_project(w, inv_h2);
+        sim__self_collide_project(w, it);
         sim__collide_project(w);
     }
     sim__particles_joint_limits(w);

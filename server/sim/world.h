@@ -234,6 +234,9 @@ typedef struct sim__entity {
     uint32_t stick_count;        ///< Equality constraints in the distance range.
     uint32_t cols, rows;         ///< Cloth grid, else 0.
     const char* const* names;    ///< Static particle names, or NULL.
+    bool self_collision;         ///< Cloth: particle–particle self-contacts (self_collide.c).
+    uint32_t self_hops;          ///< Grid pairs at most this many hops apart are skipped.
+    float thickness;             ///< Self-contact distance, m.
 } sim__entity;
 
 struct sim_world {
@@ -257,6 +260,11 @@ struct sim_world {
     sim_vec3* contact_n; ///< Contact normal found this substep.
     float* push;         ///< Distance pushed out along contact_n this substep, m.
     uint8_t* contact;    ///< 1 when in contact this substep.
+    // Self-collision scratch (self_collide.c), rebuilt every substep: a
+    // spatial hash of the self-colliding particles, counting-sorted.
+    uint32_t* sc_start;   ///< 2 × particles + 1 bucket starts into sc_entries.
+    uint32_t* sc_entries; ///< Particle indices (global) sorted by bucket.
+    float* sc_moved;      ///< Self-contact correction given to each particle this substep, m.
 
     uint32_t d_count;
     sim__dist* dist;
@@ -428,6 +436,18 @@ void sim__particles_project(sim_world* w, float inv_h2);
 /// The joint-limit clean-up passes after a substep's last collision
 /// projection (particle.c).
 void sim__particles_joint_limits(sim_world* w);
+
+/// Wind and air (wind.c): after sim__particles_integrate(), the
+/// aerodynamic force on every cloth triangle, from the velocities the
+/// integration predicts, moves its particles by F/m · h². h is the substep.
+void sim__wind_apply(sim_world* w, float h);
+
+/// Self-collision (self_collide.c), one pass inside the substep's relaxation
+/// loop: on the first (iteration 0) the spatial hash is rebuilt from the
+/// current positions, then every self-colliding cloth's particles closer
+/// than its thickness (and more than self_hops grid hops apart) are pushed
+/// apart, each particle by at most half the thickness per substep.
+void sim__self_collide_project(sim_world* w, int iteration);
 
 /// Projects the drags, one XPBD pass (interact.c).
 void sim__drags_project(sim_world* w, float inv_h2);
