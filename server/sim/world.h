@@ -237,7 +237,22 @@ typedef struct sim__entity {
     bool self_collision;         ///< Cloth: particle–particle self-contacts (self_collide.c).
     uint32_t self_hops;          ///< Grid pairs at most this many hops apart are skipped.
     float thickness;             ///< Self-contact distance, m.
+    uint32_t sc_first, sc_count; ///< This substep's candidate self-contact pairs in sc_pairs.
 } sim__entity;
+
+/// A candidate self-contact pair (self_collide.c): particle indices local to
+/// the cloth (a cloth has at most 256 × 256 particles), a < b.
+typedef struct sim__self_pair {
+    uint16_t a, b;
+} sim__self_pair;
+
+/// Candidate self-contact pairs reserved per particle (self_collide.c). A
+/// layer lying on another at the thickness (0.83 × spacing in the tests)
+/// gives each of its particles about π (1.5 × 0.83)² ≈ 4.9 candidates within
+/// 1.5 × thickness, each pair counted once: 2.5 per particle of the two
+/// layers. Pairs past the room are dropped (sim_tick_stats has no room to
+/// count them yet).
+#define SIM__SELF_PAIRS_PER_PARTICLE 6
 
 struct sim_world {
     sim_allocator alloc;
@@ -262,9 +277,10 @@ struct sim_world {
     uint8_t* contact;    ///< 1 when in contact this substep.
     // Self-collision scratch (self_collide.c), rebuilt every substep: a
     // spatial hash of the self-colliding particles, counting-sorted.
-    uint32_t* sc_start;   ///< 2 × particles + 1 bucket starts into sc_entries.
-    uint32_t* sc_entries; ///< Particle indices (global) sorted by bucket.
-    float* sc_moved;      ///< Self-contact correction given to each particle this substep, m.
+    uint32_t* sc_start;       ///< 2 × particles + 1 bucket starts into sc_entries.
+    uint32_t* sc_entries;     ///< Particle indices (global) sorted by bucket.
+    float* sc_moved;          ///< Self-contact correction given to each particle this substep, m.
+    sim__self_pair* sc_pairs; ///< SIM__SELF_PAIRS_PER_PARTICLE × particles candidate pairs.
 
     uint32_t d_count;
     sim__dist* dist;
@@ -444,9 +460,10 @@ void sim__wind_apply(sim_world* w, float h);
 
 /// Self-collision (self_collide.c), one pass inside the substep's relaxation
 /// loop: on the first (iteration 0) the spatial hash is rebuilt from the
-/// current positions, then every self-colliding cloth's particles closer
-/// than its thickness (and more than self_hops grid hops apart) are pushed
-/// apart, each particle by at most half the thickness per substep.
+/// current positions and the candidate pairs (within 1.5 × thickness, more
+/// than self_hops grid hops apart) listed; then every pass pushes the
+/// candidates closer than the thickness apart, each particle by at most
+/// half the thickness per substep.
 void sim__self_collide_project(sim_world* w, int iteration);
 
 /// Projects the drags, one XPBD pass (interact.c).

@@ -395,11 +395,11 @@ static void test_capacity_limits_are_checked_at_creation(void** state) {
 
 // What an empty world takes, from the table in world.c: the world, the
 // arrays of a fixed size (256 events, 4096 grid bucket heads, max_boxes
-// boxes, max_drags drags) and one element of each of the other 49 arrays (the soft step's 15 among
-// them), which grow (11 per particle, 3 of them the self-collision hash's, the constraints, the joint limits, 2 per body state, the rigid
-// joints, the characters, 2 per body's bounds, the grid, the pairs, the contacts, 3 per entity
-// slot; and the islands': per body its closing speed, sleep state, 4 indices and an island, the
-// islands' joints and pairs).
+// boxes, max_drags drags) and one element of each of the other 50 arrays (the soft step's 15 among
+// them), which grow (12 per particle, 4 of them self-collision's, the constraints, the joint
+// limits, 2 per body state, the rigid joints, the characters, 2 per body's bounds, the grid, the
+// pairs, the contacts, 3 per entity slot; and the islands': per body its closing speed, sleep
+// state, 4 indices and an island, the islands' joints and pairs).
 static size_t empty_world_bytes(const sim_world_def* d) {
     size_t fixed = sizeof(sim_world) + SIM__MAX_EVENTS * sizeof(sim_event) +
                    SIM__GRID_BUCKETS * sizeof(int32_t) + d->max_boxes * sizeof(sim_box) +
@@ -409,8 +409,8 @@ static size_t empty_world_bytes(const sim_world_def* d) {
                  sizeof(sim__bjoint) + sizeof(sim__char) + sizeof(sim__grid_entry) +
                  2 * sizeof(sim_vec3) + sizeof(sim__pair) + sizeof(sim__contact) +
                  sizeof(sim__entity) + 2 * sizeof(uint32_t) +
-                 /* self-collision hash: starts, entries, corrections */ 2 * sizeof(uint32_t) +
-                 sizeof(float);
+                 /* self-collision: starts, entries, corrections, pairs */ 2 * sizeof(uint32_t) +
+                 sizeof(float) + sizeof(sim__self_pair);
     size_t islands = sizeof(float) + sizeof(sim__sleep) + 4 * sizeof(uint32_t) +
                      sizeof(sim__island) + sizeof(sim__ijoint) + sizeof(uint32_t);
     // The soft step's 15 arrays are empty in an XPBD world: one element each.
@@ -549,8 +549,8 @@ static void test_capacity_failed_growth_leaves_the_world_unchanged(void** state)
         c.allow = n;
         int rc = sim_world_create(&def, &w);
         if (rc == SIM_OK) {
-            // The world and its 53 arrays (world.c's table): 54 allocations.
-            assert_int_equal(n, 54);
+            // The world and its 54 arrays (world.c's table): 55 allocations.
+            assert_int_equal(n, 55);
             break;
         }
         assert_int_equal(rc, SIM_E_NOMEM);
@@ -559,8 +559,8 @@ static void test_capacity_failed_growth_leaves_the_world_unchanged(void** state)
     assert_non_null(w);
     c.allow = -1;
 
-    // A ragdoll, then a 24 × 16 cloth, which needs the 11 particle arrays
-    // and the constraints to grow (12 allocations; the entity arrays have
+    // A ragdoll, then a 24 × 16 cloth, which needs the 12 particle arrays
+    // and the constraints to grow (13 allocations; the entity arrays have
     // room for 8 entities from the first spawn).
     sim_entity_id id;
     sim_ragdoll_def rd = sim_ragdoll_def_default();
@@ -578,7 +578,7 @@ static void test_capacity_failed_growth_leaves_the_world_unchanged(void** state)
         int rc = sim_world_spawn_cloth(w, &cl, &id);
         c.allow = -1;
         if (rc == SIM_OK) {
-            assert_int_equal(n, 12);
+            assert_int_equal(n, 13);
             break;
         }
         assert_int_equal(rc, SIM_E_NOMEM);
