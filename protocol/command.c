@@ -124,8 +124,8 @@ static const field_spec spawn_cloth_fields[] = {
      RDP_GIVEN_DOWN},
     {"self_collision", F_BOOL, false, 0, 0, false, 0, OFF(u.spawn_cloth.self_collision), NULL, NULL,
      0, 0},
-    {"thickness", F_NUM, false, 1e-3, 1, false, 0.02, OFF(u.spawn_cloth.thickness), NULL, NULL, 0,
-     0},
+    // Absent: 0, the simulator's 0.8 × spacing.
+    {"thickness", F_NUM, false, 1e-3, 1, false, 0, OFF(u.spawn_cloth.thickness), NULL, NULL, 0, 0},
 };
 static const field_spec spawn_ragdoll_fields[] = {
     WORLD_FIELD,

@@ -261,7 +261,7 @@ typedef struct rdp_command {
             /// [0,-1,0] (a hanging sheet).
             rdp_vec3 across, down;
             uint32_t self_collision; ///< 1: "self_collision": true.
-            double thickness;        ///< Self-collision distance, m.
+            double thickness;        ///< Self-collision distance, m; 0 when absent.
         } spawn_cloth;
         struct {
             rdp_vec3 position;

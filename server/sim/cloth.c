@@ -28,7 +28,7 @@ sim_cloth_def sim_cloth_def_default(void) {
     d.radius = 0.01f;
     d.across = v3(1.0f, 0.0f, 0.0f);
     d.down = v3(0.0f, -1.0f, 0.0f);
-    d.thickness = 0.02f;
+    d.thickness = 0.0f; // 0.8 × spacing
     d.cookie = SIM__CLOTH_COOKIE;
     return d;
 }
@@ -54,7 +54,8 @@ int sim_world_spawn_cloth(sim_world* w, const sim_cloth_def* def, sim_entity_id*
     }
     // The axes: unit and perpendicular, within 1e-3.
     if (fabsf(v3_len(def->across) - 1.0f) > 1e-3f || fabsf(v3_len(def->down) - 1.0f) > 1e-3f ||
-        fabsf(v3_dot(def->across, def->down)) > 1e-3f || def->thickness < SIM_MIN_LENGTH ||
+        fabsf(v3_dot(def->across, def->down)) > 1e-3f ||
+        (def->thickness != 0.0f && def->thickness < SIM_MIN_LENGTH) || def->thickness < 0.0f ||
         def->thickness > 1.0f) {
         return SIM_E_OUT_OF_RANGE;
     }
@@ -88,13 +89,18 @@ int sim_world_spawn_cloth(sim_world* w, const sim_cloth_def* def, sim_entity_id*
     e->cols = C;
     e->rows = R;
     e->self_collision = def->self_collision;
+    // 0 asks for 0.8 × spacing: enough that no particle slips through the
+    // middle of a triangle (sim_cloth_def.thickness), within [SIM_MIN_LENGTH, 1].
     e->thickness = def->thickness;
+    if (e->thickness == 0.0f) {
+        e->thickness = fminf(fmaxf(0.8f * def->spacing, SIM_MIN_LENGTH), 1.0f);
+    }
     // Grid pairs within a Chebyshev distance of self_hops are skipped: their
     // rest distance, at least spacing × hops, may be under the thickness, and
     // the constraints already keep them apart. Pairs further out are at least
     // (self_hops + 1) × spacing > thickness apart at rest.
     e->self_hops = 2;
-    while ((float)e->self_hops * def->spacing < def->thickness) {
+    while ((float)e->self_hops * def->spacing < e->thickness) {
         e->self_hops++;
     }
     for (uint32_t y = 0; y < R; ++y) {

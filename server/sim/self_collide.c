@@ -158,16 +158,26 @@ static uint32_t find_pairs(sim_world* w, sim__entity* e, uint32_t buckets, uint3
         const sim_vec3 p = w->pos[i];
         const int32_t cx = cell_of(p.x, inv_cell), cy = cell_of(p.y, inv_cell),
                       cz = cell_of(p.z, inv_cell);
+        uint32_t seen[27];
+        int seen_count = 0;
         for (int32_t dz = -1; dz <= 1; ++dz) {
             for (int32_t dy = -1; dy <= 1; ++dy) {
                 for (int32_t dx = -1; dx <= 1; ++dx) {
                     const uint32_t b = bucket_of(cx + dx, cy + dy, cz + dz, buckets);
+                    // Two neighbour cells may hash to one bucket: visit it
+                    // once, or its pairs would be listed twice.
+                    bool again = false;
+                    for (int k = 0; k < seen_count && !again; ++k) {
+                        again = seen[k] == b;
+                    }
+                    if (again) {
+                        continue;
+                    }
+                    seen[seen_count++] = b;
                     for (uint32_t s = w->sc_start[b]; s < w->sc_start[b + 1]; ++s) {
                         const uint32_t j = w->sc_entries[s];
                         // This cloth only, each pair once, not rest-mesh
-                        // neighbours. Two neighbour cells may hash to one
-                        // bucket: the second visit finds the pair again,
-                        // which only projects it twice.
+                        // neighbours.
                         if (j <= i || j >= hi ||
                             near_in_grid(i - lo, j - lo, e->cols, e->self_hops)) {
                             continue;

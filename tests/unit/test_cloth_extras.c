@@ -415,7 +415,9 @@ static void test_sim_cloth_axes_and_thickness_are_checked(void** state) {
     c.across = v3(2.0f, 0.0f, 0.0f); // not unit
     assert_int_equal(sim_world_spawn_cloth(w, &c, &id), SIM_E_OUT_OF_RANGE);
     c = sim_cloth_def_default();
-    c.thickness = 0.0f;
+    c.thickness = -0.01f;
+    assert_int_equal(sim_world_spawn_cloth(w, &c, &id), SIM_E_OUT_OF_RANGE);
+    c.thickness = 0.0005f; // under SIM_MIN_LENGTH, and not 0
     assert_int_equal(sim_world_spawn_cloth(w, &c, &id), SIM_E_OUT_OF_RANGE);
     c = sim_cloth_def_default();
     c.thickness = NAN;
@@ -431,6 +433,11 @@ static void test_sim_cloth_axes_and_thickness_are_checked(void** state) {
     for (uint32_t i = 0; i < v.particle_count; ++i) {
         assert_true((v.inv_mass[i] == 0.0f) == (i % v.cols == 0));
     }
+    // Thickness 0 (the default) is 0.8 × spacing = 0.16 m; self_hops the
+    // least hops h >= 2 with h × spacing >= thickness: 2.
+    const sim__entity* e = sim__entity_get(w, id);
+    assert_near(e->thickness, 0.16f, 1e-6f);
+    assert_int_equal(e->self_hops, 2);
     // Two triangles per quad, each with the normal across × down (x × -y =
     // -z) in the rest pose, of length twice the area: spacing² = 0.04.
     assert_int_equal(sim_cloth_triangle_count(v.cols, v.rows), 2 * 11 * 9);

@@ -423,11 +423,12 @@ typedef struct sim_cloth_def {
     /// `thickness` between particles more than a few grid hops apart.
     /// Default false.
     bool self_collision;
-    /// Self-collision distance, m, [SIM_MIN_LENGTH, 1]. Default 0.02. A
-    /// particle cannot pass through a grid triangle without coming within
-    /// spacing/√2 of one of its corners, so a thickness of at least
-    /// 0.75 × spacing keeps layers apart; a thinner one lets a particle slip
-    /// through the middle of a triangle.
+    /// Self-collision distance, m, [SIM_MIN_LENGTH, 1], or 0 (the default)
+    /// for 0.8 × spacing (kept within [SIM_MIN_LENGTH, 1]). A particle
+    /// cannot pass through a grid triangle without coming within spacing/√2
+    /// of one of its corners, so a thickness of at least 0.75 × spacing keeps
+    /// layers apart; a thinner one lets a particle slip through the middle
+    /// of a triangle.
     float thickness;
     uint32_t cookie; ///< Set by sim_cloth_def_default().
 } sim_cloth_def;
