@@ -13,8 +13,9 @@
  * any particle moves, so the result does not depend on the triangle order.
  * Evaluating the drag at the predicted velocity (semi-implicit) is the more
  * stable choice; the change of velocity a triangle gives a corner is also
- * capped at the triangle's relative speed, so a very light cloth in a strong
- * wind can reach the air's speed in a substep but never overshoot it.
+ * capped at a sixth of the triangle's relative speed (a grid particle is a
+ * corner of at most six triangles), so a very light cloth in a strong wind
+ * cannot be thrown past the air's speed in one substep.
  *
  * It owns no state: it reads params, the cloth entities and the particle
  * arrays, and writes pos and vpre. Ropes and ragdolls feel no air.
@@ -74,7 +75,7 @@ sim_vec3 sim_wind_at(const sim_params* p, double t) {
 
 // The force of one triangle split over its corners: each gets F/3, as a
 // change of position F/(3m) · h², its velocity change F/(3m) · h capped at
-// the triangle's relative speed.
+// a sixth of the triangle's relative speed (six triangles share a corner).
 static void push_corners(sim_world* w, const uint32_t idx[3], sim_vec3 f, float speed, float h) {
     const sim_vec3 f3 = v3_scale(f, 1.0f / 3.0f);
     const float f3_len = v3_len(f3);
@@ -121,7 +122,7 @@ void sim__wind_apply(sim_world* w, float h) {
             const sim_vec3 f =
                 sim_aero_triangle_force(w->prev[idx[0]], w->prev[idx[1]], w->prev[idx[2]], rel,
                                         p->air_density, p->drag_coef, p->lift_coef);
-            push_corners(w, idx, f, v3_len(rel), h);
+            push_corners(w, idx, f, v3_len(rel) / 6.0f, h);
         }
         // The displacement over the substep now includes the air's push
         // (collide.c's restitution reads it).

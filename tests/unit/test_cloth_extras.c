@@ -121,6 +121,43 @@ static void test_sim_wind_moves_a_sheet_by_its_force(void** state) {
     sim_world_destroy(w);
 }
 
+// The same sheet at 1 g a particle in 100 m/s of air: uncapped, one
+// substep's push would be 1000 N / 1 g · h = 16,667 m/s. Capped, a triangle
+// gives a corner at most a sixth of its relative speed, 100/6 m/s, and a
+// corner here has one or two triangles: between 16.7 and 33.3 m/s, below
+// the air's 100 m/s. The positions' sum moves by the capped pushes:
+// (2 × 33.33 + 2 × 16.67) m/s × h, h = 1/60 s.
+static void test_sim_wind_push_is_capped_for_a_light_sheet(void** state) {
+    (void)state;
+    sim_world_def def = sim_world_def_default();
+    def.params.gravity = v3(0.0f, 0.0f, 0.0f);
+    def.params.damping = 1.0f;
+    def.params.wind = v3(100.0f, 0.0f, 0.0f);
+    def.ground = false;
+    sim_world* w = make_world(&def);
+    sim_cloth_def c = sim_cloth_def_default();
+    c.cols = 2;
+    c.rows = 2;
+    c.spacing = 1.0f;
+    c.mass = 0.001f;
+    c.pin_top = false;
+    c.across = v3(0.0f, 0.0f, 1.0f);
+    c.origin = v3(0.0f, 5.0f, 0.0f);
+    sim_entity_id id;
+    assert_int_equal(sim_world_spawn_cloth(w, &c, &id), SIM_OK);
+    sim_world_step(w);
+    sim_entity_view v;
+    assert_int_equal(sim_entity_get_view(w, id, &v), SIM_OK);
+    float sum_x = 0.0f;
+    for (uint32_t i = 0; i < 4; ++i) {
+        sum_x += v.pos[i].x;
+        const float vx = (v.pos[i].x - v.prev[i].x) * 60.0f;
+        assert_true(vx > 0.0f && vx < 100.0f);
+    }
+    assert_near(sum_x, (2.0f * 100.0f / 3.0f + 2.0f * 100.0f / 6.0f) / 60.0f, 1e-4f);
+    sim_world_destroy(w);
+}
+
 // ---------------------------------------------------------------------------
 // Wind: a flag
 // ---------------------------------------------------------------------------
@@ -455,6 +492,7 @@ int main(void) {
         cmocka_unit_test(test_sim_wind_unit_triangle_face_on_is_60_newtons),
         cmocka_unit_test(test_sim_wind_lift_at_45_degrees),
         cmocka_unit_test(test_sim_wind_moves_a_sheet_by_its_force),
+        cmocka_unit_test(test_sim_wind_push_is_capped_for_a_light_sheet),
         cmocka_unit_test(test_sim_wind_flag_streams_further_in_stronger_wind),
         cmocka_unit_test(test_sim_wind_gusts_are_a_function_of_time),
         cmocka_unit_test(test_sim_self_collision_sheet_over_bar_does_not_cross),
