@@ -27,6 +27,16 @@
  *             with the demo scene, and with a pile of 300 humanoids; and
  *             what a world full to the default limits would reserve.
  *
+ *   cloth     the cost of the cloth extras (issue 10), each pair of worlds
+ *             run in turn in one process (off, on, off, on, ...) and the
+ *             median of each and of the runs' on/off ratios: the 64 × 64
+ *             cloth above with the air off (air_density 0) and on (still
+ *             air, 1.2 kg/m³, then a 10 m/s wind with gusts); and a 64 × 64
+ *             cloth at 3 cm dropped over a bar and folded onto itself
+ *             (sim_scene_cloth_over_bar(), 4 substeps, 8 iterations) with
+ *             self-collision off and on: ms per tick over its first 3 s
+ *             (thread CPU time).
+ *
  *   json      µs per JSON snapshot (PROTOCOL.md §5.1) of the demo world and
  *             of the 64 × 64 cloth, per tick and with topology (a client's
  *             first): the cJSON encoder ragdolld used before (rdp_json_ref)
@@ -1114,6 +1124,93 @@ static void json_figures(int runs) {
     st.sticks_cap = 0;
 }
 
+// One world of the cloth figures: which scene, and with what.
+typedef enum cloth_case {
+    CLOTH_AIR_OFF,
+    CLOTH_STILL_AIR,
+    CLOTH_WIND,
+    CLOTH_FOLD_PLAIN,
+    CLOTH_FOLD_SELF,
+} cloth_case;
+
+// Thread CPU seconds per tick of one fresh world of case k over `ticks`
+// ticks (the hanging cloth after a 30-tick warm-up; the fold from its drop):
+// CPU time, as for the rain, so that other work on a shared machine does
+// not count.
+static double cloth_run(cloth_case k, int ticks) {
+    sim_world_def def = bench_def();
+    sim_entity_id id;
+    sim_world* w = NULL;
+    bool fold = k == CLOTH_FOLD_PLAIN || k == CLOTH_FOLD_SELF;
+    if (fold) {
+        def.params.substeps = 4;
+        def.params.damping = 0.985f;
+    } else {
+        def.params.iterations = 10;
+        def.params.air_density = k == CLOTH_AIR_OFF ? 0.0f : 1.2f;
+        if (k == CLOTH_WIND) {
+            def.params.wind = (sim_vec3){0.0f, 0.0f, 10.0f};
+            def.params.gust = 0.5f;
+        }
+    }
+    int rc = sim_world_create(&def, &w);
+    if (rc == SIM_OK) {
+        rc = fold ? sim_scene_cloth_over_bar(w, 64, 0.03f, k == CLOTH_FOLD_SELF, &id)
+                  : scene_cloth64(w);
+    }
+    if (rc != SIM_OK) {
+        fprintf(stderr, "ragdoll-bench: cannot build the cloth scene\n");
+        exit(1);
+    }
+    for (int t = 0; !fold && t < 30; ++t) {
+        sim_world_step(w);
+    }
+    double t0 = thread_s();
+    for (int t = 0; t < ticks; ++t) {
+        if (fold && t == 20 && sim_scene_cloth_over_bar_fold(w, id) != SIM_OK) {
+            exit(1);
+        }
+        sim_world_step(w);
+    }
+    double s = (thread_s() - t0) / ticks;
+    if (!sim_world_is_finite(w)) {
+        fprintf(stderr, "ragdoll-bench: the cloth scene blew up\n");
+        exit(1);
+    }
+    sim_world_destroy(w);
+    return s;
+}
+
+// Runs cases a and b in turn `runs` times; prints their median ms per tick
+// and the median of the runs' b/a ratios.
+static void cloth_pair(const char* what, cloth_case a, cloth_case b, int ticks, int runs) {
+    double* x = calloc((size_t)runs, sizeof *x);
+    double* y = calloc((size_t)runs, sizeof *y);
+    double* q = calloc((size_t)runs, sizeof *q);
+    for (int r = 0; r < runs; ++r) {
+        x[r] = cloth_run(a, ticks);
+        y[r] = cloth_run(b, ticks);
+        q[r] = y[r] / x[r];
+    }
+    double mq = median(q, runs);
+    printf("  %-44s %8.3f %8.3f   %.2fx\n", what, median(x, runs) * 1e3, median(y, runs) * 1e3, mq);
+    free(x);
+    free(y);
+    free(q);
+}
+
+static void cloth_extras_figures(int ticks, int runs) {
+    printf("cloth extras: ms per tick, median of %d runs, off and on alternated; on/off is the "
+           "median of the runs' ratios\n",
+           runs);
+    printf("  %-44s %8s %8s   %s\n", "", "off", "on", "on/off");
+    cloth_pair("64x64 hanging, 10 it.: air (still)", CLOTH_AIR_OFF, CLOTH_STILL_AIR, ticks, runs);
+    cloth_pair("64x64 hanging, 10 it.: air (10 m/s, gusts)", CLOTH_AIR_OFF, CLOTH_WIND, ticks,
+               runs);
+    cloth_pair("64x64 folded over a bar, 3 s: self-collision", CLOTH_FOLD_PLAIN, CLOTH_FOLD_SELF,
+               180, runs);
+}
+
 static void usage(FILE* f) {
     fprintf(f, "usage: ragdoll-bench [--ticks N] [--runs N]\n"
                "                     [--solver xpbd|soft_step | --compare-solvers]\n"
@@ -1167,9 +1264,10 @@ int main(int argc, char** argv) {
         fprintf(stderr, "ragdoll-bench: --ticks and --runs take positive numbers\n");
         return 2;
     }
-    if (compare && (solver_given || stream_only || json_only || memory_only)) {
+    if (compare && (solver_given || stream_only || json_only || memory_only || cloth_only)) {
         fprintf(stderr, "ragdoll-bench: --compare-solvers runs the piles and the rain under both "
-                        "solvers: no --solver, --stream-only, --json-only or --memory-only\n");
+                        "solvers: no --solver, --stream-only, --json-only, --memory-only or "
+                        "--cloth-only\n");
         return 2;
     }
     char err[256];
@@ -1197,6 +1295,9 @@ int main(int argc, char** argv) {
         if (memory_only) {
             memory_figures();
         }
+        if (cloth_only) {
+            cloth_extras_figures(ticks, runs);
+        }
         if (stream_only) {
             stream_figures();
         }
@@ -1222,6 +1323,7 @@ int main(int argc, char** argv) {
     printf("  ticks per second (one core)  %8.0f   (%.0fx real time at 60 Hz)\n", 1.0 / d,
            1.0 / d / 60.0);
 
+    cloth_extras_figures(ticks, runs);
     stream_figures();
     json_figures(runs);
     memory_figures();

@@ -31,7 +31,7 @@ typedef enum field_type {
     F_ENUM_NOT_NULL,
     F_NAMES,  ///< Array of 0..hi strings of 1..RDP_MAX_BONE_NAME bytes → rdp_names.
     F_LIMITS, ///< Object of rdp_limit keys, each an integer in [lo, hi] → rdp_limits.
-    F_BOOL,   ///< true or false → uint32_t 1 or 0 (default: def != 0).
+    F_BOOL,   ///< true or false → uint32_t 1 or 0 (def_value when absent).
 } field_type;
 
 typedef struct field_spec {
@@ -62,10 +62,10 @@ static const char* const format_names[] = {"json", "binary", NULL};
 static const uint32_t format_values[] = {RDP_FORMAT_JSON, RDP_FORMAT_BINARY};
 static const char* const shape_names[] = {"box", "sphere", NULL};
 static const uint32_t shape_values[] = {RDP_SOFTBODY_BOX, RDP_SOFTBODY_SPHERE};
-static const char* const pin_names[] = {"top", "none", NULL};
-static const uint32_t pin_values[] = {1, 0};
 static const char* const garment_names[] = {"cape", "skirt", "hair", NULL};
 static const uint32_t garment_values[] = {RDP_GARMENT_CAPE, RDP_GARMENT_SKIRT, RDP_GARMENT_HAIR};
+static const char* const pin_names[] = {"top", "left", "none", NULL};
+static const uint32_t pin_values[] = {RDP_PIN_TOP, RDP_PIN_LEFT, RDP_PIN_NONE};
 static const char* const solver_names[] = {
 #define RDP__SOLVER_KEY(name, key) key,
     RDP_SOLVER_MAP(RDP__SOLVER_KEY)
@@ -122,13 +122,23 @@ static const field_spec spawn_cloth_fields[] = {
     {"cols", F_UINT, true, 2, 256, false, 0, OFF(u.spawn_cloth.cols), NULL, NULL, 0, 0},
     {"rows", F_UINT, true, 2, 256, false, 0, OFF(u.spawn_cloth.rows), NULL, NULL, 0, 0},
     {"spacing", F_NUM, true, 1e-3, 10, false, 0, OFF(u.spawn_cloth.spacing), NULL, NULL, 0, 0},
-    {"pin", F_ENUM, false, 0, 0, false, 0, OFF(u.spawn_cloth.pin_top), pin_names, pin_values, 1, 0},
+    {"pin", F_ENUM, false, 0, 0, false, 0, OFF(u.spawn_cloth.pin), pin_names, pin_values,
+     RDP_PIN_TOP, 0},
     MASS_FIELD(u.spawn_cloth.mass),
     COMPLIANCE_FIELD("stretch_compliance", u.spawn_cloth.stretch_compliance, 0.0),
     COMPLIANCE_FIELD("shear_compliance", u.spawn_cloth.shear_compliance, 0.0),
     COMPLIANCE_FIELD("bend_compliance", u.spawn_cloth.bend_compliance, RDP_DEFAULT_BEND_COMPLIANCE),
     {"long_range", F_BOOL, false, 0, 0, false, 0, OFF(u.spawn_cloth.long_range), NULL, NULL, 0, 0},
     {"tear", F_NUM, false, 0, 100, false, 0, OFF(u.spawn_cloth.tear), NULL, NULL, 0, 0},
+    // Directions: checked unit and perpendicular by the simulator (out_of_range).
+    {"across", F_VEC3, false, 0, 1.01, false, 0, OFF(u.spawn_cloth.across), NULL, NULL, 0,
+     RDP_GIVEN_ACROSS},
+    {"down", F_VEC3, false, 0, 1.01, false, 0, OFF(u.spawn_cloth.down), NULL, NULL, 0,
+     RDP_GIVEN_DOWN},
+    {"self_collision", F_BOOL, false, 0, 0, false, 0, OFF(u.spawn_cloth.self_collision), NULL, NULL,
+     0, 0},
+    // Absent: 0, the simulator's 0.8 × spacing.
+    {"thickness", F_NUM, false, 1e-3, 1, false, 0, OFF(u.spawn_cloth.thickness), NULL, NULL, 0, 0},
 };
 static const field_spec set_tear_fields[] = {
     WORLD_FIELD,
@@ -239,7 +249,7 @@ static const field_spec attach_cloth_fields[] = {
     {"cols", F_UINT, false, 2, 64, false, 0, OFF(u.attach_cloth.cols), NULL, NULL, 0, 0},
     {"rows", F_UINT, false, 2, 64, false, 0, OFF(u.attach_cloth.rows), NULL, NULL, 0, 0},
     {"mass", F_NUM, false, 1e-3, 1e4, false, 0, OFF(u.attach_cloth.mass), NULL, NULL, 0, 0},
-    {"long_range", F_BOOL, false, 0, 0, false, 1, OFF(u.attach_cloth.long_range), NULL, NULL, 0, 0},
+    {"long_range", F_BOOL, false, 0, 0, false, 0, OFF(u.attach_cloth.long_range), NULL, NULL, 1, 0},
     {"stretch_compliance", F_NUM, false, 0, 1, false, 0, OFF(u.attach_cloth.stretch_compliance),
      NULL, NULL, 0, 0},
     {"bend_compliance", F_NUM, false, 0, 1, false, 1e-3, OFF(u.attach_cloth.bend_compliance), NULL,
@@ -260,6 +270,17 @@ static const field_spec set_params_fields[] = {
      RDP_PARAM_BOUNCINESS},
     {"friction", F_NUM, false, 0, 1, false, 0, OFF(u.set_params.friction), NULL, NULL, 0,
      RDP_PARAM_FRICTION},
+    {"wind", F_VEC3, false, 0, 100, false, 0, OFF(u.set_params.wind), NULL, NULL, 0,
+     RDP_PARAM_WIND},
+    {"gust", F_NUM, false, 0, 1, false, 0, OFF(u.set_params.gust), NULL, NULL, 0, RDP_PARAM_GUST},
+    {"gust_period", F_NUM, false, 0.1, 600, false, 0, OFF(u.set_params.gust_period), NULL, NULL, 0,
+     RDP_PARAM_GUST_PERIOD},
+    {"air_density", F_NUM, false, 0, 10, false, 0, OFF(u.set_params.air_density), NULL, NULL, 0,
+     RDP_PARAM_AIR_DENSITY},
+    {"drag_coef", F_NUM, false, 0, 10, false, 0, OFF(u.set_params.drag_coef), NULL, NULL, 0,
+     RDP_PARAM_DRAG_COEF},
+    {"lift_coef", F_NUM, false, 0, 10, false, 0, OFF(u.set_params.lift_coef), NULL, NULL, 0,
+     RDP_PARAM_LIFT_COEF},
 };
 
 static const op_spec ops[] = {
@@ -676,10 +697,10 @@ static void store_default(const field_spec* f, rdp_command* out) {
     char* dst = (char*)out + f->offset;
     if (f->type == F_NUM) {
         memcpy(dst, &f->def, sizeof f->def);
-    } else if (f->type == F_UINT || f->type == F_BOOL) {
+    } else if (f->type == F_UINT) {
         uint32_t u = (uint32_t)f->def;
         memcpy(dst, &u, sizeof u);
-    } else if (f->type == F_ENUM || f->type == F_ENUM_NOT_NULL) {
+    } else if (f->type == F_ENUM || f->type == F_ENUM_NOT_NULL || f->type == F_BOOL) {
         memcpy(dst, &f->def_value, sizeof f->def_value);
     }
 }
@@ -728,7 +749,8 @@ static rdp_code decode_fields(const op_spec* spec, const cJSON* root, rdp_comman
     if (spec->op == RDP_OP_SET_PARAMS && out->u.set_params.given == 0) {
         return fail(err, RDP_E_BAD_REQUEST,
                     "set_params needs at least one of gravity, damping, iterations, substeps, "
-                    "bounciness, friction");
+                    "bounciness, friction, wind, gust, gust_period, air_density, drag_coef, "
+                    "lift_coef");
     }
     return RDP_OK;
 }

@@ -145,6 +145,12 @@ static cJSON* params_object(const rdp_params* p) {
     cJSON_AddNumberToObject(o, "substeps", p->substeps);
     cJSON_AddNumberToObject(o, "bounciness", p->bounciness);
     cJSON_AddNumberToObject(o, "friction", p->friction);
+    cJSON_AddItemToObject(o, "wind", vec3_array(p->wind));
+    cJSON_AddNumberToObject(o, "gust", p->gust);
+    cJSON_AddNumberToObject(o, "gust_period", p->gust_period);
+    cJSON_AddNumberToObject(o, "air_density", p->air_density);
+    cJSON_AddNumberToObject(o, "drag_coef", p->drag_coef);
+    cJSON_AddNumberToObject(o, "lift_coef", p->lift_coef);
     return o;
 }
 

@@ -4,7 +4,8 @@
 // load: the tests import the meters in Node (tests/js/rate.test.mjs).
 
 // One slider per world parameter. `get` reads it from a params object, `set`
-// makes the set_params fields for a new value (gravity keeps its X and Z).
+// makes the set_params fields for a new value (gravity keeps its X and Z,
+// wind its Y and Z). A `toggle` row is a checkbox (its value 1 or 0).
 const SLIDERS = [
   { key: 'gravity', label: 'Gravity Y', unit: 'm/s²', min: -30, max: 0, step: 0.01, digits: 2,
     get: (p) => p.gravity[1], set: (v, p) => ({ gravity: [p.gravity[0], v, p.gravity[2]] }) },
@@ -13,6 +14,13 @@ const SLIDERS = [
   { key: 'substeps', label: 'Substeps', min: 1, max: 8, step: 1, digits: 0 },
   { key: 'bounciness', label: 'Bounciness', min: 0, max: 0.9, step: 0.01, digits: 2 },
   { key: 'friction', label: 'Friction', min: 0, max: 1, step: 0.01, digits: 2 },
+  // Wind along +X (PROTOCOL.md §3 set_params "wind"); cloth feels it.
+  { key: 'wind', label: 'Wind X', unit: 'm/s', min: -30, max: 30, step: 0.5, digits: 1,
+    get: (p) => (p.wind ? p.wind[0] : 0),
+    set: (v, p) => ({ wind: [v, p.wind ? p.wind[1] : 0, p.wind ? p.wind[2] : 0] }) },
+  // Gusts on: the wind swells and drops by half its speed ("gust": 0.5).
+  { key: 'gust', label: 'Gusts', toggle: true, min: 0, max: 1, step: 1, digits: 0,
+    get: (p) => ((p.gust ?? 0) > 0 ? 1 : 0), set: (v) => ({ gust: v ? 0.5 : 0 }) },
 ];
 const SEND_EVERY_MS = 100; // a slider being dragged sends at most 10 set_params a second
 
@@ -28,12 +36,15 @@ export class ParamPanel {
     const row = document.createElement('div');
     row.className = 'slider';
     const id = `param-${spec.key}`;
-    row.innerHTML = `<label for="${id}"><span></span><output></output></label><input type="range" id="${id}">`;
+    const type = spec.toggle ? 'checkbox' : 'range';
+    row.innerHTML = `<label for="${id}"><span></span><output></output></label><input type="${type}" id="${id}">`;
     row.querySelector('span').textContent = spec.label;
     const input = row.querySelector('input');
     const output = row.querySelector('output');
-    Object.assign(input, { min: spec.min, max: spec.max, step: spec.step });
+    if (!spec.toggle) Object.assign(input, { min: spec.min, max: spec.max, step: spec.step });
     container.append(row);
+    // A checkbox's value is whether it is checked.
+    const valueOf = () => (spec.toggle ? (input.checked ? 1 : 0) : Number(input.value));
 
     const r = { spec, input, output, held: false, timer: 0, lastSent: 0 };
     const get = spec.get ?? ((p) => p[spec.key]);
@@ -42,10 +53,14 @@ export class ParamPanel {
     const send = () => {
       r.timer = 0;
       r.lastSent = performance.now();
-      if (this.params) onChange(set(Number(input.value), this.params));
+      if (this.params) onChange(set(valueOf(), this.params));
+    };
+    r.setValue = (v) => {
+      if (spec.toggle) input.checked = v !== 0;
+      else input.value = String(v);
     };
     input.addEventListener('input', () => {
-      this.show(r, Number(input.value));
+      this.show(r, valueOf());
       const wait = r.lastSent + SEND_EVERY_MS - performance.now();
       if (wait <= 0) send();
       else if (!r.timer) r.timer = setTimeout(send, wait);
@@ -59,6 +74,10 @@ export class ParamPanel {
   }
 
   show(r, value) {
+    if (r.spec.toggle) {
+      r.output.textContent = value ? 'on' : 'off';
+      return;
+    }
     const unit = r.spec.unit ? ` ${r.spec.unit}` : '';
     r.output.textContent = value.toFixed(r.spec.digits) + unit;
   }
@@ -69,7 +88,7 @@ export class ParamPanel {
     for (const r of this.rows) {
       const v = r.get(params);
       this.show(r, v); // the true value, even where the slider range clips it
-      if (!r.held && !r.timer) r.input.value = String(v);
+      if (!r.held && !r.timer) r.setValue(v);
     }
   }
 

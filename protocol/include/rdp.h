@@ -149,7 +149,20 @@ enum rdp_param_bits {
     RDP_PARAM_SUBSTEPS = 1 << 3,
     RDP_PARAM_BOUNCINESS = 1 << 4,
     RDP_PARAM_FRICTION = 1 << 5,
+    RDP_PARAM_WIND = 1 << 6,
+    RDP_PARAM_GUST = 1 << 7,
+    RDP_PARAM_GUST_PERIOD = 1 << 8,
+    RDP_PARAM_AIR_DENSITY = 1 << 9,
+    RDP_PARAM_DRAG_COEF = 1 << 10,
+    RDP_PARAM_LIFT_COEF = 1 << 11,
 };
+
+/// spawn_cloth's "pin".
+typedef enum rdp_pin {
+    RDP_PIN_NONE = 0, ///< "none".
+    RDP_PIN_TOP = 1,  ///< "top": row 0 (the default).
+    RDP_PIN_LEFT = 2, ///< "left": column 0, a flag on its pole.
+} rdp_pin;
 
 /// Which optional fields of other ops were given (rdp_command.given).
 enum rdp_given_bits {
@@ -157,6 +170,8 @@ enum rdp_given_bits {
     RDP_GIVEN_BONE = 1 << 1,     ///< apply_impulse: "bone".
     RDP_GIVEN_POINT = 1 << 2,    ///< apply_impulse, set_focus: "point".
     RDP_GIVEN_BONES = 1 << 3,    ///< set_drive: "bones".
+    RDP_GIVEN_ACROSS = 1 << 4,   ///< spawn_cloth: "across".
+    RDP_GIVEN_DOWN = 1 << 5,     ///< spawn_cloth: "down".
 };
 
 /// The limits a world may be created with (create_world's "limits", PROTOCOL.md
@@ -259,7 +274,7 @@ typedef struct rdp_command {
             rdp_vec3 origin;
             uint32_t cols, rows; ///< 2..256.
             double spacing;
-            uint32_t pin_top; ///< 1: pin row 0 ("top"), 0: none.
+            uint32_t pin; ///< rdp_pin.
             double mass;
             uint32_t long_range; ///< 1: long-range attachments to the pins.
             double tear;         ///< Tear ratio, 0 (never) or [1.01, 100].
@@ -267,6 +282,11 @@ typedef struct rdp_command {
             /// m/N, each in [0, RDP_MAX_COMPLIANCE]; defaults 0, 0 and
             /// RDP_DEFAULT_BEND_COMPLIANCE.
             double stretch_compliance, shear_compliance, bend_compliance;
+            /// Unit directions of the columns and rows; default [1,0,0] and
+            /// [0,-1,0] (a hanging sheet).
+            rdp_vec3 across, down;
+            uint32_t self_collision; ///< 1: "self_collision": true.
+            double thickness;        ///< Self-collision distance, m; 0 when absent.
         } spawn_cloth;
         struct {
             rdp_vec3 position;
@@ -333,6 +353,8 @@ typedef struct rdp_command {
             rdp_vec3 gravity;
             double damping, bounciness, friction;
             uint32_t iterations, substeps;
+            rdp_vec3 wind; ///< m/s.
+            double gust, gust_period, air_density, drag_coef, lift_coef;
         } set_params;
     } u;
 } rdp_command;
@@ -382,6 +404,10 @@ typedef struct rdp_params {
     double damping;
     uint32_t iterations, substeps;
     double bounciness, friction;
+    rdp_vec3 wind;               ///< m/s.
+    double gust, gust_period;    ///< Fraction of the wind, s.
+    double air_density;          ///< kg/m³.
+    double drag_coef, lift_coef; ///< Of a cloth triangle.
 } rdp_params;
 
 /// A static box collider as it travels in `statics`.

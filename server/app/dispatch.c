@@ -371,6 +371,24 @@ static int apply_set_params(const app_server* app, app_world* w, const rdp_comma
     if (given & RDP_PARAM_FRICTION) {
         p.friction = (float)cmd->u.set_params.friction;
     }
+    if (given & RDP_PARAM_WIND) {
+        p.wind = vec_of(cmd->u.set_params.wind);
+    }
+    if (given & RDP_PARAM_GUST) {
+        p.gust = (float)cmd->u.set_params.gust;
+    }
+    if (given & RDP_PARAM_GUST_PERIOD) {
+        p.gust_period = (float)cmd->u.set_params.gust_period;
+    }
+    if (given & RDP_PARAM_AIR_DENSITY) {
+        p.air_density = (float)cmd->u.set_params.air_density;
+    }
+    if (given & RDP_PARAM_DRAG_COEF) {
+        p.drag_coef = (float)cmd->u.set_params.drag_coef;
+    }
+    if (given & RDP_PARAM_LIFT_COEF) {
+        p.lift_coef = (float)cmd->u.set_params.lift_coef;
+    }
     // The same state under the new iterations and substeps (sim.h counts
     // the work); a change that adds no work is always allowed.
     uint64_t work = sim_world_solver_work_with(w->sim, &p);
@@ -413,7 +431,8 @@ static bool spawn_def_of(const rdp_command* cmd, spawn_def* d) {
         d->u.cloth.cols = cmd->u.spawn_cloth.cols;
         d->u.cloth.rows = cmd->u.spawn_cloth.rows;
         d->u.cloth.spacing = (float)cmd->u.spawn_cloth.spacing;
-        d->u.cloth.pin_top = cmd->u.spawn_cloth.pin_top != 0;
+        d->u.cloth.pin_top = cmd->u.spawn_cloth.pin == RDP_PIN_TOP;
+        d->u.cloth.pin_left = cmd->u.spawn_cloth.pin == RDP_PIN_LEFT;
         d->u.cloth.mass = (float)cmd->u.spawn_cloth.mass;
         d->u.cloth.long_range = cmd->u.spawn_cloth.long_range != 0;
         d->u.cloth.tear_ratio = (float)cmd->u.spawn_cloth.tear;
@@ -422,6 +441,14 @@ static bool spawn_def_of(const rdp_command* cmd, spawn_def* d) {
         d->u.cloth.stretch_compliance = (float)cmd->u.spawn_cloth.stretch_compliance;
         d->u.cloth.shear_compliance = (float)cmd->u.spawn_cloth.shear_compliance;
         d->u.cloth.bend_compliance = (float)cmd->u.spawn_cloth.bend_compliance;
+        if (cmd->given & RDP_GIVEN_ACROSS) {
+            d->u.cloth.across = vec_of(cmd->u.spawn_cloth.across);
+        }
+        if (cmd->given & RDP_GIVEN_DOWN) {
+            d->u.cloth.down = vec_of(cmd->u.spawn_cloth.down);
+        }
+        d->u.cloth.self_collision = cmd->u.spawn_cloth.self_collision != 0;
+        d->u.cloth.thickness = (float)cmd->u.spawn_cloth.thickness;
         return true;
     case RDP_OP_SPAWN_RAGDOLL:
         d->u.ragdoll = sim_ragdoll_def_default();

@@ -219,7 +219,13 @@ rdp_params app__params_of(app_world* w) {
                     (uint32_t)p.iterations,
                     (uint32_t)p.substeps,
                     app__wire(p.bounciness),
-                    app__wire(p.friction)};
+                    app__wire(p.friction),
+                    {app__wire(p.wind.x), app__wire(p.wind.y), app__wire(p.wind.z)},
+                    app__wire(p.gust),
+                    app__wire(p.gust_period),
+                    app__wire(p.air_density),
+                    app__wire(p.drag_coef),
+                    app__wire(p.lift_coef)};
     return r;
 }
 

@@ -57,6 +57,7 @@ static void particles_substep(sim_world* w, float h) {
     sim__kinematic_advance(w, h);
     sim__garments_pin(w);
     sim__particles_integrate(w, g_h2);
+    sim__wind_apply(w, h);
     // λ restarts every substep (Macklin et al. 2019, section 4).
     for (uint32_t j = 0; j < w->d_count; ++j) {
         w->dist[j].lambda = 0.0f;
@@ -72,6 +73,7 @@ static void particles_substep(sim_world* w, float h) {
         sim__particles_project(w, inv_h2, it);
         sim__tethers_project(w, it);
         sim__drags_project(w, inv_h2);
+        sim__self_collide_project(w, it);
         sim__softbodies_contacts(w);
         sim__collide_project(w, h);
     }

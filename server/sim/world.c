@@ -27,8 +27,18 @@ int sim_params_validate(const sim_params* p) {
         return SIM_E_INVALID_ARG;
     }
     if (!sim_vec3_is_finite(p->gravity) || !sim_is_finite(p->damping) ||
-        !sim_is_finite(p->bounciness) || !sim_is_finite(p->friction)) {
+        !sim_is_finite(p->bounciness) || !sim_is_finite(p->friction) ||
+        !sim_vec3_is_finite(p->wind) || !sim_is_finite(p->gust) || !sim_is_finite(p->gust_period) ||
+        !sim_is_finite(p->air_density) || !sim_is_finite(p->drag_coef) ||
+        !sim_is_finite(p->lift_coef)) {
         return SIM_E_NOT_FINITE;
+    }
+    if (fabsf(p->wind.x) > SIM_MAX_WIND || fabsf(p->wind.y) > SIM_MAX_WIND ||
+        fabsf(p->wind.z) > SIM_MAX_WIND || !in_unit(p->gust) ||
+        p->gust_period < SIM_MIN_GUST_PERIOD || p->gust_period > SIM_MAX_GUST_PERIOD ||
+        p->air_density < 0.0f || p->air_density > SIM_MAX_AIR || p->drag_coef < 0.0f ||
+        p->drag_coef > SIM_MAX_AIR || p->lift_coef < 0.0f || p->lift_coef > SIM_MAX_AIR) {
+        return SIM_E_OUT_OF_RANGE;
     }
     if (fabsf(p->gravity.x) > SIM_MAX_GRAVITY || fabsf(p->gravity.y) > SIM_MAX_GRAVITY ||
         fabsf(p->gravity.z) > SIM_MAX_GRAVITY) {
@@ -53,6 +63,10 @@ sim_world_def sim_world_def_default(void) {
     d.params.substeps = 1;
     d.params.bounciness = 0.3f;
     d.params.friction = 0.5f;
+    d.params.gust_period = 3.0f;
+    d.params.air_density = 1.2f;
+    d.params.drag_coef = 1.0f;
+    d.params.lift_coef = 0.5f;
     d.dt = 1.0f / 60.0f;
     d.ground = true;
     d.half_extent = 1000.0f;
@@ -93,6 +107,10 @@ sim_world_def sim_world_def_default(void) {
     XX(contact, (r).particles, sizeof(uint8_t))                                                    \
     XX(contact_body, (r).particles, sizeof(uint32_t))                                              \
     XX(tie, (r).particles, sizeof(sim__tie))                                                       \
+    XX(sc_start, 2 * (size_t)(r).particles + 1, sizeof(uint32_t))                                  \
+    XX(sc_entries, (r).particles, sizeof(uint32_t))                                                \
+    XX(sc_moved, (r).particles, sizeof(float))                                                     \
+    XX(sc_pairs, (size_t)(r).particles* SIM__SELF_PAIRS_PER_PARTICLE, sizeof(sim__self_pair))      \
     XX(dist, (r).constraints, sizeof(sim__dist))                                                   \
     XX(dist_blocks, SIM__DIST_BLOCKS((r).constraints, (r).particles), sizeof(sim__dist_block))     \
     XX(db_next, SIM__DIST_BLOCKS((r).constraints, (r).particles), sizeof(uint32_t))                \

@@ -309,7 +309,25 @@ typedef struct sim__entity {
     uint32_t topo_version;       ///< Bumped when its sticks change (a tear).
     uint8_t lod;                 ///< sim_lod this tick (lod.c).
     uint8_t iterations;          ///< Solver iterations this tick (lod.c); 0: frozen.
+    bool self_collision;         ///< Cloth: particle–particle self-contacts (self_collide.c).
+    uint32_t self_hops;          ///< Grid pairs at most this many hops apart are skipped.
+    float thickness;             ///< Self-contact distance, m.
+    uint32_t sc_first, sc_count; ///< This substep's candidate self-contact pairs in sc_pairs.
 } sim__entity;
+
+/// A candidate self-contact pair (self_collide.c): particle indices local to
+/// the cloth (a cloth has at most 256 × 256 particles), a < b.
+typedef struct sim__self_pair {
+    uint16_t a, b;
+} sim__self_pair;
+
+/// Candidate self-contact pairs reserved per particle (self_collide.c). A
+/// layer lying on another at the thickness (0.83 × spacing in the tests)
+/// gives each of its particles about π (1.5 × 0.83)² ≈ 4.9 candidates within
+/// 1.5 × thickness, each pair counted once: 2.5 per particle of the two
+/// layers. Pairs past the room are dropped (sim_tick_stats has no room to
+/// count them yet).
+#define SIM__SELF_PAIRS_PER_PARTICLE 6
 
 struct sim_world {
     sim_allocator alloc;
@@ -336,6 +354,12 @@ struct sim_world {
     /// substep (it is pushed back in sim__collide_respond), or SIM__NO_BODY.
     uint32_t* contact_body;
     sim__tie* tie; ///< Pins and long-range attachments (garment.c).
+    // Self-collision scratch (self_collide.c), rebuilt every substep: a
+    // spatial hash of the self-colliding particles, counting-sorted.
+    uint32_t* sc_start;       ///< 2 × particles + 1 bucket starts into sc_entries.
+    uint32_t* sc_entries;     ///< Particle indices (global) sorted by bucket.
+    float* sc_moved;          ///< Self-contact correction given to each particle this substep, m.
+    sim__self_pair* sc_pairs; ///< SIM__SELF_PAIRS_PER_PARTICLE × particles candidate pairs.
 
     uint32_t d_count;
     sim__dist* dist;
@@ -624,6 +648,18 @@ void sim__garments_despawn(sim_world* w, sim_entity_id wearer);
 /// substeps: to the soft step's state when the body is in it, else to the
 /// body; nothing for a kinematic or sleeping body (body.c).
 void sim__body_push_now(sim_world* w, uint32_t i, sim_vec3 p, sim_vec3 j);
+/// Wind and air (wind.c): after sim__particles_integrate(), the
+/// aerodynamic force on every cloth triangle, from the velocities the
+/// integration predicts, moves its particles by F/m · h². h is the substep.
+void sim__wind_apply(sim_world* w, float h);
+
+/// Self-collision (self_collide.c), one pass inside the substep's relaxation
+/// loop: on the first (iteration 0) the spatial hash is rebuilt from the
+/// current positions and the candidate pairs (within 1.5 × thickness, more
+/// than self_hops grid hops apart) listed; then every pass pushes the
+/// candidates closer than the thickness apart, each particle by at most
+/// half the thickness per substep.
+void sim__self_collide_project(sim_world* w, int iteration);
 
 /// Projects the drags, one XPBD pass (interact.c).
 void sim__drags_project(sim_world* w, float inv_h2);

@@ -616,6 +616,49 @@ static void test_app_spawn_compliance_reaches_the_world(void** state) {
     }
 }
 
+// set_params's wind and air (PROTOCOL.md §3): the reply carries them; a
+// value out of range is refused and changes nothing; spawn_cloth takes the
+// new cloth fields.
+static void test_app_set_params_wind_round_trips(void** state) {
+    budget_fixture* f = *state;
+    app_world* a = world(f, 60);
+    cJSON* r = apply(f, a,
+                     "\"op\":\"set_params\",\"wind\":[6,0,-2],\"gust\":0.25,\"gust_period\":4,"
+                     "\"air_density\":1.1,\"drag_coef\":0.9,\"lift_coef\":0.3");
+    cJSON* p = cJSON_GetObjectItem(r, "params");
+    assert_non_null(p);
+    cJSON* wind = cJSON_GetObjectItem(p, "wind");
+    assert_true(cJSON_GetArrayItem(wind, 0)->valuedouble == 6.0);
+    assert_true(cJSON_GetArrayItem(wind, 2)->valuedouble == -2.0);
+    assert_true(cJSON_GetObjectItem(p, "gust")->valuedouble == 0.25);
+    assert_true(cJSON_GetObjectItem(p, "gust_period")->valuedouble == 4.0);
+    assert_true(cJSON_GetObjectItem(p, "air_density")->valuedouble == 1.1);
+    assert_true(cJSON_GetObjectItem(p, "drag_coef")->valuedouble == 0.9);
+    assert_true(cJSON_GetObjectItem(p, "lift_coef")->valuedouble == 0.3);
+    expect_ok(r);
+    // Out of range is refused when decoded, before any world sees it.
+    const char* bad = "{\"op\":\"set_params\",\"world\":1,\"wind\":[200,0,0],\"gust\":0.5}";
+    rdp_command cmd;
+    rdp_error err;
+    assert_int_equal(rdp_command_decode(bad, strlen(bad), &cmd, &err), RDP_E_OUT_OF_RANGE);
+    assert_string_equal(err.message, "field \"wind\" component 0 = 200 is outside [-100, 100]");
+    sim_params now = sim_world_params(a->sim);
+    assert_true(now.wind.x == 6.0f && now.gust == 0.25f);
+    expect_ok(apply(f, a,
+                    "\"op\":\"spawn_cloth\",\"origin\":[0,3,0],\"cols\":8,\"rows\":8,"
+                    "\"spacing\":0.05,\"pin\":\"left\",\"self_collision\":true,\"thickness\":0.04,"
+                    "\"across\":[0,0,1]"));
+    // Axes that are not perpendicular: the simulator's out_of_range.
+    r = apply(f, a,
+              "\"op\":\"spawn_cloth\",\"origin\":[0,3,0],\"cols\":8,\"rows\":8,"
+              "\"spacing\":0.05,\"across\":[0,-1,0]");
+    cJSON* e = cJSON_GetObjectItem(r, "error");
+    assert_non_null(e);
+    assert_string_equal(cJSON_GetObjectItem(e, "code")->valuestring, "out_of_range");
+    cJSON_Delete(r);
+    assert_int_equal(sim_world_entity_count(a->sim), 1);
+}
+
 static void test_app_solver_work_is_limited_per_world_and_in_all(void** state) {
     budget_fixture* f = *state;
     app_world* a = world(f, 60);
@@ -1646,6 +1689,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_app_solver_work_is_limited_per_world_and_in_all,
                                         budget_setup, budget_teardown),
         cmocka_unit_test_setup_teardown(test_app_spawn_compliance_reaches_the_world, budget_setup,
+                                        budget_teardown),
+        cmocka_unit_test_setup_teardown(test_app_set_params_wind_round_trips, budget_setup,
                                         budget_teardown),
         cmocka_unit_test_setup_teardown(test_app_world_limits_are_the_worlds_own, budget_setup,
                                         budget_teardown),

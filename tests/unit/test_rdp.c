@@ -162,13 +162,43 @@ static void test_rdp_decodes_every_op(void** state) {
     assert_int_equal(c.u.subscribe.format, RDP_FORMAT_JSON);
     assert_int_equal(c.u.subscribe.rate_hz, 30);
     assert_int_equal(decode(ok[5], &c, &e), RDP_OK);
-    assert_int_equal(c.u.spawn_cloth.pin_top, 0);
+    assert_int_equal(c.u.spawn_cloth.pin, RDP_PIN_NONE);
     assert_int_equal(decode(ok[7], &c, &e), RDP_OK);
     assert_true(c.entity == 4294967297ull);
     assert_int_equal(decode(ok[12], &c, &e), RDP_OK);
     assert_int_equal(c.u.set_params.given, RDP_PARAM_GRAVITY | RDP_PARAM_ITERATIONS);
     assert_int_equal(c.u.set_params.iterations, 12);
     assert_true(c.u.set_params.gravity.y == -3.0);
+    // Wind and air (PROTOCOL.md §3 set_params), and a self-colliding cloth
+    // pinned on its left edge.
+    assert_int_equal(decode("{\"op\":\"set_params\",\"world\":1,\"wind\":[5,0,-1],\"gust\":0.5,"
+                            "\"gust_period\":2,\"air_density\":1.2,\"drag_coef\":1.1,"
+                            "\"lift_coef\":0.4}",
+                            &c, &e),
+                     RDP_OK);
+    assert_int_equal(c.u.set_params.given, RDP_PARAM_WIND | RDP_PARAM_GUST | RDP_PARAM_GUST_PERIOD |
+                                               RDP_PARAM_AIR_DENSITY | RDP_PARAM_DRAG_COEF |
+                                               RDP_PARAM_LIFT_COEF);
+    assert_true(c.u.set_params.wind.x == 5.0 && c.u.set_params.wind.z == -1.0);
+    assert_true(c.u.set_params.gust_period == 2.0 && c.u.set_params.lift_coef == 0.4);
+    assert_int_equal(decode("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":4,"
+                            "\"rows\":4,\"spacing\":0.1,\"pin\":\"left\",\"self_collision\":true,"
+                            "\"thickness\":0.08,\"across\":[0,0,1]}",
+                            &c, &e),
+                     RDP_OK);
+    assert_int_equal(c.u.spawn_cloth.pin, RDP_PIN_LEFT);
+    assert_int_equal(c.u.spawn_cloth.self_collision, 1);
+    assert_true(c.u.spawn_cloth.thickness == 0.08);
+    assert_int_equal(c.given, RDP_GIVEN_ACROSS);
+    assert_true(c.u.spawn_cloth.across.z == 1.0);
+    assert_int_equal(decode("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":4,"
+                            "\"rows\":4,\"spacing\":0.1}",
+                            &c, &e),
+                     RDP_OK);
+    assert_int_equal(c.u.spawn_cloth.pin, RDP_PIN_TOP);
+    assert_int_equal(c.u.spawn_cloth.self_collision, 0);
+    assert_true(c.u.spawn_cloth.thickness == 0.0); // the simulator's 0.8 × spacing
+    assert_int_equal(c.given, 0);
 }
 
 // create_world's limits: an object of known keys, each a whole number in
@@ -338,6 +368,18 @@ static void test_rdp_rejects_bad_input_with_the_right_code(void** state) {
     expect_code("{\"op\":\"set_params\",\"world\":1,\"damping\":1.5}", RDP_E_OUT_OF_RANGE);
     expect_code("{\"op\":\"set_params\",\"world\":1,\"iterations\":0}", RDP_E_OUT_OF_RANGE);
     expect_code("{\"op\":\"set_params\",\"world\":1}", RDP_E_BAD_REQUEST);
+    expect_code("{\"op\":\"set_params\",\"world\":1,\"wind\":[101,0,0]}", RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"set_params\",\"world\":1,\"wind\":[0,1e999,0]}", RDP_E_NOT_FINITE);
+    expect_code("{\"op\":\"set_params\",\"world\":1,\"gust\":1.5}", RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"set_params\",\"world\":1,\"gust_period\":0}", RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"set_params\",\"world\":1,\"air_density\":-1}", RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"set_params\",\"world\":1,\"drag_coef\":11}", RDP_E_OUT_OF_RANGE);
+    expect_code("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":4,"
+                "\"rows\":4,\"spacing\":0.1,\"self_collision\":1}",
+                RDP_E_BAD_REQUEST);
+    expect_code("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":4,"
+                "\"rows\":4,\"spacing\":0.1,\"thickness\":2}",
+                RDP_E_OUT_OF_RANGE);
     // Outside the documented range is out_of_range however far out (1-1000
     // segments, 2-256 columns and rows); too_large is for capacities.
     expect_code("{\"op\":\"spawn_rope\",\"world\":1,\"anchor\":[0,1,0],\"segments\":5000,"
@@ -368,7 +410,7 @@ static void test_rdp_rejects_bad_input_with_the_right_code(void** state) {
                 "\"rows\":10,\"spacing\":0.2}",
                 RDP_E_OUT_OF_RANGE);
     expect_code("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,3,0],\"cols\":10,"
-                "\"rows\":10,\"spacing\":0.2,\"pin\":\"left\"}",
+                "\"rows\":10,\"spacing\":0.2,\"pin\":\"right\"}",
                 RDP_E_BAD_REQUEST);
     expect_code("{\"op\":\"create_world\",\"name\":\"\"}", RDP_E_OUT_OF_RANGE);
     expect_code("{\"op\":\"create_world\",\"name\":\"a\\nb\"}", RDP_E_BAD_REQUEST);

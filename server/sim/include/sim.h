@@ -93,6 +93,12 @@ const char* sim_err_name(int err);
 #define SIM_MIN_LENGTH     1.0e-3f ///< Lower bound for a segment length or cloth spacing, m.
 #define SIM_MAX_LENGTH     10.0f   ///< Upper bound for a segment length or cloth spacing, m.
 
+// Bounds of the air's parameters (sim_params.wind and what follows it).
+#define SIM_MAX_WIND        100.0f ///< Bound on each wind component, m/s.
+#define SIM_MAX_AIR         10.0f  ///< Bound on the air density, kg/m³, and C_d, C_l.
+#define SIM_MIN_GUST_PERIOD 0.1f   ///< Lower bound for sim_params.gust_period, s.
+#define SIM_MAX_GUST_PERIOD 600.0f ///< Upper bound for sim_params.gust_period, s.
+
 /// True when f is neither NaN nor infinite.
 bool sim_is_finite(float f);
 
@@ -183,6 +189,26 @@ typedef struct sim_params {
     /// contact (plus static friction). Rigid bodies: the Coulomb friction
     /// coefficient. [0, 1].
     float friction;
+    /// Wind: the air's mean velocity, m/s, each component within
+    /// ±SIM_MAX_WIND. Default 0 (still air). Cloth triangles feel the air
+    /// (wind.c): drag and lift on their velocity relative to it.
+    sim_vec3 wind;
+    /// Gust amplitude, a fraction of the wind, [0, 1]. Default 0. The air
+    /// moves at wind · (1 + gust · s(t)), t the world time (tick · dt), with
+    /// s(t) = ½ [sin(2π t/T) + sin(2π φ t/T)], φ = (1 + √5)/2 and
+    /// T = gust_period: deterministic, quasi-periodic, |s| <= 1.
+    float gust;
+    /// Gust period T, s, [SIM_MIN_GUST_PERIOD, SIM_MAX_GUST_PERIOD]. Default 3.
+    float gust_period;
+    /// Air density ρ, kg/m³, [0, SIM_MAX_AIR]. Default 1.2 (air at 20 °C,
+    /// sea level); 0 turns the aerodynamics off.
+    float air_density;
+    /// Drag coefficient C_d of a cloth triangle (force along its normal),
+    /// [0, SIM_MAX_AIR]. Default 1.
+    float drag_coef;
+    /// Lift coefficient C_l of a cloth triangle (force across the relative
+    /// velocity), [0, SIM_MAX_AIR]. Default 0.5.
+    float lift_coef;
 } sim_params;
 
 /// Checks every field of p against the ranges documented on sim_params.
@@ -383,9 +409,10 @@ typedef struct sim_rope_def {
 sim_rope_def sim_rope_def_default(void);
 
 /// A cloth: cols × rows particles, row-major, starting at `origin` with
-/// columns along +X and rows along -Y (a hanging sheet), joined by structural
-/// (to the right and below), shear (diagonals) and bend (two apart)
-/// distance constraints.
+/// columns along `across` (default +X) and rows along `down` (default -Y, a
+/// hanging sheet), joined by structural (to the right and below), shear
+/// (diagonals) and bend (two apart) distance constraints. Its triangles,
+/// two per grid quad (sim_cloth_triangle()), feel the air (sim_params.wind).
 typedef struct sim_cloth_def {
     sim_vec3 origin;          ///< Particle (0, 0), the top-left corner, m.
     uint32_t cols;            ///< 2..256.
@@ -402,11 +429,57 @@ typedef struct sim_cloth_def {
     /// the sheet cannot stretch away from its pins. Default false.
     bool long_range;
     float tear_ratio; ///< Sticks tear past this × rest length (sim_entity_set_tear()); 0: never.
-    uint32_t cookie;  ///< Set by sim_cloth_def_default().
+    /// Unit direction of the columns (particle (x, 0) is origin + x·spacing·
+    /// across). Default +X. With `down`, unit and perpendicular within 1e-3,
+    /// else SIM_E_OUT_OF_RANGE.
+    sim_vec3 across;
+    sim_vec3 down; ///< Unit direction of the rows. Default -Y.
+    bool pin_left; ///< Pin column 0 (a flag on its pole). Default false.
+    /// Self-collision (self_collide.c): particle–particle contacts at
+    /// `thickness` between particles more than a few grid hops apart.
+    /// Default false.
+    bool self_collision;
+    /// Self-collision distance, m, [SIM_MIN_LENGTH, 1], or 0 (the default)
+    /// for 0.8 × spacing (kept within [SIM_MIN_LENGTH, 1]). A particle
+    /// cannot pass through a grid triangle without coming within spacing/√2
+    /// of one of its corners, so a thickness of at least 0.75 × spacing keeps
+    /// layers apart; a thinner one lets a particle slip through the middle
+    /// of a triangle.
+    float thickness;
+    uint32_t cookie; ///< Set by sim_cloth_def_default().
 } sim_cloth_def;
 
 /// Cloth defaults: the seed 000 section 8 sheet, 12 × 10 at 0.2 m, top pinned.
 sim_cloth_def sim_cloth_def_default(void);
+
+/// Triangle t of a cols × rows cloth grid, t < sim_cloth_triangle_count():
+/// quad (x, y) = (q mod (cols-1), q div (cols-1)), q = t/2, splits along its
+/// diagonal from (x, y) to (x+1, y+1) into (x,y) (x+1,y) (x+1,y+1) for even t
+/// and (x,y) (x+1,y+1) (x,y+1) for odd t; out[0..2] = a, b, c are local
+/// particle indices (row-major), ordered so that (b - a) × (c - a) points
+/// along across × down in the rest pose. The grid is the triangle list for
+/// now: a tearing cloth will keep its own list, rebuilt from this one.
+void sim_cloth_triangle(uint32_t cols, uint32_t t, uint32_t out[3]);
+
+/// Triangles of a cols × rows grid: 2 (cols - 1)(rows - 1).
+uint32_t sim_cloth_triangle_count(uint32_t cols, uint32_t rows);
+
+/// Aerodynamic force on one triangle (wind.c), N: corners a, b, c (m), the
+/// triangle's mean velocity relative to the air v (m/s), air density rho
+/// (kg/m³), coefficients cd and cl. With area A = |(b-a)×(c-a)|/2, unit
+/// normal n and q = ½ ρ A |v| (v·n):
+///   drag  F_d = -C_d q n                      (along n, against the motion)
+///   lift  F_l = -C_l q (n - (n·v̂) v̂)         (in the plane of n and v, ⟂ v)
+/// The flat-plate model used for cloth (e.g. Keckskeméthy et al.; Bridson
+/// et al. 2003 use the same normal drag): face-on (n ∥ v) the drag is
+/// ½ ρ C_d A |v|² and the lift 0; edge-on both are 0; the lift peaks at 45°.
+/// Zero for a degenerate triangle or v = 0.
+sim_vec3 sim_aero_triangle_force(sim_vec3 a, sim_vec3 b, sim_vec3 c, sim_vec3 v, float rho,
+                                 float cd, float cl);
+
+/// The air's velocity at world time t (s) under p's wind and gusts, m/s
+/// (see sim_params.gust).
+sim_vec3 sim_wind_at(const sim_params* p, double t);
 
 /// Named particles of the particle ragdoll, in storage order.
 typedef enum sim_ragdoll_particle {

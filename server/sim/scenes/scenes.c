@@ -60,6 +60,47 @@ int sim_scene_square_cloth(sim_world* w, uint32_t n, float spacing, float top, s
     return sim_world_spawn_cloth(w, &c, out);
 }
 
+int sim_scene_cloth_over_bar(sim_world* w, uint32_t n, float spacing, bool self_collision,
+                             sim_entity_id* out) {
+    const float half = 0.5f * spacing * (float)(n - 1);
+    const float bar_y = 0.25f + 0.5f * spacing * (float)n;
+    sim_box bar = {{0.0f, bar_y, 0.0f}, {0.1f, 0.02f, half + 0.1f}};
+    int rc = sim_world_add_box(w, bar);
+    if (rc != SIM_OK) {
+        return rc;
+    }
+    sim_cloth_def c = sim_cloth_def_default();
+    c.cols = n;
+    c.rows = n;
+    c.spacing = spacing;
+    c.mass = 0.02f;
+    c.pin_top = false;
+    c.across = (sim_vec3){1.0f, 0.0f, 0.0f};
+    c.down = (sim_vec3){0.0f, 0.0f, 1.0f};
+    c.origin = (sim_vec3){-half, bar_y + 0.07f, -half};
+    c.radius = 0.01f;
+    c.bend_compliance = 1e-4f;
+    c.self_collision = self_collision;
+    c.thickness = 0.025f * spacing / 0.03f;
+    return sim_world_spawn_cloth(w, &c, out);
+}
+
+int sim_scene_cloth_over_bar_fold(sim_world* w, sim_entity_id cloth) {
+    sim_entity_view v;
+    int rc = sim_entity_get_view(w, cloth, &v);
+    if (rc != SIM_OK) {
+        return rc;
+    }
+    const uint32_t left = (v.cols * 2) / 5;
+    for (uint32_t i = 0; i < v.particle_count && rc == SIM_OK; ++i) {
+        if (i % v.cols < left) {
+            sim_vec3 j = {3.0f / v.inv_mass[i], 0.0f, 0.0f};
+            rc = sim_entity_apply_impulse(w, cloth, i, j);
+        }
+    }
+    return rc;
+}
+
 int sim_scene_demo_platforms(sim_world* w) {
     // Solid blocks standing on the ground (1.1 m and 0.6 m tall): nothing can
     // get wedged underneath, as it could below a floating slab.

@@ -24,6 +24,21 @@ int sim_scene_seed_cloth(sim_world* w, sim_entity_id* out);
 /// constraints, top row pinned, hanging from y = top. Used by the benchmark.
 int sim_scene_square_cloth(sim_world* w, uint32_t n, float spacing, float top, sim_entity_id* out);
 
+/// An n × n cloth at `spacing` (20 g a particle, bend compliance 1e-4,
+/// self-collision as asked at a thickness of 0.025 m × spacing / 0.03, so
+/// 0.83 × spacing) held flat 5 cm above a bar 0.2 m wide and 4 cm tall
+/// running along z under its middle, its top at y = 0.27 + n·spacing/2, and
+/// let fall onto it: each half hangs from an edge of the bar, 0.2 m from
+/// the other. The self-collision test's and the benchmark's scene; the
+/// world should have 4 substeps. *out names the cloth.
+int sim_scene_cloth_over_bar(sim_world* w, uint32_t n, float spacing, bool self_collision,
+                             sim_entity_id* out);
+
+/// Folds the cloth of sim_scene_cloth_over_bar() (call once it hangs, e.g.
+/// at tick 20): its left 40 % of columns get 3 m/s towards +x, so the left
+/// half swings in under the bar and through where the right half hangs.
+int sim_scene_cloth_over_bar_fold(sim_world* w, sim_entity_id cloth);
+
 /// The platforms of the demo world: two static boxes the ragdolls fall on.
 int sim_scene_demo_platforms(sim_world* w);
 
