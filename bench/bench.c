@@ -1211,6 +1211,54 @@ static void cloth_extras_figures(int ticks, int runs) {
                180, runs);
 }
 
+// 20 humanoids walking, 3 m apart (issue 10's benchmark); dressed: each in
+// a cape and hair (attach_cloth, the humanoid asset's garments).
+static int walkers(sim_world* w, bool dressed) {
+    for (int k = 0; k < 20; ++k) {
+        sim_character_def cd = sim_character_def_default();
+        cd.position = (sim_vec3){3.0f * (float)(k % 5) - 6.0f, 0.0f, 3.0f * (float)(k / 5) - 4.5f};
+        cd.clip = "walk";
+        sim_entity_id id, g;
+        int rc = sim_world_spawn_character(w, &cd, &id);
+        for (int kind = SIM_GARMENT_CAPE; rc == SIM_OK && dressed && kind <= SIM_GARMENT_HAIR;
+             kind += 2) { // the cape and the hair
+            sim_cloth_attach_def ad = sim_cloth_attach_def_default();
+            ad.wearer = id;
+            ad.kind = (sim_garment_kind)kind;
+            rc = sim_world_attach_cloth(w, &ad, &g);
+        }
+        if (rc != SIM_OK) {
+            return rc;
+        }
+    }
+    return SIM_OK;
+}
+static int scene_walkers(sim_world* w) {
+    return walkers(w, false);
+}
+static int scene_dressed_walkers(sim_world* w) {
+    return walkers(w, true);
+}
+
+// ms per tick of the 20 walkers, undressed and dressed, in turn `runs`
+// times each (time_scene's medians).
+static void garment_figures(int ticks, int runs) {
+    uint32_t np = 0, nc = 0, np2 = 0, nc2 = 0;
+    double bare = 0.0, dressed = 0.0;
+    for (int r = 0; r < runs; ++r) { // alternated, one run each
+        double b = time_scene(scene_walkers, 8, ticks, 1, &np, &nc);
+        double d = time_scene(scene_dressed_walkers, 8, ticks, 1, &np2, &nc2);
+        bare += b / runs;
+        dressed += d / runs;
+    }
+    printf("garments: 20 humanoids walking, 8 iterations, 1 substep; each in a cape and hair "
+           "(%u particles, %u constraints)\n",
+           np2, nc2);
+    printf("  ms per tick, undressed / dressed   %7.3f %7.3f   (%.3f ms per character's "
+           "garments)\n",
+           bare * 1e3, dressed * 1e3, (dressed - bare) * 1e3 / 20.0);
+}
+
 static void usage(FILE* f) {
     fprintf(f, "usage: ragdoll-bench [--ticks N] [--runs N]\n"
                "                     [--solver xpbd|soft_step | --compare-solvers]\n"
@@ -1297,6 +1345,7 @@ int main(int argc, char** argv) {
         }
         if (cloth_only) {
             cloth_extras_figures(ticks, runs);
+            garment_figures(ticks, runs);
         }
         if (stream_only) {
             stream_figures();
@@ -1324,6 +1373,7 @@ int main(int argc, char** argv) {
            1.0 / d / 60.0);
 
     cloth_extras_figures(ticks, runs);
+    garment_figures(ticks, runs);
     stream_figures();
     json_figures(runs);
     memory_figures();

@@ -217,6 +217,10 @@ class Cloth extends Body {
     const index = [];
     // A skirt (wrap) is closed round: its last column joins the first.
     const across = rec.wrap ? cols : cols - 1;
+    // A torn cloth (PROTOCOL.md §4 `torn`) lacks some sticks: a triangle is
+    // drawn only while its two grid edges still hold.
+    const held = new Set(this.sticks.map(([a, b]) => (a < b ? `${a},${b}` : `${b},${a}`)));
+    const has = (a, b) => held.size === 0 || held.has(a < b ? `${a},${b}` : `${b},${a}`);
     for (let r = 0; r < rows; r++) {
       for (let c = 0; c < cols; c++) {
         const i = r * cols + c;
@@ -224,7 +228,8 @@ class Cloth extends Body {
         uv[2 * i + 1] = 1 - r / (rows - 1);
         if (r + 1 < rows && c < across) {
           const j = r * cols + (c + 1) % cols;
-          index.push(i, i + cols, j, j, i + cols, j + cols);
+          if (has(i, i + cols) && has(i, j)) index.push(i, i + cols, j);
+          if (has(j, j + cols) && has(i + cols, j + cols)) index.push(j, i + cols, j + cols);
         }
       }
     }

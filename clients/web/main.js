@@ -140,6 +140,26 @@ const panel = new ParamPanel($('sliders'), (fields) => {
   if (state.world !== null) command({ op: 'set_params', world: state.world, ...fields });
 });
 
+// "Tear at": every rope and cloth of the world tears past this stretch
+// (set_tear; 0 and anything under 1.01 is never).
+const tearInput = $('tear');
+const tearOut = $('tear-out');
+const tearRatio = () => {
+  const v = Number(tearInput.value);
+  return v < 1.01 ? 0 : v;
+};
+const showTear = () => { tearOut.textContent = tearRatio() === 0 ? 'never' : `× ${tearRatio().toFixed(2)}`; };
+showTear();
+tearInput.addEventListener('input', showTear);
+tearInput.addEventListener('change', () => {
+  if (state.world === null) return;
+  for (const [entity, e] of state.entities) {
+    if (e.kind === 'cloth' || e.kind === 'rope') {
+      command({ op: 'set_tear', world: state.world, entity, ratio: tearRatio() });
+    }
+  }
+});
+
 const drag = view && installDrag(view, command, () => state.world);
 
 const characters = new CharacterPanel({
@@ -370,6 +390,14 @@ function onMessage(msg) {
       return;
     case 'entity_removed':
       if (msg.world === state.world) log(`entity ${msg.entity} was removed (${msg.reason})`, 'info');
+      return;
+    case 'torn':
+      // Its sticks changed: draw it again from its new topology (the next
+      // JSON snapshot's, or a fresh describe).
+      if (msg.world === state.world) {
+        state.stream?.topology.delete(msg.entity);
+        view?.dropBody(msg.entity);
+      }
       return;
     case 'character_state':
     case 'settled':

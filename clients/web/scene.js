@@ -181,6 +181,12 @@ export class WorldView {
     return unknown;
   }
 
+  /** Removes an entity's body (its topology changed; the next snapshot rebuilds it). */
+  dropBody(id) {
+    this.bodies.get(id)?.dispose();
+    this.bodies.delete(id);
+  }
+
   /** (Re)builds an entity's body from a snapshot record with its topology. */
   setBody(rec) {
     this.bodies.get(rec.entity)?.dispose();

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #define GRID_MARGIN     0.02f // m added to every box
-#define PARTICLE_MARGIN 0.15f // m: the largest particle radius we expect
+#define PARTICLE_MARGIN SIM__PARTICLE_MARGIN
 // A body this fast (m/s at its surface) wakes a sleeping ragdoll it reaches.
 #define WAKE_SPEED 0.1f
 

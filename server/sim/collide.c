@@ -61,6 +61,29 @@ static void wearer_bodies(const sim_world* w, const sim__entity* e, uint32_t* fi
     *end = we != NULL ? we->b_first + we->b_count : 0;
 }
 
+// The bodies near entity e's particles (sim__bodies_near(), contact.c):
+// those whose bounds for the tick meet the particles' box grown by their
+// largest radius and the grid's particle margin.
+static uint32_t bodies_near(const sim_world* w, const sim__entity* e, sim__near_body* list,
+                            uint32_t cap) {
+    if (e->p_count == 0 || w->b_count == 0) {
+        return 0;
+    }
+    sim_vec3 lo = w->pos[e->p_first], hi = lo;
+    float rmax = 0.0f;
+    for (uint32_t i = e->p_first; i < e->p_first + e->p_count; ++i) {
+        sim_vec3 p = w->pos[i];
+        lo = v3(fminf(lo.x, p.x), fminf(lo.y, p.y), fminf(lo.z, p.z));
+        hi = v3(fmaxf(hi.x, p.x), fmaxf(hi.y, p.y), fmaxf(hi.z, p.z));
+        rmax = fmaxf(rmax, w->radius[i]);
+    }
+    const float m = rmax + SIM__PARTICLE_MARGIN;
+    return sim__bodies_near(w, v3_sub(lo, v3(m, m, m)), v3_add(hi, v3(m, m, m)), list, cap);
+}
+
+// Bodies a particle entity's collision pass looks at directly, at most.
+#define SIM__NEAR_BODIES 64
+
 void sim__collide_project(sim_world* w, float h) {
     const bool ground = w->def.ground;
     const float inv_h = 1.0f / h;
@@ -71,6 +94,11 @@ void sim__collide_project(sim_world* w, float h) {
         }
         uint32_t own_first, own_end;
         wearer_bodies(w, e, &own_first, &own_end);
+        // The few bodies near it (a garment: its wearer's bones), tested
+        // directly; when many are, the broad phase's grid per particle.
+        sim__near_body near[SIM__NEAR_BODIES];
+        uint32_t n_near = bodies_near(w, e, near, SIM__NEAR_BODIES);
+        const sim__near_body* list = n_near == UINT32_MAX ? NULL : near;
         for (uint32_t i = e->p_first; i < e->p_first + e->p_count; ++i) {
             if (w->inv_mass[i] == 0.0f) {
                 continue;
@@ -94,8 +122,8 @@ void sim__collide_project(sim_world* w, float h) {
             }
             sim_vec3 n;
             uint32_t body;
-            if (sim__particle_vs_bodies(w, &w->pos[i], r, 1.0f / w->inv_mass[i], own_first, own_end,
-                                        inv_h, &n, &w->push[i], &body)) {
+            if (sim__particle_vs_bodies(w, list, n_near, &w->pos[i], r, 1.0f / w->inv_mass[i],
+                                        own_first, own_end, inv_h, &n, &w->push[i], &body)) {
                 w->contact[i] = 1;
                 w->contact_n[i] = n;
                 // A garment does not push its wearer (it is carried by it).

@@ -416,14 +416,81 @@ void sim__contacts_velocities(sim_world* w, float h) {
     }
 }
 
-bool sim__particle_vs_bodies(sim_world* w, sim_vec3* p, float r, float mass, uint32_t skip_first,
-                             uint32_t skip_end, float inv_h, sim_vec3* n_out, float* push,
-                             uint32_t* body) {
+uint32_t sim__bodies_near(const sim_world* w, sim_vec3 lo, sim_vec3 hi, sim__near_body* out,
+                          uint32_t cap) {
+    uint32_t n = 0;
+    // Highest index first, the order the grid's buckets give (bodies go in
+    // in index order, at the head): a particle between two bones ends
+    // pushed out of the lower one (the torso rather than a limb).
+    for (uint32_t b = w->b_count; b-- > 0;) {
+        if (!sim__aabb_overlap(lo, hi, w->aabb_lo[b], w->aabb_hi[b])) {
+            continue;
+        }
+        if (n == cap) {
+            return UINT32_MAX;
+        }
+        sim__near_body* nb = &out[n++];
+        nb->body = b;
+        nb->radius = w->binfo[b].radius;
+        sim__body_segment(&w->body[b], &w->binfo[b], &nb->s0, &nb->s1);
+        const float r = nb->radius;
+        nb->lo = v3(fminf(nb->s0.x, nb->s1.x) - r, fminf(nb->s0.y, nb->s1.y) - r,
+                    fminf(nb->s0.z, nb->s1.z) - r);
+        nb->hi = v3(fmaxf(nb->s0.x, nb->s1.x) + r, fmaxf(nb->s0.y, nb->s1.y) + r,
+                    fmaxf(nb->s0.z, nb->s1.z) + r);
+    }
+    return n;
+}
+
+// Pushes particle *p out of the capsule (segment s0–s1, radius `radius`) of
+// body b if it is in it (see sim__particle_vs_bodies); true when it was.
+static bool push_out_of(sim_world* w, uint32_t b, sim_vec3 s0, sim_vec3 s1, float radius,
+                        sim_vec3* p, float r, float mass, uint32_t skip_first, uint32_t skip_end,
+                        float inv_h, sim_vec3* n_out, float* push) {
+    sim_vec3 q = closest_on_segment(s0, s1, *p, NULL);
+    sim_vec3 d = v3_sub(*p, q);
+    float dist = v3_len(d), rr = radius + r;
+    if (dist >= rr) {
+        return false;
+    }
+    sim_vec3 n = dist > 1e-6f ? v3_scale(d, 1.0f / dist) : v3(0.0f, 1.0f, 0.0f);
+    *p = v3_add(q, v3_scale(n, rr));
+    *push += rr - dist;
+    if (mass > 0.0f && (b < skip_first || b >= skip_end)) {
+        // Two-way: moving the particle (mass m) out by d in this substep of
+        // length h gave it momentum m·d/h along n; the body takes the
+        // opposite at the contact point.
+        sim__body_push_now(w, b, q, v3_scale(n, -mass * (rr - dist) * inv_h));
+    }
+    *n_out = n;
+    return true;
+}
+
+bool sim__particle_vs_bodies(sim_world* w, const sim__near_body* list, uint32_t n_list, sim_vec3* p,
+                             float r, float mass, uint32_t skip_first, uint32_t skip_end,
+                             float inv_h, sim_vec3* n_out, float* push, uint32_t* body) {
     if (w->b_count == 0) {
         return false;
     }
-    int32_t cx = sim__cell_of(p->x), cy = sim__cell_of(p->y), cz = sim__cell_of(p->z);
     bool hit = false;
+    if (list != NULL) {
+        for (uint32_t k = 0; k < n_list; ++k) {
+            const sim__near_body* nb = &list[k];
+            // The capsule's box grown by the particle's radius: most bones
+            // are rejected here, with their segments computed once a pass.
+            if (p->x < nb->lo.x - r || p->y < nb->lo.y - r || p->z < nb->lo.z - r ||
+                p->x > nb->hi.x + r || p->y > nb->hi.y + r || p->z > nb->hi.z + r) {
+                continue;
+            }
+            if (push_out_of(w, nb->body, nb->s0, nb->s1, nb->radius, p, r, mass, skip_first,
+                            skip_end, inv_h, n_out, push)) {
+                *body = nb->body;
+                hit = true;
+            }
+        }
+        return hit;
+    }
+    int32_t cx = sim__cell_of(p->x), cy = sim__cell_of(p->y), cz = sim__cell_of(p->z);
     for (int32_t k = w->grid_head[sim__cell_hash(cx, cy, cz)]; k >= 0; k = w->grid[k].next) {
         const sim__grid_entry* e = &w->grid[k];
         if (e->cx != cx || e->cy != cy || e->cz != cz) {
@@ -432,24 +499,11 @@ bool sim__particle_vs_bodies(sim_world* w, sim_vec3* p, float r, float mass, uin
         const sim__body_info* bi = &w->binfo[e->body];
         sim_vec3 s0, s1;
         sim__body_segment(&w->body[e->body], bi, &s0, &s1);
-        sim_vec3 q = closest_on_segment(s0, s1, *p, NULL);
-        sim_vec3 d = v3_sub(*p, q);
-        float dist = v3_len(d), rr = bi->radius + r;
-        if (dist >= rr) {
-            continue;
+        if (push_out_of(w, e->body, s0, s1, bi->radius, p, r, mass, skip_first, skip_end, inv_h,
+                        n_out, push)) {
+            *body = e->body;
+            hit = true;
         }
-        sim_vec3 n = dist > 1e-6f ? v3_scale(d, 1.0f / dist) : v3(0.0f, 1.0f, 0.0f);
-        *p = v3_add(q, v3_scale(n, rr));
-        *push += rr - dist;
-        if (mass > 0.0f && (e->body < skip_first || e->body >= skip_end)) {
-            // Two-way: moving the particle (mass m) out by d in this
-            // substep of length h gave it momentum m·d/h along n; the body
-            // takes the opposite at the contact point.
-            sim__body_push_now(w, e->body, q, v3_scale(n, -mass * (rr - dist) * inv_h));
-        }
-        *n_out = n;
-        *body = e->body;
-        hit = true;
     }
     return hit;
 }

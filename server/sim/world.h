@@ -32,6 +32,10 @@
    bodies first (soft_contact.c) and counts them (sim_overflows.contacts). */
 #define SIM__SOFT_CONTACTS_PER_BODY 8
 #define SIM__GRID_CELL              1.0f /* broadphase grid cell edge, m */
+/* How much farther than its bounds for the tick a body is looked for by
+   particles, m (the largest particle radius expected, and a bone's turn
+   within the tick, which the bounds' sweep does not hold). */
+#define SIM__PARTICLE_MARGIN 0.15f
 // Rigid bodies take at least SIM__RIGID_MIN_SUBSTEPS per tick (the XPBD
 // rigid solver needs them whatever the particles use; solver.c may split
 // further for fast bodies).
@@ -79,6 +83,15 @@
 #define SIM__CHAR_COOKIE       0x43484152u /* "CHAR" */
 #define SIM__BALL_COOKIE       0x42414c4cu /* "BALL" */
 #define SIM__SOFTBODY_COOKIE   0x534f4654u /* "SOFT" */
+
+/// A body near a particle entity, with its capsule for this pass
+/// (sim__bodies_near()).
+typedef struct sim__near_body {
+    uint32_t body;
+    float radius;    ///< m.
+    sim_vec3 s0, s1; ///< Its capsule's segment now, m.
+    sim_vec3 lo, hi; ///< The capsule's box, m.
+} sim__near_body;
 
 /// One body in one cell of the broadphase grid.
 typedef struct sim__grid_entry {
@@ -490,14 +503,23 @@ void sim__characters_pre_tick(sim_world* w, float dt);
 void sim__characters_post_tick(sim_world* w);
 
 /// Pushes a particle (centre *p, radius r) out of every body capsule it
-/// overlaps (contact.c). Unless mass is 0, each body outside [skip_first,
+/// overlaps (contact.c): the n_list bodies of `list` (sim__bodies_near():
+/// every body the particle could touch), or with list NULL those the broad
+/// phase's grid has in the particle's cell. Unless mass is 0, each body outside [skip_first,
 /// skip_end) takes the opposite of the momentum the push gives the particle
 /// (mass · distance · inv_h, inv_h = 1 / the substep; sim__body_push_now).
 /// Adds the distance pushed to *push and returns true with the last normal
 /// in *n and its body in *body.
-bool sim__particle_vs_bodies(sim_world* w, sim_vec3* p, float r, float mass, uint32_t skip_first,
-                             uint32_t skip_end, float inv_h, sim_vec3* n, float* push,
-                             uint32_t* body);
+bool sim__particle_vs_bodies(sim_world* w, const sim__near_body* list, uint32_t n_list, sim_vec3* p,
+                             float r, float mass, uint32_t skip_first, uint32_t skip_end,
+                             float inv_h, sim_vec3* n, float* push, uint32_t* body);
+
+/// The bodies whose bounds for the tick (broad_phase.c) meet the box
+/// [lo, hi], with their capsules as they are now, into out (at most cap),
+/// highest index first; the count, or UINT32_MAX when more than cap do
+/// (contact.c).
+uint32_t sim__bodies_near(const sim_world* w, sim_vec3 lo, sim_vec3 hi, sim__near_body* out,
+                          uint32_t cap);
 
 /// Looks up a live entity; NULL when stale or unknown.
 sim__entity* sim__entity_get(const sim_world* w, sim_entity_id id);

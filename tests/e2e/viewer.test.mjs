@@ -772,6 +772,23 @@ test('viewer kills a character by click and gets it up', { timeout: 120000 }, (t
     'the soft body on the ground');
   await until(() => hook(() => window.__ragdolld.drawn), (d) => d.includes(soft), 3000, 'the soft body drawn');
   t.diagnostic(`soft body: lowest particle at ${landed.toFixed(3)} m`);
+  // The wind slider sets the world's wind (set_params); "Tear at" makes the
+  // ropes and cloths tearable (set_tear).
+  const n8 = sent.length;
+  const slide = (sel, value) => page.$eval(sel, (el, v) => {
+    el.value = v;
+    el.dispatchEvent(new Event('input', { bubbles: true }));
+    el.dispatchEvent(new Event('change', { bubbles: true }));
+  }, value);
+  await slide('#param-wind', '12');
+  const { cmd: windCmd, reply: windOk } = await replyTo('set_params', n8);
+  assert.equal(windOk.ok, true, JSON.stringify(windOk));
+  assert.deepEqual(windCmd.wind, [12, 0, 0]);
+  const n9 = sent.length;
+  await slide('#tear', '1.5');
+  const { cmd: tearCmd, reply: tearOk } = await replyTo('set_tear', n9);
+  assert.equal(tearOk.ok, true, JSON.stringify(tearOk));
+  assert.equal(tearCmd.ratio, 1.5);
   await twoFrames(page);
   await screenshot(page, 'spawned.png');
 }));
