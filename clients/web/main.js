@@ -227,19 +227,27 @@ $('throw-ball').addEventListener('click', () => {
   });
 });
 
+// The point of the ground where the camera looks (or under the orbit target
+// when that is far or above the horizon), scattered by up to ±scatter/2 m so
+// that pressing twice does not stack two bodies in one place.
+function groundInView(scatter) {
+  const cam = view.camera.position;
+  const rect = view.canvas.getBoundingClientRect();
+  const ground = new THREE.Plane(new THREE.Vector3(0, 1, 0), 0);
+  let at = view.pointOnPlane(rect.left + rect.width / 2, rect.top + rect.height / 2, ground);
+  if (!at || at.distanceTo(cam) > SPAWN_RANGE) at = view.controls.target.clone().setY(0);
+  at.x += (Math.random() - 0.5) * scatter;
+  at.z += (Math.random() - 0.5) * scatter;
+  return at;
+}
+
 // A soft body (PROTOCOL.md §3 spawn_softbody), box or sphere by turns, 3 m
 // above the ground where the camera looks (or above the orbit target when
 // that is far or above the horizon).
 let softShape = 0;
 $('drop-softbody').addEventListener('click', () => {
   if (state.world === null || !view) return;
-  const cam = view.camera.position;
-  const rect = view.canvas.getBoundingClientRect();
-  const ground = new THREE.Plane(new THREE.Vector3(0, 1, 0), 0);
-  let at = view.pointOnPlane(rect.left + rect.width / 2, rect.top + rect.height / 2, ground);
-  if (!at || at.distanceTo(cam) > SPAWN_RANGE) at = view.controls.target.clone().setY(0);
-  at.x += (Math.random() - 0.5) * 0.3;
-  at.z += (Math.random() - 0.5) * 0.3;
+  const at = groundInView(0.3);
   const shape = softShape++ % 2 === 0 ? 'box' : 'sphere';
   command({
     op: 'spawn_softbody', world: state.world,
@@ -253,14 +261,7 @@ $('drop-softbody').addEventListener('click', () => {
 // becomes the selection.
 $('spawn-character').addEventListener('click', async () => {
   if (state.world === null || !view) return;
-  const cam = view.camera.position;
-  const rect = view.canvas.getBoundingClientRect();
-  const ground = new THREE.Plane(new THREE.Vector3(0, 1, 0), 0);
-  let at = view.pointOnPlane(rect.left + rect.width / 2, rect.top + rect.height / 2, ground);
-  if (!at || at.distanceTo(cam) > SPAWN_RANGE) at = view.controls.target.clone().setY(0);
-  // A little scatter, so that pressing twice does not stack two bodies in one place.
-  at.x += (Math.random() - 0.5) * 0.6;
-  at.z += (Math.random() - 0.5) * 0.6;
+  const at = groundInView(0.6);
   const reply = await command({
     op: 'spawn_character', world: state.world,
     position: [round4(at.x), 0, round4(at.z)],

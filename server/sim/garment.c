@@ -216,20 +216,30 @@ static int check_attach(const sim_world* w, const sim_cloth_attach_def* def,
     return SIM_E_UNKNOWN_NAME;
 }
 
-int sim_world_attach_cloth_counts(const sim_world* w, const sim_cloth_attach_def* def,
-                                  sim_counts* out) {
-    if (def == NULL || out == NULL || def->cookie != SIM__ATTACH_COOKIE) {
+// Checks a def (check_attach()) and gives the grid it asks for: its
+// cols × rows, the asset's where the def gives 0.
+static int resolve_attach(const sim_world* w, const sim_cloth_attach_def* def,
+                          const sim_garment_def** g, uint32_t* cols, uint32_t* rows) {
+    if (def == NULL || def->cookie != SIM__ATTACH_COOKIE) {
         return SIM_E_INVALID_ARG;
     }
-    const sim_garment_def* g = NULL;
-    int rc = check_attach(w, def, &g);
+    int rc = check_attach(w, def, g);
     if (rc != SIM_OK) {
         return rc;
     }
-    const uint32_t C = def->cols != 0 ? def->cols : g->cols;
-    const uint32_t R = def->rows != 0 ? def->rows : g->rows;
-    if (g->kind == SIM_GARMENT_SKIRT && C < 3) {
-        return SIM_E_OUT_OF_RANGE;
+    *cols = def->cols != 0 ? def->cols : (*g)->cols;
+    *rows = def->rows != 0 ? def->rows : (*g)->rows;
+    return (*g)->kind == SIM_GARMENT_SKIRT && *cols < 3 ? SIM_E_OUT_OF_RANGE // a ring needs three
+                                                        : SIM_OK;
+}
+
+int sim_world_attach_cloth_counts(const sim_world* w, const sim_cloth_attach_def* def,
+                                  sim_counts* out) {
+    const sim_garment_def* g = NULL;
+    uint32_t C = 0, R = 0;
+    int rc = out != NULL ? resolve_attach(w, def, &g, &C, &R) : SIM_E_INVALID_ARG;
+    if (rc != SIM_OK) {
+        return rc;
     }
     memset(out, 0, sizeof *out);
     out->entities = 1;
@@ -239,20 +249,13 @@ int sim_world_attach_cloth_counts(const sim_world* w, const sim_cloth_attach_def
 }
 
 int sim_world_attach_cloth(sim_world* w, const sim_cloth_attach_def* def, sim_entity_id* out) {
-    if (def == NULL || out == NULL || def->cookie != SIM__ATTACH_COOKIE) {
-        return SIM_E_INVALID_ARG;
-    }
     const sim_garment_def* g = NULL;
-    int rc = check_attach(w, def, &g);
+    uint32_t C = 0, R = 0;
+    int rc = out != NULL ? resolve_attach(w, def, &g, &C, &R) : SIM_E_INVALID_ARG;
     if (rc != SIM_OK) {
         return rc;
     }
-    const uint32_t C = def->cols != 0 ? def->cols : g->cols;
-    const uint32_t R = def->rows != 0 ? def->rows : g->rows;
     const float mass = def->mass != 0.0f ? def->mass : g->mass;
-    if (g->kind == SIM_GARMENT_SKIRT && C < 3) {
-        return SIM_E_OUT_OF_RANGE; // a ring needs three columns
-    }
     const sim__entity* we = sim__entity_get(w, def->wearer);
     const uint32_t wearer_slot = def->wearer.index1 - 1;
     const sim__skel* sk = w->chars[wearer_slot].sk;
