@@ -335,6 +335,7 @@ function enterWorld(reply) {
   state.format = reply.format;
   if (reply.format !== FORMAT) log(`subscribed with format ${reply.format}, not ${FORMAT}: no snapshots will show`);
   // A new decoder for every subscription: baselines belong to one world and one session.
+  focusSent = null; // a new subscription has no focus yet
   state.stream = new SnapshotStream(reply, {
     send: (cmd) => conn.send(cmd).catch(() => null),
     sendBinary: (bytes) => conn.sendBinary(bytes),
@@ -515,8 +516,21 @@ setInterval(() => {
     bps: formatBytes(byteRate.rate(now).size),
     entities: count(m.entities, () => s.entities.length),
     particles: count(m.particles, () => s.entities.reduce((n, e) => n + (e.particles?.length ?? 0), 0)),
+    frozen: num(m.frozen_entities) ? `${m.frozen_entities} (${m.frozen_particles} particles)` : '–',
   });
+  sendFocus();
 }, HUD_MS);
+
+// Level of detail (PROTOCOL.md §3 set_focus): this page looks at its orbit
+// target; told again when it has moved more than 1 m.
+let focusSent = null;
+function sendFocus() {
+  if (!view || state.world === null || state.stream === null) return;
+  const t = view.controls.target;
+  if (focusSent && focusSent.world === state.world && focusSent.at.distanceTo(t) < 1) return;
+  focusSent = { world: state.world, at: t.clone() };
+  command({ op: 'set_focus', world: state.world, point: [round4(t.x), round4(t.y), round4(t.z)] });
+}
 
 function formatBytes(perSecond) {
   if (perSecond >= 1e6) return `${(perSecond / 1e6).toFixed(2)} MB/s`;

@@ -115,6 +115,9 @@ const HUD_ROWS = [
   ['bps', 'received', 'Bytes per second of every frame received: snapshots, events and replies'],
   ['entities', 'entities', 'Entities in the world'],
   ['particles', 'particles', 'Particles in the world'],
+  ['frozen', 'frozen',
+    'Cloths, ropes and soft bodies frozen by level of detail: farther than 40 m from what every ' +
+    "viewer looks at (this page's focus is its orbit target); their particles"],
 ];
 
 export class Hud {
