@@ -261,6 +261,7 @@ $('drop-softbody').addEventListener('click', () => {
 // becomes the selection.
 $('spawn-character').addEventListener('click', async () => {
   if (state.world === null || !view) return;
+  const cam = view.camera.position;
   const at = groundInView(0.6);
   const reply = await command({
     op: 'spawn_character', world: state.world,

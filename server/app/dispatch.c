@@ -71,8 +71,10 @@ static void describe_failure(const app_world* w, const rdp_command* cmd, int rc,
         break;
     case SIM_E_BAD_STATE:
         snprintf(msg, cap, "%s",
-                 cmd->op == RDP_OP_START_GETUP
-                     ? "only a ragdoll can get up"
+                 cmd->op == RDP_OP_START_GETUP ? "only a ragdoll can get up"
+                 : cmd->op == RDP_OP_DRAG
+                     ? "a garment's pinned row follows its bone and cannot be dragged; drag "
+                       "another of its particles"
                      : "a ragdoll or a character getting up cannot do this");
         break;
     case SIM_E_BAD_INDEX: {
@@ -126,11 +128,14 @@ static void describe_failure(const app_world* w, const rdp_command* cmd, int rc,
                    cmd->op == RDP_OP_SPAWN_RAGDOLL) {
             snprintf(msg, cap,
                      "every particle of the new %s must lie in the world: x, y and z each within "
-                     "[-%.0f, %.0f] m",
+                     "[-%.0f, %.0f] m%s",
                      cmd->op == RDP_OP_SPAWN_ROPE    ? "rope"
                      : cmd->op == RDP_OP_SPAWN_CLOTH ? "cloth"
                                                      : "ragdoll",
-                     e, e);
+                     e, e,
+                     cmd->op == RDP_OP_SPAWN_CLOTH
+                         ? " (and `across` and `down` unit and perpendicular, within 1e-3)"
+                         : "");
         } else {
             snprintf(msg, cap, "%s", sim_strerror(rc));
         }

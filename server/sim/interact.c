@@ -59,6 +59,9 @@ int sim_entity_drag(sim_world* w, sim_entity_id id, uint32_t particle, sim_vec3 
     if (!sim_world_contains(w, target)) {
         return SIM_E_OUT_OF_RANGE;
     }
+    if (w->tie[e->p_first + particle].bone != SIM__NO_BONE) {
+        return SIM_E_BAD_STATE; // a garment's pinned row follows its bone
+    }
     for (uint32_t i = 0; i < w->drag_count; ++i) {
         sim__drag* g = &w->drags[i];
         if (g->entity.index1 == id.index1 && g->particle == particle) {
@@ -110,6 +113,25 @@ int sim_entity_particle_velocity(const sim_world* w, sim_entity_id id, uint32_t 
 // Projects the drags: a zero-rest-length XPBD constraint toward the target
 // (the static "other end" has inverse mass 0). A pinned particle follows the
 // target kinematically, with prev set too so it carries no velocity kick.
+void sim__drags_move_pinned(sim_world* w, float h) {
+    const float step = SIM__PIN_DRAG_SPEED * h;
+    for (uint32_t k = 0; k < w->drag_count; ++k) {
+        const sim__drag* g = &w->drags[k];
+        const sim__entity* e = sim__entity_get(w, g->entity);
+        uint32_t i = e->p_first + g->particle;
+        if (w->inv_mass[i] != 0.0f) {
+            continue;
+        }
+        // At most SIM__PIN_DRAG_SPEED toward the target: a pinned particle
+        // that jumped would yank what hangs from it (its constraints and
+        // long-range attachments) as fast, and fling it when it tore.
+        sim_vec3 d = v3_sub(g->target, w->pos[i]);
+        float c = v3_len(d);
+        w->prev[i] = w->pos[i];
+        w->pos[i] = c <= step ? g->target : v3_add(w->pos[i], v3_scale(d, step / c));
+    }
+}
+
 void sim__drags_project(sim_world* w, float inv_h2) {
     const float alpha = SIM__DRAG_COMPLIANCE * inv_h2;
     for (uint32_t k = 0; k < w->drag_count; ++k) {
@@ -118,9 +140,7 @@ void sim__drags_project(sim_world* w, float inv_h2) {
         uint32_t i = e->p_first + g->particle;
         float wi = w->inv_mass[i];
         if (wi == 0.0f) {
-            w->pos[i] = g->target;
-            w->prev[i] = g->target;
-            continue;
+            continue; // moved once a substep (sim__drags_move_pinned)
         }
         sim_vec3 d = v3_sub(g->target, w->pos[i]);
         float c = v3_len(d);

@@ -56,6 +56,7 @@ static void particles_substep(sim_world* w, float h) {
     const sim_vec3 g_h2 = v3_scale(w->params.gravity, h * h);
     sim__kinematic_advance(w, h);
     sim__garments_pin(w);
+    sim__drags_move_pinned(w, h);
     sim__particles_integrate(w, g_h2);
     sim__wind_apply(w, h);
     // λ restarts every substep (Macklin et al. 2019, section 4).

@@ -683,7 +683,15 @@ void sim__wind_apply(sim_world* w, float h);
 /// half the thickness per substep.
 void sim__self_collide_project(sim_world* w, int iteration);
 
-/// Projects the drags, one XPBD pass (interact.c).
+/// Speed at which a drag moves a pinned particle to its target, m/s.
+#define SIM__PIN_DRAG_SPEED 10.0f
+
+/// Moves each dragged pinned particle toward its target by at most
+/// SIM__PIN_DRAG_SPEED × h, its previous position where it was (once a
+/// substep, before integration; interact.c).
+void sim__drags_move_pinned(sim_world* w, float h);
+
+/// Projects the drags of free particles, one XPBD pass (interact.c).
 void sim__drags_project(sim_world* w, float inv_h2);
 
 /// The broadphase grid cell holding coordinate v (m).

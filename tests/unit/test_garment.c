@@ -587,6 +587,51 @@ static void test_garment_cape_torn_off(void** state) {
     sim_world_destroy(w);
 }
 
+// A fresh user's report: a tearable cloth with long-range attachments whose
+// pinned corner was dragged 3 m, then torn by two drags, threw particles a
+// kilometre. A pinned particle now moves to its target at 10 m/s (it used
+// to jump there, yanking the sheet along its attachments), and a garment's
+// pinned row cannot be dragged at all.
+static void test_garment_dragged_pin_then_tear_stays_put(void** state) {
+    (void)state;
+    sim_world* w = make_world(SIM_SOLVER_SOFT_STEP);
+    sim_cloth_def cd = sim_cloth_def_default();
+    cd.origin = v3(-0.5f, 2.5f, 0.0f);
+    cd.cols = 10;
+    cd.rows = 20;
+    cd.spacing = 0.05f;
+    cd.tear_ratio = 1.2f;
+    cd.long_range = true;
+    sim_entity_id sheet;
+    assert_int_equal(sim_world_spawn_cloth(w, &cd, &sheet), SIM_OK);
+    assert_int_equal(sim_entity_drag(w, sheet, 0, v3(0.0f, 3.0f, -3.0f)), SIM_OK);
+    for (int t = 0; t < 30; ++t) {
+        sim_world_step(w);
+    }
+    assert_int_equal(sim_entity_release(w, sheet, 0), SIM_OK);
+    assert_int_equal(sim_entity_drag(w, sheet, 199, v3(0.0f, -5.0f, -0.3f)), SIM_OK);
+    assert_int_equal(sim_entity_drag(w, sheet, 190, v3(0.0f, -5.0f, -0.3f)), SIM_OK);
+    float far = 0.0f;
+    for (int t = 0; t < 180; ++t) {
+        sim_world_step(w);
+        sim_entity_view v;
+        assert_int_equal(sim_entity_get_view(w, sheet, &v), SIM_OK);
+        for (uint32_t i = 0; i < v.particle_count; ++i) {
+            far = fmaxf(far, v3_len(v.pos[i]));
+        }
+    }
+    printf("dragged pin, then torn: farthest particle %.2f m from the origin\n", (double)far);
+    assert_true(far < 10.0f); // the drags' targets are 5-6 m out; before, ~950 m
+    sim_world_destroy(w);
+
+    w = make_world(SIM_SOLVER_SOFT_STEP);
+    sim_entity_id who = spawn_character(w, v3(0.0f, 0.0f, 0.0f), "idle");
+    sim_entity_id cape = attach(w, who, SIM_GARMENT_CAPE);
+    assert_int_equal(sim_entity_drag(w, cape, 0, v3(0.0f, 3.0f, -3.0f)), SIM_E_BAD_STATE);
+    assert_int_equal(sim_entity_drag(w, cape, 10, v3(0.0f, 3.0f, -3.0f)), SIM_OK);
+    sim_world_destroy(w);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_garment_cape_follows_walking_and_thrown),
@@ -595,6 +640,7 @@ int main(void) {
         cmocka_unit_test(test_garment_ragdoll_falls_on_a_hanging_sheet),
         cmocka_unit_test(test_garment_sheet_pulled_by_two_drags_tears),
         cmocka_unit_test(test_garment_cape_torn_off),
+        cmocka_unit_test(test_garment_dragged_pin_then_tear_stays_put),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -655,10 +655,12 @@ int sim_entity_apply_impulse(sim_world* w, sim_entity_id id, uint32_t particle, 
 /// Pulls a particle toward `target` (m) until released: a zero-rest-length
 /// XPBD constraint of small compliance projected with the others every
 /// iteration, so the particle keeps its velocity when let go (a throw). A
-/// pinned particle is moved to the target kinematically. Dragging a particle
-/// that is already dragged moves its target. Errors: SIM_E_STALE_ID,
-/// SIM_E_BAD_INDEX, SIM_E_NOT_FINITE, SIM_E_OUT_OF_RANGE (target outside the
-/// world), SIM_E_CAPACITY (max_drags reached).
+/// pinned particle is moved to the target kinematically, at most 10 m/s
+/// (SIM__PIN_DRAG_SPEED). Dragging a particle that is already dragged moves
+/// its target. Errors: SIM_E_STALE_ID, SIM_E_BAD_INDEX, SIM_E_NOT_FINITE,
+/// SIM_E_OUT_OF_RANGE (target outside the world), SIM_E_CAPACITY (max_drags
+/// reached), SIM_E_BAD_STATE (a garment's pinned particle: it follows its
+/// bone).
 int sim_entity_drag(sim_world* w, sim_entity_id id, uint32_t particle, sim_vec3 target);
 
 /// Ends a drag. Releasing a particle that is not dragged is not an error.
