@@ -165,21 +165,36 @@ void sim__tethers_build(sim_world* w, sim__entity* e) {
     const float* im = w->inv_mass + e->p_first;
     sim__tie* tie = w->tie + e->p_first;
     e->tethered = false;
-    for (uint32_t i = 0; i < e->p_count; ++i) {
+    // The pinned particles, chained through their own (unused) tether
+    // fields in increasing index order, so each free particle looks at the
+    // pins only: O(particles × pins), not particles² (a 256 × 256 sheet).
+    uint32_t head = SIM__NO_TIE;
+    for (uint32_t i = e->p_count; i-- > 0;) {
         tie[i].tether = SIM__NO_TIE;
+        if (im[i] == 0.0f) {
+            tie[i].tether = head;
+            head = i;
+        }
+    }
+    for (uint32_t i = 0; i < e->p_count; ++i) {
         if (im[i] == 0.0f) {
             continue;
         }
         float best_d = INFINITY;
-        for (uint32_t p = 0; p < e->p_count; ++p) {
+        for (uint32_t p = head; p != SIM__NO_TIE; p = tie[p].tether) {
             float d = v3_len(v3_sub(pos[i], pos[p]));
-            if (im[p] == 0.0f && d < best_d) {
+            if (d < best_d) {
                 best_d = d;
                 tie[i].tether = p;
             }
         }
         tie[i].tether_len = best_d;
         e->tethered = e->tethered || tie[i].tether != SIM__NO_TIE;
+    }
+    for (uint32_t p = head; p != SIM__NO_TIE;) { // pins have no tether
+        uint32_t next = tie[p].tether;
+        tie[p].tether = SIM__NO_TIE;
+        p = next;
     }
 }
 
