@@ -69,14 +69,9 @@ static uint32_t bodies_near(const sim_world* w, const sim__entity* e, sim__near_
     if (e->p_count == 0 || w->b_count == 0) {
         return 0;
     }
-    sim_vec3 lo = w->pos[e->p_first], hi = lo;
-    float rmax = 0.0f;
-    for (uint32_t i = e->p_first; i < e->p_first + e->p_count; ++i) {
-        sim_vec3 p = w->pos[i];
-        lo = v3(fminf(lo.x, p.x), fminf(lo.y, p.y), fminf(lo.z, p.z));
-        hi = v3(fmaxf(hi.x, p.x), fmaxf(hi.y, p.y), fmaxf(hi.z, p.z));
-        rmax = fmaxf(rmax, w->radius[i]);
-    }
+    sim_vec3 lo, hi;
+    float rmax;
+    sim__particle_bounds(w, e, &lo, &hi, &rmax);
     const float m = rmax + SIM__PARTICLE_MARGIN;
     return sim__bodies_near(w, v3_sub(lo, v3(m, m, m)), v3_add(hi, v3(m, m, m)), list, cap);
 }

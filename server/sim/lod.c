@@ -82,12 +82,8 @@ void sim__lod_update(sim_world* w) {
         if (w->focus_count == 0 || !lod_kind || e->p_count == 0) {
             continue;
         }
-        sim_vec3 lo = w->pos[e->p_first], hi = lo;
-        for (uint32_t i = e->p_first + 1; i < e->p_first + e->p_count; ++i) {
-            sim_vec3 p = w->pos[i];
-            lo = v3(fminf(lo.x, p.x), fminf(lo.y, p.y), fminf(lo.z, p.z));
-            hi = v3(fmaxf(hi.x, p.x), fmaxf(hi.y, p.y), fmaxf(hi.z, p.z));
-        }
+        sim_vec3 lo, hi;
+        sim__particle_bounds(w, e, &lo, &hi, NULL);
         float nearest = INFINITY;
         for (uint32_t f = 0; f < w->focus_count; ++f) {
             nearest = fminf(nearest, box_distance(lo, hi, w->foci[f]));

@@ -13,6 +13,21 @@
 // projection (see project_joint_limits()).
 #define SIM__JOINT_CLEANUP_PASSES 4
 
+void sim__particle_bounds(const sim_world* w, const sim__entity* e, sim_vec3* lo, sim_vec3* hi,
+                          float* rmax) {
+    *lo = *hi = w->pos[e->p_first];
+    float r = 0.0f;
+    for (uint32_t i = e->p_first; i < e->p_first + e->p_count; ++i) {
+        sim_vec3 p = w->pos[i];
+        *lo = v3(fminf(lo->x, p.x), fminf(lo->y, p.y), fminf(lo->z, p.z));
+        *hi = v3(fmaxf(hi->x, p.x), fmaxf(hi->y, p.y), fmaxf(hi->z, p.z));
+        r = fmaxf(r, w->radius[i]);
+    }
+    if (rmax != NULL) {
+        *rmax = r;
+    }
+}
+
 // Position Verlet with damping (Jakobsen 2001, eq. 1 with a drag factor):
 // x' = x + (x - x_prev)·damping + g·h². Pinned particles (w = 0) stay put.
 void sim__particles_integrate(sim_world* w, sim_vec3 g_h2) {

@@ -574,6 +574,11 @@ bool sim__work_fits(const sim_world* w, uint32_t particles, uint32_t dists, uint
 /// counts add->soft_particles.
 bool sim__work_fits_counts(const sim_world* w, const sim_counts* add);
 
+/// The box of entity e's particle centres (e->p_count > 0), m, and their
+/// largest radius in *rmax (may be NULL) (particle.c).
+void sim__particle_bounds(const sim_world* w, const sim__entity* e, sim_vec3* lo, sim_vec3* hi,
+                          float* rmax);
+
 /// Verlet-integrates every particle over one substep; g_h2 is gravity × h²
 /// (particle.c).
 void sim__particles_integrate(sim_world* w, sim_vec3 g_h2);
