@@ -1,55 +1,58 @@
 /*
- * cloth_batch.c: a cloth's distance constraints projected four at a time.
+ * cloth_batch.c: a cloth's distance constraints projected four at a time,
+ * in lanes of neighbouring particles.
  *
  * The sequential loop (particle.c) projects one constraint after another,
- * each an out-of-line call that waits on the previous one's square root and
- * divisions, since consecutive constraints of a grid share particles. Here,
- * at spawn (and after the constraints change), each cloth's constraints are
- * put into blocks of four that share no particle (sim__dist_block, one
- * cache line, structure of arrays), and a pass projects a block's four
- * lanes at once with lanes.h (SSE2 on x86-64, the portable struct
- * elsewhere or with RD_SIM_NO_SIMD; the same bits).
+ * each waiting on the previous one's square root and division, since
+ * consecutive constraints of a grid share particles. Here a cloth's grid
+ * is staged for a pass as structure of arrays (x, y, z and inverse mass,
+ * each row padded to a stride that is a multiple of four), and its
+ * constraints are put into blocks of four lanes that share no particle and
+ * whose particles sit side by side in a row:
  *
- * The blocks keep the sequential results bit for bit. A constraint goes
- * into the first block with a free lane after every block that holds an
- * earlier constraint sharing one of its particles:
+ *   family (row r, column c)      lanes of one block            loads a coordinate
+ *   down      (r,c)-(r+1,c)       c .. c+3 against row r+1      1 + 1
+ *   diagonal  (r,c)-(r+1,c+1)     c .. c+3, and (r,c+1)-(r+1,c) 1 + 1
+ *   bend down (r,c)-(r+2,c)       c .. c+3 against row r+2      1 + 1
+ *   across    (r,c)-(r,c+1)       pairs c+2l, c+2l+1 (l = 0..3) 2, a shuffle
+ *   bend across (r,c)-(r,c+2)     c + 0, 1, 4, 5 and two on     2, a shuffle
  *
- *   array order   c0(0,1) c1(0,4) c2(1,2) c3(1,5) c4(2,3) ...
- *   block 0       c0      c4 ...            lanes share no particle
- *   block 1       c1      c2 ...            c1 after c0 (particle 0)
- *   block 2       c3      ...               c3 after c1 and c2 (particle 1)
+ * so a block is loaded and stored with 16-byte moves and no gather (Box2D
+ * v3's wide contact solver gathers bodies by index and transposes; a grid
+ * needs neither). Across a row, pairs of neighbours are solved in two
+ * colours: the even pairs (0,1) (2,3) ..., then the odd ones (1,2) (3,4)
+ * ...; bend across likewise, with columns 0, 1 mod 4 then 2, 3 mod 4.
  *
- * so any two constraints that share a particle are projected in array
- * order, and two that share none commute exactly (each reads and writes
- * only its own two particles and its own λ). Each lane does what
- * sim__project_dist() does, operation for operation (the same IEEE single
- * operations in the same order, no fusing, branches as selects). Graph
- * colouring (Box2D v3) would give fewer, wider batches but change the sweep
- * order, and with it the convergence of a hanging cloth and every pinned
- * hash; a grid's dependency order already has enough independent
- * constraints to fill four lanes (a 64 × 64 cloth's blocks are 99.5 %
- * full, test_cloth prints the padding).
+ * Order. The blocks come in the sequential loop's three sweeps (structural,
+ * shear, bend), each row by row from row 0, so a pass still carries a
+ * hanging cloth's load from its pinned row to its hem in one sweep (a
+ * red-black order by rows would take a pass per two rows). Blocks of one
+ * row are independent of each other; a block of row r + 1 waits only on
+ * the block above it, so the processor overlaps a row's blocks. Results
+ * differ from the sequential loop's order (constraints across a row are
+ * taken in colour order, and a lane's Δλ and Δλ/|d| come from one
+ * division), not in what they converge to.
  *
- * During a pass the cloth's positions and inverse masses are staged in
- * w->xyzw as x, y, z, w quadruples, so that a lane is gathered by one
- * 16-byte load and a 4 × 4 transpose, and scattered the same way back.
- * Empty lanes (padding at the end of a block) gather and scatter a
- * stand-in particle one past the cloth's last, of inverse mass 0.
+ * Empty lanes (columns past a row's end, a constraint torn or missing)
+ * have a negative rest length; a lane that is empty, degenerate (|d| <
+ * 1e-6) or between two pinned particles is masked to no change, so it
+ * stores back what it loaded. Constraints of no family (a skirt's seam
+ * from its last column to its first) go into SCALAR blocks at the end.
  *
- * It owns nothing: the blocks, their scratch and the staging array are
- * world arrays (world.c), reserved at spawn time; nothing here allocates.
+ * It owns nothing: the blocks and the staging are world arrays (world.c),
+ * reserved at spawn time; nothing here allocates.
  */
 #include "lanes.h"
 #include "world.h"
 
 #include <string.h>
 
-// Blocks holding constraints that share a particle are at least this far
-// apart: sim__cloth_batches_project() solves two blocks at once, which
-// needs 2. A wider gap (4: each pair also free of the one before) measured
-// no faster on this machine and pads narrow cloths more (a 7 × 30 one to
-// 1.50× a quarter of its constraints, from 1.05×).
-#define SIM__BATCH_GAP 2u
+// Staging reads four particles as twelve consecutive floats.
+_Static_assert(sizeof(sim_vec3) == 3 * sizeof(float), "sim_vec3 is three floats, unpadded");
+
+uint32_t sim__cloth_lane_stride(uint32_t cols) {
+    return (cols + 6u + 3u) & ~3u;
+}
 
 void sim__cloth_batches_drop(sim_world* w, sim__entity* e) {
     if (e->cb_count == 0) {
@@ -57,9 +60,9 @@ void sim__cloth_batches_drop(sim_world* w, sim__entity* e) {
         return;
     }
     const uint32_t first = e->cb_first, count = e->cb_count;
-    memmove(&w->dist_blocks[first], &w->dist_blocks[first + count],
-            (w->db_count - first - count) * sizeof *w->dist_blocks);
-    w->db_count -= count;
+    memmove(&w->lane_blocks[first], &w->lane_blocks[first + count],
+            (w->lb_count - first - count) * sizeof *w->lane_blocks);
+    w->lb_count -= count;
     // Ranges are in no particular order: every live one past the hole slides.
     for (uint32_t k = 0; k < w->order_count; ++k) {
         sim__entity* o = &w->entities[w->order[k]];
@@ -71,34 +74,149 @@ void sim__cloth_batches_drop(sim_world* w, sim__entity* e) {
     e->cb_count = 0;
 }
 
-// The first block at or after r with a free lane: a union-find over "the
-// next block that may have room" (a full block points to the one after it),
-// with path compression. Blocks at n and beyond do not exist yet (empty).
-static uint32_t first_open(uint32_t* next, uint32_t r, uint32_t n) {
-    uint32_t root = r;
-    while (root < n && next[root] != root) {
-        root = next[root];
-    }
-    while (r < n && next[r] != r) {
-        uint32_t t = next[r];
-        next[r] = root;
-        r = t;
-    }
-    return root;
+// ---------------------------------------------------------------------------
+// Building the blocks
+// ---------------------------------------------------------------------------
+
+// The families of grid constraints, in the order of their sweeps.
+enum {
+    FAM_ACROSS0, // (r,c)-(r,c+1), c even
+    FAM_ACROSS1, // c odd
+    FAM_DOWN,    // (r,c)-(r+1,c)
+    FAM_DIAG,    // (r,c)-(r+1,c+1)
+    FAM_ANTI,    // (r,c+1)-(r+1,c)
+    FAM_BEND0,   // (r,c)-(r,c+2), c mod 4 in {0, 1}
+    FAM_BEND1,   // c mod 4 in {2, 3}
+    FAM_BENDD,   // (r,c)-(r+2,c)
+    FAM_COUNT,
+};
+
+// A grid's layout of blocks: one sweep per family, in the order above,
+// each row by row from row 0: how many blocks a row has, and where the
+// family's first one is.
+typedef struct layout {
+    uint32_t C, R, S;          // columns, rows, staging stride
+    uint32_t n[FAM_COUNT];     // blocks per row
+    uint32_t first[FAM_COUNT]; // the family's first block
+    uint32_t total;            // blocks of all sweeps, full and empty
+} layout;
+
+// Blocks of a row of pairs (lanes two apart, 8 columns a block) whose
+// first column is `first` and whose pairs span `span` columns: pairs start
+// at first + 8t + {0, 2, 4, 6} (span 1) or {0, 1, 4, 5} (span 2), and
+// need start + span <= C - 1.
+static uint32_t pair_blocks(uint32_t C, uint32_t first, uint32_t span) {
+    return C > first + span ? (C - 1 - span - first) / 8u + 1u : 0u;
 }
 
-// An empty block: every lane on the stand-in particle (a == b == n, the
-// cloth's particle count), nothing to project.
-static void block_clear(sim__dist_block* b, uint32_t n) {
-    memset(b, 0, sizeof *b);
-    for (int i = 0; i < 4; ++i) {
-        b->a[i] = b->b[i] = (uint16_t)(2u * n);
+static layout make_layout(uint32_t C, uint32_t R) {
+    layout L;
+    memset(&L, 0, sizeof L);
+    L.C = C;
+    L.R = R;
+    L.S = sim__cloth_lane_stride(C);
+    const uint32_t quads = (C + 3u) / 4u;
+    L.n[FAM_ACROSS0] = pair_blocks(C, 0, 1);
+    L.n[FAM_ACROSS1] = pair_blocks(C, 1, 1);
+    L.n[FAM_DOWN] = L.n[FAM_DIAG] = L.n[FAM_ANTI] = L.n[FAM_BENDD] = quads;
+    L.n[FAM_BEND0] = pair_blocks(C, 0, 2);
+    L.n[FAM_BEND1] = pair_blocks(C, 2, 2);
+    for (int f = 0; f < FAM_COUNT; ++f) {
+        L.first[f] = L.total;
+        L.total += L.n[f] * R;
     }
+    return L;
+}
+
+// Where constraint (a, b) of a grid goes: its family, row, block within
+// the row's family and lane; false when it is of no family. a and b are
+// swapped if needed so that a comes first in row-major order.
+static bool place(const layout* L, uint32_t a, uint32_t b, int* fam, uint32_t* row, uint32_t* blk,
+                  uint32_t* lane) {
+    if (b < a) {
+        uint32_t t = a;
+        a = b;
+        b = t;
+    }
+    const uint32_t ra = a / L->C, ca = a % L->C, rb = b / L->C, cb = b % L->C;
+    const uint32_t dr = rb - ra;
+    *row = ra;
+    if (dr == 0 && cb == ca + 1) {
+        *fam = (ca & 1u) ? FAM_ACROSS1 : FAM_ACROSS0;
+        uint32_t c = ca - (ca & 1u); // from the colour's first column
+        *blk = c / 8u;
+        *lane = (c % 8u) / 2u;
+        return true;
+    }
+    if (dr == 0 && cb == ca + 2) {
+        *fam = (ca % 4u) < 2u ? FAM_BEND0 : FAM_BEND1;
+        uint32_t c = *fam == FAM_BEND0 ? ca : ca - 2u;
+        static const uint32_t lane_of[8] = {0, 1, 9, 9, 2, 3, 9, 9};
+        *blk = c / 8u;
+        *lane = lane_of[c % 8u];
+        return *lane < 4u;
+    }
+    uint32_t anchor = ca;
+    if (dr == 1 && cb == ca) {
+        *fam = FAM_DOWN;
+    } else if (dr == 1 && cb == ca + 1) {
+        *fam = FAM_DIAG;
+    } else if (dr == 1 && cb + 1 == ca) {
+        *fam = FAM_ANTI; // a is (r, c + 1), b is (r + 1, c): anchored at c
+        anchor = cb;
+    } else if (dr == 2 && cb == ca) {
+        *fam = FAM_BENDD;
+    } else {
+        return false;
+    }
+    *blk = anchor / 4u;
+    *lane = anchor % 4u;
+    return true;
+}
+
+// Block `blk` of family f in row r: its index among all, and its header.
+static uint32_t block_index(const layout* L, int f, uint32_t r, uint32_t blk) {
+    return L->first[f] + r * L->n[f] + blk;
+}
+
+static void block_header(const layout* L, int f, uint32_t r, uint32_t blk, sim__lane_block* b) {
+    memset(b, 0, sizeof *b);
+    const uint32_t row = r * L->S;
+    switch (f) {
+    case FAM_ACROSS0:
+    case FAM_ACROSS1:
+        b->kind = SIM__LANES_PAIRS1;
+        b->base = row + (f == FAM_ACROSS1 ? 1u : 0u) + 8u * blk;
+        break;
+    case FAM_BEND0:
+    case FAM_BEND1:
+        b->kind = SIM__LANES_PAIRS2;
+        b->base = row + (f == FAM_BEND1 ? 2u : 0u) + 8u * blk;
+        break;
+    default:
+        b->kind = SIM__LANES_ROW;
+        b->base = row + 4u * blk;
+        b->a_off = f == FAM_ANTI ? 1u : 0u;
+        b->b_off = (uint16_t)(f == FAM_BENDD ? 2u * L->S : f == FAM_DIAG ? L->S + 1u : L->S);
+        break;
+    }
+    for (int i = 0; i < 4; ++i) {
+        b->rest[i] = -1.0f; // empty
+    }
+    b->compliance = -1.0f; // not yet set
+}
+
+static bool block_empty(const sim__lane_block* b) {
+    if (b->kind == SIM__LANES_SCALAR) {
+        return b->dist[0] == UINT32_MAX;
+    }
+    return b->rest[0] < 0.0f && b->rest[1] < 0.0f && b->rest[2] < 0.0f && b->rest[3] < 0.0f;
 }
 
 int sim__cloth_batches_rebuild(sim_world* w, sim__entity* e) {
     sim__cloth_batches_drop(w, e);
-    if (e->kind != SIM_ENTITY_CLOTH || e->p_count > SIM__BATCH_MAX_PARTICLES) {
+    if (e->kind != SIM_ENTITY_CLOTH || e->cols < SIM__LANE_MIN_COLS || e->rows < 1 ||
+        e->cols * e->rows != e->p_count) {
         return SIM_E_INVALID_ARG;
     }
     const sim__dist* d = w->dist + e->d_first;
@@ -107,169 +225,333 @@ int sim__cloth_batches_rebuild(sim_world* w, sim__entity* e) {
             return SIM_E_INVALID_ARG;
         }
     }
-    const uint32_t base = w->db_count;
-    const size_t cap = SIM__DIST_BLOCKS(w->reserved.constraints, w->reserved.particles);
-    const uint32_t room = cap > base ? (uint32_t)(cap - base) : 0u;
-    sim__dist_block* blocks = w->dist_blocks + base;
-    uint32_t* next = w->db_next + base;
-    sim__xyzw* ready = w->xyzw; // u[0]: the first block particle i is free in
-    for (uint32_t i = 0; i < e->p_count; ++i) {
-        ready[i].u[0] = 0;
+    const layout L = make_layout(e->cols, e->rows);
+    const size_t staging = 4u * (size_t)L.S * L.R;
+    const size_t cap = SIM__LANE_BLOCKS(w->reserved.constraints, w->reserved.particles);
+    const uint32_t base = w->lb_count;
+    // Room for the full layout while it is filled (the seam's blocks are
+    // checked as they are added), and in the staging for the scratch list.
+    const size_t staging_cap = SIM__LANE_STAGING(w->reserved.particles);
+    if (staging > staging_cap || e->d_count > staging_cap || base + (size_t)L.total > cap) {
+        return SIM_E_CAPACITY;
     }
-    uint32_t n = 0; // blocks in use
-    for (uint32_t k = 0; k < e->d_count; ++k) {
-        const uint32_t a = d[k].a, b = d[k].b;
-        if (a == b || d[k].kind == SIM__DIST_TORN) {
-            continue; // projects to nothing (no direction; torn), in any order
+    sim__lane_block* blocks = w->lane_blocks + base;
+    for (int f = 0; f < FAM_COUNT; ++f) {
+        for (uint32_t r = 0; r < L.R; ++r) {
+            for (uint32_t t = 0; t < L.n[f]; ++t) {
+                block_header(&L, f, r, t, &blocks[block_index(&L, f, r, t)]);
+            }
         }
-        uint32_t r = ready[a].u[0] > ready[b].u[0] ? ready[a].u[0] : ready[b].u[0];
-        uint32_t at = first_open(next, r, n);
-        if (at >= room) {
+    }
+    // Each constraint into its lane; the rest (of no family, or of a
+    // compliance its block does not have) listed in the staging scratch.
+    uint32_t* rest = (uint32_t*)(void*)w->lane_staging;
+    uint32_t n_rest = 0;
+    for (uint32_t k = 0; k < e->d_count; ++k) {
+        if (d[k].kind == SIM__DIST_TORN || d[k].a == d[k].b) {
+            continue; // never projected; a == b projects to nothing
+        }
+        int f;
+        uint32_t r, t, lane;
+        sim__lane_block* b = NULL;
+        if (place(&L, d[k].a, d[k].b, &f, &r, &t, &lane)) {
+            b = &blocks[block_index(&L, f, r, t)];
+            if (b->rest[lane] >= 0.0f ||
+                (b->compliance >= 0.0f && b->compliance != d[k].compliance)) {
+                b = NULL; // the lane is taken (a duplicate), or another compliance
+            }
+        }
+        if (b == NULL) {
+            rest[n_rest++] = k;
+            continue;
+        }
+        b->compliance = d[k].compliance;
+        b->rest[lane] = d[k].rest;
+    }
+    // Pack: drop the empty blocks, keep the order, and count the runs.
+    uint32_t n = 0;
+    for (int f = 0; f < FAM_COUNT; ++f) {
+        for (uint32_t r = 0; r < L.R; ++r) {
+            const uint32_t run_first = n;
+            for (uint32_t t = 0; t < L.n[f]; ++t) {
+                const sim__lane_block* b = &blocks[block_index(&L, f, r, t)];
+                if (!block_empty(b)) {
+                    blocks[n++] = *b;
+                }
+            }
+            for (uint32_t k = run_first; k < n; ++k) {
+                blocks[k].run = n - k;
+            }
+        }
+    }
+    for (uint32_t k = 0; k < n_rest; k += 4) {
+        if (base + (size_t)n + 1u > cap) {
             return SIM_E_CAPACITY; // nothing kept: e stays sequential
         }
-        while (n <= at) {
-            block_clear(&blocks[n], e->p_count);
-            next[n] = n;
-            n++;
+        sim__lane_block* b = &blocks[n++];
+        memset(b, 0, sizeof *b);
+        b->kind = SIM__LANES_SCALAR;
+        b->run = 1;
+        for (uint32_t i = 0; i < 4; ++i) {
+            b->dist[i] = k + i < n_rest ? rest[k + i] : UINT32_MAX;
         }
-        sim__dist_block* blk = &blocks[at];
-        // Lanes fill in order; first_open() never returns a full block.
-        int lane = 0;
-        while (lane < 3 && blk->a[lane] != blk->b[lane]) {
-            lane++;
-        }
-        blk->a[lane] = (uint16_t)(2u * a);
-        blk->b[lane] = (uint16_t)(2u * b);
-        blk->rest[lane] = d[k].rest;
-        blk->compliance[lane] = d[k].compliance;
-        blk->lambda[lane] = 0.0f;
-        if (lane == 3) {
-            next[at] = at + 1; // full
-        }
-        ready[a].u[0] = at + SIM__BATCH_GAP;
-        ready[b].u[0] = at + SIM__BATCH_GAP;
     }
     e->cb_first = base;
     e->cb_count = n;
-    w->db_count += n;
+    w->lb_count += n;
     return SIM_OK;
 }
 
 void sim__cloth_batches_reset(sim_world* w) {
-    for (uint32_t i = 0; i < w->db_count; ++i) {
-        memset(w->dist_blocks[i].lambda, 0, sizeof w->dist_blocks[i].lambda);
+    for (uint32_t i = 0; i < w->lb_count; ++i) {
+        memset(w->lane_blocks[i].lambda, 0, sizeof w->lane_blocks[i].lambda);
     }
 }
 
-// The lanes of one side of a block: positions and inverse masses.
+// ---------------------------------------------------------------------------
+// A pass
+// ---------------------------------------------------------------------------
+
+// The staged cloth: four arrays of rows × stride floats.
+typedef struct staged {
+    float *x, *y, *z, *w;
+} staged;
+
+// The four lanes of one side of a block.
 typedef struct side4 {
     sim__fw x, y, z, w;
 } side4;
 
-// The staged particle of a lane: i2 is twice its index, so 8 × i2 is its
-// byte offset (one scaled-index address, no shift). Through void*: the
-// result is a sim__xyzw's first float (i2 is even), aligned as p is.
-static inline float* lane_at(sim__xyzw* p, uint32_t i2) {
-    return (float*)(void*)((char*)p + 8u * (size_t)i2);
-}
-
-static inline side4 gather(sim__xyzw* p, const uint16_t* idx) {
-    side4 s = {sim__fw_load(lane_at(p, idx[0])), sim__fw_load(lane_at(p, idx[1])),
-               sim__fw_load(lane_at(p, idx[2])), sim__fw_load(lane_at(p, idx[3]))};
-    sim__fw_transpose(&s.x, &s.y, &s.z, &s.w);
+static inline side4 load4(const staged* p, uint32_t at) {
+    side4 s = {sim__fw_load(p->x + at), sim__fw_load(p->y + at), sim__fw_load(p->z + at),
+               sim__fw_load(p->w + at)};
     return s;
 }
 
-// Block k's lanes: gathered, each projected as sim__project_dist() does
-// (in its order of operations; its early returns, wsum == 0 and
-// len < 1e-6, as selects that keep the old values), left in *A and *B.
-static inline void block_solve(sim__dist_block* blk, side4* A, side4* B, sim__fw ih2) {
-    const sim__fw zero = sim__fw_zero();
-    const sim__fw tiny = sim__fw_splat(1e-6f);
-    sim__fw wsum = sim__fw_add(A->w, B->w);
+static inline void store4(const staged* p, uint32_t at, const side4* s) {
+    sim__fw_store(p->x + at, s->x);
+    sim__fw_store(p->y + at, s->y);
+    sim__fw_store(p->z + at, s->z);
+}
+
+// Constants of a pass.
+typedef struct consts {
+    sim__fw zero, tiny2, empty, one, ih2;
+} consts;
+
+// The four lanes' projections (XPBD, Macklin et al. 2016, eq. 18):
+// C = |d| - rest, Δλ = (-C - α̃λ) / (wa + wb + α̃), Δx = ∓w·Δλ·d/|d|.
+// Δλ/|d| is computed as (-C - α̃λ)·|d| · 1/((wa + wb + α̃)·|d|²), so that
+// the square root and the division both start from |d|² and run side by
+// side. Masked to no change where the lane is empty, |d|² <= 1e-12 or both
+// ends are pinned.
+static inline void solve4(sim__lane_block* blk, side4* A, side4* B, const consts* k) {
+    const sim__fw alpha = sim__fw_mul(sim__fw_splat(blk->compliance), k->ih2);
     sim__fw dx = sim__fw_sub(B->x, A->x);
     sim__fw dy = sim__fw_sub(B->y, A->y);
     sim__fw dz = sim__fw_sub(B->z, A->z);
-    sim__fw len = sim__fw_sqrt(
-        sim__fw_add(sim__fw_add(sim__fw_mul(dx, dx), sim__fw_mul(dy, dy)), sim__fw_mul(dz, dz)));
-    sim__mw skip = sim__mw_or(sim__fw_eq(wsum, zero), sim__fw_gt(tiny, len));
-    sim__fw C = sim__fw_sub(len, sim__fw_load(blk->rest));
-    sim__fw alpha = sim__fw_mul(sim__fw_load(blk->compliance), ih2);
+    sim__fw len2 =
+        sim__fw_add(sim__fw_add(sim__fw_mul(dx, dx), sim__fw_mul(dy, dy)), sim__fw_mul(dz, dz));
+    sim__fw wsum = sim__fw_add(A->w, B->w);
+    sim__fw len = sim__fw_sqrt(len2);
+    sim__fw q = sim__fw_div(k->one, sim__fw_mul(sim__fw_add(wsum, alpha), len2));
+    sim__fw rest = sim__fw_load(blk->rest);
     sim__fw lambda = sim__fw_load(blk->lambda);
-    sim__fw dl = sim__fw_div(sim__fw_sub(sim__fw_neg(C), sim__fw_mul(alpha, lambda)),
-                             sim__fw_add(wsum, alpha));
-    sim__fw s = sim__fw_div(dl, len);
-    sim__fw cx = sim__fw_mul(dx, s), cy = sim__fw_mul(dy, s), cz = sim__fw_mul(dz, s);
-    if (!sim__mw_any(skip)) {
-        // Almost every block: no lane returns early, so no selects.
-        sim__fw_store(blk->lambda, sim__fw_add(lambda, dl));
-        A->x = sim__fw_sub(A->x, sim__fw_mul(cx, A->w));
-        A->y = sim__fw_sub(A->y, sim__fw_mul(cy, A->w));
-        A->z = sim__fw_sub(A->z, sim__fw_mul(cz, A->w));
-        B->x = sim__fw_add(B->x, sim__fw_mul(cx, B->w));
-        B->y = sim__fw_add(B->y, sim__fw_mul(cy, B->w));
-        B->z = sim__fw_add(B->z, sim__fw_mul(cz, B->w));
-        return;
-    }
-    sim__fw_store(blk->lambda, sim__fw_select(skip, lambda, sim__fw_add(lambda, dl)));
-    A->x = sim__fw_select(skip, A->x, sim__fw_sub(A->x, sim__fw_mul(cx, A->w)));
-    A->y = sim__fw_select(skip, A->y, sim__fw_sub(A->y, sim__fw_mul(cy, A->w)));
-    A->z = sim__fw_select(skip, A->z, sim__fw_sub(A->z, sim__fw_mul(cz, A->w)));
-    B->x = sim__fw_select(skip, B->x, sim__fw_add(B->x, sim__fw_mul(cx, B->w)));
-    B->y = sim__fw_select(skip, B->y, sim__fw_add(B->y, sim__fw_mul(cy, B->w)));
-    B->z = sim__fw_select(skip, B->z, sim__fw_add(B->z, sim__fw_mul(cz, B->w)));
+    sim__mw valid = sim__mw_and(sim__mw_and(sim__fw_gt(len2, k->tiny2), sim__fw_gt(wsum, k->zero)),
+                                sim__fw_gt(rest, k->empty));
+    sim__fw num = sim__fw_sub(sim__fw_sub(rest, len), sim__fw_mul(alpha, lambda));
+    sim__fw s = sim__fw_keep(valid, sim__fw_mul(sim__fw_mul(num, len), q));
+    sim__fw_store(blk->lambda, sim__fw_add(lambda, sim__fw_mul(s, len)));
+    sim__fw sa = sim__fw_mul(s, A->w), sb = sim__fw_mul(s, B->w);
+    A->x = sim__fw_sub(A->x, sim__fw_mul(dx, sa));
+    A->y = sim__fw_sub(A->y, sim__fw_mul(dy, sa));
+    A->z = sim__fw_sub(A->z, sim__fw_mul(dz, sa));
+    B->x = sim__fw_add(B->x, sim__fw_mul(dx, sb));
+    B->y = sim__fw_add(B->y, sim__fw_mul(dy, sb));
+    B->z = sim__fw_add(B->z, sim__fw_mul(dz, sb));
 }
 
-// Writes a solved block's particles back. Empty lanes write the stand-in,
-// which no real lane reads.
-static inline void scatter(sim__xyzw* p, const sim__dist_block* blk, side4 A, side4 B) {
-    sim__fw_transpose(&A.x, &A.y, &A.z, &A.w);
-    sim__fw_transpose(&B.x, &B.y, &B.z, &B.w);
-    sim__fw_store(lane_at(p, blk->a[0]), A.x);
-    sim__fw_store(lane_at(p, blk->b[0]), B.x);
-    sim__fw_store(lane_at(p, blk->a[1]), A.y);
-    sim__fw_store(lane_at(p, blk->b[1]), B.y);
-    sim__fw_store(lane_at(p, blk->a[2]), A.z);
-    sim__fw_store(lane_at(p, blk->b[2]), B.z);
-    sim__fw_store(lane_at(p, blk->a[3]), A.w);
-    sim__fw_store(lane_at(p, blk->b[3]), B.w);
+// A run of ROW blocks, two at a time (they share no particle), so that the
+// second's square root and division need not wait for the first's.
+static void solve_rows(const staged* p, sim__lane_block* blk, uint32_t n, const consts* k) {
+    uint32_t i = 0;
+    for (; i + 1 < n; i += 2) {
+        const uint32_t a0 = blk[i].base + blk[i].a_off, b0 = blk[i].base + blk[i].b_off;
+        const uint32_t a1 = blk[i + 1].base + blk[i + 1].a_off;
+        const uint32_t b1 = blk[i + 1].base + blk[i + 1].b_off;
+        side4 A0 = load4(p, a0), B0 = load4(p, b0), A1 = load4(p, a1), B1 = load4(p, b1);
+        solve4(&blk[i], &A0, &B0, k);
+        solve4(&blk[i + 1], &A1, &B1, k);
+        store4(p, a0, &A0);
+        store4(p, b0, &B0);
+        store4(p, a1, &A1);
+        store4(p, b1, &B1);
+    }
+    if (i < n) {
+        const uint32_t a = blk[i].base + blk[i].a_off, b = blk[i].base + blk[i].b_off;
+        side4 A = load4(p, a), B = load4(p, b);
+        solve4(&blk[i], &A, &B, k);
+        store4(p, a, &A);
+        store4(p, b, &B);
+    }
+}
+
+// Eight floats at q split into A and B lanes (pairs1: even/odd; else
+// halves), and back.
+static inline void split8(const float* q, bool pairs1, sim__fw* a, sim__fw* b) {
+    sim__fw lo = sim__fw_load(q), hi = sim__fw_load(q + 4);
+    if (pairs1) {
+        sim__fw_deal(lo, hi, a, b);
+    } else {
+        sim__fw_halves(lo, hi, a, b);
+    }
+}
+
+static inline void join8(float* q, bool pairs1, sim__fw a, sim__fw b) {
+    sim__fw lo, hi;
+    if (pairs1) {
+        sim__fw_undeal(a, b, &lo, &hi);
+    } else {
+        sim__fw_unhalves(a, b, &lo, &hi);
+    }
+    sim__fw_store(q, lo);
+    sim__fw_store(q + 4, hi);
+}
+
+static inline side4 load_pairs(const staged* p, uint32_t at, bool pairs1, side4* B) {
+    side4 A;
+    split8(p->x + at, pairs1, &A.x, &B->x);
+    split8(p->y + at, pairs1, &A.y, &B->y);
+    split8(p->z + at, pairs1, &A.z, &B->z);
+    split8(p->w + at, pairs1, &A.w, &B->w);
+    return A;
+}
+
+static inline void store_pairs(const staged* p, uint32_t at, bool pairs1, const side4* A,
+                               const side4* B) {
+    join8(p->x + at, pairs1, A->x, B->x);
+    join8(p->y + at, pairs1, A->y, B->y);
+    join8(p->z + at, pairs1, A->z, B->z);
+}
+
+// A run of PAIRS blocks, two at a time.
+static inline void solve_pairs(const staged* p, sim__lane_block* blk, uint32_t n, bool pairs1,
+                               const consts* k) {
+    uint32_t i = 0;
+    for (; i + 1 < n; i += 2) {
+        side4 B0, B1;
+        side4 A0 = load_pairs(p, blk[i].base, pairs1, &B0);
+        side4 A1 = load_pairs(p, blk[i + 1].base, pairs1, &B1);
+        solve4(&blk[i], &A0, &B0, k);
+        solve4(&blk[i + 1], &A1, &B1, k);
+        store_pairs(p, blk[i].base, pairs1, &A0, &B0);
+        store_pairs(p, blk[i + 1].base, pairs1, &A1, &B1);
+    }
+    if (i < n) {
+        side4 B;
+        side4 A = load_pairs(p, blk[i].base, pairs1, &B);
+        solve4(&blk[i], &A, &B, k);
+        store_pairs(p, blk[i].base, pairs1, &A, &B);
+    }
+}
+
+// A SCALAR block: its constraints one by one, the lanes' arithmetic in
+// single floats (the same operations, so the portable and SSE2 builds
+// agree).
+static void solve_scalar(const staged* p, const sim__lane_block* blk, sim__dist* d, uint32_t C,
+                         uint32_t S, float inv_h2) {
+    for (int i = 0; i < 4 && blk->dist[i] != UINT32_MAX; ++i) {
+        sim__dist* c = &d[blk->dist[i]];
+        const uint32_t a = (c->a / C) * S + c->a % C, b = (c->b / C) * S + c->b % C;
+        const float wa = p->w[a], wb = p->w[b], wsum = wa + wb;
+        const float dx = p->x[b] - p->x[a], dy = p->y[b] - p->y[a], dz = p->z[b] - p->z[a];
+        const float len2 = (dx * dx + dy * dy) + dz * dz;
+        if (!(len2 > 1e-12f) || !(wsum > 0.0f)) {
+            continue;
+        }
+        const float alpha = c->compliance * inv_h2;
+        const float len = sqrtf(len2);
+        const float q = 1.0f / ((wsum + alpha) * len2);
+        const float s = (((c->rest - len) - alpha * c->lambda) * len) * q;
+        c->lambda += s * len;
+        const float sa = s * wa, sb = s * wb;
+        p->x[a] -= dx * sa;
+        p->y[a] -= dy * sa;
+        p->z[a] -= dz * sa;
+        p->x[b] += dx * sb;
+        p->y[b] += dy * sb;
+        p->z[b] += dz * sb;
+    }
 }
 
 void sim__cloth_batches_project(sim_world* w, const sim__entity* e, float inv_h2) {
-    sim_vec3* pos = w->pos + e->p_first;
+    const uint32_t C = e->cols, R = e->rows, S = sim__cloth_lane_stride(C);
+    const size_t N = (size_t)R * S;
+    const staged p = {w->lane_staging, w->lane_staging + N, w->lane_staging + 2 * N,
+                      w->lane_staging + 3 * N};
+    const sim_vec3* pos = w->pos + e->p_first;
     const float* im = w->inv_mass + e->p_first;
-    sim__xyzw* p = w->xyzw;
-    for (uint32_t i = 0; i < e->p_count; ++i) {
-        p[i].f[0] = pos[i].x;
-        p[i].f[1] = pos[i].y;
-        p[i].f[2] = pos[i].z;
-        p[i].f[3] = im[i];
+    for (uint32_t r = 0; r < R; ++r) {
+        const uint32_t row = r * S, src = r * C;
+        uint32_t c = 0;
+        for (; c + 4 <= C; c += 4) {
+            // Four particles' twelve floats (sim_vec3 is three, unpadded).
+            const float* q = &pos[src + c].x;
+            sim__fw x, y, z;
+            sim__fw_from_xyz(sim__fw_load(q), sim__fw_load(q + 4), sim__fw_load(q + 8), &x, &y, &z);
+            sim__fw_store(p.x + row + c, x);
+            sim__fw_store(p.y + row + c, y);
+            sim__fw_store(p.z + row + c, z);
+            sim__fw_store(p.w + row + c, sim__fw_load(im + src + c));
+        }
+        for (; c < C; ++c) {
+            p.x[row + c] = pos[src + c].x;
+            p.y[row + c] = pos[src + c].y;
+            p.z[row + c] = pos[src + c].z;
+            p.w[row + c] = im[src + c];
+        }
+        // The padding: lanes past the row's end read it, masked.
+        for (c = C; c < S; ++c) {
+            p.x[row + c] = p.y[row + c] = p.z[row + c] = p.w[row + c] = 0.0f;
+        }
     }
-    // The empty lanes' stand-in: inverse mass 0, so it projects to nothing.
-    memset(&p[e->p_count], 0, sizeof p[e->p_count]);
-    const sim__fw ih2 = sim__fw_splat(inv_h2);
-    sim__dist_block* blk = w->dist_blocks + e->cb_first;
-    const uint32_t n = e->cb_count;
-    uint32_t k = 0;
-    // Two blocks at a time: they share no particle (the schedule keeps
-    // blocks that do SIM__BATCH_GAP apart), so the second's square root and
-    // divisions need not wait for the first's.
-    for (; k + 1 < n; k += 2) {
-        side4 A0 = gather(p, blk[k].a), B0 = gather(p, blk[k].b);
-        side4 A1 = gather(p, blk[k + 1].a), B1 = gather(p, blk[k + 1].b);
-        block_solve(&blk[k], &A0, &B0, ih2);
-        block_solve(&blk[k + 1], &A1, &B1, ih2);
-        scatter(p, &blk[k], A0, B0);
-        scatter(p, &blk[k + 1], A1, B1);
+    sim__lane_block* blk = w->lane_blocks + e->cb_first;
+    sim__dist* d = w->dist + e->d_first;
+    const consts k = {sim__fw_zero(), sim__fw_splat(1e-12f), sim__fw_splat(-0.5f),
+                      sim__fw_splat(1.0f), sim__fw_splat(inv_h2)};
+    for (uint32_t i = 0; i < e->cb_count;) {
+        const uint32_t n = blk[i].run;
+        switch (blk[i].kind) {
+        case SIM__LANES_ROW:
+            solve_rows(&p, &blk[i], n, &k);
+            break;
+        case SIM__LANES_PAIRS1:
+            solve_pairs(&p, &blk[i], n, true, &k);
+            break;
+        case SIM__LANES_PAIRS2:
+            solve_pairs(&p, &blk[i], n, false, &k);
+            break;
+        default:
+            solve_scalar(&p, &blk[i], d, C, S, inv_h2);
+            break;
+        }
+        i += n;
     }
-    if (k < n) {
-        side4 A0 = gather(p, blk[k].a), B0 = gather(p, blk[k].b);
-        block_solve(&blk[k], &A0, &B0, ih2);
-        scatter(p, &blk[k], A0, B0);
-    }
-    for (uint32_t i = 0; i < e->p_count; ++i) {
-        pos[i].x = p[i].f[0];
-        pos[i].y = p[i].f[1];
-        pos[i].z = p[i].f[2];
+    sim_vec3* out = w->pos + e->p_first;
+    for (uint32_t r = 0; r < R; ++r) {
+        const uint32_t row = r * S, dst = r * C;
+        uint32_t c = 0;
+        for (; c + 4 <= C; c += 4) {
+            float* q = &out[dst + c].x;
+            sim__fw m0, m1, m2;
+            sim__fw_to_xyz(sim__fw_load(p.x + row + c), sim__fw_load(p.y + row + c),
+                           sim__fw_load(p.z + row + c), &m0, &m1, &m2);
+            sim__fw_store(q, m0);
+            sim__fw_store(q + 4, m1);
+            sim__fw_store(q + 8, m2);
+        }
+        for (; c < C; ++c) {
+            out[dst + c] = (sim_vec3){p.x[row + c], p.y[row + c], p.z[row + c]};
+        }
     }
 }

@@ -6,7 +6,7 @@
  *
  * Both give bit-identical results: every operation is one IEEE-754 single
  * operation per lane, correctly rounded (add, sub, mul, div, sqrt), or exact
- * (negation, comparison, selection, min and max), and nothing fuses
+ * (negation, comparison, selection, min and max, moving lanes), and nothing fuses
  * (-ffp-contract=off holds for the struct's loops; intrinsics never
  * contract unless the flag allows it). No reciprocal or reciprocal square
  * root estimates: they differ between CPUs.
@@ -109,6 +109,57 @@ static inline sim__fw sim__fw_select(sim__mw m, sim__fw a, sim__fw b) {
 /// Transposes the 4 × 4 matrix whose rows are *r0..*r3.
 static inline void sim__fw_transpose(sim__fw* r0, sim__fw* r1, sim__fw* r2, sim__fw* r3) {
     _MM_TRANSPOSE4_PS(*r0, *r1, *r2, *r3);
+}
+/// m ? a : +0 per lane.
+static inline sim__fw sim__fw_keep(sim__mw m, sim__fw a) {
+    return _mm_and_ps(m, a);
+}
+/// Eight floats lo, hi dealt into even = {lo0, lo2, hi0, hi2} and
+/// odd = {lo1, lo3, hi1, hi3}.
+static inline void sim__fw_deal(sim__fw lo, sim__fw hi, sim__fw* even, sim__fw* odd) {
+    *even = _mm_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+    *odd = _mm_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
+}
+/// The inverse of sim__fw_deal().
+static inline void sim__fw_undeal(sim__fw even, sim__fw odd, sim__fw* lo, sim__fw* hi) {
+    *lo = _mm_unpacklo_ps(even, odd);
+    *hi = _mm_unpackhi_ps(even, odd);
+}
+/// Eight floats lo, hi split by halves: first = {lo0, lo1, hi0, hi1},
+/// second = {lo2, lo3, hi2, hi3}.
+static inline void sim__fw_halves(sim__fw lo, sim__fw hi, sim__fw* first, sim__fw* second) {
+    *first = _mm_movelh_ps(lo, hi);
+    *second = _mm_movehl_ps(hi, lo);
+}
+/// The inverse of sim__fw_halves().
+static inline void sim__fw_unhalves(sim__fw first, sim__fw second, sim__fw* lo, sim__fw* hi) {
+    *lo = _mm_movelh_ps(first, second);
+    *hi = _mm_movehl_ps(second, first);
+}
+/// Four (x, y, z) triples, twelve floats m0 m1 m2, into x, y and z lanes.
+static inline void sim__fw_from_xyz(sim__fw m0, sim__fw m1, sim__fw m2, sim__fw* x, sim__fw* y,
+                                    sim__fw* z) {
+    // m0 = x0 y0 z0 x1, m1 = y1 z1 x2 y2, m2 = z2 x3 y3 z3.
+    sim__fw u = _mm_shuffle_ps(m1, m2, _MM_SHUFFLE(1, 1, 2, 2)); // x2 x2 x3 x3
+    *x = _mm_shuffle_ps(m0, u, _MM_SHUFFLE(2, 0, 3, 0));
+    sim__fw a = _mm_shuffle_ps(m0, m1, _MM_SHUFFLE(0, 0, 1, 1)); // y0 y0 y1 y1
+    sim__fw b = _mm_shuffle_ps(m1, m2, _MM_SHUFFLE(2, 2, 3, 3)); // y2 y2 y3 y3
+    *y = _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    sim__fw c = _mm_shuffle_ps(m0, m1, _MM_SHUFFLE(1, 1, 2, 2)); // z0 z0 z1 z1
+    *z = _mm_shuffle_ps(c, m2, _MM_SHUFFLE(3, 0, 2, 0));
+}
+/// The inverse of sim__fw_from_xyz().
+static inline void sim__fw_to_xyz(sim__fw x, sim__fw y, sim__fw z, sim__fw* m0, sim__fw* m1,
+                                  sim__fw* m2) {
+    sim__fw a = _mm_shuffle_ps(x, y, _MM_SHUFFLE(0, 0, 1, 0)); // x0 x1 y0 y0
+    sim__fw b = _mm_shuffle_ps(z, x, _MM_SHUFFLE(1, 1, 0, 0)); // z0 z0 x1 x1
+    *m0 = _mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));       // x0 y0 z0 x1
+    sim__fw c = _mm_shuffle_ps(y, z, _MM_SHUFFLE(1, 1, 1, 1)); // y1 y1 z1 z1
+    sim__fw d = _mm_shuffle_ps(x, y, _MM_SHUFFLE(2, 2, 2, 2)); // x2 x2 y2 y2
+    *m1 = _mm_shuffle_ps(c, d, _MM_SHUFFLE(2, 0, 2, 0));       // y1 z1 x2 y2
+    sim__fw e = _mm_shuffle_ps(z, x, _MM_SHUFFLE(3, 3, 2, 2)); // z2 z2 x3 x3
+    sim__fw f = _mm_shuffle_ps(y, z, _MM_SHUFFLE(3, 3, 3, 3)); // y3 y3 z3 z3
+    *m2 = _mm_shuffle_ps(e, f, _MM_SHUFFLE(2, 0, 2, 0));       // z2 x3 y3 z3
 }
 
 #else
@@ -243,6 +294,53 @@ static inline sim__fw sim__fw_select(sim__mw m, sim__fw a, sim__fw b) {
         r.f[i] = m.u[i] != 0 ? a.f[i] : b.f[i];
     }
     return r;
+}
+static inline sim__fw sim__fw_keep(sim__mw m, sim__fw a) {
+    sim__fw r;
+    for (int i = 0; i < 4; ++i) {
+        r.f[i] = m.u[i] != 0 ? a.f[i] : 0.0f;
+    }
+    return r;
+}
+static inline void sim__fw_deal(sim__fw lo, sim__fw hi, sim__fw* even, sim__fw* odd) {
+    sim__fw e = {{lo.f[0], lo.f[2], hi.f[0], hi.f[2]}}, o = {{lo.f[1], lo.f[3], hi.f[1], hi.f[3]}};
+    *even = e;
+    *odd = o;
+}
+static inline void sim__fw_undeal(sim__fw even, sim__fw odd, sim__fw* lo, sim__fw* hi) {
+    sim__fw l = {{even.f[0], odd.f[0], even.f[1], odd.f[1]}};
+    sim__fw h = {{even.f[2], odd.f[2], even.f[3], odd.f[3]}};
+    *lo = l;
+    *hi = h;
+}
+static inline void sim__fw_halves(sim__fw lo, sim__fw hi, sim__fw* first, sim__fw* second) {
+    sim__fw a = {{lo.f[0], lo.f[1], hi.f[0], hi.f[1]}}, b = {{lo.f[2], lo.f[3], hi.f[2], hi.f[3]}};
+    *first = a;
+    *second = b;
+}
+static inline void sim__fw_unhalves(sim__fw first, sim__fw second, sim__fw* lo, sim__fw* hi) {
+    sim__fw l = {{first.f[0], first.f[1], second.f[0], second.f[1]}};
+    sim__fw h = {{first.f[2], first.f[3], second.f[2], second.f[3]}};
+    *lo = l;
+    *hi = h;
+}
+static inline void sim__fw_from_xyz(sim__fw m0, sim__fw m1, sim__fw m2, sim__fw* x, sim__fw* y,
+                                    sim__fw* z) {
+    sim__fw a = {{m0.f[0], m0.f[3], m1.f[2], m2.f[1]}};
+    sim__fw b = {{m0.f[1], m1.f[0], m1.f[3], m2.f[2]}};
+    sim__fw c = {{m0.f[2], m1.f[1], m2.f[0], m2.f[3]}};
+    *x = a;
+    *y = b;
+    *z = c;
+}
+static inline void sim__fw_to_xyz(sim__fw x, sim__fw y, sim__fw z, sim__fw* m0, sim__fw* m1,
+                                  sim__fw* m2) {
+    sim__fw a = {{x.f[0], y.f[0], z.f[0], x.f[1]}};
+    sim__fw b = {{y.f[1], z.f[1], x.f[2], y.f[2]}};
+    sim__fw c = {{z.f[2], x.f[3], y.f[3], z.f[3]}};
+    *m0 = a;
+    *m1 = b;
+    *m2 = c;
 }
 static inline void sim__fw_transpose(sim__fw* r0, sim__fw* r1, sim__fw* r2, sim__fw* r3) {
     sim__fw* r[4] = {r0, r1, r2, r3};

@@ -112,9 +112,8 @@ sim_world_def sim_world_def_default(void) {
     XX(sc_moved, (r).particles, sizeof(float))                                                     \
     XX(sc_pairs, (size_t)(r).particles* SIM__SELF_PAIRS_PER_PARTICLE, sizeof(sim__self_pair))      \
     XX(dist, (r).constraints, sizeof(sim__dist))                                                   \
-    XX(dist_blocks, SIM__DIST_BLOCKS((r).constraints, (r).particles), sizeof(sim__dist_block))     \
-    XX(db_next, SIM__DIST_BLOCKS((r).constraints, (r).particles), sizeof(uint32_t))                \
-    XX(xyzw, SIM__XYZW((r).particles), sizeof(sim__xyzw))                                          \
+    XX(lane_blocks, SIM__LANE_BLOCKS((r).constraints, (r).particles), sizeof(sim__lane_block))     \
+    XX(lane_staging, SIM__LANE_STAGING((r).particles), sizeof(float))                              \
     XX(joint, (r).joint_limits, sizeof(sim__joint))                                                \
     XX(events, SIM__MAX_EVENTS, sizeof(sim_event))                                                 \
     XX(body, (r).bodies, sizeof(sim__body))                                                        \

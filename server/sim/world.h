@@ -194,35 +194,49 @@ typedef struct sim__dist {
 } sim__dist;
 _Static_assert(sizeof(sim__dist) == 24, "sim__dist is a hot struct; keep it 24 bytes");
 
+/// How the four lanes of a sim__lane_block find their particles in a
+/// cloth's staging arrays (cloth_batch.c), where grid particle (row r,
+/// column c) is at r × stride + c (sim__cloth_lane_stride()).
+typedef enum sim__lane_kind {
+    /// Lane l: A at base + a_off + l, B at base + b_off + l: four neighbours
+    /// along a row against four in a row below (down, diagonal, bend down).
+    SIM__LANES_ROW = 0,
+    /// Lane l: A at base + 2l, B at base + 2l + 1: eight particles of a row
+    /// in four pairs of neighbours across (structural across).
+    SIM__LANES_PAIRS1 = 1,
+    /// Lanes 0..3: A at base + 0, 1, 4, 5 and B two further along the row
+    /// (bend across).
+    SIM__LANES_PAIRS2 = 2,
+    /// Up to four constraints of any shape, by index, projected one after
+    /// another (a skirt's seam, anything not on the grid's families).
+    SIM__LANES_SCALAR = 3,
+} sim__lane_kind;
+
 /// Four distance constraints of one cloth that share no particle, projected
-/// together in SIMD lanes (cloth_batch.c), structure of arrays: one cache
-/// line. a and b hold twice the particle indices, local to the entity (so
-/// 8 × a is a byte offset into w->xyzw; a cloth of up to 32,767 particles
-/// is batched); a lane with a == b is empty (padding: both are the stand-in
-/// particle one past the cloth's last). Empty lanes are always the last of
-/// their block.
-typedef struct sim__dist_block {
-    uint16_t a[4], b[4];
-    float rest[4];       ///< Rest lengths, m.
-    float compliance[4]; ///< XPBD compliance, m/N.
-    float lambda[4];     ///< Accumulated Lagrange multipliers of this substep.
-} sim__dist_block;
-_Static_assert(sizeof(sim__dist_block) == 64, "sim__dist_block is one cache line");
+/// together in SIMD lanes (cloth_batch.c). Their particles are found by
+/// the kind from `base`, so a block of neighbours on a grid loads each
+/// coordinate of its four lanes with one 16-byte load (ROW) or two loads
+/// and a shuffle (PAIRS). 48 bytes.
+typedef struct sim__lane_block {
+    uint32_t base;    ///< Staging index of lane 0's particles (see kind).
+    uint16_t b_off;   ///< ROW: B's offset from base (stride, stride + 1, 2 × stride).
+    uint8_t kind;     ///< sim__lane_kind.
+    uint8_t a_off;    ///< ROW: A's offset from base (0, or 1 for the other diagonal).
+    float compliance; ///< XPBD compliance of all four lanes, m/N (SCALAR: unused).
+    /// Blocks from this one to the end of its run (same family and row, so
+    /// sharing no particle with each other), this one included.
+    uint32_t run;
+    union {
+        float rest[4];    ///< Rest lengths, m; negative: an empty lane.
+        uint32_t dist[4]; ///< SCALAR: constraint indices in the entity (UINT32_MAX: none).
+    };
+    float lambda[4]; ///< Accumulated Lagrange multipliers of this substep.
+} sim__lane_block;
+_Static_assert(sizeof(sim__lane_block) == 48, "sim__lane_block is 48 bytes");
 
-/// A batched cloth's particle during a relaxation pass (cloth_batch.c):
-/// position and inverse mass side by side, so that one 16-byte load gathers
-/// a lane; one more than the cloth's particles (the empty lanes' stand-in).
-/// Between passes (and while batches are rebuilt, as u[0]: the first block a
-/// particle is free in) it is scratch.
-typedef union sim__xyzw {
-    float f[4];
-    uint32_t u[4];
-} sim__xyzw;
-
-/// The most particles a batched cloth may have (cloth_batch.c): lanes hold
-/// twice the local index in 16 bits, and the empty lanes' stand-in is one
-/// past the last.
-#define SIM__BATCH_MAX_PARTICLES 32767u
+/// Cloths narrower than this keep the sequential loop (their rows are too
+/// short to fill lanes, and their staging rows would be mostly padding).
+#define SIM__LANE_MIN_COLS 8u
 
 /// Constraint lanes the world has room for in blocks, when it has room for
 /// c distance constraints and p particles: all of them, but no more than a
@@ -230,17 +244,19 @@ typedef union sim__xyzw {
 /// 2 shear, 2 bend).
 #define SIM__DIST_LANES(c, p) ((size_t)(c) < 6u * (size_t)(p) ? (size_t)(c) : 6u * (size_t)(p))
 
-/// Blocks of cloth constraints the world has room for (c constraints, p
-/// particles): a quarter of the lanes, plus a sixteenth for the lanes the
-/// dependency order leaves empty (a 64 × 64 cloth needs 1.005× the quarter,
-/// 24 × 16 1.028×, 12 × 10 1.085×, 7 × 30 1.051×: test_cloth). An entity
-/// whose blocks do not fit keeps the sequential loop, with the same results.
-#define SIM__DIST_BLOCKS(c, p) (SIM__DIST_LANES(c, p) / 4u + SIM__DIST_LANES(c, p) / 16u + 1u)
+/// Blocks the world has room for (c constraints, p particles): a quarter
+/// of the lanes, plus two per particle for the part-filled and empty
+/// blocks of a cloth's layout while it is built (at most 8 + 1.5 × cols
+/// a row of at least SIM__LANE_MIN_COLS particles) and the skirts' seams.
+/// A cloth whose blocks do not fit keeps the sequential loop (slower, and
+/// in its own order).
+#define SIM__LANE_BLOCKS(c, p) (SIM__DIST_LANES(c, p) / 4u + 2u * (size_t)(p))
 
-/// Staged particles the world has room for (w->xyzw), when it has room for
-/// p particles: the largest cloth that is batched, and the stand-in.
-#define SIM__XYZW(p)                                                                               \
-    (((size_t)(p) < SIM__BATCH_MAX_PARTICLES ? (size_t)(p) : SIM__BATCH_MAX_PARTICLES) + 1u)
+/// Floats of staging the world has room for (p particles): x, y, z and
+/// inverse mass of the largest cloth that fits, rows padded to
+/// sim__cloth_lane_stride() (at most cols + 9, and cols >= 8, so 17/8 of
+/// its particles).
+#define SIM__LANE_STAGING(p) (4u * ((size_t)(p)*17u / 8u))
 
 /// Kinds of particle joint limit.
 typedef enum sim__joint_kind {
@@ -380,12 +396,14 @@ struct sim_world {
     sim__joint* joint;
     /// Cloths' distance constraints in blocks of four (cloth_batch.c), each
     /// entity's blocks a contiguous range (sim__entity.cb_first), the ranges
-    /// in no particular order; capacity SIM__DIST_BLOCKS(reserved.constraints,
+    /// in no particular order; capacity SIM__LANE_BLOCKS(reserved.constraints,
     /// reserved.particles).
-    sim__dist_block* dist_blocks;
-    uint32_t db_count;
-    uint32_t* db_next; ///< By block: scratch of sim__cloth_batches_rebuild().
-    sim__xyzw* xyzw;   ///< By particle (local to one cloth): SIM__XYZW(reserved.particles).
+    sim__lane_block* lane_blocks;
+    uint32_t lb_count;
+    /// One cloth's particles during a relaxation pass (cloth_batch.c): x, y,
+    /// z, inverse mass, each rows × stride floats; rebuild's scratch
+    /// between passes. SIM__LANE_STAGING(reserved.particles) floats.
+    float* lane_staging;
 
     // Entity slots and the live ones in storage order.
     sim__entity* entities;
@@ -589,30 +607,34 @@ void sim__particles_integrate(sim_world* w, sim_vec3 g_h2);
 /// (particle.c). Counts the projections in w->stats.
 void sim__particles_project(sim_world* w, float inv_h2, int it);
 
+/// The row stride of cloth staging for a grid `cols` wide: cols + 6 or
+/// more (a row's last pairs load eight floats from column cols - 2),
+/// rounded up to a multiple of 4.
+uint32_t sim__cloth_lane_stride(uint32_t cols);
+
 /// Puts cloth entity e's distance constraints into blocks of four
-/// (sim__dist_block) for sim__cloth_batches_project(), replacing the blocks
+/// (sim__lane_block) for sim__cloth_batches_project(), replacing the blocks
 /// it had. Call it after an entity's constraints change (spawn; tearing
 /// removes some). No allocation: the blocks go at the end of
-/// w->dist_blocks, in the room sim_world_reserve() made; old blocks of e
+/// w->lane_blocks, in the room sim_world_reserve() made; old blocks of e
 /// are removed first and later ranges slide down.
 ///
-/// Order: constraints are taken in their array order (the Gauss-Seidel
-/// sweep of the sequential loop) and each goes into the first block with a
-/// free lane after every block holding an earlier constraint that shares a
-/// particle with it (first fit, by a union-find over the blocks' "next block
-/// with room"). So the lanes of a block share no particle, and any two
-/// constraints that share one are projected in their array order: the
-/// blocks give the sequential loop's results bit for bit (constraints on
-/// disjoint particles commute exactly), only sooner. A schedule of
-/// independent batches as in Box2D v3's graph colouring, ordered like a
-/// wavefront instead of by colour, so the sweep order (and with it
-/// convergence and the world hash) does not change.
+/// A constraint between grid neighbours goes into the lane of its family
+/// and place: across (structural, bend) as pairs of a row, down and the
+/// two diagonals as runs of four columns. The blocks are in three sweeps
+/// (structural, then shear, then bend, as the constraints are made), each
+/// row by row from row 0, the pinned one, so a pass carries a hanging
+/// cloth's load down in one sweep as the sequential loop does; within a
+/// row, neighbours across are solved in two colours (even pairs, then odd),
+/// as in Box2D v3's graph colouring. Constraints of no family (a skirt's
+/// seam), or whose compliance differs from their block's, go into SCALAR
+/// blocks at the end, in their array order. Torn ones are left out.
 ///
 /// Returns SIM_OK with e batched, or leaves e with no blocks (the
-/// sequential loop: same results, slower) and returns SIM_E_CAPACITY when
-/// the blocks do not fit, SIM_E_INVALID_ARG when e is not a cloth, has more
-/// than 32,767 particles or a constraint that is not an equality (torn
-/// ones, SIM__DIST_TORN, are left out: they are never projected).
+/// sequential loop) and returns SIM_E_CAPACITY when the blocks or the
+/// staging do not fit, SIM_E_INVALID_ARG when e is not a cloth, is
+/// narrower than SIM__LANE_MIN_COLS or has a constraint that is not an
+/// equality.
 int sim__cloth_batches_rebuild(sim_world* w, sim__entity* e);
 
 /// Removes entity e's blocks (despawn, rebuild): blocks after them slide
@@ -624,11 +646,12 @@ void sim__cloth_batches_drop(sim_world* w, sim__entity* e);
 void sim__cloth_batches_reset(sim_world* w);
 
 /// One relaxation pass over batched cloth e's blocks, in order: each lane
-/// is sim__project_dist() (XPBD, Macklin et al. 2016, eq. 18), operation
-/// for operation in lanes.h's four-float lanes (SSE2 on x86-64, else the
-/// portable struct; bit-identical), branches as selects. Positions and
-/// inverse masses are staged in w->xyzw for the pass (one 16-byte load and
-/// store per lane and particle, 4 × 4 transposes). inv_h2 = 1/h², s⁻².
+/// an XPBD distance projection (Macklin et al. 2016, eq. 18) in lanes.h's
+/// four-float lanes (SSE2 on x86-64, else the portable struct;
+/// bit-identical), with one division (Δλ/|d| as one quotient), empty and
+/// degenerate lanes masked to no change. The cloth's positions and inverse
+/// masses are staged in w->lane_staging for the pass (structure of arrays,
+/// padded rows). inv_h2 = 1/h², s⁻².
 void sim__cloth_batches_project(sim_world* w, const sim__entity* e, float inv_h2);
 
 /// The joint-limit clean-up passes after a substep's last collision

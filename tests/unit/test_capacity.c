@@ -398,12 +398,12 @@ static void test_capacity_limits_are_checked_at_creation(void** state) {
 
 // What an empty world takes, from the table in world.c: the world, the
 // arrays of a fixed size (256 events, 4096 grid bucket heads, max_boxes
-// boxes, max_drags drags, SIM_MAX_TORN torn sticks) and one element of each of the other 59 arrays
-// (the soft step's 15 among them), which grow (14 per particle, 4 of them self-collision's, and the soft bodies' 3, the
-// constraints, the joint limits, 2 per body state, the rigid joints, the characters and soft
-// bodies, 2 per body's bounds, the grid, the pairs, the contacts, 3 per entity slot; and the
-// islands': per body its closing speed, sleep state, 4 indices and an island, the islands' joints
-// and pairs; the cloth blocks, their scratch and the staging).
+// boxes, max_drags drags, SIM_MAX_TORN torn sticks) and one element of each of the other 58 arrays
+// (the soft step's 15 among them), which grow (14 per particle, 4 of them self-collision's, and the
+// soft bodies' 3, the constraints, the joint limits, 2 per body state, the rigid joints, the
+// characters and soft bodies, 2 per body's bounds, the grid, the pairs, the contacts, 3 per entity
+// slot; and the islands': per body its closing speed, sleep state, 4 indices and an island, the
+// islands' joints and pairs; the cloth blocks and their staging).
 static size_t empty_world_bytes(const sim_world_def* d) {
     size_t fixed = sizeof(sim_world) + SIM__MAX_EVENTS * sizeof(sim_event) +
                    SIM__GRID_BUCKETS * sizeof(int32_t) + d->max_boxes * sizeof(sim_box) +
@@ -414,9 +414,9 @@ static size_t empty_world_bytes(const sim_world_def* d) {
                  2 * sizeof(sim_vec3) + sizeof(sim__pair) + sizeof(sim__contact) +
                  sizeof(sim__entity) + 2 * sizeof(uint32_t) + sizeof(sim__softbody) +
                  sizeof(sim_vec3) + 2 * sizeof(int32_t) + sizeof(uint32_t) + sizeof(sim__tie) +
-                 // The cloth blocks, their rebuild scratch and the staging
-                 // (cloth_batch.c): one element each too.
-                 sizeof(sim__dist_block) + sizeof(uint32_t) + sizeof(sim__xyzw) +
+                 // The cloth blocks and their staging (cloth_batch.c): one
+                 // element each too.
+                 sizeof(sim__lane_block) + sizeof(float) +
                  /* self-collision: starts, entries, corrections, pairs */ 2 * sizeof(uint32_t) +
                  sizeof(float) + sizeof(sim__self_pair);
     size_t islands = sizeof(float) + sizeof(sim__sleep) + 4 * sizeof(uint32_t) +
@@ -557,8 +557,8 @@ static void test_capacity_failed_growth_leaves_the_world_unchanged(void** state)
         c.allow = n;
         int rc = sim_world_create(&def, &w);
         if (rc == SIM_OK) {
-            // The world and its 64 arrays (world.c's table): 65 allocations.
-            assert_int_equal(n, 65);
+            // The world and its 63 arrays (world.c's table): 64 allocations.
+            assert_int_equal(n, 64);
             break;
         }
         assert_int_equal(rc, SIM_E_NOMEM);
@@ -568,8 +568,8 @@ static void test_capacity_failed_growth_leaves_the_world_unchanged(void** state)
     c.allow = -1;
 
     // A ragdoll, then a 24 × 16 cloth, which needs the 17 particle arrays
-    // (the soft bodies' 3 among them), the constraints, the cloth blocks, their
-    // scratch and the staging to grow (21
+    // (the soft bodies' 3 among them), the constraints, the cloth blocks and
+    // their staging to grow (20
     // allocations; the entity arrays have
     // room for 8 entities from the first spawn).
     sim_entity_id id;
@@ -588,7 +588,7 @@ static void test_capacity_failed_growth_leaves_the_world_unchanged(void** state)
         int rc = sim_world_spawn_cloth(w, &cl, &id);
         c.allow = -1;
         if (rc == SIM_OK) {
-            assert_int_equal(n, 21);
+            assert_int_equal(n, 20);
             break;
         }
         assert_int_equal(rc, SIM_E_NOMEM);
