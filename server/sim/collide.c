@@ -62,18 +62,34 @@ static void wearer_bodies(const sim_world* w, const sim__entity* e, uint32_t* fi
 }
 
 // The bodies near entity e's particles (sim__bodies_near(), contact.c):
-// those whose bounds for the tick meet the particles' box grown by their
-// largest radius and the grid's particle margin.
-static uint32_t bodies_near(const sim_world* w, const sim__entity* e, sim__near_body* list,
-                            uint32_t cap) {
-    if (e->p_count == 0 || w->b_count == 0) {
+// those whose bounds for the tick meet the particles' box [lo, hi] grown by
+// their largest radius and the grid's particle margin.
+static uint32_t bodies_near(const sim_world* w, sim_vec3 lo, sim_vec3 hi, float rmax,
+                            sim__near_body* list, uint32_t cap) {
+    if (w->b_count == 0) {
         return 0;
     }
-    sim_vec3 lo, hi;
-    float rmax;
-    sim__particle_bounds(w, e, &lo, &hi, &rmax);
     const float m = rmax + SIM__PARTICLE_MARGIN;
     return sim__bodies_near(w, v3_sub(lo, v3(m, m, m)), v3_add(hi, v3(m, m, m)), list, cap);
+}
+
+// Whether no particle in the box [lo, hi] of radius at most rmax can touch
+// the ground or a box this pass: the tests below would all come out false
+// (the ground's is y < r, a box's a strict overlap with it grown by r).
+static bool clear_of_statics(const sim_world* w, sim_vec3 lo, sim_vec3 hi, float rmax) {
+    if (w->def.ground && lo.y < rmax) {
+        return false;
+    }
+    for (uint32_t b = 0; b < w->box_count; ++b) {
+        const sim_box* bx = &w->boxes[b];
+        const sim_vec3 blo = v3_sub(bx->center, bx->half_extents);
+        const sim_vec3 bhi = v3_add(bx->center, bx->half_extents);
+        if (hi.x + rmax > blo.x && lo.x - rmax < bhi.x && hi.y + rmax > blo.y &&
+            lo.y - rmax < bhi.y && hi.z + rmax > blo.z && lo.z - rmax < bhi.z) {
+            return false;
+        }
+    }
+    return true;
 }
 
 // Bodies a particle entity's collision pass looks at directly, at most.
@@ -91,8 +107,17 @@ void sim__collide_project(sim_world* w, float h) {
         wearer_bodies(w, e, &own_first, &own_end);
         // The few bodies near it (a garment: its wearer's bones), tested
         // directly; when many are, the broad phase's grid per particle.
+        if (e->p_count == 0) {
+            continue;
+        }
+        sim_vec3 lo, hi;
+        float rmax;
+        sim__particle_bounds(w, e, &lo, &hi, &rmax);
         sim__near_body near[SIM__NEAR_BODIES];
-        uint32_t n_near = bodies_near(w, e, near, SIM__NEAR_BODIES);
+        uint32_t n_near = bodies_near(w, lo, hi, rmax, near, SIM__NEAR_BODIES);
+        if (n_near == 0 && clear_of_statics(w, lo, hi, rmax)) {
+            continue; // a cloth hanging in the air: nothing to push it out of
+        }
         const sim__near_body* list = n_near == UINT32_MAX ? NULL : near;
         for (uint32_t i = e->p_first; i < e->p_first + e->p_count; ++i) {
             if (w->inv_mass[i] == 0.0f) {

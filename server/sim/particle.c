@@ -13,18 +13,45 @@
 // projection (see project_joint_limits()).
 #define SIM__JOINT_CLEANUP_PASSES 4
 
+// The running bounds of one half of a particle range.
+typedef struct bounds {
+    sim_vec3 lo, hi;
+    float r;
+} bounds;
+
+// Grows b by particle p of radius r: compares, not fminf/fmaxf (library
+// calls here), the same for finite positions.
+static inline void bounds_add(bounds* b, sim_vec3 p, float r) {
+    b->lo.x = p.x < b->lo.x ? p.x : b->lo.x;
+    b->lo.y = p.y < b->lo.y ? p.y : b->lo.y;
+    b->lo.z = p.z < b->lo.z ? p.z : b->lo.z;
+    b->hi.x = p.x > b->hi.x ? p.x : b->hi.x;
+    b->hi.y = p.y > b->hi.y ? p.y : b->hi.y;
+    b->hi.z = p.z > b->hi.z ? p.z : b->hi.z;
+    b->r = r > b->r ? r : b->r;
+}
+
 void sim__particle_bounds(const sim_world* w, const sim__entity* e, sim_vec3* lo, sim_vec3* hi,
                           float* rmax) {
-    *lo = *hi = w->pos[e->p_first];
-    float r = 0.0f;
-    for (uint32_t i = e->p_first; i < e->p_first + e->p_count; ++i) {
-        sim_vec3 p = w->pos[i];
-        *lo = v3(fminf(lo->x, p.x), fminf(lo->y, p.y), fminf(lo->z, p.z));
-        *hi = v3(fmaxf(hi->x, p.x), fmaxf(hi->y, p.y), fmaxf(hi->z, p.z));
-        r = fmaxf(r, w->radius[i]);
+    // Two halves side by side (even and odd particles), so that each
+    // compare waits on the one two particles back, not one.
+    const sim_vec3 p0 = w->pos[e->p_first];
+    bounds b[2] = {{p0, p0, 0.0f}, {p0, p0, 0.0f}};
+    const uint32_t end = e->p_first + e->p_count;
+    uint32_t i = e->p_first;
+    for (; i + 1 < end; i += 2) {
+        bounds_add(&b[0], w->pos[i], w->radius[i]);
+        bounds_add(&b[1], w->pos[i + 1], w->radius[i + 1]);
     }
+    if (i < end) {
+        bounds_add(&b[0], w->pos[i], w->radius[i]);
+    }
+    bounds_add(&b[0], b[1].lo, b[1].r);
+    bounds_add(&b[0], b[1].hi, b[1].r);
+    *lo = b[0].lo;
+    *hi = b[0].hi;
     if (rmax != NULL) {
-        *rmax = r;
+        *rmax = b[0].r;
     }
 }
 
