@@ -249,15 +249,15 @@ static void plain_tick(plain_cloth* pc, int iterations, float dt, float damping,
 
 // cloth64 in ragdolld (a world's whole tick) and in the plain loop, run in
 // turn `runs` times each in this process; medians of ns per projection and
-// of the runs' plain/ragdolld ratios. Also checks that both computed the
-// same cloth (the loop is the world's sequential order of operations).
+// of the runs' plain/ragdolld ratios. Also prints how far apart the two
+// cloths end (the loop is the sequential order, the world's lanes another).
 static void cloth_figures(int ticks, int runs) {
     const int iterations = 10;
     double* rd = calloc((size_t)runs, sizeof *rd);
     double* pl = calloc((size_t)runs, sizeof *pl);
     double* ratio = calloc((size_t)runs, sizeof *ratio);
     uint32_t np = 0, nc = 0;
-    bool same = true;
+    double apart = 0.0; // m, the largest over the runs
     for (int r = 0; r < runs; ++r) {
         sim_world_def def = bench_def();
         def.params.iterations = iterations;
@@ -296,7 +296,11 @@ static void cloth_figures(int ticks, int runs) {
         ratio[r] = pl[r] / rd[r];
         sim_entity_view v;
         sim_entity_get_view(w, id, &v);
-        same = same && memcmp(v.pos, pc.pos, pc.n * sizeof *pc.pos) == 0;
+        for (uint32_t i = 0; i < pc.n; ++i) {
+            double dx = v.pos[i].x - pc.pos[i].x, dy = v.pos[i].y - pc.pos[i].y,
+                   dz = v.pos[i].z - pc.pos[i].z;
+            apart = fmax(apart, sqrt(dx * dx + dy * dy + dz * dz));
+        }
         if (!sim_world_is_finite(w)) {
             fprintf(stderr, "ragdoll-bench: the cloth blew up\n");
             exit(1);
@@ -315,8 +319,10 @@ static void cloth_figures(int ticks, int runs) {
            "process)\n",
            p_ns);
     printf("  plain / ragdolld             %8.2fx  (median of the runs' ratios)\n", q);
-    printf("  same positions as the plain loop after %d ticks: %s\n", 30 + ticks,
-           same ? "yes, bit for bit" : "NO");
+    // The lanes take the constraints in another order (cloth_batch.c): the
+    // same cloth, not the same bits.
+    printf("  farthest particle from the plain loop's after %d ticks: %.2f mm\n", 30 + ticks,
+           apart * 1e3);
     printf("  particle-iterations per s    %8.3g\n",
            (double)np * iterations / (r_ns * nc * iterations * 1e-9));
     free(rd);
