@@ -344,9 +344,10 @@ typedef struct consts {
 // Δλ/|d| is computed as (-C - α̃λ)·|d| · 1/((wa + wb + α̃)·|d|²), so that
 // the square root and the division both start from |d|² and run side by
 // side. Masked to no change where the lane is empty, |d|² <= 1e-12 or both
-// ends are pinned.
-static inline void solve4(sim__lane_block* blk, side4* A, side4* B, const consts* k) {
-    const sim__fw alpha = sim__fw_mul(sim__fw_splat(blk->compliance), k->ih2);
+// ends are pinned. `rigid` (compliance 0, known by the caller) leaves λ
+// out: with α̃ = 0 it does not change the positions (-C - 0·λ = -C,
+// wa + wb + 0 = wa + wb exactly), so its sum is not kept.
+static inline void solve4(sim__lane_block* blk, side4* A, side4* B, const consts* k, bool rigid) {
     sim__fw dx = sim__fw_sub(B->x, A->x);
     sim__fw dy = sim__fw_sub(B->y, A->y);
     sim__fw dz = sim__fw_sub(B->z, A->z);
@@ -354,14 +355,21 @@ static inline void solve4(sim__lane_block* blk, side4* A, side4* B, const consts
         sim__fw_add(sim__fw_add(sim__fw_mul(dx, dx), sim__fw_mul(dy, dy)), sim__fw_mul(dz, dz));
     sim__fw wsum = sim__fw_add(A->w, B->w);
     sim__fw len = sim__fw_sqrt(len2);
-    sim__fw q = sim__fw_div(k->one, sim__fw_mul(sim__fw_add(wsum, alpha), len2));
     sim__fw rest = sim__fw_load(blk->rest);
-    sim__fw lambda = sim__fw_load(blk->lambda);
     sim__mw valid = sim__mw_and(sim__mw_and(sim__fw_gt(len2, k->tiny2), sim__fw_gt(wsum, k->zero)),
                                 sim__fw_gt(rest, k->empty));
-    sim__fw num = sim__fw_sub(sim__fw_sub(rest, len), sim__fw_mul(alpha, lambda));
-    sim__fw s = sim__fw_keep(valid, sim__fw_mul(sim__fw_mul(num, len), q));
-    sim__fw_store(blk->lambda, sim__fw_add(lambda, sim__fw_mul(s, len)));
+    sim__fw s;
+    if (rigid) {
+        sim__fw q = sim__fw_div(k->one, sim__fw_mul(wsum, len2));
+        s = sim__fw_keep(valid, sim__fw_mul(sim__fw_mul(sim__fw_sub(rest, len), len), q));
+    } else {
+        const sim__fw alpha = sim__fw_mul(sim__fw_splat(blk->compliance), k->ih2);
+        sim__fw q = sim__fw_div(k->one, sim__fw_mul(sim__fw_add(wsum, alpha), len2));
+        sim__fw lambda = sim__fw_load(blk->lambda);
+        sim__fw num = sim__fw_sub(sim__fw_sub(rest, len), sim__fw_mul(alpha, lambda));
+        s = sim__fw_keep(valid, sim__fw_mul(sim__fw_mul(num, len), q));
+        sim__fw_store(blk->lambda, sim__fw_add(lambda, sim__fw_mul(s, len)));
+    }
     sim__fw sa = sim__fw_mul(s, A->w), sb = sim__fw_mul(s, B->w);
     A->x = sim__fw_sub(A->x, sim__fw_mul(dx, sa));
     A->y = sim__fw_sub(A->y, sim__fw_mul(dy, sa));
@@ -369,6 +377,22 @@ static inline void solve4(sim__lane_block* blk, side4* A, side4* B, const consts
     B->x = sim__fw_add(B->x, sim__fw_mul(dx, sb));
     B->y = sim__fw_add(B->y, sim__fw_mul(dy, sb));
     B->z = sim__fw_add(B->z, sim__fw_mul(dz, sb));
+}
+
+// Two blocks' lanes, solved side by side: rigid when both are.
+static inline void solve8(sim__lane_block* b0, side4* A0, side4* B0, sim__lane_block* b1, side4* A1,
+                          side4* B1, const consts* k) {
+    if (b0->compliance == 0.0f && b1->compliance == 0.0f) {
+        solve4(b0, A0, B0, k, true);
+        solve4(b1, A1, B1, k, true);
+    } else {
+        solve4(b0, A0, B0, k, false);
+        solve4(b1, A1, B1, k, false);
+    }
+}
+
+static inline void solve_one(sim__lane_block* b, side4* A, side4* B, const consts* k) {
+    solve4(b, A, B, k, b->compliance == 0.0f);
 }
 
 // A run of ROW blocks, two at a time (they share no particle), so that the
@@ -380,8 +404,7 @@ static void solve_rows(const staged* p, sim__lane_block* blk, uint32_t n, const 
         const uint32_t a1 = blk[i + 1].base + blk[i + 1].a_off;
         const uint32_t b1 = blk[i + 1].base + blk[i + 1].b_off;
         side4 A0 = load4(p, a0), B0 = load4(p, b0), A1 = load4(p, a1), B1 = load4(p, b1);
-        solve4(&blk[i], &A0, &B0, k);
-        solve4(&blk[i + 1], &A1, &B1, k);
+        solve8(&blk[i], &A0, &B0, &blk[i + 1], &A1, &B1, k);
         store4(p, a0, &A0);
         store4(p, b0, &B0);
         store4(p, a1, &A1);
@@ -390,7 +413,7 @@ static void solve_rows(const staged* p, sim__lane_block* blk, uint32_t n, const 
     if (i < n) {
         const uint32_t a = blk[i].base + blk[i].a_off, b = blk[i].base + blk[i].b_off;
         side4 A = load4(p, a), B = load4(p, b);
-        solve4(&blk[i], &A, &B, k);
+        solve_one(&blk[i], &A, &B, k);
         store4(p, a, &A);
         store4(p, b, &B);
     }
@@ -442,15 +465,14 @@ static inline void solve_pairs(const staged* p, sim__lane_block* blk, uint32_t n
         side4 B0, B1;
         side4 A0 = load_pairs(p, blk[i].base, pairs1, &B0);
         side4 A1 = load_pairs(p, blk[i + 1].base, pairs1, &B1);
-        solve4(&blk[i], &A0, &B0, k);
-        solve4(&blk[i + 1], &A1, &B1, k);
+        solve8(&blk[i], &A0, &B0, &blk[i + 1], &A1, &B1, k);
         store_pairs(p, blk[i].base, pairs1, &A0, &B0);
         store_pairs(p, blk[i + 1].base, pairs1, &A1, &B1);
     }
     if (i < n) {
         side4 B;
         side4 A = load_pairs(p, blk[i].base, pairs1, &B);
-        solve4(&blk[i], &A, &B, k);
+        solve_one(&blk[i], &A, &B, k);
         store_pairs(p, blk[i].base, pairs1, &A, &B);
     }
 }
