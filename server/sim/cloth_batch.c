@@ -109,7 +109,9 @@ static uint32_t pair_blocks(uint32_t C, uint32_t first, uint32_t span) {
     return C > first + span ? (C - 1 - span - first) / 8u + 1u : 0u;
 }
 
-static layout make_layout(uint32_t C, uint32_t R) {
+// The layout of a C × R grid for the families in `present` (a bit each):
+// the others get no blocks.
+static layout make_layout(uint32_t C, uint32_t R, uint32_t present) {
     layout L;
     memset(&L, 0, sizeof L);
     L.C = C;
@@ -122,6 +124,7 @@ static layout make_layout(uint32_t C, uint32_t R) {
     L.n[FAM_BEND0] = pair_blocks(C, 0, 2);
     L.n[FAM_BEND1] = pair_blocks(C, 2, 2);
     for (int f = 0; f < FAM_COUNT; ++f) {
+        L.n[f] = (present >> f) & 1u ? L.n[f] : 0u;
         L.first[f] = L.total;
         L.total += L.n[f] * R;
     }
@@ -225,7 +228,17 @@ int sim__cloth_batches_rebuild(sim_world* w, sim__entity* e) {
             return SIM_E_INVALID_ARG;
         }
     }
-    const layout L = make_layout(e->cols, e->rows);
+    // Only the families the cloth has get blocks (hair has two of eight).
+    const layout all = make_layout(e->cols, e->rows, (1u << FAM_COUNT) - 1u);
+    uint32_t present = 0;
+    for (uint32_t k = 0; k < e->d_count; ++k) {
+        int f;
+        uint32_t r, t, lane;
+        if (d[k].kind == SIM__DIST_EQUAL && place(&all, d[k].a, d[k].b, &f, &r, &t, &lane)) {
+            present |= 1u << f;
+        }
+    }
+    const layout L = make_layout(e->cols, e->rows, present);
     const size_t staging = 4u * (size_t)L.S * L.R;
     const size_t cap = SIM__LANE_BLOCKS(w->reserved.constraints, w->reserved.particles);
     const uint32_t base = w->lb_count;

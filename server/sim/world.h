@@ -245,18 +245,23 @@ _Static_assert(sizeof(sim__lane_block) == 48, "sim__lane_block is 48 bytes");
 #define SIM__DIST_LANES(c, p) ((size_t)(c) < 6u * (size_t)(p) ? (size_t)(c) : 6u * (size_t)(p))
 
 /// Blocks the world has room for (c constraints, p particles): a quarter
-/// of the lanes, plus two per particle for the part-filled and empty
-/// blocks of a cloth's layout while it is built (at most 8 + 1.5 × cols
-/// a row of at least SIM__LANE_MIN_COLS particles) and the skirts' seams.
-/// A cloth whose blocks do not fit keeps the sequential loop (slower, and
-/// in its own order).
-#define SIM__LANE_BLOCKS(c, p) (SIM__DIST_LANES(c, p) / 4u + 2u * (size_t)(p))
+/// of the lanes, plus one per particle for the part-filled and empty blocks
+/// of a cloth's layout while it is built (at most 8 + 1.5 × cols a row of
+/// at least SIM__LANE_MIN_COLS particles, for its families) and the
+/// skirts' seams. A cloth whose blocks do not fit keeps the sequential loop
+/// (slower, and in its own order).
+#define SIM__LANE_BLOCKS(c, p) (SIM__DIST_LANES(c, p) / 4u + (size_t)(p))
+
+/// The most particles a cloth has (256 × 256, cloth.c).
+#define SIM__LANE_MAX_PARTICLES 65536u
 
 /// Floats of staging the world has room for (p particles): x, y, z and
 /// inverse mass of the largest cloth that fits, rows padded to
 /// sim__cloth_lane_stride() (at most cols + 9, and cols >= 8, so 17/8 of
 /// its particles).
-#define SIM__LANE_STAGING(p) (4u * ((size_t)(p)*17u / 8u))
+#define SIM__LANE_STAGING(p)                                                                       \
+    (4u *                                                                                          \
+     (((size_t)(p) < SIM__LANE_MAX_PARTICLES ? (size_t)(p) : SIM__LANE_MAX_PARTICLES) * 17u / 8u))
 
 /// Kinds of particle joint limit.
 typedef enum sim__joint_kind {
