@@ -659,6 +659,12 @@ void sim__cloth_batches_reset(sim_world* w);
 /// padded rows). inv_h2 = 1/h², s⁻².
 void sim__cloth_batches_project(sim_world* w, const sim__entity* e, float inv_h2);
 
+/// Whether sim__cloth_batches_project() may put two blocks in one AVX
+/// register on a CPU that has AVX (x86-64 builds with SSE2 lanes; the same
+/// results bit for bit either way). True; tests switch it off to compare,
+/// before any world steps on another thread.
+extern bool sim__cloth_lanes_avx;
+
 /// The joint-limit clean-up passes after a substep's last collision
 /// projection (particle.c).
 void sim__particles_joint_limits(sim_world* w);

@@ -457,6 +457,22 @@ static size_t cloth_hashes(char* out, size_t cap) {
     return n;
 }
 
+// Two blocks in one AVX register (where the CPU has AVX) and one block in
+// SSE2 lanes do the same operations lane for lane: the same worlds.
+static void test_cloth_eight_lanes_give_the_four_lanes_worlds(void** state) {
+    (void)state;
+    if (!SIM__LANES_SSE2 || !__builtin_cpu_supports("avx")) {
+        skip(); // one kind of lanes here
+    }
+    char wide[512], narrow[512];
+    assert_true(cloth_hashes(wide, sizeof wide) > 0);
+    sim__cloth_lanes_avx = false;
+    assert_true(cloth_hashes(narrow, sizeof narrow) > 0);
+    sim__cloth_lanes_avx = true;
+    printf("%s", wide);
+    assert_string_equal(wide, narrow);
+}
+
 #ifdef RD_CLOTH_PORTABLE
 static void test_cloth_portable_build_gives_the_same_worlds(void** state) {
     (void)state;
@@ -691,6 +707,7 @@ int main(int argc, char** argv) {
         cmocka_unit_test(test_cloth_lanes_project_as_xpbd),
         cmocka_unit_test(test_cloth_blocks_survive_despawns_and_rebuilds),
         cmocka_unit_test(test_cloth_blocks_settle_where_the_sequential_loop_does),
+        cmocka_unit_test(test_cloth_eight_lanes_give_the_four_lanes_worlds),
 #ifdef RD_CLOTH_PORTABLE
         // The sheets' physics once, in the build that also compares the
         // lanes (the portable build's sheets are those hashes' business).
