@@ -3,6 +3,7 @@
  * Jakobsen 2001; XPBD, Macklin et al. 2016): Verlet integration, constraint
  * projection per entity, the joint-limit clean-up passes.
  */
+#include "lanes.h"
 #include "rigid.h"
 #include "vec.h"
 #include "world.h"
@@ -13,45 +14,66 @@
 // projection (see project_joint_limits()).
 #define SIM__JOINT_CLEANUP_PASSES 4
 
-// The running bounds of one half of a particle range.
-typedef struct bounds {
-    sim_vec3 lo, hi;
-    float r;
-} bounds;
+// Staging reads four particles as twelve consecutive floats.
+_Static_assert(sizeof(sim_vec3) == 3 * sizeof(float), "sim_vec3 is three floats, unpadded");
 
-// Grows b by particle p of radius r: compares, not fminf/fmaxf (library
-// calls here), the same for finite positions.
-static inline void bounds_add(bounds* b, sim_vec3 p, float r) {
-    b->lo.x = p.x < b->lo.x ? p.x : b->lo.x;
-    b->lo.y = p.y < b->lo.y ? p.y : b->lo.y;
-    b->lo.z = p.z < b->lo.z ? p.z : b->lo.z;
-    b->hi.x = p.x > b->hi.x ? p.x : b->hi.x;
-    b->hi.y = p.y > b->hi.y ? p.y : b->hi.y;
-    b->hi.z = p.z > b->hi.z ? p.z : b->hi.z;
-    b->r = r > b->r ? r : b->r;
+// The smallest and largest of four lanes.
+static float lanes_min(sim__fw a) {
+    float m = sim__fw_lane(a, 0);
+    for (int i = 1; i < 4; ++i) {
+        float v = sim__fw_lane(a, i);
+        m = v < m ? v : m;
+    }
+    return m;
+}
+
+static float lanes_max(sim__fw a) {
+    float m = sim__fw_lane(a, 0);
+    for (int i = 1; i < 4; ++i) {
+        float v = sim__fw_lane(a, i);
+        m = v > m ? v : m;
+    }
+    return m;
 }
 
 void sim__particle_bounds(const sim_world* w, const sim__entity* e, sim_vec3* lo, sim_vec3* hi,
                           float* rmax) {
-    // Two halves side by side (even and odd particles), so that each
-    // compare waits on the one two particles back, not one.
+    // Four particles at a time in four-float lanes: their twelve floats as
+    // three loads, min and max lane by lane (each lane keeps one coordinate
+    // of a quarter of the particles), then the lanes sorted into x, y, z.
     const sim_vec3 p0 = w->pos[e->p_first];
-    bounds b[2] = {{p0, p0, 0.0f}, {p0, p0, 0.0f}};
+    const sim__fw first = sim__fw_load(&(float[4]){p0.x, p0.y, p0.z, p0.x}[0]);
+    const sim__fw second = sim__fw_load(&(float[4]){p0.y, p0.z, p0.x, p0.y}[0]);
+    const sim__fw third = sim__fw_load(&(float[4]){p0.z, p0.x, p0.y, p0.z}[0]);
+    sim__fw mn[3] = {first, second, third}, mx[3] = {first, second, third};
+    sim__fw r4 = sim__fw_zero();
     const uint32_t end = e->p_first + e->p_count;
     uint32_t i = e->p_first;
-    for (; i + 1 < end; i += 2) {
-        bounds_add(&b[0], w->pos[i], w->radius[i]);
-        bounds_add(&b[1], w->pos[i + 1], w->radius[i + 1]);
+    for (; i + 4 <= end; i += 4) {
+        const float* q = &w->pos[i].x;
+        for (int k = 0; k < 3; ++k) {
+            sim__fw v = sim__fw_load(q + 4 * k);
+            mn[k] = sim__fw_min(v, mn[k]);
+            mx[k] = sim__fw_max(v, mx[k]);
+        }
+        r4 = sim__fw_max(sim__fw_load(&w->radius[i]), r4);
     }
-    if (i < end) {
-        bounds_add(&b[0], w->pos[i], w->radius[i]);
+    sim__fw x, y, z;
+    sim__fw_from_xyz(mn[0], mn[1], mn[2], &x, &y, &z);
+    sim_vec3 l = v3(lanes_min(x), lanes_min(y), lanes_min(z));
+    sim__fw_from_xyz(mx[0], mx[1], mx[2], &x, &y, &z);
+    sim_vec3 h = v3(lanes_max(x), lanes_max(y), lanes_max(z));
+    float r = lanes_max(r4);
+    for (; i < end; ++i) { // the last one to three
+        const sim_vec3 p = w->pos[i];
+        l = v3(p.x < l.x ? p.x : l.x, p.y < l.y ? p.y : l.y, p.z < l.z ? p.z : l.z);
+        h = v3(p.x > h.x ? p.x : h.x, p.y > h.y ? p.y : h.y, p.z > h.z ? p.z : h.z);
+        r = w->radius[i] > r ? w->radius[i] : r;
     }
-    bounds_add(&b[0], b[1].lo, b[1].r);
-    bounds_add(&b[0], b[1].hi, b[1].r);
-    *lo = b[0].lo;
-    *hi = b[0].hi;
+    *lo = l;
+    *hi = h;
     if (rmax != NULL) {
-        *rmax = b[0].r;
+        *rmax = r;
     }
 }
 
