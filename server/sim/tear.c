@@ -51,6 +51,29 @@ uint32_t sim_world_drain_torn(sim_world* w, sim_torn* out, uint32_t cap, uint32_
     return n;
 }
 
+// Records on a grid cloth's particles that the edge between local
+// particles a and b tore, if it is one of a triangle's (sim__tie.torn).
+static void mark_torn_edge(sim_world* w, const sim__entity* e, uint32_t a, uint32_t b) {
+    if (e->cols == 0) {
+        return;
+    }
+    if (b < a) {
+        uint32_t t = a;
+        a = b;
+        b = t;
+    }
+    const uint32_t C = e->cols, ra = a / C, ca = a % C, rb = b / C, cb = b % C;
+    uint8_t bit = 0;
+    if (rb == ra && cb == ca + 1u) {
+        bit = SIM__TORN_RIGHT;
+    } else if (rb == ra + 1u && cb == ca) {
+        bit = SIM__TORN_DOWN;
+    } else if (rb == ra + 1u && cb == ca + 1u) {
+        bit = SIM__TORN_DIAG;
+    }
+    w->tie[e->p_first + a].torn |= bit;
+}
+
 void sim__tear(sim_world* w) {
     for (uint32_t k = 0; k < w->order_count; ++k) {
         sim__entity* e = &w->entities[w->order[k]];
@@ -70,6 +93,7 @@ void sim__tear(sim_world* w) {
                 continue;
             }
             d[j].kind = SIM__DIST_TORN;
+            mark_torn_edge(w, e, d[j].a, d[j].b);
             if (w->torn_count < SIM_MAX_TORN) {
                 sim_torn* t = &w->torn[w->torn_count++];
                 t->entity = (sim_entity_id){w->order[k] + 1, e->generation};

@@ -94,6 +94,17 @@ static void push_corners(sim_world* w, const uint32_t idx[3], sim_vec3 f, float 
     }
 }
 
+// Whether triangle t of a grid `cols` wide, first corner i (local), has a
+// torn edge (sim__tie.torn): (i, i+1, i+cols+1) or (i, i+cols+1, i+cols).
+static bool triangle_torn(const sim__tie* tie, uint32_t cols, uint32_t t, uint32_t i) {
+    if ((t & 1u) == 0) {
+        return (tie[i].torn & (SIM__TORN_RIGHT | SIM__TORN_DIAG)) != 0 ||
+               (tie[i + 1].torn & SIM__TORN_DOWN) != 0;
+    }
+    return (tie[i].torn & (SIM__TORN_DIAG | SIM__TORN_DOWN)) != 0 ||
+           (tie[i + cols].torn & SIM__TORN_RIGHT) != 0;
+}
+
 void sim__wind_apply(sim_world* w, float h) {
     const sim_params* p = &w->params;
     if (p->air_density == 0.0f || (p->drag_coef == 0.0f && p->lift_coef == 0.0f)) {
@@ -110,6 +121,9 @@ void sim__wind_apply(sim_world* w, float h) {
         for (uint32_t t = 0; t < n; ++t) {
             uint32_t idx[3];
             sim_cloth_triangle(e->cols, t, idx);
+            if (triangle_torn(w->tie + e->p_first, e->cols, t, idx[0])) {
+                continue; // its corners are no longer one piece of cloth
+            }
             for (int c = 0; c < 3; ++c) {
                 idx[c] += e->p_first;
             }

@@ -317,8 +317,18 @@ typedef struct sim__tie {
     float tether_len; ///< The most it may be from its tether particle, m.
     uint32_t tether;  ///< Local index of that pinned particle, or SIM__NO_TIE.
     uint8_t bone;     ///< Bone of the wearer it is pinned to, or SIM__NO_BONE.
-    uint8_t pad[3];
+    /// Grid edges from this particle that tore (tear.c): SIM__TORN_RIGHT,
+    /// SIM__TORN_DOWN, SIM__TORN_DIAG; the air skips a triangle with a torn
+    /// edge (wind.c).
+    uint8_t torn;
+    uint8_t pad[2];
 } sim__tie;
+
+/// sim__tie.torn: the edge to the grid particle on the right (r, c + 1),
+/// below (r + 1, c), and diagonally below (r + 1, c + 1) tore.
+#define SIM__TORN_RIGHT 1u
+#define SIM__TORN_DOWN  2u
+#define SIM__TORN_DIAG  4u
 _Static_assert(sizeof(sim__tie) == 24, "sim__tie: 24 bytes a particle");
 
 /// An entity slot (cold data).

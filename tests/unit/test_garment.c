@@ -632,6 +632,56 @@ static void test_garment_dragged_pin_then_tear_stays_put(void** state) {
     sim_world_destroy(w);
 }
 
+// A fresh user's report: a tearable cape in a gusty gale (wind (20, 0, 10)
+// m/s, gusts 0.5, 2 iterations) tore, and its pieces reached 14 km/s: the
+// air still pushed on triangles whose corners had torn apart, with the area
+// and velocity of corners in different pieces. The air now skips a
+// triangle with a torn edge. Nothing the air moves outruns the air: torn
+// or not, no particle may be faster than the air's top speed
+// |wind|·(1 + gust), plus what 1 s of free fall adds (9.8 m/s).
+static void test_garment_torn_cape_in_a_gale_does_not_outrun_the_air(void** state) {
+    (void)state;
+    const float winds[] = {20.0f, 60.0f};
+    const int iterations[] = {2, 8};
+    for (int k = 0; k < 2; ++k) {
+        sim_world* w = make_world(SIM_SOLVER_SOFT_STEP);
+        sim_params prm = sim_world_params(w);
+        prm.iterations = iterations[k];
+        prm.wind = v3(winds[k], 0.0f, 0.5f * winds[k]);
+        prm.gust = 0.5f;
+        prm.gust_period = 1.0f;
+        assert_int_equal(sim_world_set_params(w, &prm), SIM_OK);
+        sim_entity_id who = spawn_character(w, v3(0.0f, 0.0f, 0.0f), "idle");
+        sim_cloth_attach_def d = sim_cloth_attach_def_default();
+        d.wearer = who;
+        d.kind = SIM_GARMENT_CAPE;
+        d.tear_ratio = 1.5f;
+        d.long_range = false;
+        sim_entity_id cape;
+        assert_int_equal(sim_world_attach_cloth(w, &d, &cape), SIM_OK);
+        const float air_max = v3_len(prm.wind) * (1.0f + prm.gust);
+        float fastest = 0.0f;
+        uint32_t torn = 0;
+        for (int t = 0; t < 600; ++t) {
+            sim_world_step(w);
+            sim_torn buf[SIM_MAX_TORN];
+            torn += sim_world_drain_torn(w, buf, SIM_MAX_TORN, NULL);
+            sim_entity_view v;
+            assert_int_equal(sim_entity_get_view(w, cape, &v), SIM_OK);
+            for (uint32_t i = 0; i < v.particle_count; ++i) {
+                assert_true(sim_vec3_is_finite(v.pos[i]));
+                fastest = fmaxf(fastest, v3_len(v3_sub(v.pos[i], v.prev[i])) * 60.0f);
+            }
+        }
+        printf("torn cape in wind %.0f m/s (air up to %.1f m/s), %d iterations: %u sticks torn, "
+               "fastest particle %.1f m/s\n",
+               (double)winds[k], (double)air_max, iterations[k], torn, (double)fastest);
+        assert_true(torn > 0);
+        assert_true(fastest <= air_max + 9.8f);
+        sim_world_destroy(w);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_garment_cape_follows_walking_and_thrown),
@@ -641,6 +691,7 @@ int main(void) {
         cmocka_unit_test(test_garment_sheet_pulled_by_two_drags_tears),
         cmocka_unit_test(test_garment_cape_torn_off),
         cmocka_unit_test(test_garment_dragged_pin_then_tear_stays_put),
+        cmocka_unit_test(test_garment_torn_cape_in_a_gale_does_not_outrun_the_air),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
