@@ -12,6 +12,7 @@
 #include "app_internal.h"
 #include "report.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,25 @@ static rdp_code code_of(int sim_err) {
 }
 
 // A message for a failed world command that names what was wrong.
+// A spawn_cloth's `across` (flag RDP_GIVEN_ACROSS) or `down`, as given or
+// the default ([1, 0, 0], [0, -1, 0]).
+static rdp_vec3 cloth_axis(const rdp_command* cmd, uint32_t flag) {
+    if (cmd->given & flag) {
+        return flag == RDP_GIVEN_ACROSS ? cmd->u.spawn_cloth.across : cmd->u.spawn_cloth.down;
+    }
+    rdp_vec3 v = {flag == RDP_GIVEN_ACROSS ? 1.0 : 0.0, flag == RDP_GIVEN_ACROSS ? 0.0 : -1.0, 0.0};
+    return v;
+}
+
+// Whether a spawn_cloth's axes pass the simulator's check: unit and
+// perpendicular within 1e-3 (sim_world_spawn_cloth()).
+static bool cloth_axes_ok(const rdp_command* cmd) {
+    const rdp_vec3 a = cloth_axis(cmd, RDP_GIVEN_ACROSS), d = cloth_axis(cmd, RDP_GIVEN_DOWN);
+    return fabs(sqrt(a.x * a.x + a.y * a.y + a.z * a.z) - 1.0) <= 1e-3 &&
+           fabs(sqrt(d.x * d.x + d.y * d.y + d.z * d.z) - 1.0) <= 1e-3 &&
+           fabs(a.x * d.x + a.y * d.y + a.z * d.z) <= 1e-3;
+}
+
 static void describe_failure(const app_world* w, const rdp_command* cmd, int rc, char* msg,
                              size_t cap) {
     unsigned long long world = (unsigned long long)w->id;
@@ -111,11 +131,25 @@ static void describe_failure(const app_world* w, const rdp_command* cmd, int rc,
                      "a tear ratio is 0 (never tears) or in [1.01, 100] (a stick tears past that "
                      "times its rest length), not %g",
                      tear);
+        } else if (cmd->op == RDP_OP_ATTACH_CLOTH &&
+                   cmd->u.attach_cloth.kind == RDP_GARMENT_SKIRT && cmd->u.attach_cloth.cols != 0 &&
+                   cmd->u.attach_cloth.cols < 3) {
+            snprintf(msg, cap,
+                     "a skirt is a ring round the pelvis: it needs at least 3 cols, not %u",
+                     cmd->u.attach_cloth.cols);
         } else if (cmd->op == RDP_OP_ATTACH_CLOTH) {
             snprintf(msg, cap,
                      "every particle of the garment must lie in the world: x, y and z each within "
-                     "[-%.0f, %.0f] m (and a skirt needs at least 3 cols)",
+                     "[-%.0f, %.0f] m",
                      e, e);
+        } else if (cmd->op == RDP_OP_SPAWN_CLOTH && !cloth_axes_ok(cmd)) {
+            const rdp_vec3 a = cloth_axis(cmd, RDP_GIVEN_ACROSS),
+                           d = cloth_axis(cmd, RDP_GIVEN_DOWN);
+            snprintf(msg, cap,
+                     "`across` and `down` must be unit vectors, perpendicular, within 1e-3: "
+                     "|across| = %g, |down| = %g, across·down = %g",
+                     sqrt(a.x * a.x + a.y * a.y + a.z * a.z),
+                     sqrt(d.x * d.x + d.y * d.y + d.z * d.z), a.x * d.x + a.y * d.y + a.z * d.z);
         } else if (cmd->op == RDP_OP_SPAWN_SOFTBODY) {
             // The decoder checked each field; what is left is the mass per
             // particle and the cube's place in the world.
@@ -128,14 +162,11 @@ static void describe_failure(const app_world* w, const rdp_command* cmd, int rc,
                    cmd->op == RDP_OP_SPAWN_RAGDOLL) {
             snprintf(msg, cap,
                      "every particle of the new %s must lie in the world: x, y and z each within "
-                     "[-%.0f, %.0f] m%s",
+                     "[-%.0f, %.0f] m",
                      cmd->op == RDP_OP_SPAWN_ROPE    ? "rope"
                      : cmd->op == RDP_OP_SPAWN_CLOTH ? "cloth"
                                                      : "ragdoll",
-                     e, e,
-                     cmd->op == RDP_OP_SPAWN_CLOTH
-                         ? " (and `across` and `down` unit and perpendicular, within 1e-3)"
-                         : "");
+                     e, e);
         } else {
             snprintf(msg, cap, "%s", sim_strerror(rc));
         }

@@ -550,6 +550,14 @@ test('attach_cloth dresses a character; the garment follows it, shows as a garme
   }
   const dogCape = await c.send({ op: 'attach_cloth', world, entity: dog, kind: 'cape' });
   assert.match(dogCape.error.message, /has no cape garment/);
+  // Each out-of-range case says which rule it broke (a fresh user's report).
+  const ring = await c.send({ op: 'attach_cloth', world, entity: who, kind: 'skirt', cols: 2 });
+  assert.match(ring.error.message, /at least 3 cols, not 2/);
+  const axes = await c.send({ op: 'spawn_cloth', world, origin: [0, 3, 0], cols: 4, rows: 4, spacing: 0.1, across: [0, 0, 0] });
+  assert.equal(axes.error?.code, 'out_of_range');
+  assert.match(axes.error.message, /unit vectors, perpendicular.*\|across\| = 0/);
+  const same = await c.send({ op: 'spawn_cloth', world, origin: [0, 3, 0], cols: 4, rows: 4, spacing: 0.1, across: [0, -1, 0] });
+  assert.match(same.error.message, /across·down = 1/);
   await sleep(1000);
   let snap = c.snapshots().at(-1);
   assert.equal(snap.entities.length, 6, 'two characters, a ball, three garments');
