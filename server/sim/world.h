@@ -628,22 +628,22 @@ void sim__particles_project(sim_world* w, float inv_h2, int it);
 uint32_t sim__cloth_lane_stride(uint32_t cols);
 
 /// Puts cloth entity e's distance constraints into blocks of four
-/// (sim__lane_block) for sim__cloth_batches_project(), replacing the blocks
-/// it had. Call it after an entity's constraints change (spawn; tearing
-/// removes some). No allocation: the blocks go at the end of
+/// (sim__lane_block, cloth_schedule.c) for sim__cloth_batches_project(),
+/// replacing the blocks it had. Call it after an entity's constraints
+/// change (spawn; tearing removes some). No allocation: the blocks go at the end of
 /// w->lane_blocks, in the room sim_world_reserve() made; old blocks of e
 /// are removed first and later ranges slide down.
 ///
 /// A constraint between grid neighbours goes into the lane of its family
 /// and place: across (structural, bend) as pairs of a row, down and the
-/// two diagonals as runs of four columns. The blocks are in three sweeps
-/// (structural, then shear, then bend, as the constraints are made), each
-/// row by row from row 0, the pinned one, so a pass carries a hanging
-/// cloth's load down in one sweep as the sequential loop does; within a
-/// row, neighbours across are solved in two colours (even pairs, then odd),
-/// as in Box2D v3's graph colouring. Constraints of no family (a skirt's
-/// seam), or whose compliance differs from their block's, go into SCALAR
-/// blocks at the end, in their array order. Torn ones are left out.
+/// two diagonals as runs of four columns. The blocks are in one sweep per
+/// family (across in two colours, even pairs then odd, as in Box2D v3's
+/// graph colouring; down; the two diagonals; bend across in two colours;
+/// bend down: structural, then shear, then bend, as the constraints are
+/// made), each row by row from row 0, the pinned one, so a pass carries a
+/// hanging cloth's load down in one sweep as the sequential loop does. Constraints of no family (a
+/// skirt's seam), or whose compliance differs from their block's, go into SCALAR blocks at the end,
+/// in their array order. Torn ones are left out.
 ///
 /// Returns SIM_OK with e batched, or leaves e with no blocks (the
 /// sequential loop) and returns SIM_E_CAPACITY when the blocks or the
