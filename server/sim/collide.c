@@ -95,13 +95,19 @@ static bool clear_of_statics(const sim_world* w, sim_vec3 lo, sim_vec3 hi, float
 // Bodies a particle entity's collision pass looks at directly, at most.
 #define SIM__NEAR_BODIES 64
 
-void sim__collide_project(sim_world* w, float h) {
+bool sim__collide_skips(const sim_world* w, sim_vec3 lo, sim_vec3 hi, float rmax) {
+    sim__near_body near[SIM__NEAR_BODIES];
+    return bodies_near(w, lo, hi, rmax, near, SIM__NEAR_BODIES) == 0 &&
+           clear_of_statics(w, lo, hi, rmax);
+}
+
+void sim__collide_project(sim_world* w, float h, int it) {
     const bool ground = w->def.ground;
     const float inv_h = 1.0f / h;
     for (uint32_t k = 0; k < w->order_count; ++k) {
         const sim__entity* e = &w->entities[w->order[k]];
-        if (e->iterations == 0) {
-            continue; // frozen (lod.c)
+        if (e->iterations == 0 || it < e->collide_from) {
+            continue; // frozen (lod.c), or found clear by the pass ahead (cloth_batch.c)
         }
         uint32_t own_first, own_end;
         wearer_bodies(w, e, &own_first, &own_end);

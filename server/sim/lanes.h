@@ -360,3 +360,23 @@ static inline float sim__fw_lane(sim__fw a, int i) {
     sim__fw_store(f, a);
     return f[i];
 }
+
+/// The smallest of a's four lanes (the first of equals).
+static inline float sim__fw_least(sim__fw a) {
+    float m = sim__fw_lane(a, 0);
+    for (int i = 1; i < 4; ++i) {
+        float v = sim__fw_lane(a, i);
+        m = v < m ? v : m;
+    }
+    return m;
+}
+
+/// The largest of a's four lanes (the first of equals).
+static inline float sim__fw_most(sim__fw a) {
+    float m = sim__fw_lane(a, 0);
+    for (int i = 1; i < 4; ++i) {
+        float v = sim__fw_lane(a, i);
+        m = v > m ? v : m;
+    }
+    return m;
+}

@@ -17,25 +17,6 @@
 // Staging reads four particles as twelve consecutive floats.
 _Static_assert(sizeof(sim_vec3) == 3 * sizeof(float), "sim_vec3 is three floats, unpadded");
 
-// The smallest and largest of four lanes.
-static float lanes_min(sim__fw a) {
-    float m = sim__fw_lane(a, 0);
-    for (int i = 1; i < 4; ++i) {
-        float v = sim__fw_lane(a, i);
-        m = v < m ? v : m;
-    }
-    return m;
-}
-
-static float lanes_max(sim__fw a) {
-    float m = sim__fw_lane(a, 0);
-    for (int i = 1; i < 4; ++i) {
-        float v = sim__fw_lane(a, i);
-        m = v > m ? v : m;
-    }
-    return m;
-}
-
 void sim__particle_bounds(const sim_world* w, const sim__entity* e, sim_vec3* lo, sim_vec3* hi,
                           float* rmax) {
     // Four particles at a time in four-float lanes: their twelve floats as
@@ -60,10 +41,10 @@ void sim__particle_bounds(const sim_world* w, const sim__entity* e, sim_vec3* lo
     }
     sim__fw x, y, z;
     sim__fw_from_xyz(mn[0], mn[1], mn[2], &x, &y, &z);
-    sim_vec3 l = v3(lanes_min(x), lanes_min(y), lanes_min(z));
+    sim_vec3 l = v3(sim__fw_least(x), sim__fw_least(y), sim__fw_least(z));
     sim__fw_from_xyz(mx[0], mx[1], mx[2], &x, &y, &z);
-    sim_vec3 h = v3(lanes_max(x), lanes_max(y), lanes_max(z));
-    float r = lanes_max(r4);
+    sim_vec3 h = v3(sim__fw_most(x), sim__fw_most(y), sim__fw_most(z));
+    float r = sim__fw_most(r4);
     for (; i < end; ++i) { // the last one to three
         const sim_vec3 p = w->pos[i];
         l = v3(p.x < l.x ? p.x : l.x, p.y < l.y ? p.y : l.y, p.z < l.z ? p.z : l.z);
@@ -127,8 +108,8 @@ void sim__particles_joint_limits(sim_world* w) {
 void sim__particles_project(sim_world* w, float inv_h2, int it) {
     for (uint32_t k = 0; k < w->order_count; ++k) {
         const sim__entity* e = &w->entities[w->order[k]];
-        if (it >= e->iterations) {
-            continue; // fewer iterations, or frozen (lod.c)
+        if (it >= e->iterations || it < e->ahead) {
+            continue; // fewer iterations, frozen (lod.c), or done ahead
         }
         w->stats.particle_projections += e->d_count + e->j_count;
         sim_vec3* pos = w->pos + e->p_first;
@@ -146,5 +127,49 @@ void sim__particles_project(sim_world* w, float inv_h2, int it) {
         for (uint32_t j = 0; j < e->j_count; ++j) {
             sim__project_joint(pos, im, &jt[j]);
         }
+    }
+}
+
+// Whether nothing but its own blocks and the collision pass touches e's
+// particles between relaxation passes (step.c's loop): then its passes
+// can run back to back. A drag is checked by the caller.
+static bool runs_alone(const sim__entity* e) {
+    return e->cb_count > 0 && e->iterations > 0 && e->j_count == 0 && !e->tethered &&
+           !e->self_collision && e->kind != SIM_ENTITY_SOFTBODY && e->p_count > 0 &&
+           e->p_count == e->rows * e->cols;
+}
+
+bool sim__cloth_ahead = true;
+
+void sim__particles_project_ahead(sim_world* w, float inv_h2) {
+    for (uint32_t k = 0; k < w->order_count; ++k) {
+        sim__entity* e = &w->entities[w->order[k]];
+        e->ahead = sim__cloth_ahead && runs_alone(e) ? 1 : 0; // a candidate, for now
+        e->collide_from = 0;
+    }
+    for (uint32_t k = 0; k < w->drag_count; ++k) {
+        sim__entity* e = sim__entity_get(w, w->drags[k].entity);
+        if (e != NULL) {
+            e->ahead = 0;
+        }
+    }
+    const int iterations = w->params.iterations;
+    for (uint32_t k = 0; k < w->order_count; ++k) {
+        sim__entity* e = &w->entities[w->order[k]];
+        if (!e->ahead) {
+            continue;
+        }
+        const int passes = e->iterations < iterations ? e->iterations : iterations;
+        sim_vec3 lo, hi;
+        float rmax;
+        sim__particle_bounds(w, e, &lo, &hi, &rmax);
+        bool clear;
+        const uint32_t done =
+            sim__cloth_batches_ahead(w, e, inv_h2, (uint32_t)passes, rmax, &clear);
+        w->stats.particle_projections += (uint64_t)done * e->d_count;
+        e->ahead = (uint8_t)done;
+        // Clear after the last pass: later passes project nothing more, so
+        // their collision passes would find the same box clear.
+        e->collide_from = (uint8_t)(clear ? iterations : (int)done - 1);
     }
 }

@@ -70,13 +70,14 @@ static void particles_substep(sim_world* w, float h) {
     memset(w->contact, 0, w->p_count);
     memset(w->push, 0, w->p_count * sizeof *w->push);
     sim__softbodies_match(w, h); // once per substep (softbody.c)
+    sim__particles_project_ahead(w, inv_h2);
     for (int it = 0; it < w->params.iterations; ++it) {
         sim__particles_project(w, inv_h2, it);
         sim__tethers_project(w, it);
         sim__drags_project(w, inv_h2);
         sim__self_collide_project(w, it);
         sim__softbodies_contacts(w);
-        sim__collide_project(w, h);
+        sim__collide_project(w, h, it);
     }
     sim__particles_joint_limits(w);
     sim__collide_respond(w, h);

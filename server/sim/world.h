@@ -357,6 +357,8 @@ typedef struct sim__entity {
     uint32_t self_hops;          ///< Grid pairs at most this many hops apart are skipped.
     float thickness;             ///< Self-contact distance, m.
     uint32_t sc_first, sc_count; ///< This substep's candidate self-contact pairs in sc_pairs.
+    uint8_t ahead;               ///< Passes projected this substep before the others (particle.c).
+    uint8_t collide_from;        ///< First pass whose collision pass looks at it this substep.
 } sim__entity;
 
 /// A candidate self-contact pair (self_collide.c): particle indices local to
@@ -589,8 +591,17 @@ sim_vec3 sim__swing(sim_vec3 from, sim_vec3 to, sim_vec3 v);
 
 /// Projects every particle out of the ground, the static boxes and the
 /// bodies' capsules, position only, and records the contact normal; bodies
-/// take the opposite momentum (sim__particle_vs_bodies). h is the substep.
-void sim__collide_project(sim_world* w, float h);
+/// take the opposite momentum (sim__particle_vs_bodies). h is the substep,
+/// `it` the relaxation pass (from 0): an entity with it < its collide_from
+/// is left out (sim__particles_project_ahead() found it clear).
+void sim__collide_project(sim_world* w, float h, int it);
+
+/// Whether sim__collide_project() leaves out an entity whose particles lie
+/// in the box [lo, hi] (m) with radii at most rmax: no body's bounds for
+/// the tick, no static box and not the ground come within reach. Bodies
+/// do not move during a substep's relaxation, so the answer depends only
+/// on the box.
+bool sim__collide_skips(const sim_world* w, sim_vec3 lo, sim_vec3 hi, float rmax);
 
 /// Applies restitution and friction to the particles in contact this
 /// substep by moving their previous positions (velocity pass, after Müller
@@ -620,7 +631,23 @@ void sim__particles_integrate(sim_world* w, sim_vec3 g_h2);
 /// limits of every entity that takes that many iterations this tick
 /// (sim__entity.iterations, lod.c); inv_h2 = 1/h² for XPBD compliance
 /// (particle.c). Counts the projections in w->stats.
+/// Entities with it < their `ahead` are left out (done already).
 void sim__particles_project(sim_world* w, float inv_h2, int it);
+
+/// Before a substep's relaxation passes: each batched cloth that nothing
+/// else touches between passes (no joint limits, long-range attachments,
+/// self-collision or drag; not a soft body) gets its passes now with one
+/// staging (sim__cloth_batches_ahead()) while its box stays clear of every
+/// collider, and sets e->ahead (passes done) and e->collide_from (the
+/// first pass whose collision pass must look at it). Entities share no
+/// particle and bodies do not move during the passes, so the positions are
+/// the same bits as pass by pass. Every other entity gets 0 and 0.
+void sim__particles_project_ahead(sim_world* w, float inv_h2);
+
+/// Whether sim__particles_project_ahead() runs passes ahead (true; the
+/// same bits either way). Tests switch it off to compare, before any world
+/// steps on another thread.
+extern bool sim__cloth_ahead;
 
 /// The row stride of cloth staging for a grid `cols` wide: cols + 6 or
 /// more (a row's last pairs load eight floats from column cols - 2),
@@ -668,6 +695,15 @@ void sim__cloth_batches_reset(sim_world* w);
 /// masses are staged in w->lane_staging for the pass (structure of arrays,
 /// padded rows). inv_h2 = 1/h², s⁻².
 void sim__cloth_batches_project(sim_world* w, const sim__entity* e, float inv_h2);
+
+/// Up to `passes` of sim__cloth_batches_project() on e with one staging:
+/// after each pass, the staged particles' box (grown by rmax, m, their
+/// largest radius) is given to sim__collide_skips(), and the passes stop
+/// after the first one whose box is not clear. Returns the passes done;
+/// *clear says whether the last one's box was clear. The positions are
+/// the same bits as from that many single passes.
+uint32_t sim__cloth_batches_ahead(sim_world* w, const sim__entity* e, float inv_h2, uint32_t passes,
+                                  float rmax, bool* clear);
 
 /// Whether sim__cloth_batches_project() may put two blocks in one AVX
 /// register on a CPU that has AVX (x86-64 builds with SSE2 lanes; the same
