@@ -54,7 +54,10 @@
  *
  * Usage: ragdoll-bench [--ticks N] [--runs N] [--solver xpbd|soft_step | --compare-solvers]
  *                      [--piles-only | --rain-only | --stream-only | --json-only |
- *                       --memory-only | --cloth-only] [--assets DIR]
+ *                       --memory-only | --cloth-only] [--no-avx] [--assets DIR]
+ *
+ * --no-avx keeps the cloth lanes to SSE2's four (sim__cloth_lanes_avx off;
+ * the same results bit for bit), for the figure of the x86-64 baseline.
  */
 #include "assets.h"
 #include "bench_solver.h"
@@ -68,6 +71,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+// The simulator's switch for AVX cloth lanes (server/sim/world.h, internal).
+extern bool sim__cloth_lanes_avx;
 
 static double now_s(void) {
     struct timespec ts;
@@ -1272,11 +1278,12 @@ static void usage(FILE* f) {
     fprintf(f, "usage: ragdoll-bench [--ticks N] [--runs N]\n"
                "                     [--solver xpbd|soft_step | --compare-solvers]\n"
                "                     [--piles-only | --rain-only | --stream-only | --json-only |\n"
-               "                      --memory-only | --cloth-only] [--assets DIR]\n"
+               "                      --memory-only | --cloth-only] [--no-avx] [--assets DIR]\n"
                "  --solver S          rigid-body solver of every world (default soft_step)\n"
                "  --compare-solvers   the piles and the rain (or the one asked for) under\n"
                "                      xpbd and soft_step in turn, --runs times each, with\n"
-               "                      each one's medians and the median soft_step/xpbd ratio\n");
+               "                      each one's medians and the median soft_step/xpbd ratio\n"
+               "  --no-avx            cloth lanes in SSE2 only, where the CPU has AVX\n");
 }
 
 int main(int argc, char** argv) {
@@ -1312,6 +1319,8 @@ int main(int argc, char** argv) {
             memory_only = true;
         } else if (strcmp(argv[i], "--cloth-only") == 0) {
             cloth_only = true;
+        } else if (strcmp(argv[i], "--no-avx") == 0) {
+            sim__cloth_lanes_avx = false;
         } else {
             usage(stderr);
             return 2;
