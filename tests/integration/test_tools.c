@@ -131,22 +131,22 @@ static void run(run_result* r, char* const argv[], double timeout_s) {
     }
 }
 
-// Fills argv[16] with ragdollctl, the fixture's server URL and up to 12
+// Fills argv[32] with ragdollctl, the fixture's server URL and up to 28
 // arguments, NULL-terminated.
-static void ctl_argv(fixture* f, const char* const* args, char* argv[16]) {
+static void ctl_argv(fixture* f, const char* const* args, char* argv[32]) {
     int n = 0;
     argv[n++] = (char*)env_or("RAGDOLLCTL", "build/clients/c/ragdollctl");
     argv[n++] = "--url";
     argv[n++] = f->url;
-    for (int i = 0; args[i] != NULL && n < 15; ++i) {
+    for (int i = 0; args[i] != NULL && n < 31; ++i) {
         argv[n++] = (char*)args[i];
     }
     argv[n] = NULL;
 }
 
-// Runs ragdollctl with the fixture's server URL and up to 12 arguments.
+// Runs ragdollctl with the fixture's server URL and up to 28 arguments.
 static int ctl(fixture* f, const char* const* args) {
-    char* argv[16];
+    char* argv[32];
     ctl_argv(f, args, argv);
     run(&f->r, argv, 60);
     return f->r.exit_code;
@@ -304,6 +304,136 @@ static void test_ragdollctl_exit_codes(void** state) {
     assert_non_null(strstr(f->r.err, "connection refused"));
 }
 
+// The id of the first entity of `kind` in world 1's snapshot, as text.
+static void first_of_kind(fixture* f, const char* kind, char* id, size_t cap) {
+    assert_int_equal(ctl(f, (const char*[]){"watch", "1", "--count", "1", NULL}), 0);
+    cJSON* snap = cJSON_Parse(f->r.out);
+    assert_non_null(snap);
+    const cJSON* e;
+    id[0] = '\0';
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(snap, "entities")) {
+        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(e, "kind")), kind) == 0) {
+            snprintf(id, cap, "%.0f", cJSON_GetObjectItem(e, "entity")->valuedouble);
+            break;
+        }
+    }
+    cJSON_Delete(snap);
+    assert_true(id[0] != '\0');
+}
+
+// The cloth half of the protocol from the command line: spawn_cloth's
+// options, attach_cloth, set_tear, the air in set_params, set_focus with
+// watch; a bad value is a usage error (2) or the server's (1).
+static void test_ragdollctl_drives_cloth_and_the_air(void** state) {
+    fixture* f = *state;
+    assert_int_equal(ctl(f, (const char*[]){"--json",
+                                            "spawn",
+                                            "cloth",
+                                            "1",
+                                            "--origin",
+                                            "-1,3,-3",
+                                            "--cols",
+                                            "12",
+                                            "--rows",
+                                            "10",
+                                            "--spacing",
+                                            "0.05",
+                                            "--pin",
+                                            "left",
+                                            "--across",
+                                            "0,0,1",
+                                            "--down",
+                                            "1,0,0",
+                                            "--self-collision",
+                                            "on",
+                                            "--thickness",
+                                            "0.04",
+                                            "--long-range",
+                                            "off",
+                                            "--tear",
+                                            "1.5",
+                                            "--stretch-compliance",
+                                            "1e-6",
+                                            NULL}),
+                     0);
+    cJSON* reply = cJSON_Parse(f->r.out);
+    char cloth[32];
+    snprintf(cloth, sizeof cloth, "%.0f", cJSON_GetObjectItem(reply, "entity")->valuedouble);
+    cJSON_Delete(reply);
+    assert_int_equal(ctl(f, (const char*[]){"describe", "1", cloth, NULL}), 0);
+    // 12 × 10: 10 pinned down its left column, 12·9 + 11·10 structural,
+    // 2·11·9 shear, 12·8 + 10·10 bend: 218 + 198 + 196.
+    assert_non_null(strstr(f->r.out, "120 particles, 612 sticks, 10 pinned, grid 12 x 10"));
+    // Bad values: ragdollctl's own (2), the server's (1), and nothing spawned.
+    assert_int_equal(
+        ctl(f, (const char*[]){"spawn", "cloth", "1", "--origin", "0,3,0", "--cols", "4", "--rows",
+                               "4", "--spacing", "0.1", "--self-collision", "maybe", NULL}),
+        2);
+    assert_non_null(strstr(f->r.err, "--self-collision wants on or off, not \"maybe\""));
+    assert_int_equal(ctl(f, (const char*[]){"spawn", "cloth", "1", "--origin", "0,3,0", "--cols",
+                                            "4", "--rows", "4", "--spacing", "0.1", "--across",
+                                            "1,0,0", "--down", "1,0,0", NULL}),
+                     1);
+    assert_non_null(strstr(f->r.err, "across·down = 1"));
+
+    // A cape and hair on the demo's first humanoid; a cloth wears nothing.
+    char hero[32];
+    first_of_kind(f, "character", hero, sizeof hero);
+    assert_int_equal(
+        ctl(f, (const char*[]){"attach", "1", hero, "--kind", "cape", "--tear", "2", NULL}), 0);
+    assert_true(strncmp(f->r.out, "entity ", 7) == 0);
+    char cape[32];
+    snprintf(cape, sizeof cape, "%s", f->r.out + 7);
+    cape[strcspn(cape, "\n")] = '\0';
+    assert_int_equal(ctl(f, (const char*[]){"describe", "1", cape, NULL}), 0);
+    assert_non_null(strstr(f->r.out, ": cloth"));
+    assert_int_equal(
+        ctl(f, (const char*[]){"attach", "1", hero, "--kind", "hair", "--long-range", "no", NULL}),
+        0);
+    assert_int_equal(ctl(f, (const char*[]){"attach", "1", hero, "--kind", "scarf", NULL}), 1);
+    assert_non_null(strstr(f->r.err, "must be \"cape\", \"skirt\" or \"hair\""));
+    assert_int_equal(ctl(f, (const char*[]){"attach", "1", cloth, "--kind", "cape", NULL}), 1);
+    assert_int_equal(ctl(f, (const char*[]){"attach", "1", hero, NULL}), 2); // --kind required
+
+    // Tearing: a ratio in [1.01, 100] or 0.
+    assert_int_equal(ctl(f, (const char*[]){"tear", "1", cloth, "--ratio", "1.2", NULL}), 0);
+    assert_int_equal(ctl(f, (const char*[]){"tear", "1", cloth, "--ratio", "0.5", NULL}), 1);
+    assert_non_null(strstr(f->r.err, "out_of_range"));
+    assert_int_equal(ctl(f, (const char*[]){"tear", "1", hero, "--ratio", "2", NULL}), 1);
+
+    // The air.
+    assert_int_equal(ctl(f, (const char*[]){"params", "set", "1", "--wind", "5,0,2", "--gust",
+                                            "0.4", "--gust-period", "2", "--air-density", "1.1",
+                                            "--drag-coef", "0.9", "--lift-coef", "0.3", NULL}),
+                     0);
+    assert_non_null(strstr(f->r.out, "wind        5 0 2\n"));
+    assert_non_null(strstr(f->r.out, "gust        0.4 (period 2 s)\n"));
+    assert_non_null(strstr(f->r.out, "air         density 1.1, drag 0.9, lift 0.3\n"));
+    assert_int_equal(ctl(f, (const char*[]){"params", "set", "1", "--wind", "500,0,0", NULL}), 1);
+    assert_int_equal(ctl(f, (const char*[]){"params", "get", "1", NULL}), 0);
+    assert_non_null(strstr(f->r.out, "wind        5 0 2\n")); // the refused set changed nothing
+
+    // A focus far from everything freezes the cloth while the watch lasts
+    // (the snapshot's metrics count it); a bad point is the server's error.
+    assert_int_equal(ctl(f, (const char*[]){"watch", "1", "--raw", "--rate", "5", "--seconds",
+                                            "1.5", "--focus", "900,0,900", NULL}),
+                     0);
+    const char* last = f->r.out;
+    for (const char* nl = strchr(last, '\n'); nl != NULL && nl[1] != '\0';
+         nl = strchr(last, '\n')) {
+        last = nl + 1;
+    }
+    cJSON* snap = cJSON_Parse(last);
+    assert_non_null(snap);
+    const cJSON* metrics = cJSON_GetObjectItem(snap, "metrics");
+    assert_true(cJSON_GetObjectItem(metrics, "frozen_entities")->valuedouble >= 1);
+    cJSON_Delete(snap);
+    assert_int_equal(
+        ctl(f, (const char*[]){"watch", "1", "--count", "2", "--focus", "1e300,0,0", NULL}), 1);
+    assert_non_null(strstr(f->r.err, "out_of_range"));
+    assert_int_equal(ctl(f, (const char*[]){"watch", "1", "--focus", "0,1", NULL}), 2);
+}
+
 typedef struct watch_seen {
     int snapshots, other;
     uint64_t last_tick;
@@ -348,7 +478,7 @@ static void test_ragdollctl_watch_prints_n_snapshots(void** state) {
 // `| head`). Returns its exit status, or -1 when it was still running after
 // timeout_s seconds (then it is killed).
 static int ctl_reader_gone(fixture* f, const char* const* args, double timeout_s) {
-    char* argv[16];
+    char* argv[32];
     ctl_argv(f, args, argv);
     int out[2];
     assert_int_equal(pipe(out), 0);
@@ -760,7 +890,7 @@ static void test_ragdollctl_sends_its_token_and_names_a_refusal(void** state) {
 // Runs ragdoll-load on `scenario` with up to 6 more arguments; returns the
 // seconds it took.
 static double load(fixture* f, const char* scenario, const char* const* args) {
-    char* argv[16];
+    char* argv[32];
     int n = 0;
     argv[n++] = (char*)env_or("RAGDOLL_LOAD", "build/clients/c/ragdoll-load");
     argv[n++] = "--quiet";
@@ -878,6 +1008,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_ragdollctl_exit_codes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_create_takes_a_solver, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ragdollctl_drives_cloth_and_the_air, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_watch_prints_n_snapshots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_watch_ends_when_its_reader_goes, setup,
                                         teardown),

@@ -208,6 +208,7 @@ typedef enum arg_type {
     A_VEC3,   ///< X,Y,Z
     A_STR,    ///< string
     A_NAMES,  ///< option: comma-separated names; positional: the rest of the arguments
+    A_BOOL,   ///< on|off (also true|false, yes|no), sent as a JSON boolean
     A_SECONDS ///< ragdollctl's own --seconds (not sent)
 } arg_type;
 
@@ -218,7 +219,7 @@ typedef struct arg_spec {
     bool required;
 } arg_spec;
 
-#define MAX_ARGS 8
+#define MAX_ARGS 16
 
 /// A subcommand that sends one command: ctl_cmd first, so that the table
 /// entry can be found from x->cmd.
@@ -278,6 +279,17 @@ static bool add_arg(cJSON* o, const arg_spec* a, const char* v, ctl* x) {
         }
         return true;
     }
+    case A_BOOL: {
+        static const char *const yes[] = {"on", "true", "yes"}, *const no[] = {"off", "false",
+                                                                               "no"};
+        for (int i = 0; i < 3; ++i) {
+            if (strcmp(v, yes[i]) == 0 || strcmp(v, no[i]) == 0) {
+                cJSON_AddBoolToObject(o, a->field, strcmp(v, yes[i]) == 0);
+                return true;
+            }
+        }
+        return false;
+    }
     case A_SECONDS:
         if (!ctl_parse_double(v, &x->seconds) || x->seconds < 0 || x->seconds > CTL_MAX_SECONDS) {
             return false;
@@ -301,6 +313,8 @@ static const char* type_hint(arg_type t) {
         return "a string";
     case A_NAMES:
         return "NAME[,NAME...]";
+    case A_BOOL:
+        return "on or off";
     case A_SECONDS:
         return "seconds";
     }
@@ -493,6 +507,14 @@ static void print_params_of(const cJSON* p) {
     printf("substeps    %g\n", num(p, "substeps"));
     printf("bounciness  %g\n", num(p, "bounciness"));
     printf("friction    %g\n", num(p, "friction"));
+    const cJSON* wind = cJSON_GetObjectItemCaseSensitive(p, "wind");
+    if (cJSON_GetArraySize(wind) == 3) { // servers before the air have none
+        printf("wind        %g %g %g\n", cJSON_GetArrayItem(wind, 0)->valuedouble,
+               cJSON_GetArrayItem(wind, 1)->valuedouble, cJSON_GetArrayItem(wind, 2)->valuedouble);
+        printf("gust        %g (period %g s)\n", num(p, "gust"), num(p, "gust_period"));
+        printf("air         density %g, drag %g, lift %g\n", num(p, "air_density"),
+               num(p, "drag_coef"), num(p, "lift_coef"));
+    }
 }
 
 static bool print_params(ctl* x, const rdc_reply* r) {
@@ -606,14 +628,26 @@ static const simple_cmd spawn_rope =
 
 static const simple_cmd spawn_cloth =
     SIMPLE("spawn",
-           "cloth WORLD --origin X,Y,Z --cols N --rows N --spacing M [--pin top|none] [--mass KG]",
+           "cloth WORLD --origin X,Y,Z --cols N --rows N --spacing M [--pin top|left|none]\n"
+           "              [--mass KG] [--across X,Y,Z] [--down X,Y,Z] [--self-collision on|off]\n"
+           "              [--thickness M] [--stretch-compliance C] [--shear-compliance C]\n"
+           "              [--bend-compliance C] [--long-range on|off] [--tear R]",
            "", "spawn_cloth", .pos = {WORLD_POS},
            .opts = {{"origin", "origin", A_VEC3, true},
                     {"cols", "cols", A_UINT, true},
                     {"rows", "rows", A_UINT, true},
                     {"spacing", "spacing", A_NUM, true},
                     {"pin", "pin", A_STR, false},
-                    {"mass", "mass", A_NUM, false}},
+                    {"mass", "mass", A_NUM, false},
+                    {"across", "across", A_VEC3, false},
+                    {"down", "down", A_VEC3, false},
+                    {"self-collision", "self_collision", A_BOOL, false},
+                    {"thickness", "thickness", A_NUM, false},
+                    {"stretch-compliance", "stretch_compliance", A_NUM, false},
+                    {"shear-compliance", "shear_compliance", A_NUM, false},
+                    {"bend-compliance", "bend_compliance", A_NUM, false},
+                    {"long-range", "long_range", A_BOOL, false},
+                    {"tear", "tear", A_NUM, false}},
            .print_ok = print_entity);
 
 static const simple_cmd spawn_ragdoll =
@@ -684,9 +718,14 @@ static const ctl_cmd cmd_spawn = {
     .help = "Spawns an entity and prints its id.\n\n"
             "  spawn rope WORLD --anchor X,Y,Z --segments N --segment-length M [--mass KG]\n"
             "      a chain of N+1 particles along +X from the anchor, the first pinned\n"
-            "  spawn cloth WORLD --origin X,Y,Z --cols N --rows N --spacing M [--pin top|none]\n"
-            "              [--mass KG]\n"
-            "      a grid from its top-left corner, columns along +X, rows along -Y\n"
+            "  spawn cloth WORLD --origin X,Y,Z --cols N --rows N --spacing M\n"
+            "              [--pin top|left|none] [--mass KG] [--across X,Y,Z] [--down X,Y,Z]\n"
+            "              [--self-collision on|off] [--thickness M] [--stretch-compliance C]\n"
+            "              [--shear-compliance C] [--bend-compliance C] [--long-range on|off]\n"
+            "              [--tear R]\n"
+            "      a grid from its top-left corner, columns along --across (+X), rows along\n"
+            "      --down (-Y); compliances in m/N; --tear R: its sticks break past R times\n"
+            "      their rest length (0: never)\n"
             "  spawn ragdoll WORLD --position X,Y,Z [--facing RAD] [--mass KG]\n"
             "      a 16-particle ragdoll, pelvis at the position\n"
             "  spawn character WORLD --position X,Y,Z [--facing RAD] [--skeleton NAME]\n"
@@ -701,6 +740,35 @@ static const ctl_cmd cmd_spawn = {
     .parse = parse_spawn,
     .start = start_simple,
 };
+
+static const simple_cmd cmd_attach = SIMPLE(
+    "attach",
+    "WORLD ENTITY --kind cape|skirt|hair [--cols N] [--rows N] [--mass KG]\n"
+    "                  [--long-range on|off] [--stretch-compliance C] [--bend-compliance C]\n"
+    "                  [--tear R]",
+    "Dresses a character in one of its skeleton's garments (a cape across the\n"
+    "shoulders, a skirt around the pelvis, hair on the head), pinned to its bones,\n"
+    "and prints the garment's entity id. Sizes and mass default to the skeleton's;\n"
+    "--long-range (on by default) keeps a cape from stretching when the wearer runs;\n"
+    "--tear R lets it tear past R times its rest lengths. Despawning the character\n"
+    "removes its garments.\n",
+    "attach_cloth", .pos = {WORLD_POS, ENTITY_POS},
+    .opts = {{"kind", "kind", A_STR, true},
+             {"cols", "cols", A_UINT, false},
+             {"rows", "rows", A_UINT, false},
+             {"mass", "mass", A_NUM, false},
+             {"long-range", "long_range", A_BOOL, false},
+             {"stretch-compliance", "stretch_compliance", A_NUM, false},
+             {"bend-compliance", "bend_compliance", A_NUM, false},
+             {"tear", "tear", A_NUM, false}},
+    .print_ok = print_entity);
+
+static const simple_cmd cmd_tear =
+    SIMPLE("tear", "WORLD ENTITY --ratio R",
+           "Sets the stretch past which a rope's or cloth's sticks break: R times their rest\n"
+           "length, 1.01-100, or 0 for never. Each tear is a \"torn\" event (watch shows it).\n",
+           "set_tear", .pos = {WORLD_POS, ENTITY_POS}, .opts = {{"ratio", "ratio", A_NUM, true}},
+           .print_ok = print_tick);
 
 static const simple_cmd cmd_despawn =
     SIMPLE("despawn", "WORLD ENTITY", "Removes an entity.\n", "despawn",
@@ -868,14 +936,22 @@ static const simple_cmd params_get =
 static const simple_cmd params_set =
     SIMPLE("params",
            "set WORLD [--gravity X,Y,Z] [--damping D] [--iterations N] [--substeps N]\n"
-           "                  [--bounciness B] [--friction F]",
+           "                  [--bounciness B] [--friction F] [--wind X,Y,Z] [--gust G]\n"
+           "                  [--gust-period S] [--air-density RHO] [--drag-coef C]\n"
+           "                  [--lift-coef C]",
            "", "set_params", .pos = {WORLD_POS},
            .opts = {{"gravity", "gravity", A_VEC3, false},
                     {"damping", "damping", A_NUM, false},
                     {"iterations", "iterations", A_UINT, false},
                     {"substeps", "substeps", A_UINT, false},
                     {"bounciness", "bounciness", A_NUM, false},
-                    {"friction", "friction", A_NUM, false}},
+                    {"friction", "friction", A_NUM, false},
+                    {"wind", "wind", A_VEC3, false},
+                    {"gust", "gust", A_NUM, false},
+                    {"gust-period", "gust_period", A_NUM, false},
+                    {"air-density", "air_density", A_NUM, false},
+                    {"drag-coef", "drag_coef", A_NUM, false},
+                    {"lift-coef", "lift_coef", A_NUM, false}},
            .print_ok = print_params);
 
 static int parse_params(ctl* x, int argc, char** argv) {
@@ -906,33 +982,26 @@ static const ctl_cmd cmd_params = {
     .help = "Reads or changes a world's parameters.\n\n"
             "  params get WORLD\n"
             "  params set WORLD [--gravity X,Y,Z] [--damping D] [--iterations N]\n"
-            "                   [--substeps N] [--bounciness B] [--friction F]\n\n"
+            "                   [--substeps N] [--bounciness B] [--friction F]\n"
+            "                   [--wind X,Y,Z] [--gust G] [--gust-period S]\n"
+            "                   [--air-density RHO] [--drag-coef C] [--lift-coef C]\n\n"
             "  --gravity X,Y,Z  m/s^2            --damping D     velocity kept per substep, 0-1\n"
             "  --iterations N   solver passes    --substeps N    substeps per tick\n"
-            "  --bounciness B   0-1              --friction F    0-1\n\n"
+            "  --bounciness B   0-1              --friction F    0-1\n"
+            "  --wind X,Y,Z     m/s              --gust G        0-1, wind x (1 + G s(t))\n"
+            "  --gust-period S  s                --air-density   kg/m^3 (0: no air)\n"
+            "  --drag-coef C    0-10             --lift-coef C   0-10\n\n"
             "set changes only what is given, and prints the parameters after the change.\n",
     .parse = parse_params,
     .start = start_simple,
 };
 
 const ctl_cmd* const ctl_commands[] = {
-    &cmd_list.base,
-    &cmd_create.base,
-    &cmd_destroy.base,
-    &cmd_spawn,
-    &cmd_despawn.base,
-    &cmd_describe.base,
-    &cmd_kill.base,
-    &cmd_getup.base,
-    &cmd_drive.base,
-    &cmd_partial.base,
-    &cmd_play.base,
-    &cmd_impulse.base,
-    &cmd_drag.base,
-    &cmd_release.base,
-    &cmd_params,
-    &ctl_cmd_watch,
-    &ctl_cmd_record,
-    &ctl_cmd_replay,
-    NULL,
+    &cmd_list.base,    &cmd_create.base,  &cmd_destroy.base,
+    &cmd_spawn,        &cmd_despawn.base, &cmd_describe.base,
+    &cmd_kill.base,    &cmd_getup.base,   &cmd_attach.base,
+    &cmd_tear.base,    &cmd_drive.base,   &cmd_partial.base,
+    &cmd_play.base,    &cmd_impulse.base, &cmd_drag.base,
+    &cmd_release.base, &cmd_params,       &ctl_cmd_watch,
+    &ctl_cmd_record,   &ctl_cmd_replay,   NULL,
 };

@@ -42,6 +42,8 @@ typedef struct stream {
     rdc_format format;
     uint32_t rate_hz;
     bool raw;
+    bool has_focus;  ///< Watch: --focus given.
+    double focus[3]; ///< Watch: the point of interest sent with set_focus, m.
     const char* path;
     FILE* out;
     uint64_t snapshots;
@@ -353,6 +355,14 @@ static void stream_begin(stream* s) {
     }
 }
 
+// set_focus's reply: an error ends the watch as any command's does.
+static void on_focus(rdc_client* c, const rdc_reply* r, void* arg) {
+    ctl* x = arg;
+    if (r->status != 0 && !x->finished) {
+        ctl_on_reply(c, r, x);
+    }
+}
+
 static void on_subscribed(rdc_client* c, const rdc_reply* r, void* arg) {
     (void)c;
     ctl* x = arg;
@@ -379,6 +389,16 @@ static void on_subscribed(rdc_client* c, const rdc_reply* r, void* arg) {
         fprintf(stderr, "ragdollctl: watching world %llu at %g Hz (the world ticks at %g Hz)\n",
                 (unsigned long long)s->world, cJSON_IsNumber(rate) ? rate->valuedouble : 0,
                 cJSON_IsNumber(hz) ? hz->valuedouble : 0);
+        if (s->has_focus) {
+            int rc = rdc_sendf(c, on_focus, x,
+                               "{\"op\":\"set_focus\",\"world\":%llu,\"point\":[%.9g,%.9g,%.9g]}",
+                               (unsigned long long)s->world, s->focus[0], s->focus[1], s->focus[2]);
+            if (rc != 0) {
+                fprintf(stderr, "ragdollctl: cannot send set_focus: %s\n", rdc_strerror(rc));
+                ctl_finish(x, CTL_CONNECTION);
+                return;
+            }
+        }
     }
     stream_begin(s);
 }
@@ -691,11 +711,17 @@ static int parse_stream(ctl* x, int argc, char** argv, stream_kind kind) {
     s->speed = 1;
     const char* commands = NULL;
     static const struct option opts[] = {
-        {"format", required_argument, NULL, 'f'}, {"rate", required_argument, NULL, 'r'},
-        {"count", required_argument, NULL, 'n'},  {"seconds", required_argument, NULL, 's'},
-        {"raw", no_argument, NULL, 'R'},          {"commands", required_argument, NULL, 'c'},
-        {"world", required_argument, NULL, 'w'},  {"speed", required_argument, NULL, 'S'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"format", required_argument, NULL, 'f'},
+        {"rate", required_argument, NULL, 'r'},
+        {"count", required_argument, NULL, 'n'},
+        {"seconds", required_argument, NULL, 's'},
+        {"raw", no_argument, NULL, 'R'},
+        {"commands", required_argument, NULL, 'c'},
+        {"world", required_argument, NULL, 'w'},
+        {"speed", required_argument, NULL, 'S'},
+        {"focus", required_argument, NULL, 'F'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int o;
     uint64_t u;
@@ -722,6 +748,10 @@ static int parse_stream(ctl* x, int argc, char** argv, stream_kind kind) {
         case 'R':
             ok = kind == S_WATCH;
             s->raw = true;
+            break;
+        case 'F':
+            ok = kind == S_WATCH && ctl_parse_vec3(optarg, s->focus);
+            s->has_focus = true;
             break;
         case 'c':
             ok = kind == S_RECORD;
@@ -802,14 +832,19 @@ static int parse_replay(ctl* x, int argc, char** argv) {
 
 const ctl_cmd ctl_cmd_watch = {
     .name = "watch",
-    .synopsis = "WORLD [--format json|binary] [--rate HZ] [--count N] [--seconds S] [--raw]",
+    .synopsis = "WORLD [--format json|binary] [--rate HZ] [--count N] [--seconds S] [--raw]\n"
+                "                  [--focus X,Y,Z]",
     .help =
         "Subscribes to a world and prints each snapshot as a JSON line, and events as\n"
         "they come, until Ctrl-C, --count N snapshots or --seconds S.\n\n"
         "  --format F    json (default) or binary: how the server sends them\n"
         "  --rate HZ     snapshots per second, 1-240 (10; at most the world's tick rate)\n"
         "  --raw         print JSON snapshots as the server sent them (with topology\n"
-        "                and metrics) instead of decoded\n\n"
+        "                and metrics) instead of decoded\n"
+        "  --focus X,Y,Z this viewer's point of interest (set_focus): cloth and soft\n"
+        "                bodies far from every viewer's focus take fewer iterations,\n"
+        "                and beyond the freeze distance stop (PROTOCOL.md, level of\n"
+        "                detail); it lasts as long as the watch\n\n"
         "A decoded line: {\"ev\":\"snapshot\",\"world\":W,\"tick\":T,\"format\":F,\"entities\":[\n"
         "  {\"entity\":E,\"kind\":\"rope\",\"particles\":[[x,y,z],...]},\n"
         "  "
