@@ -149,3 +149,21 @@ void sim__body_segment(const sim__body* b, const sim__body_info* bi, sim_vec3* p
     *p0 = v3_sub(b->x, half);
     *p1 = v3_add(b->x, half);
 }
+
+void sim__body_push_away(sim_world* w, uint32_t i, sim_vec3 p, sim_vec3 dir, float j, float vmax) {
+    const sim__body* b = &w->body[i];
+    if (b->inv_mass == 0.0f || sim__body_asleep(w, i) || !(j > 0.0f)) {
+        return;
+    }
+    sim_vec3 v = b->v;
+    float inv_mass = b->inv_mass;
+    if (w->def.solver == SIM_SOLVER_SOFT_STEP && w->soft_index[i] != SIM__NO_STATE) {
+        v = w->soft_state[w->soft_index[i]].v; // mid-tick, as in sim__body_push_now()
+        inv_mass = w->soft_state[w->soft_index[i]].inv_mass;
+    }
+    const float room = (vmax - v3_dot(v, dir)) / inv_mass;
+    const float k = j < room ? j : room;
+    if (k > 0.0f) {
+        sim__body_push_now(w, i, p, v3_scale(dir, k));
+    }
+}

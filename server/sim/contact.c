@@ -459,8 +459,9 @@ static bool push_out_of(sim_world* w, uint32_t b, sim_vec3 s0, sim_vec3 s1, floa
     if (mass > 0.0f && (b < skip_first || b >= skip_end)) {
         // Two-way: moving the particle (mass m) out by d in this substep of
         // length h gave it momentum m·d/h along n; the body takes the
-        // opposite at the contact point.
-        sim__body_push_now(w, b, q, v3_scale(n, -mass * (rr - dist) * inv_h));
+        // opposite at the contact point, up to the push-out speed cap.
+        sim__body_push_away(w, b, q, v3_scale(n, -1.0f), mass * (rr - dist) * inv_h,
+                            SIM__PARTICLE_PUSH_SPEED);
     }
     *n_out = n;
     return true;

@@ -755,6 +755,20 @@ void sim__garments_despawn(sim_world* w, sim_entity_id wearer);
 /// substeps: to the soft step's state when the body is in it, else to the
 /// body; nothing for a kinematic or sleeping body (body.c).
 void sim__body_push_now(sim_world* w, uint32_t i, sim_vec3 p, sim_vec3 j);
+
+/// The most a particle's push-out may make a body's centre move away from
+/// it, m/s: the rigid contacts' push-out cap (soft_step.c's MAX_PUSH).
+#define SIM__PARTICLE_PUSH_SPEED 3.0f
+
+/// sim__body_push_now() with an impulse of j (N·s) along the unit `dir`,
+/// cut so that it does not take body i's centre velocity along `dir` past
+/// vmax (m/s); nothing when it is there already. A push-out is a position
+/// fix: without the cut, a cloth that engulfs a body, its constraints
+/// pulling its particles back in every pass, throws the body (a fresh
+/// user's report: a ball spawned inside a pinned 4 × 4 cloth left at
+/// 48 m/s).
+void sim__body_push_away(sim_world* w, uint32_t i, sim_vec3 p, sim_vec3 dir, float j, float vmax);
+
 /// Wind and air (wind.c): after sim__particles_integrate(), the
 /// aerodynamic force on every cloth triangle, from the velocities the
 /// integration predicts, moves its particles by F/m · h². h is the substep.
