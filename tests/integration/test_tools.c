@@ -369,7 +369,8 @@ static void test_ragdollctl_drives_cloth_and_the_air(void** state) {
         ctl(f, (const char*[]){"spawn", "cloth", "1", "--origin", "0,3,0", "--cols", "4", "--rows",
                                "4", "--spacing", "0.1", "--self-collision", "maybe", NULL}),
         2);
-    assert_non_null(strstr(f->r.err, "--self-collision wants on or off, not \"maybe\""));
+    assert_non_null(strstr(
+        f->r.err, "--self-collision wants on or off (or yes/no, true/false), not \"maybe\""));
     assert_int_equal(ctl(f, (const char*[]){"spawn", "cloth", "1", "--origin", "0,3,0", "--cols",
                                             "4", "--rows", "4", "--spacing", "0.1", "--across",
                                             "1,0,0", "--down", "1,0,0", NULL}),
@@ -388,7 +389,7 @@ static void test_ragdollctl_drives_cloth_and_the_air(void** state) {
     assert_int_equal(ctl(f, (const char*[]){"describe", "1", cape, NULL}), 0);
     assert_non_null(strstr(f->r.out, ": cloth"));
     assert_int_equal(
-        ctl(f, (const char*[]){"attach", "1", hero, "--kind", "hair", "--long-range", "no", NULL}),
+        ctl(f, (const char*[]){"attach", "1", hero, "--kind", "hair", "--long-range", "No", NULL}),
         0);
     assert_int_equal(ctl(f, (const char*[]){"attach", "1", hero, "--kind", "scarf", NULL}), 1);
     assert_non_null(strstr(f->r.err, "must be \"cape\", \"skirt\" or \"hair\""));

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 // ---------------------------------------------------------------------------
 // Parsing helpers
@@ -208,7 +209,7 @@ typedef enum arg_type {
     A_VEC3,   ///< X,Y,Z
     A_STR,    ///< string
     A_NAMES,  ///< option: comma-separated names; positional: the rest of the arguments
-    A_BOOL,   ///< on|off (also true|false, yes|no), sent as a JSON boolean
+    A_BOOL,   ///< on|off (also true|false, yes|no; any case), sent as a JSON boolean
     A_SECONDS ///< ragdollctl's own --seconds (not sent)
 } arg_type;
 
@@ -283,8 +284,8 @@ static bool add_arg(cJSON* o, const arg_spec* a, const char* v, ctl* x) {
         static const char *const yes[] = {"on", "true", "yes"}, *const no[] = {"off", "false",
                                                                                "no"};
         for (int i = 0; i < 3; ++i) {
-            if (strcmp(v, yes[i]) == 0 || strcmp(v, no[i]) == 0) {
-                cJSON_AddBoolToObject(o, a->field, strcmp(v, yes[i]) == 0);
+            if (strcasecmp(v, yes[i]) == 0 || strcasecmp(v, no[i]) == 0) {
+                cJSON_AddBoolToObject(o, a->field, strcasecmp(v, yes[i]) == 0);
                 return true;
             }
         }
@@ -314,7 +315,7 @@ static const char* type_hint(arg_type t) {
     case A_NAMES:
         return "NAME[,NAME...]";
     case A_BOOL:
-        return "on or off";
+        return "on or off (or yes/no, true/false)";
     case A_SECONDS:
         return "seconds";
     }
