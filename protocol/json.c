@@ -305,6 +305,16 @@ static void add_describe(cJSON* root, const rdp_entity_state* e) {
     } else {
         cJSON_AddNumberToObject(root, "particle_count", e->particle_count);
         add_topology(root, e);
+        if (e->cloth != NULL) {
+            cJSON_AddNumberToObject(root, "tear", round_mm10(e->cloth->tear));
+            cJSON_AddBoolToObject(root, "long_range", e->cloth->long_range);
+            if (e->kind == RDP_KIND_CLOTH) {
+                cJSON_AddBoolToObject(root, "self_collision", e->cloth->self_collision);
+                if (e->cloth->self_collision) {
+                    cJSON_AddNumberToObject(root, "thickness", round_mm10(e->cloth->thickness));
+                }
+            }
+        }
     }
 }
 

@@ -547,6 +547,15 @@ typedef struct rdp_bone_desc {
 /// "ball", "softbody") or "unknown".
 const char* rdp_kind_name(rdp_kind kind);
 
+/// describe of a rope or cloth: its tearing, long-range attachments and
+/// self-collision.
+typedef struct rdp_cloth_desc {
+    float tear;          ///< Sticks tear past this × their rest length; 0: never.
+    bool long_range;     ///< Long-range attachments (Kim, Chentanez and Müller 2012).
+    bool self_collision; ///< Cloth: self-contacts, `thickness` apart.
+    float thickness;     ///< m (cloth with self_collision).
+} rdp_cloth_desc;
+
 /// One entity's state, pointing at the caller's arrays (not copied).
 typedef struct rdp_entity_state {
     uint64_t entity;
@@ -564,6 +573,9 @@ typedef struct rdp_entity_state {
     const char* lod; ///< describe of a particle kind: "full", "reduced" or "frozen"; else NULL.
     uint64_t wearer; ///< With garment: the character's entity id.
     bool wrap;       ///< Cloth: column cols - 1 joins column 0 (a skirt).
+    /// describe of a rope or cloth: how it was made (spawn_cloth's,
+    /// attach_cloth's and set_tear's fields), else NULL.
+    const struct rdp_cloth_desc* cloth;
     // Rigid kinds (character, ball): posed bodies instead of particles.
     uint32_t body_count;           ///< Bones of a character; 1 for a ball.
     const float* pose;             ///< 7 × body_count: x, y, z (m), qx, qy, qz, qw.

@@ -150,6 +150,7 @@ typedef struct app_topo {
     uint64_t entity; ///< Wire id of the entity the body describes.
     net_blob* body;  ///< NULL: nothing cached.
     uint8_t lod;     ///< The sim_lod the body gives (it changes without the topology).
+    float tear;      ///< The tear ratio it gives (set_tear changes it without the topology).
 } app_topo;
 
 /// What the loop thread reads of a world outside its tick boundary (lists,
@@ -215,6 +216,7 @@ typedef struct app_world {
     rdp_entity_state* ents;
     uint32_t* sticks;
     uint32_t sticks_cap;
+    rdp_cloth_desc cloth_desc; ///< describe of a rope or cloth.
     // Binary snapshots: the last RDP_BASELINES quantized snapshots sent
     // (the baselines clients may acknowledge), and this tick's encodings,
     // one per baseline in use, shared by every client on it.

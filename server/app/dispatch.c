@@ -258,6 +258,10 @@ static void entity_state(app_world* w, sim_entity_id id, rdp_entity_state* e) {
     e->garment = sim_garment_kind_name((sim_garment_kind)v.garment);
     e->wearer = e->garment != NULL ? sim_entity_id_store(v.wearer) : 0;
     e->lod = sim_lod_name(sim_entity_lod(w->sim, id));
+    if (v.kind == SIM_ENTITY_ROPE || v.kind == SIM_ENTITY_CLOTH) {
+        w->cloth_desc = (rdp_cloth_desc){v.tear_ratio, v.long_range, v.self_collision, v.thickness};
+        e->cloth = &w->cloth_desc;
+    }
 }
 
 // Bone names to indices; SIM_E_UNKNOWN_NAME (with w->name_error set) for a
@@ -321,7 +325,9 @@ static net_blob* describe_body(app_world* w, sim_entity_id id) {
     app_topo* t = &w->topo[id.index1 - 1];
     uint64_t key = sim_entity_id_store(id);
     const uint8_t lod = (uint8_t)sim_entity_lod(w->sim, id);
-    if (t->body != NULL && t->entity == key && t->lod == lod) {
+    sim_entity_view v;
+    sim_entity_get_view(w->sim, id, &v);
+    if (t->body != NULL && t->entity == key && t->lod == lod && t->tear == v.tear_ratio) {
         return t->body;
     }
     rdp_entity_state e;
@@ -343,6 +349,7 @@ static net_blob* describe_body(app_world* w, sim_entity_id id) {
         t->body = b;
         t->entity = key;
         t->lod = lod;
+        t->tear = v.tear_ratio;
     }
     return b;
 }

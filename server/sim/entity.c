@@ -234,6 +234,10 @@ int sim_entity_get_view(const sim_world* w, sim_entity_id id, sim_entity_view* o
     out->wearer = e->wearer;
     out->wrap = e->wrap;
     out->topology_version = e->topo_version;
+    out->tear_ratio = e->tear_ratio;
+    out->long_range = e->tethered;
+    out->self_collision = e->self_collision;
+    out->thickness = e->thickness;
     return SIM_OK;
 }
 

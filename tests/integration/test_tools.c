@@ -364,6 +364,9 @@ static void test_ragdollctl_drives_cloth_and_the_air(void** state) {
     // 12 × 10: 10 pinned down its left column, 12·9 + 11·10 structural,
     // 2·11·9 shear, 12·8 + 10·10 bend: 218 + 198 + 196.
     assert_non_null(strstr(f->r.out, "120 particles, 612 sticks, 10 pinned, grid 12 x 10"));
+    // describe gives back how it was made.
+    assert_non_null(strstr(f->r.out, "tears past 1.5 x rest length, long-range attachments off, "
+                                     "self-collision 0.04 m apart\n"));
     // Bad values: ragdollctl's own (2), the server's (1), and nothing spawned.
     assert_int_equal(
         ctl(f, (const char*[]){"spawn", "cloth", "1", "--origin", "0,3,0", "--cols", "4", "--rows",
@@ -388,6 +391,10 @@ static void test_ragdollctl_drives_cloth_and_the_air(void** state) {
     cape[strcspn(cape, "\n")] = '\0';
     assert_int_equal(ctl(f, (const char*[]){"describe", "1", cape, NULL}), 0);
     assert_non_null(strstr(f->r.out, ": cloth"));
+    char worn[64];
+    snprintf(worn, sizeof worn, "cape worn by entity %s\n", hero);
+    assert_non_null(strstr(f->r.out, worn));
+    assert_non_null(strstr(f->r.out, "tears past 2 x rest length, long-range attachments on"));
     assert_int_equal(
         ctl(f, (const char*[]){"attach", "1", hero, "--kind", "hair", "--long-range", "No", NULL}),
         0);
@@ -398,6 +405,8 @@ static void test_ragdollctl_drives_cloth_and_the_air(void** state) {
 
     // Tearing: a ratio in [1.01, 100] or 0.
     assert_int_equal(ctl(f, (const char*[]){"tear", "1", cloth, "--ratio", "1.2", NULL}), 0);
+    assert_int_equal(ctl(f, (const char*[]){"describe", "1", cloth, NULL}), 0);
+    assert_non_null(strstr(f->r.out, "tears past 1.2 x rest length")); // not the 1.5 kept before
     assert_int_equal(ctl(f, (const char*[]){"tear", "1", cloth, "--ratio", "0.5", NULL}), 1);
     assert_non_null(strstr(f->r.err, "out_of_range"));
     assert_int_equal(ctl(f, (const char*[]){"tear", "1", hero, "--ratio", "2", NULL}), 1);

@@ -574,6 +574,27 @@ static bool print_describe(ctl* x, const rdc_reply* r) {
         printf(", grid %.0f x %.0f", num(j, "cols"), num(j, "rows"));
     }
     printf("\n");
+    if (has_string(j, "garment")) {
+        printf("%s worn by entity %.0f\n", str(j, "garment"), num(j, "wearer"));
+    }
+    if (cJSON_GetObjectItemCaseSensitive(j, "tear") != NULL) { // a rope or cloth
+        const double tear = num(j, "tear");
+        printf("tears %s", tear > 0 ? "past" : "never");
+        if (tear > 0) {
+            printf(" %g x rest length", tear);
+        }
+        printf(", long-range attachments %s",
+               cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "long_range")) ? "on" : "off");
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "self_collision"))) {
+            printf(", self-collision %g m apart", num(j, "thickness"));
+        } else if (cJSON_GetObjectItemCaseSensitive(j, "self_collision") != NULL) {
+            printf(", self-collision off");
+        }
+        printf("\n");
+    }
+    if (has_string(j, "lod")) {
+        printf("level of detail: %s\n", str(j, "lod"));
+    }
     return true;
 }
 

@@ -690,6 +690,10 @@ typedef struct sim_entity_view {
     sim_entity_id wearer;      ///< A garment's character, else zero.
     bool wrap;                 ///< Cloth: column cols - 1 is joined to column 0 (a skirt).
     uint32_t topology_version; ///< Changes when its sticks change (a tear).
+    float tear_ratio;          ///< Rope or cloth: sticks tear past this × rest length; 0: never.
+    bool long_range;           ///< Rope or cloth: some particle has a long-range attachment.
+    bool self_collision;       ///< Cloth: self-contacts on (then `thickness` apart).
+    float thickness;           ///< Cloth: the self-contact distance, m.
 } sim_entity_view;
 
 /// Fills *out for entity id. Errors: SIM_E_STALE_ID.
