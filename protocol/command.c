@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef enum field_type {
@@ -371,6 +372,23 @@ const char* rdp_code_name(rdp_code code) {
 }
 
 // printf-style: the attribute lets -Wformat check every caller.
+// x as the shortest text that reads back as x (an integer below 10^15 in
+// full, else %g with 17 digits at most), so that a message quotes 0.04 as
+// "0.04", not "0.040000000000000001".
+static const char* num_text(double x, char buf[32]) {
+    if (x == floor(x) && fabs(x) < 1e15) {
+        snprintf(buf, 32, "%.0f", x); // 200, not 2e+02
+        return buf;
+    }
+    for (int digits = 1; digits <= 17; ++digits) {
+        snprintf(buf, 32, "%.*g", digits, x);
+        if (strtod(buf, NULL) == x) {
+            break;
+        }
+    }
+    return buf;
+}
+
 __attribute__((format(printf, 3, 4))) static rdp_code fail(rdp_error* err, rdp_code code,
                                                            const char* fmt, ...) {
     err->code = code;
@@ -573,8 +591,9 @@ static rdp_code check_store(const field_spec* f, const cJSON* v, rdp_command* ou
             return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be an integer", f->key);
         }
         if (!in_range(f, x)) {
-            return fail(err, RDP_E_OUT_OF_RANGE, "field \"%s\" = %.17g is outside [%.0f, %.0f]",
-                        f->key, x, f->lo, f->hi);
+            char t[32];
+            return fail(err, RDP_E_OUT_OF_RANGE, "field \"%s\" = %s is outside [%.0f, %.0f]",
+                        f->key, num_text(x, t), f->lo, f->hi);
         }
         uint32_t u = (uint32_t)x;
         memcpy(dst, &u, sizeof u);
@@ -583,8 +602,9 @@ static rdp_code check_store(const field_spec* f, const cJSON* v, rdp_command* ou
     case F_NUM: {
         double x = v->valuedouble;
         if (!in_range(f, x)) {
-            return fail(err, RDP_E_OUT_OF_RANGE, "field \"%s\" = %.17g is outside %s%g, %g]",
-                        f->key, x, f->lo_open ? "(" : "[", f->lo, f->hi);
+            char t[32];
+            return fail(err, RDP_E_OUT_OF_RANGE, "field \"%s\" = %s is outside %s%g, %g]", f->key,
+                        num_text(x, t), f->lo_open ? "(" : "[", f->lo, f->hi);
         }
         memcpy(dst, &x, sizeof x);
         return RDP_OK;
@@ -596,9 +616,10 @@ static rdp_code check_store(const field_spec* f, const cJSON* v, rdp_command* ou
         cJSON_ArrayForEach(e, v) {
             c[i] = e->valuedouble;
             if (fabs(c[i]) > f->hi) {
+                char t[32];
                 return fail(err, RDP_E_OUT_OF_RANGE,
-                            "field \"%s\" component %d = %.17g is outside [-%g, %g]", f->key, i,
-                            c[i], f->hi, f->hi);
+                            "field \"%s\" component %d = %s is outside [-%g, %g]", f->key, i,
+                            num_text(c[i], t), f->hi, f->hi);
             }
             i++;
         }
@@ -656,9 +677,9 @@ static rdp_code check_store(const field_spec* f, const cJSON* v, rdp_command* ou
                             c->string);
             }
             if (!in_range(f, x)) {
-                return fail(err, RDP_E_OUT_OF_RANGE,
-                            "field \"%s.%s\" = %.17g is outside [%.0f, %.0f]", f->key, c->string, x,
-                            f->lo, f->hi);
+                char t[32];
+                return fail(err, RDP_E_OUT_OF_RANGE, "field \"%s.%s\" = %s is outside [%.0f, %.0f]",
+                            f->key, c->string, num_text(x, t), f->lo, f->hi);
             }
             limits->value[i] = (uint32_t)x;
             limits->given |= 1u << i;

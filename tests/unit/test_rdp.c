@@ -251,6 +251,15 @@ static void test_rdp_decodes_create_world_limits(void** state) {
                    "field \"limits.bodies\" = 0 is outside [1, 67108864]");
     expect_message(CW("{\"particles\":67108865}"), RDP_E_OUT_OF_RANGE,
                    "field \"limits.particles\" = 67108865 is outside [1, 67108864]");
+    // Numbers are quoted as sent, not as 17 digits of their double
+    // (0.040000000000000001; a fresh user's report).
+    expect_message("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0,1,0],\"cols\":4,"
+                   "\"rows\":4,\"spacing\":20.04}",
+                   RDP_E_OUT_OF_RANGE, "field \"spacing\" = 20.04 is outside [0.001, 10]");
+    expect_message("{\"op\":\"spawn_cloth\",\"world\":1,\"origin\":[0.1,1e300,0],\"cols\":4,"
+                   "\"rows\":4,\"spacing\":0.1}",
+                   RDP_E_OUT_OF_RANGE,
+                   "field \"origin\" component 1 = 1e+300 is outside [-1000, 1000]");
     expect_message(CW("{\"joints\":\"lots\"}"), RDP_E_BAD_REQUEST,
                    "field \"limits.joints\" must be a number");
     expect_message(CW("{\"joints\":null}"), RDP_E_BAD_REQUEST,
