@@ -558,7 +558,10 @@ test('viewer renders the world and throws a ragdoll by mouse', { timeout: 90000 
     `orbiting sent no drag, kill or impulse (sent ${JSON.stringify(sent.slice(sentBefore).map((c) => c.op))})`);
 }));
 
-test('viewer kills a character by click and gets it up', { timeout: 120000 }, (t) => withViewer(t, async (v) => {
+// 240 s: it walks through a dozen commands and waits on world time for
+// several; under ASan on a loaded 2-core machine it once took over 120 s
+// (the whole file usually takes 120-165 s there).
+test('viewer kills a character by click and gets it up', { timeout: 240000 }, (t) => withViewer(t, async (v) => {
   const { page, observer, world, sub, latest, firstSnapshot, sent, replies } = v;
   const hook = (fn, arg) => page.evaluate(fn, arg);
   const entityOf = (snap, id) => snap.entities.find((e) => e.entity === id);
