@@ -132,11 +132,13 @@ void sim__particles_project(sim_world* w, float inv_h2, int it) {
 
 // Whether nothing but its own blocks and the collision pass touches e's
 // particles between relaxation passes (step.c's loop): then its passes
-// can run back to back. A drag is checked by the caller.
+// can run back to back. A drag is checked by the caller. A garment lies
+// on its wearer, so its first box is never clear: it is left to the
+// pass-by-pass loop rather than staged and bounded for one pass.
 static bool runs_alone(const sim__entity* e) {
     return e->cb_count > 0 && e->iterations > 0 && e->j_count == 0 && !e->tethered &&
-           !e->self_collision && e->kind != SIM_ENTITY_SOFTBODY && e->p_count > 0 &&
-           e->p_count == e->rows * e->cols;
+           !e->self_collision && e->kind != SIM_ENTITY_SOFTBODY && e->garment == SIM_GARMENT_NONE &&
+           e->p_count > 0 && e->p_count == e->rows * e->cols;
 }
 
 bool sim__cloth_ahead = true;
