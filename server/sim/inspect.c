@@ -47,7 +47,7 @@ float sim_world_constraint_error(const sim_world* w) {
     return sum;
 }
 
-static uint64_t fnv1a(uint64_t h, const void* data, size_t n) {
+uint64_t sim__fnv1a(uint64_t h, const void* data, size_t n) {
     const unsigned char* p = data;
     for (size_t i = 0; i < n; ++i) {
         h ^= p[i];
@@ -57,15 +57,15 @@ static uint64_t fnv1a(uint64_t h, const void* data, size_t n) {
 }
 
 uint64_t sim_world_hash(const sim_world* w) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    h = fnv1a(h, w->pos, w->p_count * sizeof(sim_vec3));
-    h = fnv1a(h, w->prev, w->p_count * sizeof(sim_vec3));
+    uint64_t h = SIM__FNV_BASIS;
+    h = sim__fnv1a(h, w->pos, w->p_count * sizeof(sim_vec3));
+    h = sim__fnv1a(h, w->prev, w->p_count * sizeof(sim_vec3));
     for (uint32_t i = 0; i < w->b_count; ++i) {
         const sim__body* b = &w->body[i];
-        h = fnv1a(h, &b->x, sizeof b->x);
-        h = fnv1a(h, &b->q, sizeof b->q);
-        h = fnv1a(h, &b->v, sizeof b->v);
-        h = fnv1a(h, &b->w, sizeof b->w);
+        h = sim__fnv1a(h, &b->x, sizeof b->x);
+        h = sim__fnv1a(h, &b->q, sizeof b->q);
+        h = sim__fnv1a(h, &b->v, sizeof b->v);
+        h = sim__fnv1a(h, &b->w, sizeof b->w);
     }
     return h;
 }

@@ -16,6 +16,7 @@
 #include "world.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,61 @@ const sim__clip* sim__skel_clip(const sim__skel* sk, const char* name) {
         }
     }
     return NULL;
+}
+
+// A name up to its NUL (names are NUL-terminated within SIM_NAME_MAX).
+static uint64_t hash_str(uint64_t h, const char* s) {
+    size_t n = 0;
+    while (n + 1 < SIM_NAME_MAX && s[n] != '\0') {
+        ++n;
+    }
+    return sim__fnv1a(h, s, n);
+}
+
+uint64_t sim__skel_hash(const sim__skel* sk) {
+    const sim_skeleton_def* d = &sk->def;
+    const uint32_t n = d->bone_count;
+    uint64_t h = hash_str(SIM__FNV_BASIS, d->name);
+    h = sim__fnv1a(h, &d->bone_count, sizeof d->bone_count);
+    h = sim__fnv1a(h, &d->up_bone, sizeof d->up_bone);
+    for (uint32_t i = 0; i < n; ++i) {
+        const sim_bone_def* b = &d->bones[i];
+        h = hash_str(h, b->name);
+        // Every field after the name is 4 bytes wide: no padding to hash.
+        h = sim__fnv1a(h, &b->parent, sizeof *b - offsetof(sim_bone_def, parent));
+    }
+    h = sim__fnv1a(h, &d->garment_count, sizeof d->garment_count);
+    h = sim__fnv1a(h, d->garments, d->garment_count * sizeof d->garments[0]);
+    h = sim__fnv1a(h, sk->bind_x, n * sizeof sk->bind_x[0]);
+    h = sim__fnv1a(h, sk->bind_q, n * sizeof sk->bind_q[0]);
+    h = sim__fnv1a(h, sk->half_len, n * sizeof sk->half_len[0]);
+    h = sim__fnv1a(h, sk->mass, n * sizeof sk->mass[0]);
+    h = sim__fnv1a(h, sk->inertia, n * sizeof sk->inertia[0]);
+    h = sim__fnv1a(h, sk->anchor_p, n * sizeof sk->anchor_p[0]);
+    h = sim__fnv1a(h, sk->anchor_c, n * sizeof sk->anchor_c[0]);
+    h = sim__fnv1a(h, sk->frame_p, n * sizeof sk->frame_p[0]);
+    h = sim__fnv1a(h, sk->frame_c, n * sizeof sk->frame_c[0]);
+    h = sim__fnv1a(h, sk->local_q, n * sizeof sk->local_q[0]);
+    h = sim__fnv1a(h, sk->no_collide, n * sizeof sk->no_collide[0]);
+    h = sim__fnv1a(h, sk->children, n * sizeof sk->children[0]);
+    h = sim__fnv1a(h, &sk->clip_count, sizeof sk->clip_count);
+    for (uint32_t k = 0; k < sk->clip_count; ++k) {
+        const sim__clip* c = sk->clips[k];
+        const uint8_t loop = c->loop ? 1 : 0;
+        h = hash_str(h, c->name);
+        h = sim__fnv1a(h, &loop, 1);
+        h = sim__fnv1a(h, &c->key_count, sizeof c->key_count);
+        h = sim__fnv1a(h, c->times, c->key_count * sizeof c->times[0]);
+        h = sim__fnv1a(h, c->root_pos, c->key_count * sizeof c->root_pos[0]);
+        h = sim__fnv1a(h, c->root_rot, c->key_count * sizeof c->root_rot[0]);
+        h = sim__fnv1a(h, c->rot, (size_t)c->key_count * n * sizeof c->rot[0]);
+    }
+    return h;
+}
+
+uint64_t sim_library_skeleton_hash(const sim_library* lib, const char* name) {
+    const sim__skel* sk = sim__library_skel(lib, name);
+    return sk != NULL ? sim__skel_hash(sk) : 0;
 }
 
 float sim_library_clip_duration(const sim_library* lib, const char* skeleton, const char* clip) {

@@ -39,7 +39,7 @@
 
 #define SIM__RAGDOLL_COOKIE 0x5241474du /* "RAGM" */
 
-static const char* const ragdoll_names[SIM_RP_COUNT] = {
+const char* const sim__ragdoll_names[SIM_RP_COUNT] = {
     "head",    "neck",   "chest", "pelvis", "shoulder_l", "elbow_l", "hand_l", "shoulder_r",
     "elbow_r", "hand_r", "hip_l", "knee_l", "foot_l",     "hip_r",   "knee_r", "foot_r",
 };
@@ -184,7 +184,7 @@ int sim_world_spawn_ragdoll(sim_world* w, const sim_ragdoll_def* def, sim_entity
     if (rc != SIM_OK) {
         return rc;
     }
-    e->names = ragdoll_names;
+    e->names = sim__ragdoll_names;
     for (uint32_t i = 0; i < SIM_RP_COUNT; ++i) {
         sim__particle_init(w, e->p_first + i, p[i], 1.0f / def->mass, ragdoll_radius[i]);
     }

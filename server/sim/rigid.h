@@ -61,6 +61,17 @@ struct sim_library {
     uint32_t skel_count;
 };
 
+/// FNV-1a (64-bit) of n bytes, continuing from h (SIM__FNV_BASIS to
+/// start): the state hash (inspect.c) and the skeletons' content hash.
+#define SIM__FNV_BASIS 0xcbf29ce484222325ull
+uint64_t sim__fnv1a(uint64_t h, const void* data, size_t n);
+
+/// A skeleton's content hash (library.c): FNV-1a over what a world's
+/// continuation reads of it (bones, joints, garments, bind pose, and every
+/// clip's name and keys), name strings up to their NUL, so two processes
+/// that load the same asset files agree.
+uint64_t sim__skel_hash(const sim__skel* sk);
+
 /// The skeleton of that name, or NULL.
 const sim__skel* sim__library_skel(const sim_library* lib, const char* name);
 

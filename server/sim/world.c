@@ -90,83 +90,8 @@ sim_world_def sim_world_def_default(void) {
 // Lifecycle and growth
 // ---------------------------------------------------------------------------
 
-// The arrays of a world: each with its capacity as a function of the counts
-// the world has room for (r, a sim_counts) and of its def (d), and its
-// element size. Creation, growth, destruction and the byte counts all walk
-// this one list, so an array added here is grown and freed with the rest.
-// A capacity that depends on d alone is allocated at creation and never
-// grows.
-#define SIM__WORLD_ARRAYS(XX, r, d)                                                                \
-    XX(pos, (r).particles, sizeof(sim_vec3))                                                       \
-    XX(prev, (r).particles, sizeof(sim_vec3))                                                      \
-    XX(vpre, (r).particles, sizeof(sim_vec3))                                                      \
-    XX(inv_mass, (r).particles, sizeof(float))                                                     \
-    XX(radius, (r).particles, sizeof(float))                                                       \
-    XX(contact_n, (r).particles, sizeof(sim_vec3))                                                 \
-    XX(push, (r).particles, sizeof(float))                                                         \
-    XX(contact, (r).particles, sizeof(uint8_t))                                                    \
-    XX(contact_body, (r).particles, sizeof(uint32_t))                                              \
-    XX(tie, (r).particles, sizeof(sim__tie))                                                       \
-    XX(sc_start, 2 * (size_t)(r).particles + 1, sizeof(uint32_t))                                  \
-    XX(sc_entries, (r).particles, sizeof(uint32_t))                                                \
-    XX(sc_moved, (r).particles, sizeof(float))                                                     \
-    XX(sc_pairs, (size_t)(r).particles* SIM__SELF_PAIRS_PER_PARTICLE, sizeof(sim__self_pair))      \
-    XX(dist, (r).constraints, sizeof(sim__dist))                                                   \
-    XX(lane_blocks, SIM__LANE_BLOCKS((r).constraints, (r).particles), sizeof(sim__lane_block))     \
-    XX(lane_staging, SIM__LANE_STAGING((r).particles), sizeof(float))                              \
-    XX(joint, (r).joint_limits, sizeof(sim__joint))                                                \
-    XX(events, SIM__MAX_EVENTS, sizeof(sim_event))                                                 \
-    XX(body, (r).bodies, sizeof(sim__body))                                                        \
-    XX(binfo, (r).bodies, sizeof(sim__body_info))                                                  \
-    XX(bjoint, (r).joints, sizeof(sim__bjoint))                                                    \
-    XX(chars, (r).entities, sizeof(sim__char))                                                     \
-    XX(softs, (r).entities, sizeof(sim__softbody))                                                 \
-    XX(sm_rest, (r).particles, sizeof(sim_vec3))                                                   \
-    XX(sm_head, (r).particles, sizeof(int32_t))                                                    \
-    XX(sm_next, (r).particles, sizeof(int32_t))                                                    \
-    XX(grid_head, SIM__GRID_BUCKETS, sizeof(int32_t))                                              \
-    XX(grid, (size_t)(r).bodies* SIM__CELLS_PER_BODY, sizeof(sim__grid_entry))                     \
-    XX(aabb_lo, (r).bodies, sizeof(sim_vec3))                                                      \
-    XX(aabb_hi, (r).bodies, sizeof(sim_vec3))                                                      \
-    XX(pairs, (size_t)(r).bodies* SIM__PAIRS_PER_BODY, sizeof(sim__pair))                          \
-    XX(contacts, XPBD(d, contact_cap(&(r), &(d))), sizeof(sim__contact))                           \
-    XX(entities, (r).entities, sizeof(sim__entity))                                                \
-    XX(free_slots, (r).entities, sizeof(uint32_t))                                                 \
-    XX(order, (r).entities, sizeof(uint32_t))                                                      \
-    XX(boxes, (d).max_boxes, sizeof(sim_box))                                                      \
-    XX(drags, (d).max_drags, sizeof(sim__drag))                                                    \
-    XX(torn, SIM_MAX_TORN, sizeof(sim_torn))                                                       \
-    XX(closing, (r).bodies, sizeof(float))                                                         \
-    XX(bsleep, (r).bodies, sizeof(sim__sleep))                                                     \
-    XX(uf, (r).bodies, sizeof(uint32_t))                                                           \
-    XX(isl_of, (r).bodies, sizeof(uint32_t))                                                       \
-    XX(isl_of_body, (r).bodies, sizeof(uint32_t))                                                  \
-    XX(isl_bodies, (r).bodies, sizeof(uint32_t))                                                   \
-    XX(islands, (r).bodies, sizeof(sim__island))                                                   \
-    XX(isl_joints, (r).joints, sizeof(sim__ijoint))                                                \
-    XX(isl_pairs, (size_t)(r).bodies* SIM__PAIRS_PER_BODY, sizeof(uint32_t))                       \
-    XX(soft_state, SOFT(d, (r).bodies), sizeof(sim__body_state))                                   \
-    XX(soft_mass, SOFT(d, (r).bodies), sizeof(sim__body_mass))                                     \
-    XX(soft_blocks, SOFT(d, (r).bodies), sizeof(uint8_t))                                          \
-    XX(soft_index, SOFT(d, (r).bodies), sizeof(uint32_t))                                          \
-    XX(soft_joints, SOFT(d, (r).joints), sizeof(sim__soft_joint))                                  \
-    XX(soft_contacts, SOFT(d, soft_contact_cap(&(r), &(d))), sizeof(sim__soft_contact))            \
-    XX(soft_keys, SOFT(d, soft_contact_cap(&(r), &(d))), sizeof(uint64_t))                         \
-    XX(soft_cache, SOFT(d, soft_contact_cap(&(r), &(d))), sizeof(sim__soft_cached))                \
-    XX(soft_cache_next, SOFT(d, soft_contact_cap(&(r), &(d))), sizeof(sim__soft_cached))           \
-    XX(soft_ca, SOFT(d, (size_t)(r).joints + soft_contact_cap(&(r), &(d))), sizeof(uint32_t))      \
-    XX(soft_cb, SOFT(d, (size_t)(r).joints + soft_contact_cap(&(r), &(d))), sizeof(uint32_t))      \
-    XX(soft_colour, SOFT(d, (size_t)(r).joints + soft_contact_cap(&(r), &(d))), sizeof(uint8_t))   \
-    XX(soft_order, SOFT(d, (size_t)(r).joints + soft_contact_cap(&(r), &(d))), sizeof(uint32_t))   \
-    XX(soft_bits, SOFT(d, (size_t)SIM__GRAPH_COLOURS*(((r).bodies + 63u) / 64u)),                  \
-       sizeof(uint64_t))                                                                           \
-    XX(soft_wide, SOFT(d, SIM__WIDE_BLOCKS(soft_contact_cap(&(r), &(d)))),                         \
-       sizeof(sim__contact_block))
-
-// The soft step's arrays exist only in worlds that use it, XPBD's contact
-// list only in worlds that use XPBD.
-#define SOFT(d, count) ((d).solver == SIM_SOLVER_SOFT_STEP ? (size_t)(count) : (size_t)0)
-#define XPBD(d, count) ((d).solver == SIM_SOLVER_XPBD ? (size_t)(count) : (size_t)0)
+// The arrays' table, SIM__WORLD_ARRAYS, is in world.h (state.c walks it
+// too); contact_cap() and soft_contact_cap() below are its helpers.
 
 // XPBD's contact list (a substep's contacts): 24 per body (8 static, 16
 // from pairs), at most max_contacts.
@@ -182,14 +107,7 @@ static size_t soft_contact_cap(const sim_counts* r, const sim_world_def* d) {
     return per_body < d->max_contacts ? per_body : d->max_contacts;
 }
 
-// Row numbers of the table, and its element sizes.
-enum {
-#define SIM__ROW(field, count, elem) SIM__ROW_##field,
-    SIM__WORLD_ARRAYS(SIM__ROW, unused, unused)
-#undef SIM__ROW
-        SIM__ROW_COUNT
-};
-
+// Its element sizes (the row numbers, SIM__ROW_*, are in world.h).
 static const size_t row_elem[SIM__ROW_COUNT] = {
 #define SIM__ELEM(field, count, elem) (elem),
     SIM__WORLD_ARRAYS(SIM__ELEM, unused, unused)
@@ -247,6 +165,10 @@ static bool rows_alloc(const sim_allocator* a, const size_t have[SIM__ROW_COUNT]
         }
     }
     return true;
+}
+
+void sim__world_row_caps(const sim_world* w, size_t cap[SIM__ROW_COUNT]) {
+    row_caps(&w->reserved, &w->def, cap);
 }
 
 // Capacity derived from r that the step reads (broad_phase.c, contact.c).

@@ -62,7 +62,10 @@ typedef struct sim_quat {
     XX(BAD_INDEX, -6, "particle index out of range")                                               \
     XX(NOMEM, -7, "out of memory")                                                                 \
     XX(BAD_STATE, -8, "the entity is not in a state that allows this")                             \
-    XX(UNKNOWN_NAME, -9, "no skeleton, clip or bone of that name")
+    XX(UNKNOWN_NAME, -9, "no skeleton, clip or bone of that name")                                 \
+    XX(CORRUPT, -10, "the world state is malformed")                                               \
+    XX(VERSION, -11, "the world state is from another format or physics version")                  \
+    XX(ASSET_MISMATCH, -12, "a skeleton differs from the one the world state was saved with")
 
 /// Error codes returned by sim functions (0 is success).
 typedef enum sim_error {
@@ -812,6 +815,54 @@ float sim_world_constraint_error(const sim_world* w);
 /// used by determinism tests.
 uint64_t sim_world_hash(const sim_world* w);
 
+// ---------------------------------------------------------------------------
+// World state (state.c): everything a continuation depends on, as bytes
+// ---------------------------------------------------------------------------
+
+/// The version of the state layout sim_world_save() writes; a state of
+/// another version is refused (SIM_E_VERSION).
+#define SIM_STATE_VERSION 1u
+
+/// The physics version of this build: bumped whenever a change to the step
+/// changes its results for the same state (the determinism tests' pinned
+/// hashes move). A state saved by another physics version is refused
+/// (SIM_E_VERSION): it would load, but not continue as it would have.
+#define SIM_PHYSICS_VERSION 1u
+
+/// Writes world w's whole state into buf (cap bytes): the tick, parameters,
+/// limits and everything a step reads that an earlier one wrote (particles,
+/// constraints, bodies, joints with their limit frames and drives,
+/// characters' state machines with clip times, blend and gains, soft-body
+/// fits, warm-start impulses and the contact cache, sleep spheres, timers
+/// and rings, drags, static boxes, the entity slots with their generations,
+/// pending events and torn sticks), so that sim_world_load() gives a world
+/// whose steps are bit-identical to w's. Skeletons are recorded by name and
+/// content hash (sim_library_skeleton_hash()). Scratch rebuilt every
+/// substep is not written. Layout: docs/STATE.md. Little-endian hosts
+/// only (the arrays are written as they lie in memory).
+///
+/// Returns SIM_OK and *len (bytes written); or SIM_E_CAPACITY with *len the
+/// bytes needed when buf is NULL or cap is too small (nothing written).
+/// Changes nothing in w. No allocation.
+int sim_world_save(const sim_world* w, void* buf, size_t cap, size_t* len);
+
+/// Makes a world from a state sim_world_save() wrote (data, len bytes; not
+/// kept), with the limits, solver and tick length it was saved with, its
+/// skeletons taken from `lib` (which must outlive the world) and memory
+/// from `alloc` (NULL: sim_allocator_default()). On success *out owns the
+/// new world.
+///
+/// Errors (nothing is created; `why`, cap why_cap bytes, may be NULL, gets
+/// one line saying what was wrong): SIM_E_INVALID_ARG (NULL data or out),
+/// SIM_E_CORRUPT (truncated, a section missing or of the wrong size, a
+/// count past the limits), SIM_E_VERSION (another SIM_STATE_VERSION or
+/// SIM_PHYSICS_VERSION, or another build's layout), SIM_E_UNKNOWN_NAME (a
+/// skeleton or clip `lib` lacks), SIM_E_ASSET_MISMATCH (a skeleton whose
+/// content hash differs), SIM_E_NOMEM, and sim_world_create()'s errors for
+/// a def out of range.
+int sim_world_load(const void* data, size_t len, const sim_library* lib, const sim_allocator* alloc,
+                   sim_world** out, char* why, size_t why_cap);
+
 /// True when every particle's position and previous position are finite.
 bool sim_world_is_finite(const sim_world* w);
 
@@ -1044,6 +1095,13 @@ const sim_skeleton_def* sim_library_skeleton(const sim_library* lib, const char*
 
 /// Duration of a skeleton's clip in seconds, or a negative SIM_E_UNKNOWN_NAME.
 float sim_library_clip_duration(const sim_library* lib, const char* skeleton, const char* clip);
+
+/// The content hash of the skeleton of that name (FNV-1a 64 over its bones,
+/// joints, garments, bind pose and every clip's name and keys), which world
+/// state files record for each skeleton their characters use; 0 when the
+/// library has no such skeleton. Equal asset files give equal hashes in
+/// any process of the same build.
+uint64_t sim_library_skeleton_hash(const sim_library* lib, const char* name);
 
 // ---------------------------------------------------------------------------
 // Characters
