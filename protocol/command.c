@@ -313,6 +313,7 @@ static const op_spec ops[] = {
     {"set_focus", RDP_OP_SET_FOCUS, set_focus_fields, COUNT(set_focus_fields)},
     {"set_tear", RDP_OP_SET_TEAR, set_tear_fields, COUNT(set_tear_fields)},
     {"spawn_softbody", RDP_OP_SPAWN_SOFTBODY, spawn_softbody_fields, COUNT(spawn_softbody_fields)},
+    {"save_world", RDP_OP_SAVE_WORLD, world_fields, COUNT(world_fields)},
 };
 
 const char* rdp_op_name(rdp_op op) {

@@ -330,6 +330,12 @@ char* rdp_reply_ok(rdp_re re, const rdp_reply_fields* f, size_t* len) {
     if (f->has_entity) {
         add_uint(root, "entity", f->entity);
     }
+    if (f->has_bytes) {
+        add_uint(root, "bytes", f->bytes);
+    }
+    if (f->file != NULL) {
+        cJSON_AddStringToObject(root, "file", f->file);
+    }
     if (f->tick_hz != 0) {
         cJSON_AddNumberToObject(root, "tick_hz", f->tick_hz);
     }

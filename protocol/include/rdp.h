@@ -118,6 +118,7 @@ typedef enum rdp_op {
     RDP_OP_SET_FOCUS,
     RDP_OP_SET_TEAR,
     RDP_OP_SPAWN_SOFTBODY,
+    RDP_OP_SAVE_WORLD,
 } rdp_op;
 
 /// Garment kinds of attach_cloth (the values match sim_garment_kind).
@@ -454,6 +455,9 @@ typedef struct rdp_reply_fields {
     const uint32_t* limits;
     /// "solver" (create_world): the world's, as rdp_solver_name() gives it.
     const char* solver;
+    bool has_bytes;
+    uint64_t bytes;   ///< "bytes" (save_world): the state file's size.
+    const char* file; ///< "file" (save_world): the state file's path.
 } rdp_reply_fields;
 
 /// Encodes a success reply {"re", "ok": true, ...fields}. Returns a string to

@@ -29,6 +29,10 @@
 /// so one client cannot fill a world's inbox on its own.
 #define APP_MAX_PENDING 256
 
+/// save_world requests one world holds at once, answered when its state
+/// file is durable (persist.c); more are rate_limited.
+#define APP_MAX_SAVE_WAITERS 8
+
 /// Bytes of describe replies a client may receive per second, sustained,
 /// and at once (the bucket's size): a viewer that meets a whole world of
 /// unknown entities gets them all, a client that asks again and again gets
@@ -250,6 +254,35 @@ typedef struct app_world {
     app_topo* topo;
 
     app_tick_histogram tick_stats; ///< How long its ticks take (/metrics).
+
+    // Durability (persist.c, journal.c).
+    uint64_t seq; ///< Commands applied so far: the next one's journal sequence is seq + 1.
+    struct app_save* saving; ///< Its state file being written, or NULL.
+    bool save_wanted;        ///< save_world asked: save at the next tick boundary.
+    uint64_t next_save_ns;   ///< When the next autosave is due (uv_hrtime()).
+    struct {
+        app_client* client; ///< NULL once gone.
+        rdp_re re;
+    } save_waiters[APP_MAX_SAVE_WAITERS]; ///< Who asked for the save to come.
+    uint32_t save_waiter_count;
+    bool apply_changed;     ///< app__apply(): the command applied changed the world (journal it).
+    int journal_fd;         ///< Its journal (journal.c), open for appending; -1: none.
+    uint64_t journal_bytes; ///< The journal's length.
+    uint8_t* jbuf;          ///< Records of this tick boundary, not yet written.
+    size_t jlen, jcap;
+    bool journal_dirty;           ///< Written since its last fsync.
+    uint64_t next_mark_ns;        ///< When its tick is next marked in the journal.
+    bool journal_failed;          ///< A write failed (logged once); it journals nothing more.
+    sim_vec3 jfoci[SIM_MAX_FOCI]; ///< The foci last journaled.
+    uint32_t jfoci_count;
+    /// This boundary's replies, sent once its records are written (and,
+    /// with --journal-fsync always, fsync'd): inbox_cap of them.
+    struct app_reply {
+        app_client* client;
+        char* text;
+        size_t len;
+        uint32_t op;
+    } * replies;
 } app_world;
 
 /// The scheduler (scheduler.c): one timer for every world's clock and the
@@ -286,6 +319,13 @@ struct app_server {
     void (*done)(void* arg);
     void* done_arg;
 
+    // Durability (persist.c).
+    uint32_t saves_in_flight;                     ///< State files being written on the threadpool.
+    void (*persist_done)(struct app_server* app); ///< app__persist_shutdown()'s callback.
+    uint64_t saves, save_failures;                ///< State files written, and writes that failed.
+    uint32_t syncs_in_flight; ///< Journal fsyncs on the threadpool (at most one).
+    uint64_t next_sync_ns;    ///< When the journals are next fsync'd (everysec).
+
     // What the operator sees (report.c).
     app_log log;
     app_metrics metrics;
@@ -307,6 +347,14 @@ sim_world_def app__world_def(const app_server* app, uint32_t tick_hz);
 rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz,
                            const uint32_t* limits, sim_solver solver, app_world** out);
 
+struct app_state;
+
+/// Makes a world from a state file's contents (persist.c): its id, name,
+/// tick rate, limits and solver, its simulator world (taken: st->sim is
+/// NULL after, whatever the result), owners, queued commands and journal
+/// sequence. Errors as app__world_create().
+rdp_code app__world_adopt(app_server* app, struct app_state* st, app_world** out);
+
 /// The simulator's solver for a wire solver (config.c): true and *out for
 /// RDP_SOLVER_XPBD and RDP_SOLVER_SOFT_STEP; false, *out untouched, for
 /// RDP_SOLVER_DEFAULT (the caller's default applies) and anything else.
@@ -319,6 +367,10 @@ const char* app__solver_name(sim_solver solver);
 /// Sets the max_* fields of *def that the limits govern (config.c):
 /// limits[RDP_LIMIT_BODIES] becomes max_bodies, and so on.
 void app__limits_apply(sim_world_def* def, const uint32_t limits[RDP_LIMIT_COUNT]);
+
+/// The max_* fields of *def that the limits govern, as limits (config.c):
+/// app__limits_apply() undone.
+void app__limits_of(const sim_world_def* def, uint32_t limits[RDP_LIMIT_COUNT]);
 
 /// The limits of a world create_world asks for (budget.c): those `asked`
 /// gives, the server's defaults (cfg.world_limits) for the rest, into out.

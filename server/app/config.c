@@ -6,10 +6,13 @@
  */
 #include "app_internal.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef RD_WEB_ROOT_DEFAULT
 #define RD_WEB_ROOT_DEFAULT "web"
@@ -76,6 +79,12 @@ void app__limits_apply(sim_world_def* def, const uint32_t limits[RDP_LIMIT_COUNT
     }
 }
 
+void app__limits_of(const sim_world_def* def, uint32_t limits[RDP_LIMIT_COUNT]) {
+    for (int i = 0; i < RDP_LIMIT_COUNT; ++i) {
+        memcpy(&limits[i], (const char*)def + limit_table[i].offset, sizeof limits[i]);
+    }
+}
+
 app_config app_config_default(void) {
     app_config c;
     memset(&c, 0, sizeof c);
@@ -104,6 +113,10 @@ app_config app_config_default(void) {
     c.max_sessions_per_address = APP_PER_ADDRESS_AUTO;
     c.cmd_rate = 200;
     c.cmd_burst = 400;
+    c.state_dir = NULL;
+    c.autosave_s = 10;
+    c.journal_fsync = APP_FSYNC_EVERYSEC;
+    c.replay_until = UINT64_MAX;
     c.log_level = APP_LOG_INFO;
     c.log_format = APP_LOG_TEXT;
     c.log_stream = NULL; // stderr
@@ -153,33 +166,51 @@ static void usage(FILE* f) {
             "  --world-solver S  rigid-body solver of the demo world and of a world whose\n"
             "                    create_world gives no solver: soft_step or xpbd (default\n"
             "                    soft_step; also $RAGDOLLD_WORLD_SOLVER)\n"
-            "  --log-level L     error, warn, info or debug (default info): what goes to\n"
-            "                    stderr, one line per event\n"
-            "  --log-format F    text (logfmt, the default) or json (one object per line)\n"
-            "\n"
-            "access control and limits (README, \"Exposing ragdolld\"):\n"
-            "  --auth-file FILE  tokens and roles, one \"TOKEN ROLE [WORLD ...]\" per line\n"
-            "                    (also $RAGDOLLD_AUTH_FILE); without it every client is an admin\n"
-            "  --anonymous ROLE  with an auth file, what a client without a token may do:\n"
-            "                    none (default: 401), viewer or player\n"
-            "  --allow-origin O  a browser Origin that may connect (repeatable; \"*\" for any);\n"
-            "                    by default an Origin must match the Host it connected to\n"
-            "  --insecure        allow a non-loopback --host without an auth file\n"
-            "  --max-sessions-per-address N\n"
-            "                    WebSocket sessions from one address, counted apart with and\n"
-            "                    without a token (default 16 with an auth file or a\n"
-            "                    non-loopback host, else 0 = no limit); beyond: 429\n"
-            "  --cmd-rate N      commands per second per connection (default 200)\n"
-            "  --cmd-burst N     commands at once per connection (default 400); beyond\n"
-            "                    either the reply is rate_limited\n"
-            "\n"
-            "  --help            print this help and exit\n"
-            "  --version         print the version and exit\n"
-            "\n"
-            "Once it accepts connections it prints \"listening on HOST:PORT\" on stdout;\n"
-            "logs go to stderr. GET /metrics answers in the Prometheus text format.\n"
-            "SIGINT or SIGTERM closes every client with 1001 (going away) and exits.\n",
+            "\n",
             RD_WEB_ROOT_DEFAULT, RD_ASSETS_DEFAULT, APP_MAX_WORKERS, app_config_default().workers);
+    fputs("durable worlds (docs/STATE.md):\n"
+          "  --state-dir DIR   keep every world's state file and journal in DIR (also\n"
+          "                    $RAGDOLLD_STATE_DIR): at start the worlds saved there are\n"
+          "                    loaded and their journals replayed (the demo world is made\n"
+          "                    only when there is none); SIGINT/SIGTERM save every world\n"
+          "  --autosave N      save each world every N seconds (default 10; 0: only on\n"
+          "                    save_world and at shutdown)\n"
+          "  --journal-fsync P when the journal of applied commands is fsync'd: always,\n"
+          "                    everysec (default) or never\n"
+          "  --replay STATE    do not serve: load the state file STATE, replay its journal\n"
+          "                    (--journal FILE; default the world-ID.journal beside it),\n"
+          "                    step on to --until TICK (default: the journal's last\n"
+          "                    record) and say where it ended; --print-hash prints\n"
+          "                    \"TICK HASH\" for every tick on stdout\n"
+          "\n"
+          "  --log-level L     error, warn, info or debug (default info): what goes to\n"
+          "                    stderr, one line per event\n"
+          "  --log-format F    text (logfmt, the default) or json (one object per line)\n"
+          "\n"
+          "access control and limits (README, \"Exposing ragdolld\"):\n"
+          "  --auth-file FILE  tokens and roles, one \"TOKEN ROLE [WORLD ...]\" per line\n"
+          "                    (also $RAGDOLLD_AUTH_FILE); without it every client is an admin\n"
+          "  --anonymous ROLE  with an auth file, what a client without a token may do:\n"
+          "                    none (default: 401), viewer or player\n"
+          "  --allow-origin O  a browser Origin that may connect (repeatable; \"*\" for any);\n"
+          "                    by default an Origin must match the Host it connected to\n"
+          "  --insecure        allow a non-loopback --host without an auth file\n"
+          "  --max-sessions-per-address N\n"
+          "                    WebSocket sessions from one address, counted apart with and\n"
+          "                    without a token (default 16 with an auth file or a\n"
+          "                    non-loopback host, else 0 = no limit); beyond: 429\n"
+          "  --cmd-rate N      commands per second per connection (default 200)\n"
+          "  --cmd-burst N     commands at once per connection (default 400); beyond\n"
+          "                    either the reply is rate_limited\n"
+          "\n"
+          "  --help            print this help and exit\n"
+          "  --version         print the version and exit\n"
+          "\n"
+          "Once it accepts connections it prints \"listening on HOST:PORT\" on stdout;\n"
+          "logs go to stderr. GET /metrics answers in the Prometheus text format.\n"
+          "SIGINT or SIGTERM closes every client with 1001 (going away), saves every\n"
+          "world when there is a --state-dir, and exits.\n",
+          f);
 }
 
 // 127.0.0.0/8, ::1 and "localhost": addresses only this machine reaches.
@@ -283,6 +314,13 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         OPT_WORLD_LIMITS,
         OPT_WORLD_CEILING,
         OPT_WORLD_SOLVER,
+        OPT_STATE_DIR,
+        OPT_AUTOSAVE,
+        OPT_JOURNAL_FSYNC,
+        OPT_REPLAY,
+        OPT_JOURNAL,
+        OPT_UNTIL,
+        OPT_PRINT_HASH,
         OPT_HELP,
         OPT_VERSION
     };
@@ -309,6 +347,13 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         {"world-limits", required_argument, NULL, OPT_WORLD_LIMITS},
         {"world-ceiling", required_argument, NULL, OPT_WORLD_CEILING},
         {"world-solver", required_argument, NULL, OPT_WORLD_SOLVER},
+        {"state-dir", required_argument, NULL, OPT_STATE_DIR},
+        {"autosave", required_argument, NULL, OPT_AUTOSAVE},
+        {"journal-fsync", required_argument, NULL, OPT_JOURNAL_FSYNC},
+        {"replay", required_argument, NULL, OPT_REPLAY},
+        {"journal", required_argument, NULL, OPT_JOURNAL},
+        {"until", required_argument, NULL, OPT_UNTIL},
+        {"print-hash", no_argument, NULL, OPT_PRINT_HASH},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -323,6 +368,52 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         switch (c) {
         case OPT_HOST:
             cfg->host = optarg;
+            break;
+        case OPT_STATE_DIR:
+            cfg->state_dir = optarg;
+            break;
+        case OPT_AUTOSAVE:
+            if (!parse_uint(optarg, 0, 86400, &v)) {
+                fprintf(err, "ragdolld: --autosave takes seconds from 0 to 86400, not \"%s\"\n",
+                        optarg);
+                return -1;
+            }
+            cfg->autosave_s = (uint32_t)v;
+            break;
+        case OPT_REPLAY:
+            cfg->replay_state = optarg;
+            break;
+        case OPT_JOURNAL:
+            cfg->replay_journal = optarg;
+            break;
+        case OPT_UNTIL: {
+            char* end = NULL;
+            errno = 0;
+            unsigned long long t = strtoull(optarg, &end, 10);
+            if (end == optarg || *end != '\0' || errno != 0 || optarg[0] == '-') {
+                fprintf(err, "ragdolld: --until takes a tick (a whole number), not \"%s\"\n",
+                        optarg);
+                return -1;
+            }
+            cfg->replay_until = (uint64_t)t;
+            break;
+        }
+        case OPT_PRINT_HASH:
+            cfg->print_hash = true;
+            break;
+        case OPT_JOURNAL_FSYNC:
+            if (strcmp(optarg, "always") == 0) {
+                cfg->journal_fsync = APP_FSYNC_ALWAYS;
+            } else if (strcmp(optarg, "everysec") == 0) {
+                cfg->journal_fsync = APP_FSYNC_EVERYSEC;
+            } else if (strcmp(optarg, "never") == 0) {
+                cfg->journal_fsync = APP_FSYNC_NEVER;
+            } else {
+                fprintf(err,
+                        "ragdolld: --journal-fsync takes always, everysec or never, not \"%s\"\n",
+                        optarg);
+                return -1;
+            }
             break;
         case OPT_PORT:
             if (!parse_uint(optarg, 0, 65535, &v)) {
@@ -484,6 +575,21 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         const char* env = getenv("RAGDOLLD_AUTH_FILE");
         if (env != NULL && env[0] != '\0') {
             cfg->auth_file = env;
+        }
+    }
+    if (cfg->state_dir == NULL) {
+        const char* env = getenv("RAGDOLLD_STATE_DIR");
+        if (env != NULL && env[0] != '\0') {
+            cfg->state_dir = env;
+        }
+    }
+    if (cfg->state_dir != NULL) {
+        struct stat st;
+        if (stat(cfg->state_dir, &st) != 0 || !S_ISDIR(st.st_mode) ||
+            access(cfg->state_dir, W_OK | X_OK) != 0) {
+            fprintf(err, "ragdolld: --state-dir %s is not a directory this process can write\n",
+                    cfg->state_dir);
+            return -1;
         }
     }
     // The environment gives what the command line did not.

@@ -10,6 +10,7 @@
  * command changes nothing.
  */
 #include "app_internal.h"
+#include "persist.h"
 #include "report.h"
 
 #include <math.h>
@@ -607,6 +608,7 @@ char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command
     // is described from rc below.
     char msg[256] = "";
     w->name_error[0] = '\0';
+    w->apply_changed = false;
 
     switch (cmd->op) {
     case RDP_OP_SPAWN_ROPE:
@@ -730,6 +732,7 @@ char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command
         f.entity = sim_entity_id_store(spawned);
         w->owners[spawned.index1 - 1] = w->apply_owner;
     }
+    w->apply_changed = true; // the journal keeps it (journal.c)
     return rdp_reply_ok(rdp_re_of(cmd), &f, len);
 }
 
@@ -872,6 +875,7 @@ void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
             app__send_error(c, rdp_re_of(cmd), rc, msg);
             return;
         }
+        app__persist_world_created(app, w); // durable before anyone hears of it
         rdp_reply_fields f;
         memset(&f, 0, sizeof f);
         f.has_world = true;
@@ -901,7 +905,11 @@ void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
     switch (cmd->op) {
     case RDP_OP_DESTROY_WORLD:
         reply_ok(c, cmd, &f);
+        app__persist_remove_files(app, w);
         app__world_destroy(app, w);
+        return;
+    case RDP_OP_SAVE_WORLD:
+        app__persist_request(app, w, c, cmd); // answered once the file is durable
         return;
     case RDP_OP_SUBSCRIBE:
         subscribe(w, c, cmd);

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -93,6 +94,21 @@ int main(int argc, char** argv) {
         return 1;
     }
     cfg.library = lib;
+    if (cfg.replay_state != NULL) {
+        // Offline: the journal beside the state file unless one is named.
+        char sibling[4096];
+        const char* journal = cfg.replay_journal;
+        size_t n = strlen(cfg.replay_state);
+        if (journal == NULL && n > 6 && n < sizeof sibling &&
+            strcmp(cfg.replay_state + n - 6, ".state") == 0) {
+            snprintf(sibling, sizeof sibling, "%.*s.journal", (int)(n - 6), cfg.replay_state);
+            journal = access(sibling, F_OK) == 0 ? sibling : NULL;
+        }
+        rc = app_replay(&cfg, cfg.replay_state, journal, cfg.replay_until, cfg.print_hash, stdout,
+                        stderr);
+        sim_library_destroy(lib);
+        return rc;
+    }
     app_auth* auth = NULL;
     if (cfg.auth_file != NULL) {
         if (app_auth_load(cfg.auth_file, &auth, err, sizeof err) != 0) {

@@ -10,6 +10,7 @@
  * subscriptions and what is sent to them (broadcast.c).
  */
 #include "app_internal.h"
+#include "persist.h"
 #include "report.h"
 
 #include <math.h>
@@ -33,6 +34,9 @@ void app__world_free(app_world* w) {
     free(w->owners);
     sim_world_destroy(w->sim);
     free(w->inbox);
+    free(w->replies);
+    app__journal_close(w);
+    free(w->jbuf);
     free(w->subs);
     free(w->ents);
     free(w->sticks);
@@ -60,8 +64,11 @@ sim_world_def app__world_def(const app_server* app, uint32_t tick_hz) {
     return def;
 }
 
-rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz,
-                           const uint32_t* limits, sim_solver solver, app_world** out) {
+// Makes a world around `sim` (taken, even on error; NULL: a new empty one
+// from def) with id `id` (0: the next one), in a free registry slot.
+static rdp_code world_make(app_server* app, const char* name, uint32_t tick_hz,
+                           const sim_world_def* def_in, sim_world* sim, uint64_t id,
+                           app_world** out) {
     uint32_t slot = app->cfg.max_worlds;
     for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
         if (app->worlds[i] == NULL) {
@@ -70,18 +77,21 @@ rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz,
         }
     }
     if (slot == app->cfg.max_worlds) {
+        sim_world_destroy(sim);
         return RDP_E_TOO_LARGE;
     }
     app_world* w = calloc(1, sizeof *w);
     if (w == NULL) {
+        sim_world_destroy(sim);
         return RDP_E_INTERNAL;
     }
-    sim_world_def def = app__world_def(app, tick_hz);
-    app__limits_apply(&def, limits);
-    def.solver = solver;
+    const sim_world_def def = *def_in;
     w->def = def;
+    w->sim = sim;
     w->inbox_cap = app->cfg.inbox_capacity;
     w->inbox = calloc(w->inbox_cap, sizeof *w->inbox);
+    w->replies = calloc(w->inbox_cap, sizeof *w->replies);
+    w->journal_fd = -1;
     w->ents = calloc(def.max_entities, sizeof *w->ents);
     w->topo = calloc(def.max_entities, sizeof *w->topo);
     w->owners = calloc(def.max_entities, sizeof *w->owners);
@@ -102,14 +112,18 @@ rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz,
             w->parents = NULL; // reported below
         }
     }
-    if (w->inbox == NULL || w->ents == NULL || w->topo == NULL || w->owners == NULL ||
-        w->poses == NULL || w->body_radius == NULL || w->body_half_length == NULL ||
-        w->bone_names == NULL || w->parents == NULL || w->anchors == NULL ||
-        w->view.boxes == NULL || sim_world_create(&def, &w->sim) != SIM_OK) {
+    if (w->inbox == NULL || w->replies == NULL || w->ents == NULL || w->topo == NULL ||
+        w->owners == NULL || w->poses == NULL || w->body_radius == NULL ||
+        w->body_half_length == NULL || w->bone_names == NULL || w->parents == NULL ||
+        w->anchors == NULL || w->view.boxes == NULL ||
+        (w->sim == NULL && sim_world_create(&def, &w->sim) != SIM_OK)) {
         app__world_free(w);
         return RDP_E_INTERNAL;
     }
-    w->id = ++app->next_world_id; // never reused: a stale id names no world
+    // Ids are never reused: a stale id names no world (a loaded world keeps
+    // its own, and the next ones come after every id loaded).
+    w->id = id != 0 ? id : ++app->next_world_id;
+    app->next_world_id = app->next_world_id > w->id ? app->next_world_id : w->id;
     snprintf(w->name, sizeof w->name, "%s", name);
     w->tick_hz = tick_hz;
     w->period_ns = 1000000000ull / tick_hz;
@@ -117,8 +131,42 @@ rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz,
     app->worlds[slot] = w;
     app->world_count++;
     app__sched_world_added(app, w);
-    app__report_world_created(app, w);
     *out = w;
+    return RDP_OK;
+}
+
+rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz,
+                           const uint32_t* limits, sim_solver solver, app_world** out) {
+    sim_world_def def = app__world_def(app, tick_hz);
+    app__limits_apply(&def, limits);
+    def.solver = solver;
+    rdp_code rc = world_make(app, name, tick_hz, &def, NULL, 0, out);
+    if (rc == RDP_OK) {
+        app__report_world_created(app, *out);
+    }
+    return rc;
+}
+
+rdp_code app__world_adopt(app_server* app, app_state* st, app_world** out) {
+    sim_world_def def = app__world_def(app, st->tick_hz);
+    app__limits_apply(&def, st->limits);
+    def.solver = (sim_solver)st->solver;
+    sim_world* sim = st->sim;
+    st->sim = NULL;
+    rdp_code rc = world_make(app, st->name, st->tick_hz, &def, sim, st->id, out);
+    if (rc != RDP_OK) {
+        return rc;
+    }
+    app_world* w = *out;
+    w->seq = st->seq;
+    for (uint32_t i = 0; i < st->owner_count && i < def.max_entities; ++i) {
+        w->owners[i] = st->owners[i];
+    }
+    for (uint32_t k = 0; k < st->inbox_count && k < w->inbox_cap; ++k) {
+        w->inbox[k] = st->inbox[k];
+        w->inbox[k].client = NULL; // its sender is gone; it still applies
+    }
+    w->inbox_count = st->inbox_count < w->inbox_cap ? st->inbox_count : w->inbox_cap;
     return RDP_OK;
 }
 
@@ -133,6 +181,7 @@ app_world* app__world_find(const app_server* app, uint64_t id) {
 
 void app__world_destroy(app_server* app, app_world* w) {
     app__report_world_destroyed(app, w);
+    app__persist_world_gone(app, w);
     app__inbox_cancel(app, w);
     app__broadcast_world_gone(w);
     for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
@@ -261,6 +310,7 @@ void app__client_gone(app_server* app, app_client* c) {
         }
     }
     c->drag_count = 0;
+    app__persist_client_gone(app, c);
     for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
         app_world* w = app->worlds[i];
         if (w == NULL) {

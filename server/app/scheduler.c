@@ -45,6 +45,7 @@
  * in order whichever thread steps it.
  */
 #include "app_internal.h"
+#include "persist.h"
 #include "report.h"
 
 #include <stddef.h>
@@ -119,8 +120,12 @@ static void step_job(app_job* j) {
     }
 }
 
-// Commands apply at the tick boundary, in arrival order.
+// Commands apply at the tick boundary, in arrival order. Each that changed
+// the world goes to its journal (journal.c); the replies go out once the
+// boundary's records are written (and fsync'd, with --journal-fsync
+// always), so a command acknowledged is a command journaled.
 static void apply_inbox(app_server* app, app_world* w) {
+    uint32_t n_replies = 0;
     while (w->inbox_count > 0) {
         app_cmd e = w->inbox[w->inbox_head];
         w->inbox_head = (w->inbox_head + 1) % w->inbox_cap;
@@ -133,9 +138,12 @@ static void apply_inbox(app_server* app, app_world* w) {
         w->apply_role = e.role;
         w->apply_owner = e.owner;
         char* reply = app__apply(app, w, e.client, &e.cmd, &len, &ev, &ev_len);
+        if (w->apply_changed) {
+            w->seq++;
+            app__journal_command(app, w, &e);
+        }
         if (e.client != NULL) {
-            app__report_reply(app, e.client, e.cmd.op, reply, len);
-            app__send(e.client, reply, len);
+            w->replies[n_replies++] = (struct app_reply){e.client, reply, len, e.cmd.op};
         } else {
             rdp_free(reply);
         }
@@ -144,12 +152,18 @@ static void apply_inbox(app_server* app, app_world* w) {
             rdp_free(ev);
         }
     }
+    app__journal_commit(app, w);
+    for (uint32_t i = 0; i < n_replies; ++i) {
+        struct app_reply* r = &w->replies[i];
+        app__report_reply(app, r->client, r->op, r->text, r->len);
+        app__send(r->client, r->text, r->len);
+    }
 }
 
 // Begins `batch` ticks of an idle world: its commands, then its steps on
 // the pool.
 // The points its subscribers look at (set_focus), for level of detail.
-static void gather_foci(app_world* w) {
+static void gather_foci(app_server* app, app_world* w) {
     sim_vec3 foci[SIM_MAX_FOCI];
     uint32_t n = 0;
     for (uint32_t i = 0; i < w->sub_count && n < SIM_MAX_FOCI; ++i) {
@@ -159,13 +173,17 @@ static void gather_foci(app_world* w) {
         }
     }
     sim_world_set_foci(w->sim, foci, n); // finite: checked by the decoder
+    app__journal_foci(app, w, foci, n);  // level of detail changes the step: a replay needs it
 }
 
 static void tick_begin(app_server* app, app_world* w, uint32_t batch) {
     uint64_t t0 = uv_hrtime();
     w->batch = batch;
+    app__persist_tick(app, w); // tick T and its queued commands, before they apply
     apply_inbox(app, w);
-    gather_foci(w);
+    gather_foci(app, w);
+    app__journal_mark(app, w, t0);
+    app__journal_commit(app, w);
     app__world_look(w); // what the loop thread reads while a worker has it
     w->loop_ns = uv_hrtime() - t0;
     w->busy = true;
@@ -243,6 +261,7 @@ static void on_timer(uv_timer_t* t) {
     // The log's "suppressed K lines" once a burst is over: it needs a
     // clock, and this one runs as long as the server does.
     app__log_flush(&app->log, now);
+    app__journal_sync_due(app, now); // --journal-fsync everysec
     rearm(app);
 }
 

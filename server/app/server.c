@@ -5,6 +5,7 @@
  * scheduler.c's).
  */
 #include "app_internal.h"
+#include "persist.h"
 #include "report.h"
 #include "scenes.h"
 
@@ -220,7 +221,9 @@ int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
         app_free(app);
         return UV_ENOMEM;
     }
-    if (cfg->demo) {
+    // Durable worlds first: the demo is made only when none was loaded.
+    const uint32_t loaded = app__persist_load_all(app);
+    if (cfg->demo && loaded == 0) {
         app_world* w = NULL;
         int rc = SIM_E_NOMEM;
         if (app__world_create(app, "demo", 60, app->cfg.world_limits, app->cfg.world_solver, &w) !=
@@ -234,6 +237,7 @@ int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
             app_free(app);
             return rc == SIM_E_CAPACITY ? UV_ENOSPC : UV_ENOMEM;
         }
+        app__persist_world_created(app, w);
     }
     net_config ncfg = net_config_default();
     ncfg.host = app->cfg.host;
@@ -274,13 +278,19 @@ int app_server_port(const app_server* app) {
     return net_server_port(app->net);
 }
 
-static void on_sched_closed(app_server* app) {
+static void on_saved(app_server* app) {
     void (*done)(void*) = app->done;
     void* arg = app->done_arg;
     app_free(app);
     if (done != NULL) {
         done(arg);
     }
+}
+
+static void on_sched_closed(app_server* app) {
+    // Every world is idle and no worker runs: write their states (after
+    // any write still in flight lands), then free them.
+    app__persist_shutdown(app, on_saved);
 }
 
 static void on_net_stopped(void* arg) {

@@ -90,6 +90,16 @@ typedef enum app_log_format {
     APP_LOG_JSON,     ///< One JSON object per line, the same keys.
 } app_log_format;
 
+/// When a world's journal is fsync'd (--journal-fsync; Redis's
+/// appendfsync): its records are written to the file at every tick
+/// boundary either way, so a crash of the process alone loses nothing; the
+/// policy is what a crash of the machine may lose.
+typedef enum app_fsync {
+    APP_FSYNC_EVERYSEC = 0, ///< Once a second, off the loop thread: at most ~1 s lost.
+    APP_FSYNC_ALWAYS,       ///< Before the replies of every tick's commands go out.
+    APP_FSYNC_NEVER,        ///< When the kernel writes it back.
+} app_fsync;
+
 /// Settings of a server. Start from app_config_default().
 typedef struct app_config {
     const char* host;     ///< Address to bind. Default "127.0.0.1".
@@ -165,7 +175,23 @@ typedef struct app_config {
     /// Defaults 200 and 400.
     double cmd_rate;
     double cmd_burst;
-    app_log_level log_level;   ///< Default APP_LOG_INFO.
+    /// Directory of the worlds' state files and journals (--state-dir,
+    /// $RAGDOLLD_STATE_DIR; docs/STATE.md); NULL: worlds live in memory
+    /// only. At start every world saved there is loaded (the demo world is
+    /// made only when none is). Must exist and be writable.
+    const char* state_dir;
+    /// Seconds between a world's saves (--autosave; 0: only on save_world
+    /// and at shutdown). Default 10. Needs state_dir.
+    uint32_t autosave_s;
+    app_fsync journal_fsync; ///< Default APP_FSYNC_EVERYSEC.
+    /// --replay STATE: replay offline (app_replay()) instead of serving.
+    const char* replay_state;
+    /// --journal FILE: the journal to replay; default the state file's
+    /// sibling (world-ID.state → world-ID.journal) when it exists.
+    const char* replay_journal;
+    uint64_t replay_until; ///< --until TICK; UINT64_MAX (default): the journal's end.
+    bool print_hash;       ///< --print-hash: every tick's "TICK HASH" on stdout.
+    app_log_level log_level; ///< Default APP_LOG_INFO.
     app_log_format log_format; ///< Default APP_LOG_TEXT.
     /// Where log lines go; NULL means stderr. Not owned. (stdout is kept
     /// for the "listening on" line.)
@@ -184,6 +210,16 @@ app_config app_config_default(void);
 /// usage error (message went to err). The strings in *cfg point into argv
 /// or the environment.
 int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* err);
+
+/// ragdolld --replay: loads the state file at state_path (skeletons from
+/// cfg->library), applies the journal at journal_path (NULL: none) and
+/// steps on to tick `until` (UINT64_MAX: the journal's last record),
+/// writing "TICK HASH" (sim_world_hash(), hex) for the state's tick and
+/// every tick after it to out when print_hash, and a summary line to err.
+/// No network, no file written. Returns the process's exit status: 0, or 1
+/// with the reason on err (a file refused, or a journal that diverges).
+int app_replay(const app_config* cfg, const char* state_path, const char* journal_path,
+               uint64_t until, bool print_hash, FILE* out, FILE* err);
 
 /// A running server. Opaque.
 typedef struct app_server app_server;

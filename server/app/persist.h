@@ -1,0 +1,164 @@
+/*
+ * persist.h: durable worlds (issue 11; docs/STATE.md). A world's state
+ * file (state_file.c) holds everything its continuation depends on; the
+ * server writes them (persist.c) when a world is made, every --autosave
+ * seconds, on save_world and at shutdown, and loads them at start.
+ *
+ * Loop thread only, except the file writes, which run on libuv's
+ * threadpool with bytes encoded on the loop thread at a tick boundary.
+ */
+#pragma once
+
+#include "app_internal.h"
+
+/// The version of the state file's envelope and world section; a file of
+/// another version is refused.
+#define APP_STATE_VERSION 1u
+
+/// A world as its state file holds it (app__state_decode()).
+typedef struct app_state {
+    uint64_t id;  ///< The world's id (ids are never reused).
+    uint64_t seq; ///< Commands applied to it so far (the journal's sequence).
+    uint32_t tick_hz;
+    uint32_t solver; ///< sim_solver.
+    uint32_t limits[RDP_LIMIT_COUNT];
+    char name[RDP_MAX_NAME + 1];
+    uint64_t* owners; ///< Who spawned each entity, by slot (owner_count).
+    uint32_t owner_count;
+    app_cmd* inbox; ///< Commands waiting for its next tick (client NULL).
+    uint32_t inbox_count;
+    sim_world* sim; ///< Owned until taken (set to NULL by the taker).
+} app_state;
+
+/// The state file of world w (idle, at a tick boundary) in a new buffer
+/// (*out, *len; free() it). Returns 0, or -1 when out of memory.
+int app__state_encode(const app_world* w, uint8_t** out, size_t* len);
+
+/// Reads a state file's bytes into *out, its simulator world made with
+/// skeletons from lib. Returns 0, or -1 with one line in why (cap bytes)
+/// saying what is wrong: truncated, not a state file, another version, a
+/// CRC mismatch, a skeleton missing or changed, ... (*out is then empty).
+int app__state_decode(const uint8_t* p, size_t len, const sim_library* lib, app_state* out,
+                      char* why, size_t cap);
+
+/// Frees what *s holds that was not taken. NULL is allowed.
+void app__state_free(app_state* s);
+
+/// CRC-32 (zlib's, the IEEE polynomial) of len bytes.
+uint32_t app__crc32(const void* data, size_t len);
+
+/// Reads a whole regular file into a new buffer (*out, *len; free() it).
+/// Returns 0, or -1 with the reason in why.
+int app__file_read(const char* path, uint8_t** out, size_t* len, char* why, size_t cap);
+
+/// Writes dir/name atomically: to dir/.name.tmp, fsync, rename over
+/// dir/name, fsync dir. A crash at any instant leaves the old file or the
+/// new one whole. Returns 0, or -1 with the reason in why. Blocking.
+int app__file_write_atomic(const char* dir, const char* name, const void* data, size_t len,
+                           char* why, size_t cap);
+
+// ---------------------------------------------------------------------------
+// persist.c: when states are written and read
+// ---------------------------------------------------------------------------
+
+/// One state file being written (persist.c). Opaque here.
+typedef struct app_save app_save;
+
+/// At start (cfg.state_dir set): loads every world-ID.state in the
+/// directory; a file that cannot be read or is refused is logged with the
+/// reason and left where it is, and the server starts with the rest. Sets
+/// next_world_id past every id seen. Returns the worlds loaded.
+uint32_t app__persist_load_all(app_server* app);
+
+/// A world was just made (not loaded): its first state file is written now
+/// (blocking; a new world is small), so it outlives a crash from here on.
+void app__persist_world_created(app_server* app, app_world* w);
+
+/// destroy_world: w's state file and journal are removed (a write in
+/// flight is removed when it lands). Call before app__world_destroy().
+void app__persist_remove_files(app_server* app, app_world* w);
+
+/// w is being freed (app__world_destroy(), whatever the reason): a write in
+/// flight lets go of it, and whoever waits for a save is told it is gone.
+/// Its files stay (a shutdown has just saved them).
+void app__persist_world_gone(app_server* app, app_world* w);
+
+/// At w's tick boundary (idle, before its commands apply): starts a save
+/// when one is due (--autosave) or asked for (save_world).
+void app__persist_tick(app_server* app, app_world* w);
+
+/// save_world from c: the state is written at w's next tick boundary (now,
+/// when w is idle) and c answered once it is durable.
+void app__persist_request(app_server* app, app_world* w, app_client* c, const rdp_command* cmd);
+
+/// c has gone: nothing will be answered to it.
+void app__persist_client_gone(app_server* app, app_client* c);
+
+/// Shutdown (the workers are stopped, every world idle): waits for the
+/// writes in flight, writes every world's state, then calls done(app).
+void app__persist_shutdown(app_server* app, void (*done)(app_server* app));
+
+/// The file name of world id's state (world-ID.state) into buf.
+void app__state_name(uint64_t id, char* buf, size_t cap);
+
+// ---------------------------------------------------------------------------
+// journal.c: what changed each world since its state file
+// ---------------------------------------------------------------------------
+
+/// The file name of world id's journal (world-ID.journal) into buf.
+void app__journal_name(uint64_t id, char* buf, size_t cap);
+
+/// Opens w's journal for appending (made, with its head, when missing).
+/// Nothing without a state dir; a failure is logged and w journals nothing.
+void app__journal_open(app_server* app, app_world* w);
+
+/// Closes w's journal (its buffered records are dropped: commit first).
+void app__journal_close(app_world* w);
+
+/// Closes and deletes w's journal (destroy_world).
+void app__journal_remove(app_server* app, app_world* w);
+
+/// Buffers a record of command e, applied now with sequence w->seq.
+void app__journal_command(app_server* app, app_world* w, const app_cmd* e);
+
+/// Buffers a mark of w's tick when a second has passed since the last
+/// (`now`: uv_hrtime()), so a replay steps as far as the world had got
+/// even when no command came.
+void app__journal_mark(app_server* app, app_world* w, uint64_t now);
+
+/// Buffers a record of the foci set now, when they differ from the last.
+void app__journal_foci(app_server* app, app_world* w, const sim_vec3* foci, uint32_t n);
+
+/// Writes the buffered records (one write()), fsync'd now with
+/// --journal-fsync always. A failed write is logged once, and w journals
+/// nothing more.
+void app__journal_commit(app_server* app, app_world* w);
+
+/// Once a second (everysec): fsyncs every journal written since, on the
+/// threadpool (loop thread; `now` is uv_hrtime()).
+void app__journal_sync_due(app_server* app, uint64_t now);
+
+/// Keeps only the journal's bytes from `from` on (the records after a
+/// state file that landed), atomically.
+void app__journal_compact(app_server* app, app_world* w, uint64_t from);
+
+/// What a replay did.
+typedef struct app_replay_stats {
+    uint64_t commands;   ///< Commands applied.
+    uint64_t foci;       ///< Foci records applied.
+    uint64_t torn_bytes; ///< Bytes after the last good record (a torn tail).
+    uint64_t last_tick;  ///< The world's tick at the end.
+} app_replay_stats;
+
+/// Applies the records of the journal at `path` after w's sequence to w
+/// (just loaded from its state file), stepping it to each record's tick,
+/// up to records of tick `until` (UINT64_MAX: all). Each step's tick and
+/// sim_world_hash() go to `hashes` when not NULL. The state's queued
+/// commands that the journal applied are dropped from w's inbox. A torn or
+/// damaged record ends the replay (with cut_torn, it and what follows are
+/// cut from the file). Returns 0 (also when there is no journal), or -1
+/// with why: not a journal, or a record that does not follow or is refused
+/// (the replay diverged); w holds what was applied before it.
+int app__journal_replay(app_server* app, app_world* w, const char* path, uint64_t until,
+                        FILE* hashes, bool cut_torn, app_replay_stats* stats, char* why,
+                        size_t cap);
