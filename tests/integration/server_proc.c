@@ -18,6 +18,10 @@
 // Starts ragdolld on `port` (0: the kernel picks) and waits for its
 // "listening on HOST:PORT" line. Returns 0 or -1.
 int server_start(server* s, int port, bool demo) {
+    return server_start_in(s, port, demo, NULL);
+}
+
+int server_start_in(server* s, int port, bool demo, const char* state_dir) {
     const char* bin = getenv("RAGDOLLD");
     if (bin == NULL) {
         bin = "build/server/app/ragdolld";
@@ -33,7 +37,16 @@ int server_start(server* s, int port, bool demo) {
         dup2(fds[1], STDOUT_FILENO);
         close(fds[0]);
         close(fds[1]);
-        char* argv[] = {(char*)bin, "--port", portbuf, demo ? NULL : "--no-demo", NULL};
+        char* argv[8] = {(char*)bin, "--port", portbuf};
+        int n = 3;
+        if (!demo) {
+            argv[n++] = "--no-demo";
+        }
+        if (state_dir != NULL) {
+            argv[n++] = "--state-dir";
+            argv[n++] = (char*)state_dir;
+        }
+        argv[n] = NULL;
         execv(bin, argv);
         _exit(127);
     }

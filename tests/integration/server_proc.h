@@ -20,6 +20,9 @@ typedef struct server {
 /// -1.
 int server_start(server* s, int port, bool demo);
 
+/// server_start() with --state-dir state_dir (NULL: none).
+int server_start_in(server* s, int port, bool demo, const char* state_dir);
+
 /// Sends `sig` (SIGTERM, SIGKILL) and reaps the process. Does nothing when
 /// it is not running.
 void server_stop(server* s, int sig);

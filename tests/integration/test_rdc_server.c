@@ -541,6 +541,36 @@ static void test_rdc_reconnects_after_a_restart_and_subscribes_again(void** stat
     }
 }
 
+// With a --state-dir, SIGTERM saves the world and a restart brings it back:
+// the rdc client reconnects, subscribes again, and the snapshots go on from
+// the tick they had reached (a world made afresh would start again at 0).
+static void test_rdc_continues_a_saved_world_after_a_restart(void** state) {
+    fixture* f = *state;
+    char dir[] = "/tmp/rd_rdc_state_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    int port = f->srv.port;
+    server_stop(&f->srv, SIGTERM);
+    assert_int_equal(server_start_in(&f->srv, port, true, dir), 0);
+    connect_client(f);
+    assert_int_equal(rdc_subscribe(f->c, 1, RDC_FORMAT_BINARY, 30, on_sub, f), 0);
+    RUN_UNTIL(f, f->sub_replies == 1 && f->snapshots >= 30, 10000);
+    const uint64_t before = f->last_tick;
+    server_stop(&f->srv, SIGTERM);
+    RUN_UNTIL(f, f->disconnected >= 1, 10000);
+    assert_int_equal(server_start_in(&f->srv, port, true, dir), 0);
+    RUN_UNTIL(f, f->connected == 2 && f->sub_replies == 2, 15000);
+    const uint64_t n = f->snapshots;
+    RUN_UNTIL(f, f->snapshots >= n + 5, 5000);
+    assert_false(f->bad_order);
+    assert_true(f->last_tick > before);
+    rdc_stats st;
+    rdc_get_stats(f->c, &st);
+    assert_int_equal(st.bad_snapshots, 0);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void test_rdc_dropped_connection_comes_back(void** state) {
     fixture* f = *state;
     connect_client(f);
@@ -637,6 +667,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_rdc_kill_names_a_bone_and_makes_a_ragdoll, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rdc_server_errors_arrive_as_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rdc_continues_a_saved_world_after_a_restart, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_rdc_reconnects_after_a_restart_and_subscribes_again,
                                         setup_demo, teardown),
         cmocka_unit_test_setup_teardown(test_rdc_dropped_connection_comes_back, setup_demo,
