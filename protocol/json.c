@@ -462,6 +462,34 @@ char* rdp_event_settled(uint64_t world, uint64_t tick, uint64_t entity, size_t* 
     return finish(root, len);
 }
 
+char* rdp_event_rolled_back(uint64_t world, uint64_t tick, uint64_t from_tick, uint64_t entity,
+                            const char* dropped_op, size_t* len) {
+    cJSON* root = world_event("rolled_back", world, tick);
+    add_uint(root, "from_tick", from_tick);
+    add_uint(root, "entity", entity);
+    if (dropped_op != NULL) {
+        cJSON_AddStringToObject(root, "dropped", dropped_op);
+    } else {
+        cJSON_AddNullToObject(root, "dropped");
+    }
+    return finish(root, len);
+}
+
+char* rdp_event_command_dropped(uint64_t world, uint64_t tick, rdp_re re, const char* op,
+                                const char* message, size_t* len) {
+    cJSON* root = world_event("command_dropped", world, tick);
+    if (re.has_id) {
+        cJSON_AddItemToObject(root, "re", int_item(re.id));
+    } else {
+        cJSON_AddNullToObject(root, "re");
+    }
+    cJSON_AddStringToObject(root, "op", op);
+    cJSON* e = cJSON_AddObjectToObject(root, "error");
+    cJSON_AddStringToObject(e, "code", rdp_code_name(RDP_E_BAD_STATE));
+    cJSON_AddStringToObject(e, "message", message);
+    return finish(root, len);
+}
+
 char* rdp_event_torn(uint64_t world, uint64_t tick, uint64_t entity, const uint32_t* pairs,
                      uint32_t count, uint32_t dropped, size_t* len) {
     cJSON* root = world_event("torn", world, tick);

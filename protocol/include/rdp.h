@@ -492,6 +492,19 @@ char* rdp_event_params(uint64_t world, uint64_t tick, const rdp_params* p, size_
 char* rdp_event_entity_removed(uint64_t world, uint64_t tick, uint64_t entity, const char* reason,
                                size_t* len);
 
+/// Encodes {"ev": "rolled_back", "world", "tick", "from_tick", "entity",
+/// "dropped"}: the world blew up at `tick` (entity went unstable) and was
+/// stepped again from its state at from_tick without the command
+/// dropped_op (NULL: "dropped": null).
+char* rdp_event_rolled_back(uint64_t world, uint64_t tick, uint64_t from_tick, uint64_t entity,
+                            const char* dropped_op, size_t* len);
+
+/// Encodes {"ev": "command_dropped", "world", "tick", "re", "op",
+/// "error": {"code": "bad_state", "message"}}: to the sender of a command
+/// that was acknowledged, then undone by a rollback (re: its id).
+char* rdp_event_command_dropped(uint64_t world, uint64_t tick, rdp_re re, const char* op,
+                                const char* message, size_t* len);
+
 /// Encodes {"ev": "world_destroyed", "world", "tick"}.
 char* rdp_event_world_destroyed(uint64_t world, uint64_t tick, size_t* len);
 

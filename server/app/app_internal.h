@@ -33,6 +33,9 @@
 /// file is durable (persist.c); more are rate_limited.
 #define APP_MAX_SAVE_WAITERS 8
 
+/// States a world keeps to roll back to, one a second (rollback.c).
+#define APP_ROLLBACK_KEEP 3
+
 /// Bytes of describe replies a client may receive per second, sustained,
 /// and at once (the bucket's size): a viewer that meets a whole world of
 /// unknown entities gets them all, a client that asks again and again gets
@@ -277,6 +280,9 @@ typedef struct app_world {
     uint32_t jfoci_count;
     /// This boundary's replies, sent once its records are written (and,
     /// with --journal-fsync always, fsync'd): inbox_cap of them.
+    struct app_rollback* rollback; ///< Kept states and the commands since (rollback.c).
+    uint64_t rollbacks;            ///< Blow-ups undone.
+    uint64_t quarantined_before;   ///< sim_world_quarantined() when the batch began.
     struct app_reply {
         app_client* client;
         char* text;

@@ -7,6 +7,10 @@
  *            command: the sender's role and owner key, the decoded command
  *            foci:    the points viewers look at (level of detail)
  *            mark:    nothing: the world reached this tick (once a second)
+ *            drop:    a command's sequence: a rollback undid it (rollback.c),
+ *                     so a replay skips it (found in a first pass)
+ *            drop:    a command's sequence: a rollback undid it (rollback.c),
+ *                     so a replay skips it (found in a first pass)
  *
  * A record is a command that changed the world, stamped with the tick it
  * applied at (before that tick's step) and its sequence number (the
@@ -40,6 +44,7 @@
 #define RECORD_COMMAND  1u
 #define RECORD_FOCI     2u
 #define RECORD_MARK     3u /* no body: the world reached this tick */
+#define RECORD_DROP     4u /* body: the sequence of a command a rollback undid */
 #define JOURNAL_VERSION 1u
 
 static const char k_magic[8] = {'R', 'D', 'J', 'O', 'U', 'R', 'N', 'L'};
@@ -135,9 +140,14 @@ void app__journal_mark(app_server* app, app_world* w, uint64_t now) {
     }
 }
 
-void app__journal_foci(app_server* app, app_world* w, const sim_vec3* foci, uint32_t n) {
+void app__journal_drop(app_server* app, app_world* w, uint64_t seq) {
+    record(app, w, RECORD_DROP, &seq, sizeof seq);
+    app__journal_commit(app, w);
+}
+
+bool app__journal_foci(app_server* app, app_world* w, const sim_vec3* foci, uint32_t n) {
     if (n == w->jfoci_count && memcmp(foci, w->jfoci, n * sizeof *foci) == 0) {
-        return;
+        return false;
     }
     memcpy(w->jfoci, foci, n * sizeof *foci);
     w->jfoci_count = n;
@@ -147,6 +157,7 @@ void app__journal_foci(app_server* app, app_world* w, const sim_vec3* foci, uint
     memcpy(body + 4, &pad, 4);
     memcpy(body + 8, foci, n * sizeof *foci);
     record(app, w, RECORD_FOCI, body, 8 + n * sizeof *foci);
+    return true;
 }
 
 // write() all of it; false (errno set) on an error.
@@ -388,6 +399,27 @@ int app__journal_replay(app_server* app, app_world* w, const char* path, uint64_
     }
     const uint64_t base_seq = w->seq;
     const uint32_t inbox_had = w->inbox_count;
+    // First pass: the commands rollbacks undid (a drop record comes after
+    // the command it undoes).
+    uint64_t* drops = NULL;
+    size_t n_drops = 0;
+    for (size_t at = JOURNAL_HEAD; len - at >= 8;) {
+        uint32_t rlen = 0, crc = 0, type = 0;
+        memcpy(&rlen, p + at, 4);
+        memcpy(&crc, p + at + 4, 4);
+        if (rlen < RECORD_HEAD - 8 || rlen > len - at - 8 || app__crc32(p + at + 8, rlen) != crc) {
+            break;
+        }
+        memcpy(&type, p + at + 8, 4);
+        if (type == RECORD_DROP && rlen == RECORD_HEAD - 8 + 8) {
+            uint64_t* d = realloc(drops, (n_drops + 1) * sizeof *drops);
+            if (d != NULL) {
+                drops = d;
+                memcpy(&drops[n_drops++], p + at + RECORD_HEAD, 8);
+            }
+        }
+        at += 8 + rlen;
+    }
     size_t at = JOURNAL_HEAD, good_end = JOURNAL_HEAD;
     int rc = 0;
     while (at < len) {
@@ -411,8 +443,14 @@ int app__journal_replay(app_server* app, app_world* w, const char* path, uint64_
         }
         const uint64_t now = sim_world_tick(w->sim);
         if (type == RECORD_COMMAND && blen == 16 + sizeof(rdp_command)) {
+            bool dropped = false;
+            for (size_t d = 0; d < n_drops; ++d) {
+                dropped |= drops[d] == seq;
+            }
             if (seq <= w->seq) {
                 // In the state already.
+            } else if (dropped && seq == w->seq + 1) {
+                w->seq = seq; // undone by a rollback: as if it never came
             } else if (seq != w->seq + 1 || tick < now) {
                 snprintf(why, cap,
                          "record %" PRIu64 " at tick %" PRIu64 " does not follow command %" PRIu64
@@ -468,6 +506,7 @@ int app__journal_replay(app_server* app, app_world* w, const char* path, uint64_
     stats->torn_bytes = len - good_end;
     stats->last_tick = sim_world_tick(w->sim);
     free(p);
+    free(drops);
     // The commands the state had queued are the journal's first ones, when
     // the journal got that far: drop those it applied.
     const uint64_t applied = w->seq - base_seq;

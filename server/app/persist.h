@@ -126,8 +126,13 @@ void app__journal_command(app_server* app, app_world* w, const app_cmd* e);
 /// even when no command came.
 void app__journal_mark(app_server* app, app_world* w, uint64_t now);
 
-/// Buffers a record of the foci set now, when they differ from the last.
-void app__journal_foci(app_server* app, app_world* w, const sim_vec3* foci, uint32_t n);
+/// Buffers a record of the foci set now, when they differ from the last;
+/// returns whether they did.
+bool app__journal_foci(app_server* app, app_world* w, const sim_vec3* foci, uint32_t n);
+
+/// Writes (now) a record that command `seq` was undone by a rollback: a
+/// replay skips it.
+void app__journal_drop(app_server* app, app_world* w, uint64_t seq);
 
 /// Writes the buffered records (one write()), fsync'd now with
 /// --journal-fsync always. A failed write is logged once, and w journals
@@ -162,3 +167,33 @@ typedef struct app_replay_stats {
 int app__journal_replay(app_server* app, app_world* w, const char* path, uint64_t until,
                         FILE* hashes, bool cut_torn, app_replay_stats* stats, char* why,
                         size_t cap);
+
+// ---------------------------------------------------------------------------
+// rollback.c: blow-ups undone
+// ---------------------------------------------------------------------------
+
+typedef struct app_rollback app_rollback;
+
+/// At w's tick boundary (before its commands): keeps w's state when a
+/// second has passed since the last (`now`: uv_hrtime()), the oldest of
+/// APP_ROLLBACK_KEEP going.
+void app__rollback_keep(app_server* app, app_world* w, uint64_t now);
+
+/// Logs command c, just applied with sequence w->seq.
+void app__rollback_log_command(app_world* w, const app_cmd* c);
+
+/// Logs foci set now.
+void app__rollback_log_foci(app_world* w, const sim_vec3* foci, uint32_t n);
+
+/// After a batch (w idle, before its events and snapshots go out): when
+/// the steps quarantined an entity (sim_world_quarantined() past
+/// `quarantined_before`), steps the world again from a kept state without
+/// the command to blame; keeps the result unless the blow-up recurs.
+/// Returns true when the world was rolled back.
+bool app__rollback_check(app_server* app, app_world* w, uint64_t quarantined_before);
+
+/// c has gone: nothing is sent to it.
+void app__rollback_client_gone(app_world* w, const app_client* c);
+
+/// Frees what w keeps for rollback.
+void app__rollback_free(app_world* w);

@@ -37,6 +37,7 @@ void app__world_free(app_world* w) {
     free(w->replies);
     app__journal_close(w);
     free(w->jbuf);
+    app__rollback_free(w);
     free(w->subs);
     free(w->ents);
     free(w->sticks);
@@ -317,6 +318,7 @@ void app__client_gone(app_server* app, app_client* c) {
             continue;
         }
         app__unsubscribe(w, c);
+        app__rollback_client_gone(w, c);
         app__inbox_forget_client(w, c);
     }
 }

@@ -225,3 +225,20 @@ void app__report_asset_warning(app_log* log, const char* path, const sim_skeleto
         app__log_end(&l);
     }
 }
+
+void app__report_rollback(app_server* app, const app_world* w, uint64_t tick, uint64_t from_tick,
+                          uint64_t entity, const char* dropped, const char* failed) {
+    app_log_line l;
+    if (app__log_begin(&app->log, &l, failed != NULL ? APP_LOG_WARN : APP_LOG_INFO, APP_LOGK_ALWAYS,
+                       failed != NULL ? "rollback_failed" : "rolled_back", uv_hrtime())) {
+        app__log_u64(&l, "world", w->id);
+        app__log_u64(&l, "tick", tick);
+        app__log_u64(&l, "from_tick", from_tick);
+        app__log_u64(&l, "entity", entity);
+        app__log_str(&l, "dropped", dropped != NULL ? dropped : "none");
+        if (failed != NULL) {
+            app__log_str(&l, "reason", failed);
+        }
+        app__log_end(&l);
+    }
+}

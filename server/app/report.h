@@ -66,6 +66,12 @@ void app__report_world_created(app_server* app, const app_world* w);
 /// A world is being destroyed: logs world_destroyed (info).
 void app__report_world_destroyed(app_server* app, app_world* w);
 
+/// rolled_back (info): world w went back from `tick` to from_tick's state
+/// and stepped again without `dropped` (an op name, or NULL); with
+/// `failed`, rollback_failed (warn) and why: the quarantine stands.
+void app__report_rollback(app_server* app, const app_world* w, uint64_t tick, uint64_t from_tick,
+                          uint64_t entity, const char* dropped, const char* failed);
+
 /// A message of `bytes` and `kind` was queued to c.
 void app__report_sent(app_client* c, app_msg_kind kind, size_t bytes);
 

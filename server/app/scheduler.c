@@ -141,6 +141,7 @@ static void apply_inbox(app_server* app, app_world* w) {
         if (w->apply_changed) {
             w->seq++;
             app__journal_command(app, w, &e);
+            app__rollback_log_command(w, &e);
         }
         if (e.client != NULL) {
             w->replies[n_replies++] = (struct app_reply){e.client, reply, len, e.cmd.op};
@@ -173,18 +174,23 @@ static void gather_foci(app_server* app, app_world* w) {
         }
     }
     sim_world_set_foci(w->sim, foci, n); // finite: checked by the decoder
-    app__journal_foci(app, w, foci, n);  // level of detail changes the step: a replay needs it
+    // Level of detail changes the step: a replay and a rollback need it.
+    if (app__journal_foci(app, w, foci, n)) {
+        app__rollback_log_foci(w, foci, n);
+    }
 }
 
 static void tick_begin(app_server* app, app_world* w, uint32_t batch) {
     uint64_t t0 = uv_hrtime();
     w->batch = batch;
     app__persist_tick(app, w); // tick T and its queued commands, before they apply
+    app__rollback_keep(app, w, t0);
     apply_inbox(app, w);
     gather_foci(app, w);
     app__journal_mark(app, w, t0);
     app__journal_commit(app, w);
     app__world_look(w); // what the loop thread reads while a worker has it
+    w->quarantined_before = sim_world_quarantined(w->sim);
     w->loop_ns = uv_hrtime() - t0;
     w->busy = true;
     app__pool_submit(&app->sched.pool, &w->job);
@@ -279,6 +285,7 @@ static void tick_end(app_job* j, void* ctx) {
     }
     uint64_t t0 = uv_hrtime();
     w->step_ms = (double)w->step_ns[w->batch - 1] / 1e6;
+    app__rollback_check(app, w, w->quarantined_before); // before anyone sees the blow-up
     app__broadcast_events(w);
     app__broadcast_snapshots(w, w->batch);
     // Each tick's own time (its commands, step, events and snapshots), not

@@ -32,3 +32,15 @@ uint32_t sim_world_drain_events(sim_world* w, sim_event* out, uint32_t cap) {
     }
     return n;
 }
+
+uint32_t sim_world_peek_events(const sim_world* w, sim_event* out, uint32_t cap) {
+    uint32_t n = 0;
+    for (; n < cap && n < w->event_count; ++n) {
+        out[n] = w->events[(w->event_head + n) % SIM__MAX_EVENTS];
+    }
+    return n;
+}
+
+uint64_t sim_world_quarantined(const sim_world* w) {
+    return w->quarantined;
+}

@@ -9,14 +9,18 @@
 
 #include <string.h>
 
-// True when the entity's particles are finite and not absurdly far away.
+// True when the entity's particles and bodies are finite, not absurdly far
+// away and not faster than SIM_MAX_SPEED (a blow-up: issue 11).
 static bool entity_is_sane(const sim_world* w, const sim__entity* e) {
     const float far = 10.0f * w->def.half_extent;
+    // A particle's speed is its move over the last substep.
+    const float step = SIM_MAX_SPEED * w->dt / (float)w->params.substeps;
+    const float step2 = step * step, v2 = SIM_MAX_SPEED * SIM_MAX_SPEED;
     for (uint32_t i = e->p_first; i < e->p_first + e->p_count; ++i) {
         sim_vec3 p = w->pos[i], q = w->prev[i];
         // Written so that NaN fails every comparison and so the test.
         if (!(fabsf(p.x) <= far && fabsf(p.y) <= far && fabsf(p.z) <= far && fabsf(q.x) <= far &&
-              fabsf(q.y) <= far && fabsf(q.z) <= far)) {
+              fabsf(q.y) <= far && fabsf(q.z) <= far && v3_dot(v3_sub(p, q), v3_sub(p, q)) <= step2)) {
             return false;
         }
     }
@@ -27,7 +31,10 @@ static bool entity_is_sane(const sim_world* w, const sim__entity* e) {
         const sim__body* b = &w->body[i];
         if (!(fabsf(b->x.x) <= far && fabsf(b->x.y) <= far && fabsf(b->x.z) <= far) ||
             !sim_is_finite(b->q.x) || !sim_is_finite(b->q.y) || !sim_is_finite(b->q.z) ||
-            !sim_is_finite(b->q.w) || !sim_vec3_is_finite(b->v) || !sim_vec3_is_finite(b->w)) {
+            !sim_is_finite(b->q.w) || !(v3_dot(b->v, b->v) <= v2)) {
+            return false;
+        }
+        if (!sim_vec3_is_finite(b->w)) {
             return false;
         }
     }
@@ -47,6 +54,7 @@ static void quarantine(sim_world* w) {
         sim_entity_id id = {slot + 1, e->generation};
         sim_world_despawn(w, id); // the next entity slides into position k
         sim__push_event(w, SIM_EVENT_UNSTABLE, id, SIM_CHAR_ANIMATED, w->tick);
+        w->quarantined++;
     }
 }
 

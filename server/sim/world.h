@@ -510,6 +510,7 @@ struct sim_world {
     sim__contact_block* soft_wide;
     uint32_t soft_wide_first[SIM__GRAPH_COLOURS + 1];
     sim_overflows overflows; ///< What the arrays above had no room for.
+    uint64_t quarantined;    ///< Entities removed as unstable (step.c).
 };
 
 // The arrays of a world (world.c): each with its capacity as a function of the counts

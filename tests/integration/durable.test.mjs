@@ -177,3 +177,47 @@ test('kill -9 at random instants loses no acknowledged command, and the restart 
   assert.ok(replayed > 0, 'no restart replayed a journal: the test did not test it');
   fs.rmSync(dir, { recursive: true });
 });
+
+test('a command that blows a world up is rolled back: the sender is told, every subscriber sees finite states', async () => {
+  const s = await startServer(['--no-demo']);
+  const c = await Client.connect(s.url);
+  try {
+    await blowUp(s, c);
+  } finally {
+    c.close();
+    await s.stop();
+  }
+});
+
+async function blowUp(s, c) {
+  const w = (await ok(c, { op: 'create_world', name: 'boom' })).world;
+  const other = (await ok(c, { op: 'create_world', name: 'calm' })).world;
+  await ok(c, { op: 'subscribe', world: w, format: 'json', rate_hz: 60 });
+  const ball = (await ok(c, { op: 'spawn_ball', world: w, position: [0, 1, 0], mass: 0.001, radius: 0.1 })).entity;
+  await ok(c, { op: 'spawn_character', world: other, position: [0, 0, 0] });
+  await sleep(1200); // a state kept to go back to
+  // Valid by the protocol's bounds: 10⁴ N·s on a 1 g ball, 10⁷ m/s.
+  const r = await ok(c, { op: 'apply_impulse', world: w, entity: ball, impulse: [10000, 0, 0] });
+  const rolled = await c.next((m) => m.ev === 'rolled_back', 5000);
+  assert.equal(rolled.world, w);
+  assert.equal(rolled.entity, ball);
+  assert.equal(rolled.dropped, 'apply_impulse');
+  assert.ok(rolled.from_tick < r.tick);
+  const dropped = await c.next((m) => m.ev === 'command_dropped', 5000);
+  assert.equal(dropped.re, r.re); // the id the command was sent with
+  assert.equal(dropped.error.code, 'bad_state');
+  // The ball is still there, where it was, in every snapshot from now on.
+  for (let i = 0; i < 10; i++) {
+    const snap = await c.next((m) => m.ev === 'snapshot' && m.world === w && m.tick > rolled.tick, 5000);
+    const e = snap.entities.find((x) => x.entity === ball);
+    assert.ok(e, 'the ball is gone');
+    const flat = JSON.stringify(snap);
+    assert.doesNotMatch(flat, /null|NaN|Infinity/);
+    assert.ok(Math.abs(e.p[0]) < 100, `the ball is at ${e.p}`);
+    rolled.tick = snap.tick;
+  }
+  // The other world did not notice.
+  const worlds = (await ok(c, { op: 'list_worlds' })).worlds;
+  assert.equal(worlds.find((x) => x.world === other).entities, 1);
+  assert.match(s.stderr(), /event=rolled_back world=\d+ .*dropped=apply_impulse/);
+}

@@ -1480,6 +1480,19 @@ int sim_entity_set_tear(sim_world* w, sim_entity_id id, float ratio);
 /// (the oldest are dropped beyond that).
 uint32_t sim_world_drain_events(sim_world* w, sim_event* out, uint32_t cap);
 
+/// sim_world_drain_events() without draining: copies up to `cap` pending
+/// events, oldest first, and leaves them queued.
+uint32_t sim_world_peek_events(const sim_world* w, sim_event* out, uint32_t cap);
+
+/// Entities the world has removed as unstable (SIM_EVENT_UNSTABLE) since it
+/// was created: non-finite, past 10 × half_extent, or faster than
+/// SIM_MAX_SPEED. Part of the state (sim_world_save()).
+uint64_t sim_world_quarantined(const sim_world* w);
+
+/// Speed past which a particle or a body is taken to have blown up, m/s
+/// (about three times the speed of sound: nothing a ragdoll or a cloth does).
+#define SIM_MAX_SPEED 1000.0f
+
 #ifdef __cplusplus
 }
 #endif
