@@ -20,7 +20,8 @@ static bool entity_is_sane(const sim_world* w, const sim__entity* e) {
         sim_vec3 p = w->pos[i], q = w->prev[i];
         // Written so that NaN fails every comparison and so the test.
         if (!(fabsf(p.x) <= far && fabsf(p.y) <= far && fabsf(p.z) <= far && fabsf(q.x) <= far &&
-              fabsf(q.y) <= far && fabsf(q.z) <= far && v3_dot(v3_sub(p, q), v3_sub(p, q)) <= step2)) {
+              fabsf(q.y) <= far && fabsf(q.z) <= far &&
+              v3_dot(v3_sub(p, q), v3_sub(p, q)) <= step2)) {
             return false;
         }
     }

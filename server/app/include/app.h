@@ -189,9 +189,9 @@ typedef struct app_config {
     /// --journal FILE: the journal to replay; default the state file's
     /// sibling (world-ID.state → world-ID.journal) when it exists.
     const char* replay_journal;
-    uint64_t replay_until; ///< --until TICK; UINT64_MAX (default): the journal's end.
-    bool print_hash;       ///< --print-hash: every tick's "TICK HASH" on stdout.
-    app_log_level log_level; ///< Default APP_LOG_INFO.
+    uint64_t replay_until;     ///< --until TICK; UINT64_MAX (default): the journal's end.
+    bool print_hash;           ///< --print-hash: every tick's "TICK HASH" on stdout.
+    app_log_level log_level;   ///< Default APP_LOG_INFO.
     app_log_format log_format; ///< Default APP_LOG_TEXT.
     /// Where log lines go; NULL means stderr. Not owned. (stdout is kept
     /// for the "listening on" line.)
