@@ -37,6 +37,9 @@ int app_replay(const app_config* cfg, const char* state_path, const char* journa
         fprintf(err, "ragdolld: %s: %s\n", state_path, why);
     } else if (app__world_adopt(app, &st, &w) != RDP_OK) {
         fprintf(err, "ragdolld: out of memory\n");
+    } else if (until != UINT64_MAX && until < sim_world_tick(w->sim)) {
+        fprintf(err, "ragdolld: %s holds tick %" PRIu64 ", after --until %" PRIu64 "\n",
+                state_path, sim_world_tick(w->sim), until);
     } else {
         FILE* hashes = print_hash ? out : NULL;
         app_replay_stats rs;

@@ -479,6 +479,18 @@ static bool print_tick(ctl* x, const rdc_reply* r) {
     return true;
 }
 
+static bool print_saved(ctl* x, const rdc_reply* r) {
+    if (x->json) {
+        return true;
+    }
+    const cJSON* file = cJSON_GetObjectItem(r->json, "file");
+    const cJSON* bytes = cJSON_GetObjectItem(r->json, "bytes");
+    printf("saved tick %llu: %.0f bytes in %s\n", (unsigned long long)r->tick,
+           cJSON_IsNumber(bytes) ? bytes->valuedouble : 0.0,
+           cJSON_IsString(file) ? file->valuestring : "?");
+    return true;
+}
+
 static bool print_bone(ctl* x, const rdc_reply* r) {
     if (!has_string(r->json, "bone")) {
         return false;
@@ -638,6 +650,13 @@ static const simple_cmd cmd_create =
 static const simple_cmd cmd_destroy =
     SIMPLE("destroy", "WORLD", "Destroys a world and everything in it.\n", "destroy_world",
            .pos = {WORLD_POS}, .print_ok = print_tick);
+
+static const simple_cmd cmd_save =
+    SIMPLE("save", "WORLD",
+           "Saves a world's state file now (admin; the server needs --state-dir) and\n"
+           "prints its tick, size and path on the server. `ragdolld --replay FILE`\n"
+           "steps it offline (README, \"Durable worlds\").\n",
+           "save_world", .pos = {WORLD_POS}, .print_ok = print_saved);
 
 static const simple_cmd spawn_rope =
     SIMPLE("spawn", "rope WORLD --anchor X,Y,Z --segments N --segment-length M [--mass KG]", "",
@@ -1019,11 +1038,15 @@ static const ctl_cmd cmd_params = {
 };
 
 const ctl_cmd* const ctl_commands[] = {
-    &cmd_list.base,    &cmd_create.base,  &cmd_destroy.base,
-    &cmd_spawn,        &cmd_despawn.base, &cmd_describe.base,
-    &cmd_kill.base,    &cmd_getup.base,   &cmd_attach.base,
-    &cmd_tear.base,    &cmd_drive.base,   &cmd_partial.base,
-    &cmd_play.base,    &cmd_impulse.base, &cmd_drag.base,
-    &cmd_release.base, &cmd_params,       &ctl_cmd_watch,
-    &ctl_cmd_record,   &ctl_cmd_replay,   NULL,
+    &cmd_list.base,     &cmd_create.base,
+    &cmd_destroy.base,  &cmd_save.base,
+    &cmd_spawn,         &cmd_despawn.base,
+    &cmd_describe.base, &cmd_kill.base,
+    &cmd_getup.base,    &cmd_attach.base,
+    &cmd_tear.base,     &cmd_drive.base,
+    &cmd_partial.base,  &cmd_play.base,
+    &cmd_impulse.base,  &cmd_drag.base,
+    &cmd_release.base,  &cmd_params,
+    &ctl_cmd_watch,     &ctl_cmd_record,
+    &ctl_cmd_replay,    NULL,
 };
