@@ -264,6 +264,7 @@ void app__persist_request(app_server* app, app_world* w, app_client* c, const rd
     w->save_waiters[w->save_waiter_count].re = rdp_re_of(cmd);
     w->save_waiter_count++;
     w->save_wanted = true;
+    c->cmd_op = 0; // answered when the file lands, and counted then (answer())
     if (!w->busy && app->sched.running) {
         app__persist_tick(app, w); // idle: this is a tick boundary
     }

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -629,6 +630,30 @@ static void test_ragdollctl_create_takes_a_solver(void** state) {
     assert_non_null(strstr(f->r.out, "--solver S"));
 }
 
+// ragdollctl save: the state file's tick, size and path; a server without
+// --state-dir says what it needs; the file replays offline.
+static void test_ragdollctl_save_writes_a_state_file(void** state) {
+    fixture* f = *state;
+    assert_int_equal(ctl(f, (const char*[]){"save", "1", NULL}), 1);
+    assert_non_null(strstr(f->r.err, "bad_state"));
+    assert_non_null(strstr(f->r.err, "--state-dir"));
+    server_stop(&f->srv, SIGTERM);
+    assert_int_equal(server_start_in(&f->srv, 0, true, f->dir), 0);
+    snprintf(f->url, sizeof f->url, "ws://127.0.0.1:%d/ws", f->srv.port);
+    assert_int_equal(ctl(f, (const char*[]){"save", "1", NULL}), 0);
+    char path[128];
+    snprintf(path, sizeof path, "%s/world-1.state", f->dir);
+    assert_non_null(strstr(f->r.out, path));
+    unsigned long long tick = 0;
+    double bytes = 0;
+    assert_int_equal(sscanf(f->r.out, "saved tick %llu: %lf bytes", &tick, &bytes), 2);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true((double)st.st_size == bytes);
+    assert_int_equal(ctl(f, (const char*[]){"save", "9", NULL}), 1);
+    assert_non_null(strstr(f->r.err, "not_found"));
+}
+
 // What the server would refuse by closing the connection (a message over
 // 64 KiB: 1009; not UTF-8: 1007) is a usage error, found before sending.
 static void test_ragdollctl_refuses_arguments_the_server_would_close_on(void** state) {
@@ -1018,6 +1043,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_ragdollctl_exit_codes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_create_takes_a_solver, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ragdollctl_save_writes_a_state_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_drives_cloth_and_the_air, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_watch_prints_n_snapshots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_watch_ends_when_its_reader_goes, setup,
