@@ -131,6 +131,21 @@ static unsigned long long entity_at(app_world* w, uint32_t i) {
     return (unsigned long long)sim_entity_id_store(sim_world_entity_at(w->sim, i));
 }
 
+// A world made as create_world makes it (its first state file written).
+static app_world* new_world(fixture* f, const char* name, uint32_t tick_hz, sim_solver solver) {
+    app_world* w = NULL;
+    assert_int_equal(app__world_create(f->app, name, tick_hz, f->app->cfg.world_limits, solver, &w),
+                     RDP_OK);
+    app__persist_world_created(f->app, w);
+    return w;
+}
+
+static void remove_dir(const char* dir) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void tick(fixture* f, app_world* w) {
     assert_true(app__sched_tick_now(f->app, w));
     settle(f);
@@ -179,11 +194,7 @@ static void test_a_replay_passes_through_every_live_hash(void** state) {
     new_dir(dir, sizeof dir);
     fixture f;
     start_in(&f, dir, false);
-    app_world* w = NULL;
-    assert_int_equal(
-        app__world_create(f.app, "session", 60, f.app->cfg.world_limits, SIM_SOLVER_SOFT_STEP, &w),
-        RDP_OK);
-    app__persist_world_created(f.app, w);
+    app_world* w = new_world(&f, "session", 60, SIM_SOLVER_SOFT_STEP);
     enum { TICKS = 150 };
     static uint64_t live[TICKS + 1];
     live[0] = sim_world_hash(w->sim);
@@ -220,9 +231,7 @@ static void test_a_replay_passes_through_every_live_hash(void** state) {
     fclose(out);
     fclose(err);
     stop(&f);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    remove_dir(dir);
 }
 
 // Shutdown saves; a new server on the same directory has the world back:
@@ -234,11 +243,7 @@ static void test_a_restart_brings_the_worlds_back(void** state) {
     new_dir(dir, sizeof dir);
     fixture f;
     start_in(&f, dir, true); // the demo, and one more
-    app_world* w = NULL;
-    assert_int_equal(
-        app__world_create(f.app, "second", 30, f.app->cfg.world_limits, SIM_SOLVER_XPBD, &w),
-        RDP_OK);
-    app__persist_world_created(f.app, w);
+    app_world* w = new_world(&f, "second", 30, SIM_SOLVER_XPBD);
     for (int t = 0; t < 80; ++t) {
         script(w, t);
         tick(&f, w);
@@ -273,9 +278,7 @@ static void test_a_restart_brings_the_worlds_back(void** state) {
     assert_true(c->id > id);
     assert_non_null(strstr(log_text(&f), "event=world_loaded"));
     stop(&f);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    remove_dir(dir);
 }
 
 static void write_file(const char* dir, const char* name, const uint8_t* p, size_t n) {
@@ -346,9 +349,7 @@ static void test_bad_state_files_are_refused_and_the_rest_load(void** state) {
         RDP_OK);
     assert_int_equal(c->id, 9);
     stop(&f);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    remove_dir(dir);
 }
 
 // A journal whose last record was torn by a crash: the server loads the
@@ -359,11 +360,7 @@ static void test_a_torn_journal_tail_is_cut_not_fatal(void** state) {
     new_dir(dir, sizeof dir);
     fixture f;
     start_in(&f, dir, false);
-    app_world* w = NULL;
-    assert_int_equal(
-        app__world_create(f.app, "torn", 60, f.app->cfg.world_limits, SIM_SOLVER_SOFT_STEP, &w),
-        RDP_OK);
-    app__persist_world_created(f.app, w);
+    app_world* w = new_world(&f, "torn", 60, SIM_SOLVER_SOFT_STEP);
     for (int t = 0; t < 45; ++t) {
         script(w, t);
         tick(&f, w);
@@ -400,9 +397,7 @@ static void test_a_torn_journal_tail_is_cut_not_fatal(void** state) {
     assert_true(sim_world_hash(b->sim) == hash);
     assert_non_null(strstr(log_text(&f), "event=journal_torn"));
     stop(&f);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    remove_dir(dir);
 }
 
 // A blow-up rolls back. (1) A valid command does it: 10⁴ N·s on a 1 g
@@ -418,15 +413,8 @@ static void test_a_blow_up_is_rolled_back(void** state) {
     new_dir(dir, sizeof dir);
     fixture f;
     start_in(&f, dir, false);
-    app_world *a = NULL, *b = NULL;
-    assert_int_equal(
-        app__world_create(f.app, "a", 60, f.app->cfg.world_limits, SIM_SOLVER_SOFT_STEP, &a),
-        RDP_OK);
-    app__persist_world_created(f.app, a);
-    assert_int_equal(
-        app__world_create(f.app, "b", 60, f.app->cfg.world_limits, SIM_SOLVER_SOFT_STEP, &b),
-        RDP_OK);
-    app__persist_world_created(f.app, b);
+    app_world* a = new_world(&f, "a", 60, SIM_SOLVER_SOFT_STEP);
+    app_world* b = new_world(&f, "b", 60, SIM_SOLVER_SOFT_STEP);
     enqueue(a, "\"op\":\"spawn_ball\",\"position\":[0,1,0],\"mass\":0.001,\"radius\":0.1");
     enqueue(a, "\"op\":\"spawn_character\",\"position\":[3,0,0]");
     enqueue(b, "\"op\":\"spawn_character\",\"position\":[0,0,0]");
@@ -490,9 +478,7 @@ static void test_a_blow_up_is_rolled_back(void** state) {
     fclose(out);
     fclose(err);
     stop(&f);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    assert_int_equal(system(cmd), 0);
+    remove_dir(dir);
 }
 
 int main(void) {
