@@ -102,6 +102,10 @@ static const field_spec create_world_fields[] = {
      solver_values, RDP_SOLVER_DEFAULT, 0},
 };
 static const field_spec world_fields[] = {WORLD_FIELD};
+static const field_spec save_world_fields[] = {
+    WORLD_FIELD,
+    {"fetch", F_BOOL, false, 0, 0, false, 0, OFF(u.save_world.fetch), NULL, NULL, 0, 0},
+};
 static const field_spec subscribe_fields[] = {
     WORLD_FIELD,
     {"format", F_ENUM, false, 0, 0, false, 0, OFF(u.subscribe.format), format_names, format_values,
@@ -313,7 +317,7 @@ static const op_spec ops[] = {
     {"set_focus", RDP_OP_SET_FOCUS, set_focus_fields, COUNT(set_focus_fields)},
     {"set_tear", RDP_OP_SET_TEAR, set_tear_fields, COUNT(set_tear_fields)},
     {"spawn_softbody", RDP_OP_SPAWN_SOFTBODY, spawn_softbody_fields, COUNT(spawn_softbody_fields)},
-    {"save_world", RDP_OP_SAVE_WORLD, world_fields, COUNT(world_fields)},
+    {"save_world", RDP_OP_SAVE_WORLD, save_world_fields, COUNT(save_world_fields)},
 };
 
 const char* rdp_op_name(rdp_op op) {

@@ -336,6 +336,9 @@ char* rdp_reply_ok(rdp_re re, const rdp_reply_fields* f, size_t* len) {
     if (f->file != NULL) {
         cJSON_AddStringToObject(root, "file", f->file);
     }
+    if (f->state != NULL) {
+        cJSON_AddStringToObject(root, "state", f->state);
+    }
     if (f->tick_hz != 0) {
         cJSON_AddNumberToObject(root, "tick_hz", f->tick_hz);
     }

@@ -265,6 +265,9 @@ typedef struct rdp_command {
             uint32_t rate_hz; ///< 1..240.
         } subscribe;
         struct {
+            uint32_t fetch; ///< 1: "fetch": true, the file comes back in the reply.
+        } save_world;
+        struct {
             rdp_vec3 anchor;
             uint32_t segments; ///< 1..1000.
             double segment_length;
@@ -458,6 +461,7 @@ typedef struct rdp_reply_fields {
     bool has_bytes;
     uint64_t bytes;   ///< "bytes" (save_world): the state file's size.
     const char* file; ///< "file" (save_world): the state file's path.
+    const char* state; ///< "state" (save_world with fetch): the file, base64.
 } rdp_reply_fields;
 
 /// Encodes a success reply {"re", "ok": true, ...fields}. Returns a string to

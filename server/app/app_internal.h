@@ -266,6 +266,7 @@ typedef struct app_world {
     struct {
         app_client* client; ///< NULL once gone.
         rdp_re re;
+        bool fetch; ///< Wants the file back in the reply (save_world "fetch").
     } save_waiters[APP_MAX_SAVE_WAITERS]; ///< Who asked for the save to come.
     uint32_t save_waiter_count;
     bool apply_changed;     ///< app__apply(): the command applied changed the world (journal it).

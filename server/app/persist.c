@@ -26,6 +26,7 @@
 #include "report.h"
 
 #include <dirent.h>
+#include <nettle/base64.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -48,6 +49,7 @@ struct app_save {
     struct {
         app_client* client;
         rdp_re re;
+        bool fetch;
     } waiters[APP_MAX_SAVE_WAITERS];
     uint32_t waiter_count;
 };
@@ -86,7 +88,8 @@ static void next_due(app_server* app, app_world* w) {
 // Answers
 // ---------------------------------------------------------------------------
 
-static void answer(app_server* app, app_client* c, rdp_re re, const app_save* s, const char* path) {
+static void answer(app_server* app, app_client* c, rdp_re re, bool fetch, const app_save* s,
+                   const char* path) {
     if (c == NULL) {
         return;
     }
@@ -102,7 +105,18 @@ static void answer(app_server* app, app_client* c, rdp_re re, const app_save* s,
         f.has_bytes = true;
         f.bytes = s->len;
         f.file = path;
-        text = rdp_reply_ok(re, &f, &len);
+        char* b64 = NULL;
+        if (fetch) {
+            b64 = malloc(BASE64_ENCODE_RAW_LENGTH(s->len) + 1);
+            if (b64 != NULL) {
+                base64_encode_raw(b64, s->len, s->buf);
+                b64[BASE64_ENCODE_RAW_LENGTH(s->len)] = '\0';
+            }
+            f.state = b64;
+        }
+        text = b64 != NULL || !fetch ? rdp_reply_ok(re, &f, &len)
+                                     : rdp_reply_error(re, RDP_E_INTERNAL, "out of memory", &len);
+        free(b64);
     } else {
         char msg[400];
         snprintf(msg, sizeof msg, "the state of world %" PRIu64 " was not saved: %s", s->id,
@@ -154,7 +168,7 @@ static void write_done(uv_work_t* req, int status) {
         unlink(path); // destroyed while it was written
     }
     for (uint32_t i = 0; i < s->waiter_count; ++i) {
-        answer(app, s->waiters[i].client, s->waiters[i].re, s, path);
+        answer(app, s->waiters[i].client, s->waiters[i].re, s->waiters[i].fetch, s, path);
     }
     free(s->buf);
     free(s);
@@ -184,6 +198,7 @@ static void save_async(app_server* app, app_world* w) {
     for (uint32_t i = 0; i < w->save_waiter_count; ++i) {
         s->waiters[i].client = w->save_waiters[i].client;
         s->waiters[i].re = w->save_waiters[i].re;
+        s->waiters[i].fetch = w->save_waiters[i].fetch;
     }
     s->waiter_count = w->save_waiter_count;
     w->save_waiter_count = 0;
@@ -262,6 +277,7 @@ void app__persist_request(app_server* app, app_world* w, app_client* c, const rd
     }
     w->save_waiters[w->save_waiter_count].client = c;
     w->save_waiters[w->save_waiter_count].re = rdp_re_of(cmd);
+    w->save_waiters[w->save_waiter_count].fetch = cmd->u.save_world.fetch != 0;
     w->save_waiter_count++;
     w->save_wanted = true;
     c->cmd_op = 0; // answered when the file lands, and counted then (answer())

@@ -631,7 +631,7 @@ static void test_ragdollctl_create_takes_a_solver(void** state) {
 }
 
 // ragdollctl save: the state file's tick, size and path; a server without
-// --state-dir says what it needs; the file replays offline.
+// --state-dir says what it needs. ragdollctl fetch: a copy of the file here.
 static void test_ragdollctl_save_writes_a_state_file(void** state) {
     fixture* f = *state;
     assert_int_equal(ctl(f, (const char*[]){"save", "1", NULL}), 1);
@@ -652,6 +652,23 @@ static void test_ragdollctl_save_writes_a_state_file(void** state) {
     assert_true((double)st.st_size == bytes);
     assert_int_equal(ctl(f, (const char*[]){"save", "9", NULL}), 1);
     assert_non_null(strstr(f->r.err, "not_found"));
+    // fetch: the same file, written here, byte for byte what the server wrote.
+    char copy[160];
+    snprintf(copy, sizeof copy, "%s/copy.state", f->dir);
+    assert_int_equal(ctl(f, (const char*[]){"fetch", "1", copy, NULL}), 0);
+    assert_non_null(strstr(f->r.out, copy));
+    FILE* a = fopen(path, "rb");
+    FILE* b = fopen(copy, "rb");
+    assert_non_null(a);
+    assert_non_null(b);
+    static char ba[1 << 21], bb[1 << 21];
+    size_t na = fread(ba, 1, sizeof ba, a), nb = fread(bb, 1, sizeof bb, b);
+    fclose(a);
+    fclose(b);
+    assert_true(na == nb && na > 1000);
+    assert_memory_equal(ba, bb, na);
+    assert_int_equal(ctl(f, (const char*[]){"fetch", "1", "/nonexistent/dir/x.state", NULL}), 4);
+    assert_int_equal(ctl(f, (const char*[]){"fetch", "1", NULL}), 2);
 }
 
 // What the server would refuse by closing the connection (a message over

@@ -9,6 +9,8 @@
  */
 #include "ctl.h"
 
+#include <nettle/base64.h>
+
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -1017,6 +1019,72 @@ static int parse_params(ctl* x, int argc, char** argv) {
     return 0;
 }
 
+// fetch WORLD FILE: save_world with "fetch": the state file comes back in
+// the reply (base64), written to FILE.
+static const simple_cmd fetch_save =
+    SIMPLE("fetch", "WORLD FILE", "", "save_world", .pos = {WORLD_POS});
+
+static bool print_fetched(ctl* x, const rdc_reply* r) {
+    const cJSON* state = cJSON_GetObjectItem(r->json, "state");
+    const char* path = x->sub;
+    if (!cJSON_IsString(state)) {
+        return false;
+    }
+    const size_t n = strlen(state->valuestring);
+    uint8_t* bytes = malloc(BASE64_DECODE_LENGTH(n) + 1);
+    struct base64_decode_ctx dc;
+    size_t len = BASE64_DECODE_LENGTH(n);
+    base64_decode_init(&dc);
+    if (bytes == NULL || !base64_decode_update(&dc, &len, bytes, n, state->valuestring) ||
+        !base64_decode_final(&dc)) {
+        free(bytes);
+        return false;
+    }
+    FILE* f = fopen(path, "wb");
+    const bool ok = f != NULL && fwrite(bytes, 1, len, f) == len;
+    if (f == NULL || fclose(f) != 0 || !ok) {
+        fprintf(stderr, "ragdollctl fetch: cannot write %s\n", path);
+        free(bytes);
+        ctl_finish(x, CTL_OUTPUT); // the reply was fine: the exit code says where it failed
+        return true;
+    }
+    free(bytes);
+    if (!x->json) {
+        printf("tick %llu: %zu bytes written to %s\n", (unsigned long long)r->tick, len, path);
+    }
+    return true;
+}
+
+static int parse_fetch(ctl* x, int argc, char** argv) {
+    if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        ctl_help(x->cmd);
+        x->finished = true;
+        return CTL_OK;
+    }
+    if (argc != 3) {
+        return ctl_usage(x->cmd, "fetch wants WORLD and FILE");
+    }
+    int rc = parse_simple(x, &fetch_save, 2, argv);
+    if (rc != 0 || x->finished) {
+        return rc;
+    }
+    cJSON_AddTrueToObject(x->request, "fetch");
+    x->sub = strdup(argv[2]);
+    x->sub_free = free;
+    x->print_ok = print_fetched;
+    return x->sub != NULL ? 0 : CTL_USAGE;
+}
+
+static const ctl_cmd cmd_fetch = {
+    .name = "fetch",
+    .synopsis = "WORLD FILE",
+    .help = "Saves a world's state file (admin; the server needs --state-dir) and writes\n"
+            "a copy to FILE here: for a bug report, `ragdolld --replay FILE` steps it\n"
+            "offline (README, \"Durable worlds\").\n",
+    .parse = parse_fetch,
+    .start = start_simple,
+};
+
 static const ctl_cmd cmd_params = {
     .name = "params",
     .synopsis = "get WORLD | set WORLD [--gravity X,Y,Z] [--damping D] ...",
@@ -1038,15 +1106,27 @@ static const ctl_cmd cmd_params = {
 };
 
 const ctl_cmd* const ctl_commands[] = {
-    &cmd_list.base,     &cmd_create.base,
-    &cmd_destroy.base,  &cmd_save.base,
-    &cmd_spawn,         &cmd_despawn.base,
-    &cmd_describe.base, &cmd_kill.base,
-    &cmd_getup.base,    &cmd_attach.base,
-    &cmd_tear.base,     &cmd_drive.base,
-    &cmd_partial.base,  &cmd_play.base,
-    &cmd_impulse.base,  &cmd_drag.base,
-    &cmd_release.base,  &cmd_params,
-    &ctl_cmd_watch,     &ctl_cmd_record,
-    &ctl_cmd_replay,    NULL,
+    &cmd_list.base,
+    &cmd_create.base,
+    &cmd_destroy.base,
+    &cmd_save.base,
+    &cmd_fetch,
+    &cmd_spawn,
+    &cmd_despawn.base,
+    &cmd_describe.base,
+    &cmd_kill.base,
+    &cmd_getup.base,
+    &cmd_attach.base,
+    &cmd_tear.base,
+    &cmd_drive.base,
+    &cmd_partial.base,
+    &cmd_play.base,
+    &cmd_impulse.base,
+    &cmd_drag.base,
+    &cmd_release.base,
+    &cmd_params,
+    &ctl_cmd_watch,
+    &ctl_cmd_record,
+    &ctl_cmd_replay,
+    NULL,
 };
