@@ -367,14 +367,22 @@ void app__persist_shutdown(app_server* app, void (*done)(app_server* app)) {
 // Loading
 // ---------------------------------------------------------------------------
 
-// The id of a state file's name ("world-ID.state"), or 0.
+// The id of a state file's name, exactly "world-ID.state" with ID a
+// number from 1 to 2^53 - 1 (an id the protocol can name) in digits
+// without a sign or a leading zero; else 0.
 static uint64_t id_of(const char* name) {
-    unsigned long long id = 0;
-    int end = 0;
-    if (sscanf(name, "world-%llu.state%n", &id, &end) != 1 || name[end] != '\0') {
+    if (strncmp(name, "world-", 6) != 0 || name[6] < '1' || name[6] > '9') {
         return 0;
     }
-    return (uint64_t)id;
+    uint64_t id = 0;
+    const char* p = name + 6;
+    for (; *p >= '0' && *p <= '9'; ++p) {
+        id = id * 10 + (uint64_t)(*p - '0');
+        if (id > (1ull << 53) - 1) {
+            return 0;
+        }
+    }
+    return strcmp(p, ".state") == 0 ? id : 0;
 }
 
 static int by_id(const void* a, const void* b) {
@@ -410,7 +418,9 @@ uint32_t app__persist_load_all(app_server* app) {
         ids[n++] = id;
     }
     closedir(d);
-    qsort(ids, n, sizeof *ids, by_id);
+    if (n > 0) {
+        qsort(ids, n, sizeof *ids, by_id);
+    }
     uint32_t loaded = 0;
     for (size_t i = 0; i < n; ++i) {
         // Whatever happens to this file, its id is never given to a new world.

@@ -328,7 +328,9 @@ int app__state_decode(const uint8_t* p, size_t len, const sim_library* lib, app_
 // ---------------------------------------------------------------------------
 
 int app__file_read(const char* path, uint8_t** out, size_t* len, char* why, size_t cap) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    // Non-blocking: a FIFO by that name must not hang the start (it is
+    // refused below as not a regular file).
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         return refuse(why, cap, "cannot open: %s", strerror(errno));
     }

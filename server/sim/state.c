@@ -431,6 +431,66 @@ static int check_counts(state_in* in, const sim_world* w, const size_t caps[SIM_
     return SIM_OK;
 }
 
+// The indices inside entity slot s's elements (particles of its
+// constraints and joint limits, bodies of its joints, tethers, its cloth
+// blocks' staging) lie within the entity: a state that passed its file's
+// CRC but was made by hand must not make a step read out of bounds.
+static int check_indices(state_in* in, const sim_world* w, uint32_t s) {
+    const sim__entity* e = &w->entities[s];
+    const uint32_t np = e->p_count;
+    for (uint32_t k = 0; k < e->d_count; ++k) {
+        const sim__dist* d = &w->dist[e->d_first + k];
+        if (d->a >= np || d->b >= np || d->kind > SIM__DIST_TORN) {
+            return fail(in, SIM_E_CORRUPT, "constraint %u of slot %u is out of its entity", k, s);
+        }
+    }
+    for (uint32_t k = 0; k < e->j_count; ++k) {
+        const sim__joint* j = &w->joint[e->j_first + k];
+        if (j->a >= np || j->b >= np || (j->kind == SIM__JOINT_HINGE && j->c >= np) ||
+            j->kind > SIM__JOINT_CONE || j->up0 >= np || j->up1 >= np || j->l0 >= np ||
+            j->l1 >= np) {
+            return fail(in, SIM_E_CORRUPT, "joint limit %u of slot %u is out of its entity", k, s);
+        }
+    }
+    for (uint32_t k = 0; k < e->bj_count; ++k) {
+        const sim__bjoint* j = &w->bjoint[e->bj_first + k];
+        if (j->parent >= e->b_count || j->child >= e->b_count) {
+            return fail(in, SIM_E_CORRUPT, "joint %u of slot %u is out of its entity", k, s);
+        }
+    }
+    for (uint32_t k = 0; k < np; ++k) {
+        const sim__tie* t = &w->tie[e->p_first + k];
+        if (t->tether != SIM__NO_TIE && t->tether >= np) {
+            return fail(in, SIM_E_CORRUPT, "particle %u of slot %u is tied outside it", k, s);
+        }
+    }
+    if (e->cb_count > 0) {
+        const uint64_t n = (uint64_t)e->rows * sim__cloth_lane_stride(e->cols);
+        if ((uint64_t)e->rows * e->cols > np || 4 * n > SIM__LANE_STAGING(w->reserved.particles)) {
+            return fail(in, SIM_E_CORRUPT, "cloth in slot %u has more rows than particles", s);
+        }
+        for (uint32_t k = 0; k < e->cb_count; ++k) {
+            const sim__lane_block* b = &w->lane_blocks[e->cb_first + k];
+            bool ok = b->kind <= SIM__LANES_SCALAR && b->run >= 1 && b->run <= e->cb_count - k;
+            if (ok && b->kind == SIM__LANES_SCALAR) {
+                for (int l = 0; l < 4; ++l) {
+                    ok &= b->dist[l] == UINT32_MAX || b->dist[l] < e->d_count;
+                }
+            } else if (ok) {
+                const uint32_t off = b->a_off > b->b_off ? b->a_off : b->b_off;
+                // Every lane reads within the staging's last array (a block
+                // may reach past its cloth's rows into the padding).
+                ok = 3 * n + b->base + off + 8 <= SIM__LANE_STAGING(w->reserved.particles);
+            }
+            if (!ok) {
+                return fail(in, SIM_E_CORRUPT, "cloth block %u of slot %u is out of its cloth", k,
+                            s);
+            }
+        }
+    }
+    return SIM_OK;
+}
+
 // Every live entity's ranges lie within the arrays' counts, and every
 // character's skeleton and clip exist.
 static int check_entities(state_in* in, const sim_world* w) {
@@ -455,6 +515,16 @@ static int check_entities(state_in* in, const sim_world* w) {
         }
         if (e->kind == SIM_ENTITY_CHARACTER && w->chars[s].sk == NULL) {
             return fail(in, SIM_E_CORRUPT, "character in slot %u has no skeleton", s);
+        }
+        int rc = check_indices(in, w, s);
+        if (rc != SIM_OK) {
+            return rc;
+        }
+    }
+    for (uint32_t k = 0; k < w->drag_count; ++k) {
+        const sim__entity* e = sim__entity_get(w, w->drags[k].entity);
+        if (e == NULL || w->drags[k].particle >= e->p_count) {
+            return fail(in, SIM_E_CORRUPT, "drag %u names no particle of a live entity", k);
         }
     }
     return SIM_OK;
