@@ -891,9 +891,14 @@ void sim__drags_move_pinned(sim_world* w, float h);
 /// Projects the drags of free particles, one XPBD pass (interact.c).
 void sim__drags_project(sim_world* w, float inv_h2);
 
-/// The broadphase grid cell holding coordinate v (m).
+/// The broadphase grid cell holding coordinate v (m), within ±10⁹.
 static inline int32_t sim__cell_of(float v) {
-    return (int32_t)floorf(v / SIM__GRID_CELL);
+    // Clamped: a body that blew up this tick (quarantined at its end) may
+    // be anywhere, NaN included, and a float past int32 is no cell.
+    float c = floorf(v / SIM__GRID_CELL);
+    c = c > 1.0e9f ? 1.0e9f : c;
+    c = c > -1.0e9f ? c : -1.0e9f; // NaN too
+    return (int32_t)c;
 }
 
 /// The bucket of grid cell (x, y, z) (Teschner et al. 2003's spatial hash).
