@@ -53,7 +53,7 @@ ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 echo "== clang ThreadSanitizer =="
 CC=clang cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O2" \
   -DRD_SANITIZE=thread -DRD_BUILD_TESTS=ON -DRD_BUILD_BENCH=OFF -DRD_BUILD_WEB=ON >/dev/null
-cmake --build build-tsan -j"$jobs" --target ragdolld web test_app test_sched test_rdc_server
+cmake --build build-tsan -j"$jobs" --target ragdolld web test_app test_sched test_persist test_rdc_server
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   ctest --test-dir build-tsan --output-on-failure --no-tests=error -j"$jobs" -L tsan
 
