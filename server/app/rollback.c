@@ -142,8 +142,10 @@ void app__rollback_keep(app_server* app, app_world* w, uint64_t now) {
         while (k < rb->log_count && rb->log[k].tick < from) {
             k++;
         }
-        memmove(rb->log, rb->log + k, (rb->log_count - k) * sizeof *rb->log);
-        rb->log_count -= k;
+        if (k > 0) { // (no log yet: rb->log is NULL)
+            memmove(rb->log, rb->log + k, (rb->log_count - k) * sizeof *rb->log);
+            rb->log_count -= k;
+        }
     }
     app_rb_state* s = &rb->states[rb->count];
     if (s->cap < need) {
