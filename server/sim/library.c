@@ -142,7 +142,7 @@ uint64_t sim__skel_hash(const sim__skel* sk) {
 
 uint64_t sim_library_skeleton_hash(const sim_library* lib, const char* name) {
     const sim__skel* sk = sim__library_skel(lib, name);
-    return sk != NULL ? sim__skel_hash(sk) : 0;
+    return sk != NULL ? sk->hash : 0;
 }
 
 float sim_library_clip_duration(const sim_library* lib, const char* skeleton, const char* clip) {
@@ -529,6 +529,7 @@ int sim_library_add_skeleton(sim_library* lib, const sim_skeleton_def* def,
         uint32_t p = (uint32_t)def->bones[i].parent;
         sk->children[p] |= sk->children[i] | (1u << i);
     }
+    sk->hash = sim__skel_hash(sk);
     lib->skels[lib->skel_count++] = sk;
     if (report != NULL) {
         check_mass_ratios(def, report);
@@ -606,6 +607,7 @@ int sim_library_add_clip(sim_library* lib, const char* skeleton, const sim_clip_
         }
     }
     sk->clips[sk->clip_count++] = c;
+    sk->hash = sim__skel_hash(sk); // once here, not at every save (state.c)
     return SIM_OK;
 }
 

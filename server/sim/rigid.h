@@ -54,6 +54,7 @@ typedef struct sim__skel {
     uint32_t children[SIM_MAX_BONES];   ///< Bit j: j is a descendant of i.
     sim__clip* clips[SIM__MAX_CLIPS];
     uint32_t clip_count;
+    uint64_t hash; ///< sim__skel_hash() of it as it is: set when it or a clip is added.
 } sim__skel;
 
 struct sim_library {

@@ -57,7 +57,7 @@ typedef struct section_head {
 /// A skeleton the characters of a state play.
 typedef struct state_skel {
     char name[SIM_NAME_MAX];
-    uint64_t hash; ///< sim__skel_hash().
+    uint64_t hash; ///< sim__skel_hash() (sim__skel.hash).
 } state_skel;
 
 // The arrays written and how many elements of each are in use. Not
@@ -274,7 +274,7 @@ int sim_world_save(const sim_world* w, void* buf, size_t cap, size_t* len) {
         memset(table, 0, sizeof table);
         for (uint32_t i = 0; i < n_used; ++i) {
             memcpy(table[i].name, used[i]->def.name, SIM_NAME_MAX);
-            table[i].hash = sim__skel_hash(used[i]);
+            table[i].hash = used[i]->hash;
         }
         put_section(&o, "skeletons", sizeof table[0], n_used, table);
 
@@ -550,7 +550,7 @@ static int resolve_skeletons(state_in* in, sim_world* w, const sim_library* lib)
         if (sk[i] == NULL) {
             return fail(in, SIM_E_UNKNOWN_NAME, "skeleton '%s' is not among the assets", t.name);
         }
-        const uint64_t h = sim__skel_hash(sk[i]);
+        const uint64_t h = sk[i]->hash;
         if (h != t.hash) {
             return fail(in, SIM_E_ASSET_MISMATCH,
                         "skeleton '%s' differs from the one the state was saved with (content "
