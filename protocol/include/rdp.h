@@ -65,7 +65,8 @@ extern "C" {
     XX(BAD_STATE, "bad_state")                                                                     \
     XX(FORBIDDEN, "forbidden")                                                                     \
     XX(RATE_LIMITED, "rate_limited")                                                               \
-    XX(INTERNAL, "internal")
+    XX(INTERNAL, "internal")                                                                       \
+    XX(UNAVAILABLE, "unavailable")
 
 /// An error code; RDP_OK (0) is success.
 typedef enum rdp_code {
@@ -459,8 +460,8 @@ typedef struct rdp_reply_fields {
     /// "solver" (create_world): the world's, as rdp_solver_name() gives it.
     const char* solver;
     bool has_bytes;
-    uint64_t bytes;   ///< "bytes" (save_world): the state file's size.
-    const char* file; ///< "file" (save_world): the state file's path.
+    uint64_t bytes;    ///< "bytes" (save_world): the state file's size.
+    const char* file;  ///< "file" (save_world): the state file's path.
     const char* state; ///< "state" (save_world with fetch): the file, base64.
 } rdp_reply_fields;
 
