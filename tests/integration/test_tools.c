@@ -667,7 +667,12 @@ static void test_ragdollctl_save_writes_a_state_file(void** state) {
     fclose(b);
     assert_true(na == nb && na > 1000);
     assert_memory_equal(ba, bb, na);
+    // "-": the file to standard output, and nothing else there.
+    assert_int_equal(ctl(f, (const char*[]){"fetch", "1", "-", NULL}), 0);
+    assert_true(f->r.out_len > 1000 && f->r.out_len < OUT_CAP);
+    assert_memory_equal(f->r.out, "RAGDOLLD", 8);
     assert_int_equal(ctl(f, (const char*[]){"fetch", "1", "/nonexistent/dir/x.state", NULL}), 4);
+    assert_non_null(strstr(f->r.err, "cannot write /nonexistent/dir/x.state: No such file"));
     assert_int_equal(ctl(f, (const char*[]){"fetch", "1", NULL}), 2);
 }
 

@@ -1040,16 +1040,24 @@ static bool print_fetched(ctl* x, const rdc_reply* r) {
         free(bytes);
         return false;
     }
-    FILE* f = fopen(path, "wb");
-    const bool ok = f != NULL && fwrite(bytes, 1, len, f) == len;
-    if (f == NULL || fclose(f) != 0 || !ok) {
-        fprintf(stderr, "ragdollctl fetch: cannot write %s\n", path);
+    const bool to_stdout = strcmp(path, "-") == 0;
+    errno = 0;
+    FILE* f = to_stdout ? stdout : fopen(path, "wb");
+    bool ok = f != NULL && fwrite(bytes, 1, len, f) == len;
+    int err = ok ? 0 : errno;
+    if (f != NULL && (to_stdout ? fflush(f) : fclose(f)) != 0) {
+        ok = false;
+        err = err != 0 ? err : errno;
+    }
+    if (!ok) {
+        fprintf(stderr, "ragdollctl fetch: cannot write %s: %s\n", to_stdout ? "to stdout" : path,
+                strerror(err != 0 ? err : EIO));
         free(bytes);
         ctl_finish(x, CTL_OUTPUT); // the reply was fine: the exit code says where it failed
         return true;
     }
     free(bytes);
-    if (!x->json) {
+    if (!x->json && !to_stdout) {
         printf("tick %llu: %zu bytes written to %s\n", (unsigned long long)r->tick, len, path);
     }
     return true;
@@ -1079,8 +1087,8 @@ static const ctl_cmd cmd_fetch = {
     .name = "fetch",
     .synopsis = "WORLD FILE",
     .help = "Saves a world's state file (admin; the server needs --state-dir) and writes\n"
-            "a copy to FILE here: for a bug report, `ragdolld --replay FILE` steps it\n"
-            "offline (README, \"Durable worlds\").\n",
+            "a copy to FILE here (- for standard output): for a bug report,\n"
+            "`ragdolld --replay FILE` steps it offline (README, \"Durable worlds\").\n",
     .parse = parse_fetch,
     .start = start_simple,
 };
