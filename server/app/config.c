@@ -363,7 +363,8 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
     int c;
     long v;
     uint32_t limits_given = 0, ceiling_given = 0;
-    bool workers_given = false, solver_given = false;
+    bool workers_given = false, solver_given = false, until_given = false;
+    bool autosave_given = false, fsync_given = false;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case OPT_HOST:
@@ -379,6 +380,7 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
                 return -1;
             }
             cfg->autosave_s = (uint32_t)v;
+            autosave_given = true;
             break;
         case OPT_REPLAY:
             cfg->replay_state = optarg;
@@ -396,12 +398,14 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
                 return -1;
             }
             cfg->replay_until = (uint64_t)t;
+            until_given = true;
             break;
         }
         case OPT_PRINT_HASH:
             cfg->print_hash = true;
             break;
         case OPT_JOURNAL_FSYNC:
+            fsync_given = true;
             if (strcmp(optarg, "always") == 0) {
                 cfg->journal_fsync = APP_FSYNC_ALWAYS;
             } else if (strcmp(optarg, "everysec") == 0) {
@@ -583,7 +587,37 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
             cfg->state_dir = env;
         }
     }
-    if (cfg->state_dir != NULL) {
+    // Flags that mean something only beside another are refused without
+    // it, rather than ignored.
+    if (cfg->replay_state == NULL &&
+        (cfg->replay_journal != NULL || until_given || cfg->print_hash)) {
+        fprintf(err, "ragdolld: --journal, --until and --print-hash go with --replay STATE\n");
+        return -1;
+    }
+    if (cfg->replay_state != NULL) {
+        const char* files[2] = {cfg->replay_state, cfg->replay_journal};
+        for (int i = 0; i < 2; ++i) {
+            const char* flag = i == 0 ? "--replay" : "--journal";
+            struct stat st;
+            if (files[i] == NULL) {
+                continue;
+            }
+            if (stat(files[i], &st) != 0 || access(files[i], R_OK) != 0) {
+                fprintf(err, "ragdolld: %s %s: %s\n", flag, files[i], strerror(errno));
+                return -1;
+            }
+            if (!S_ISREG(st.st_mode)) {
+                fprintf(err, "ragdolld: %s %s: not a regular file\n", flag, files[i]);
+                return -1;
+            }
+        }
+    }
+    if (cfg->replay_state == NULL && cfg->state_dir == NULL && (autosave_given || fsync_given)) {
+        fprintf(err, "ragdolld: --autosave and --journal-fsync need --state-dir DIR (or "
+                     "RAGDOLLD_STATE_DIR)\n");
+        return -1;
+    }
+    if (cfg->state_dir != NULL && cfg->replay_state == NULL) {
         struct stat st;
         if (stat(cfg->state_dir, &st) != 0 || !S_ISDIR(st.st_mode) ||
             access(cfg->state_dir, W_OK | X_OK) != 0) {

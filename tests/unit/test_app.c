@@ -171,6 +171,49 @@ static void test_app_rejects_bad_flags_with_a_message(void** state) {
     }
 }
 
+// Durability and replay flags: each says what it needs, and a flag that
+// means nothing without another is refused, not ignored.
+static void test_app_state_and_replay_flags_need_their_partners(void** state) {
+    (void)state;
+    unsetenv("RAGDOLLD_STATE_DIR");
+    char out[4096] = "", err[4096] = "";
+    app_config c;
+    const char* dir[] = {"--state-dir",     "/tmp",   "--autosave", "0",
+                         "--journal-fsync", "always", NULL};
+    assert_int_equal(parse(dir, &c, out, err), 0);
+    assert_string_equal(c.state_dir, "/tmp");
+    assert_int_equal(c.autosave_s, 0);
+    assert_int_equal(c.journal_fsync, APP_FSYNC_ALWAYS);
+    const char* replay[] = {"--replay", "/etc/hostname", "--until", "5", "--print-hash", NULL};
+    assert_int_equal(parse(replay, &c, out, err), 0);
+    assert_string_equal(c.replay_state, "/etc/hostname");
+    assert_true(c.replay_until == 5);
+    assert_true(c.print_hash);
+    struct {
+        const char* args[5];
+        const char* says;
+    } cases[] = {
+        {{"--autosave", "5", NULL}, "--autosave and --journal-fsync need --state-dir"},
+        {{"--journal-fsync", "never", NULL}, "need --state-dir"},
+        {{"--until", "9", NULL}, "go with --replay STATE"},
+        {{"--print-hash", NULL}, "go with --replay STATE"},
+        {{"--journal", "/tmp/x.journal", NULL}, "go with --replay STATE"},
+        {{"--replay", "/nonexistent/world-1.state", NULL},
+         "--replay /nonexistent/world-1.state: No such file or directory"},
+        {{"--replay", "/etc/hostname", "--journal", "/nonexistent.journal", NULL},
+         "--journal /nonexistent.journal: No such file or directory"},
+        {{"--replay", "/tmp", NULL}, "--replay /tmp: not a regular file"},
+        {{"--state-dir", "/nonexistent", NULL}, "is not a directory this process can write"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        out[0] = err[0] = '\0';
+        assert_int_equal(parse(cases[i].args, &c, out, err), -1);
+        if (strstr(err, cases[i].says) == NULL) {
+            fail_msg("case %zu: \"%s\" does not say \"%s\"", i, err, cases[i].says);
+        }
+    }
+}
+
 static void test_app_world_limits_and_ceiling_flags(void** state) {
     (void)state;
     char out[4096] = "", err[4096] = "";
@@ -1680,6 +1723,7 @@ int main(void) {
         cmocka_unit_test(test_app_rejects_bad_flags_with_a_message),
         cmocka_unit_test(test_app_rejects_bad_worker_counts_with_a_message),
         cmocka_unit_test(test_app_describe_budget_is_a_token_bucket),
+        cmocka_unit_test(test_app_state_and_replay_flags_need_their_partners),
         cmocka_unit_test(test_app_world_limits_and_ceiling_flags),
         cmocka_unit_test(test_app_world_solver_flag),
         cmocka_unit_test(test_app_start_refuses_an_unknown_world_solver),
