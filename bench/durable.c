@@ -191,9 +191,9 @@ int main(int argc, char** argv) {
     double on[BLOCKS], off[BLOCKS];
     for (int k = 0; k < 2 * BLOCKS; ++k) {
         const bool journal = k % 2 == 0;
-        int fd = demo->journal_fd;
+        const char* kept = b.app->cfg.state_dir;
         if (!journal) {
-            demo->journal_fd = -1;
+            b.app->cfg.state_dir = NULL; // as a server without --state-dir
         }
         for (int i = 0; i < PER; ++i) {
             enqueue(demo, cmd);
@@ -202,7 +202,7 @@ int main(int argc, char** argv) {
         app__sched_tick_now(b.app, demo); // applies the inbox on this thread
         uint64_t t1 = uv_hrtime();
         settle(&b);
-        demo->journal_fd = fd;
+        b.app->cfg.state_dir = kept;
         (journal ? on : off)[k / 2] = (double)(t1 - t0) / 1e3 / PER;
     }
     const double jon = pct(on, BLOCKS, 0.5), joff = pct(off, BLOCKS, 0.5);

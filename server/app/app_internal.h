@@ -274,16 +274,23 @@ typedef struct app_world {
     uint64_t journal_bytes; ///< The journal's length.
     uint8_t* jbuf;          ///< Records of this tick boundary, not yet written.
     size_t jlen, jcap;
-    bool journal_dirty;           ///< Written since its last fsync.
-    uint64_t next_mark_ns;        ///< When its tick is next marked in the journal.
-    bool journal_failed;          ///< A write failed (logged once); it journals nothing more.
+    bool journal_dirty;    ///< Written since its last fsync.
+    uint64_t next_mark_ns; ///< When its tick is next marked in the journal.
+    /// Its journal is down: a write, fsync or open failed, or its first
+    /// state file could not be written; commands that would change it are
+    /// refused until app__journal_retry() brings it back (journal.c).
+    bool journal_failed;
+    bool journal_lost;            ///< ... and records were lost: only a state file brings it back.
+    uint64_t journal_retry_ns;    ///< When its kept records are next written again.
+    uint64_t journal_resave_ns;   ///< When a state file is next tried to bring it back.
+    char journal_why[192];        ///< Why it is down, for the refusals.
     sim_vec3 jfoci[SIM_MAX_FOCI]; ///< The foci last journaled.
     uint32_t jfoci_count;
-    /// This boundary's replies, sent once its records are written (and,
-    /// with --journal-fsync always, fsync'd): inbox_cap of them.
     struct app_rollback* rollback; ///< Kept states and the commands since (rollback.c).
     uint64_t rollbacks;            ///< Blow-ups undone.
     uint64_t quarantined_before;   ///< sim_world_quarantined() when the batch began.
+    /// This boundary's replies, sent once its records are written (and,
+    /// with --journal-fsync always, fsync'd): inbox_cap of them.
     struct app_reply {
         app_client* client;
         char* text;
@@ -330,8 +337,12 @@ struct app_server {
     uint32_t saves_in_flight;                     ///< State files being written on the threadpool.
     void (*persist_done)(struct app_server* app); ///< app__persist_shutdown()'s callback.
     uint64_t saves, save_failures;                ///< State files written, and writes that failed.
-    uint32_t syncs_in_flight; ///< Journal fsyncs on the threadpool (at most one).
-    uint64_t next_sync_ns;    ///< When the journals are next fsync'd (everysec).
+    uint64_t journal_failures;             ///< Times a world's journal went down (journal.c).
+    uint64_t journals_refused;             ///< Journals refused or found damaged at start.
+    uint64_t states_refused;               ///< State files refused at start.
+    uint64_t rollbacks, rollback_failures; ///< Blow-ups undone, and those that recurred.
+    uint32_t syncs_in_flight;              ///< Journal fsyncs on the threadpool (at most one).
+    uint64_t next_sync_ns;                 ///< When the journals are next fsync'd (everysec).
 
     // What the operator sees (report.c).
     app_log log;

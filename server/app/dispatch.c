@@ -875,7 +875,16 @@ void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
             app__send_error(c, rdp_re_of(cmd), rc, msg);
             return;
         }
-        app__persist_world_created(app, w); // durable before anyone hears of it
+        char why[256] = "";
+        if (app__persist_world_created(app, w, why, sizeof why) != 0) {
+            // Durable before anyone hears of it, or not made at all.
+            char msg[320];
+            snprintf(msg, sizeof msg, "the world's state file could not be written: %s", why);
+            app__persist_remove_files(app, w);
+            app__world_destroy(app, w);
+            app__send_error(c, rdp_re_of(cmd), RDP_E_UNAVAILABLE, msg);
+            return;
+        }
         rdp_reply_fields f;
         memset(&f, 0, sizeof f);
         f.has_world = true;

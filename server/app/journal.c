@@ -2,13 +2,12 @@
  * journal.c: each world's journal of what changed it (docs/STATE.md), Redis's
  * append-only file beside the state file: world-ID.journal.
  *
- *   head     magic "RDJOURNL", version, size of a command        16 bytes
+ *   head     magic "RDJOURNL", version, size of a command,             32 bytes
+ *            the world's id, the sequence of the state it follows
  *   record   length, CRC-32 of what follows, type, sequence, tick, body
  *            command: the sender's role and owner key, the decoded command
  *            foci:    the points viewers look at (level of detail)
  *            mark:    nothing: the world reached this tick (once a second)
- *            drop:    a command's sequence: a rollback undid it (rollback.c),
- *                     so a replay skips it (found in a first pass)
  *            drop:    a command's sequence: a rollback undid it (rollback.c),
  *                     so a replay skips it (found in a first pass)
  *
@@ -20,12 +19,27 @@
  * says when they reach the disk (always: before the replies; everysec: by
  * a write on the threadpool once a second; never).
  *
+ * When a journal cannot be written (a write, an fsync or the open failed:
+ * disk full, I/O error), the world keeps running but refuses the commands
+ * that would change it (`unavailable`, Redis's MISCONF) until its journal
+ * is written again: the records it holds are written again once a second,
+ * and every 5 seconds a state file holding everything is tried, which
+ * starts the journal afresh (the only way back when records may be lost:
+ * a failed fsync, or more than 1 MiB of them). The replies of the boundary
+ * whose write failed are sent: those commands had applied, and their
+ * records are kept and written on recovery (a kill -9 before then loses
+ * them, as it loses the last second's under everysec).
+ *
  * The state file records the sequence it holds (app_state.seq): a replay
  * (at start, or ragdolld --replay) loads it and applies the records after
- * it, stepping the world to each record's tick. A torn last record (a
- * crash mid-write) ends the replay there and is cut off; anything after
- * the first bad record is never applied. When a state file lands, the
- * records it holds are dropped from the journal (compaction).
+ * it, stepping the world to each record's tick. First the whole journal is
+ * checked: another world's journal, one that follows a newer state, or
+ * commands whose sequence skips are refused before anything applies. A
+ * bad record at the end (a crash mid-write) is a torn tail: the replay
+ * ends there and it is cut off; a bad record with good ones after it is
+ * damage: the replay ends there too, and the server keeps the whole file
+ * (world-ID.journal.refused) before cutting it. When a state file lands,
+ * the records it holds are dropped from the journal (compaction).
  */
 #include "persist.h"
 #include "report.h"
@@ -39,13 +53,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define JOURNAL_HEAD    16u
+#define JOURNAL_HEAD    32u
 #define RECORD_HEAD     32u /* length, crc, type + pad, seq, tick */
 #define RECORD_COMMAND  1u
 #define RECORD_FOCI     2u
 #define RECORD_MARK     3u /* no body: the world reached this tick */
 #define RECORD_DROP     4u /* body: the sequence of a command a rollback undid */
-#define JOURNAL_VERSION 1u
+#define JOURNAL_VERSION 2u
+#define COMMAND_BODY    (16u + sizeof(rdp_command))
+#define FOCI_BODY_MAX   (8u + SIM_MAX_FOCI * sizeof(sim_vec3))
+/// The longest record, after its length and CRC.
+#define RECORD_MAX (RECORD_HEAD - 8 + (COMMAND_BODY > FOCI_BODY_MAX ? COMMAND_BODY : FOCI_BODY_MAX))
+/// Records kept for a journal that cannot be written; past it they are
+/// dropped and only a state file brings the world back to durable.
+#define BUFFER_MAX (1u << 20)
+#define RETRY_NS   1000000000ull /* the records written again */
+#define RESAVE_NS  5000000000ull /* a state file and a fresh journal tried */
 
 static const char k_magic[8] = {'R', 'D', 'J', 'O', 'U', 'R', 'N', 'L'};
 
@@ -69,11 +92,96 @@ static void say(app_server* app, app_log_level level, const char* event, uint64_
     }
 }
 
-static void head_bytes(uint8_t out[JOURNAL_HEAD]) {
+static void head_bytes(uint8_t out[JOURNAL_HEAD], uint64_t world, uint64_t base_seq) {
     const uint32_t version = JOURNAL_VERSION, cmd = (uint32_t)sizeof(rdp_command);
     memcpy(out, k_magic, 8);
     memcpy(out + 8, &version, 4);
     memcpy(out + 12, &cmd, 4);
+    memcpy(out + 16, &world, 8);
+    memcpy(out + 24, &base_seq, 8);
+}
+
+// write() all of it; false (errno set) on an error.
+static bool write_all(int fd, const uint8_t* p, size_t n) {
+    while (n > 0) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0 && errno == EINTR) {
+            continue;
+        }
+        if (k <= 0) {
+            if (k == 0) {
+                errno = EIO;
+            }
+            return false;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------------------
+// A journal that cannot be written
+// ---------------------------------------------------------------------------
+
+// w's journal failed (`what`, logged once until it recovers). With `lost`
+// the records may not all be on the disk (a failed fsync) or were not kept:
+// only a state file makes the world durable again.
+static void go_down(app_server* app, app_world* w, bool lost, const char* what) {
+    snprintf(w->journal_why, sizeof w->journal_why, "%s", what);
+    if (!w->journal_failed) {
+        w->journal_failed = true;
+        app->journal_failures++;
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s; commands that change the world are refused until it can be",
+                 what);
+        say(app, APP_LOG_ERROR, "journal_failed", w->id, msg);
+        const uint64_t now = uv_hrtime();
+        w->journal_retry_ns = now + RETRY_NS;
+        w->journal_resave_ns = now + RETRY_NS; // the first state file soon
+    }
+    if (lost) {
+        w->journal_lost = true;
+        w->jlen = 0;
+    }
+}
+
+bool app__journal_down(const app_server* app, const app_world* w) {
+    return app->cfg.state_dir != NULL && w->journal_failed;
+}
+
+bool app__journal_retry(app_server* app, app_world* w, uint64_t now) {
+    if (!app__journal_down(app, w)) {
+        return true;
+    }
+    if (now < w->journal_retry_ns) {
+        return false;
+    }
+    w->journal_retry_ns = now + RETRY_NS;
+    // Written again where the last good record ended (a failed write may
+    // have left part of a record).
+    if (!w->journal_lost && w->journal_fd >= 0 &&
+        ftruncate(w->journal_fd, (off_t)w->journal_bytes) == 0 &&
+        write_all(w->journal_fd, w->jbuf, w->jlen) &&
+        (app->cfg.journal_fsync != APP_FSYNC_ALWAYS || fdatasync(w->journal_fd) == 0)) {
+        w->journal_bytes += w->jlen;
+        w->journal_dirty = app->cfg.journal_fsync == APP_FSYNC_EVERYSEC;
+        w->jlen = 0;
+        w->journal_failed = false;
+        say(app, APP_LOG_INFO, "journal_recovered", w->id, "its records are written again");
+        return true;
+    }
+    if (now < w->journal_resave_ns || w->saving != NULL) {
+        return false; // (an older state file landing after it would not follow the journal)
+    }
+    w->journal_resave_ns = now + RESAVE_NS;
+    // A state file that holds everything, and a journal from it on.
+    if (app__persist_save_now(app, w, NULL, 0) == 0 && !w->journal_failed) {
+        say(app, APP_LOG_INFO, "journal_recovered", w->id,
+            "a state file holds the world, and its journal starts again from it");
+        return true;
+    }
+    return false;
 }
 
 // ---------------------------------------------------------------------------
@@ -100,13 +208,16 @@ static uint8_t* room(app_world* w, size_t n) {
 
 // Appends a record of `type` with body (n bytes) to w's buffer.
 static void record(app_server* app, app_world* w, uint32_t type, const void* body, size_t n) {
-    if (w->journal_fd < 0 || w->journal_failed) {
+    if (app->cfg.state_dir == NULL || w->journal_lost) {
+        return; // no journals, or only a state file brings it back
+    }
+    if (w->journal_failed && w->jlen + RECORD_HEAD + n > BUFFER_MAX) {
+        go_down(app, w, true, "more than 1 MiB of records wait to be written");
         return;
     }
     uint8_t* r = room(w, RECORD_HEAD + n);
     if (r == NULL) {
-        w->journal_failed = true;
-        say(app, APP_LOG_ERROR, "journal_failed", w->id, "out of memory");
+        go_down(app, w, true, "out of memory for its records");
         return;
     }
     const uint32_t len = (uint32_t)(RECORD_HEAD - 8 + n); // after length and crc
@@ -124,7 +235,7 @@ static void record(app_server* app, app_world* w, uint32_t type, const void* bod
 }
 
 void app__journal_command(app_server* app, app_world* w, const app_cmd* e) {
-    uint8_t body[16 + sizeof(rdp_command)];
+    uint8_t body[COMMAND_BODY];
     const uint32_t role = (uint32_t)e->role, pad = 0;
     memcpy(body, &role, 4);
     memcpy(body + 4, &pad, 4);
@@ -151,7 +262,7 @@ bool app__journal_foci(app_server* app, app_world* w, const sim_vec3* foci, uint
     }
     memcpy(w->jfoci, foci, n * sizeof *foci);
     w->jfoci_count = n;
-    uint8_t body[8 + SIM_MAX_FOCI * sizeof(sim_vec3)];
+    uint8_t body[FOCI_BODY_MAX];
     const uint32_t pad = 0;
     memcpy(body, &n, 4);
     memcpy(body + 4, &pad, 4);
@@ -160,43 +271,31 @@ bool app__journal_foci(app_server* app, app_world* w, const sim_vec3* foci, uint
     return true;
 }
 
-// write() all of it; false (errno set) on an error.
-static bool write_all(int fd, const uint8_t* p, size_t n) {
-    while (n > 0) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR) {
-            continue;
-        }
-        if (k <= 0) {
-            return false;
-        }
-        p += k;
-        n -= (size_t)k;
-    }
-    return true;
-}
-
 void app__journal_commit(app_server* app, app_world* w) {
-    if (w->jlen == 0) {
+    if (w->jlen == 0 || app->cfg.state_dir == NULL) {
+        w->jlen = 0;
         return;
     }
-    if (w->journal_fd >= 0 && !w->journal_failed) {
-        if (!write_all(w->journal_fd, w->jbuf, w->jlen)) {
-            w->journal_failed = true;
+    if (w->journal_failed) {
+        return; // kept for app__journal_retry()
+    }
+    if (!write_all(w->journal_fd, w->jbuf, w->jlen)) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "writing its journal: %s", strerror(errno));
+        go_down(app, w, false, msg);
+        return;
+    }
+    w->journal_bytes += w->jlen;
+    w->jlen = 0;
+    w->journal_dirty = true;
+    if (app->cfg.journal_fsync == APP_FSYNC_ALWAYS) {
+        w->journal_dirty = false;
+        if (fdatasync(w->journal_fd) != 0) {
             char msg[160];
-            snprintf(msg, sizeof msg, "write: %s; commands are no longer journaled",
-                     strerror(errno));
-            say(app, APP_LOG_ERROR, "journal_failed", w->id, msg);
-        } else {
-            w->journal_bytes += w->jlen;
-            w->journal_dirty = true;
-            if (app->cfg.journal_fsync == APP_FSYNC_ALWAYS) {
-                fdatasync(w->journal_fd);
-                w->journal_dirty = false;
-            }
+            snprintf(msg, sizeof msg, "fsync of its journal: %s", strerror(errno));
+            go_down(app, w, true, msg);
         }
     }
-    w->jlen = 0;
 }
 
 // ---------------------------------------------------------------------------
@@ -207,14 +306,18 @@ typedef struct sync_job {
     uv_work_t req;
     app_server* app;
     uint32_t n;
-    int fds[]; // dup()s of the journals, closed when synced
+    struct {
+        int fd;      // a dup() of the journal, closed when synced
+        uint64_t id; // its world's
+        int err;     // fdatasync()'s errno, 0 when it succeeded
+    } j[];
 } sync_job;
 
 static void sync_work(uv_work_t* req) {
     sync_job* j = req->data;
     for (uint32_t i = 0; i < j->n; ++i) {
-        fdatasync(j->fds[i]);
-        close(j->fds[i]);
+        j->j[i].err = fdatasync(j->j[i].fd) == 0 ? 0 : errno;
+        close(j->j[i].fd);
     }
 }
 
@@ -222,6 +325,16 @@ static void sync_done(uv_work_t* req, int status) {
     (void)status;
     sync_job* j = req->data;
     app_server* app = j->app;
+    for (uint32_t i = 0; i < j->n; ++i) {
+        app_world* w = j->j[i].err != 0 ? app__world_find(app, j->j[i].id) : NULL;
+        if (w != NULL) {
+            // What the kernel failed to write may be gone from its cache:
+            // only a state file is sure to hold it.
+            char msg[160];
+            snprintf(msg, sizeof msg, "fsync of its journal: %s", strerror(j->j[i].err));
+            go_down(app, w, true, msg);
+        }
+    }
     free(j);
     if (--app->syncs_in_flight == 0 && app->saves_in_flight == 0 && app->persist_done != NULL) {
         app__persist_shutdown(app, app->persist_done);
@@ -234,7 +347,7 @@ void app__journal_sync_due(app_server* app, uint64_t now) {
         return;
     }
     app->next_sync_ns = now + 1000000000ull;
-    sync_job* j = calloc(1, sizeof *j + app->cfg.max_worlds * sizeof(int));
+    sync_job* j = calloc(1, sizeof *j + app->cfg.max_worlds * sizeof j->j[0]);
     if (j == NULL) {
         return;
     }
@@ -243,7 +356,9 @@ void app__journal_sync_due(app_server* app, uint64_t now) {
         if (w != NULL && w->journal_dirty && w->journal_fd >= 0) {
             int fd = dup(w->journal_fd); // the world may close its own meanwhile
             if (fd >= 0) {
-                j->fds[j->n++] = fd;
+                j->j[j->n].fd = fd;
+                j->j[j->n].id = w->id;
+                j->n++;
                 w->journal_dirty = false;
             }
         }
@@ -254,12 +369,11 @@ void app__journal_sync_due(app_server* app, uint64_t now) {
     }
     j->app = app;
     j->req.data = j;
+    app->syncs_in_flight++;
     if (uv_queue_work(app->loop, &j->req, sync_work, sync_done) != 0) {
         sync_work(&j->req);
-        free(j);
-        return;
+        sync_done(&j->req, 0);
     }
-    app->syncs_in_flight++;
 }
 
 // ---------------------------------------------------------------------------
@@ -273,39 +387,35 @@ void app__journal_close(app_world* w) {
     }
 }
 
-// Opens (making it, with its head, when missing or empty) w's journal for
-// appending.
 void app__journal_open(app_server* app, app_world* w) {
-    if (app->cfg.state_dir == NULL || w->journal_fd >= 0) {
-        return;
+    if (app->cfg.state_dir == NULL || w->journal_fd >= 0 || w->journal_lost) {
+        return; // none, open, or none until a state file lands
     }
-    char path[4096];
+    char path[4096], msg[4400];
     journal_path(app, w->id, path, sizeof path);
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
-        char msg[4400];
         snprintf(msg, sizeof msg, "cannot open %s: %s", path, strerror(errno));
-        say(app, APP_LOG_ERROR, "journal_failed", w->id, msg);
         if (fd >= 0) {
             close(fd);
         }
+        go_down(app, w, true, msg);
         return;
     }
     w->journal_bytes = (uint64_t)st.st_size;
     if (st.st_size == 0) {
         uint8_t head[JOURNAL_HEAD];
-        head_bytes(head);
-        if (!write_all(fd, head, sizeof head)) {
+        head_bytes(head, w->id, w->seq);
+        if (!write_all(fd, head, sizeof head) || fsync(fd) != 0) {
+            snprintf(msg, sizeof msg, "cannot write the head of %s: %s", path, strerror(errno));
             close(fd);
-            say(app, APP_LOG_ERROR, "journal_failed", w->id, "cannot write the journal's head");
+            go_down(app, w, true, msg);
             return;
         }
         w->journal_bytes = JOURNAL_HEAD;
-        fsync(fd);
     }
     w->journal_fd = fd;
-    w->journal_failed = false;
 }
 
 void app__journal_remove(app_server* app, app_world* w) {
@@ -317,48 +427,164 @@ void app__journal_remove(app_server* app, app_world* w) {
     }
 }
 
-// Rewrites w's journal keeping what is from byte `from` on (the records
-// after the state file that just landed), with a fresh head: written to a
-// temporary file, fsync'd and renamed over, so a crash leaves the old
-// journal (whose extra records a replay skips by sequence) or the new one.
-void app__journal_compact(app_server* app, app_world* w, uint64_t from) {
-    if (app->cfg.state_dir == NULL || w->journal_fd < 0 || w->journal_failed ||
-        from > w->journal_bytes || from < JOURNAL_HEAD) {
+// Replaces w's journal by a fresh head (following the state of sequence
+// `seq`) and `tail` (n bytes of records after it), written to a temporary
+// file, fsync'd and renamed over, so a crash leaves the old journal (whose
+// extra records a replay skips by sequence) or the new one. Returns 0.
+static int rewrite(app_server* app, app_world* w, uint64_t seq, const uint8_t* tail, size_t n) {
+    char name[64], why[256];
+    app__journal_name(w->id, name, sizeof name);
+    uint8_t* fresh = malloc(JOURNAL_HEAD + n + 1);
+    if (fresh == NULL) {
+        return -1;
+    }
+    head_bytes(fresh, w->id, seq);
+    if (n > 0) {
+        memcpy(fresh + JOURNAL_HEAD, tail, n);
+    }
+    int rc =
+        app__file_write_atomic(app->cfg.state_dir, name, fresh, JOURNAL_HEAD + n, why, sizeof why);
+    free(fresh);
+    if (rc != 0) {
+        if (w->journal_fd < 0) {
+            go_down(app, w, true, why); // no journal at all: down until one is written
+        } else {
+            say(app, APP_LOG_WARN, "journal_not_compacted", w->id, why);
+        }
+        return -1;
+    }
+    app__journal_close(w); // the name now holds the new file: reopen it
+    w->journal_failed = false;
+    w->journal_lost = false;
+    app__journal_open(app, w);
+    return w->journal_fd >= 0 ? 0 : -1; // else down again, said by app__journal_open()
+}
+
+void app__journal_compact(app_server* app, app_world* w, uint64_t from, uint64_t seq) {
+    if (app->cfg.state_dir == NULL) {
         return;
     }
-    char path[4096], name[64];
+    if (from == APP_JOURNAL_ALL) {
+        // The state holds everything, also what waited to be written: a
+        // journal from it on (how a journal that failed comes back).
+        w->jlen = 0;
+        if (rewrite(app, w, seq, NULL, 0) == 0) {
+            w->journal_dirty = false;
+        }
+        return;
+    }
+    if (w->journal_failed || w->journal_fd < 0 || from < JOURNAL_HEAD || from > w->journal_bytes) {
+        return; // a replay skips what the state holds
+    }
+    char path[4096], why[256];
     journal_path(app, w->id, path, sizeof path);
-    app__journal_name(w->id, name, sizeof name);
     uint8_t* old = NULL;
     size_t len = 0;
-    char why[256];
     if (app__file_read(path, &old, &len, why, sizeof why) != 0 || len != w->journal_bytes) {
         free(old);
         return; // leave it whole: a replay skips what the state holds
     }
-    const size_t keep = len - (size_t)from;
-    uint8_t* fresh = malloc(JOURNAL_HEAD + keep + 1);
-    if (fresh == NULL) {
-        free(old);
-        return;
-    }
-    head_bytes(fresh);
-    memcpy(fresh + JOURNAL_HEAD, old + from, keep);
+    rewrite(app, w, seq, old + from, len - (size_t)from);
     free(old);
-    int rc = app__file_write_atomic(app->cfg.state_dir, name, fresh, JOURNAL_HEAD + keep, why,
-                                    sizeof why);
-    free(fresh);
-    if (rc != 0) {
-        say(app, APP_LOG_WARN, "journal_not_compacted", w->id, why);
-        return;
-    }
-    app__journal_close(w); // the name now holds the new file: reopen it
-    app__journal_open(app, w);
 }
 
 // ---------------------------------------------------------------------------
 // Replay
 // ---------------------------------------------------------------------------
+
+// Whether a whole record with a good CRC starts at byte `at` of p (len
+// bytes); its length after the length and CRC fields in *rlen.
+static bool record_ok(const uint8_t* p, size_t len, size_t at, uint32_t* rlen) {
+    uint32_t n = 0, crc = 0;
+    if (len - at < 8) {
+        return false;
+    }
+    memcpy(&n, p + at, 4);
+    memcpy(&crc, p + at + 4, 4);
+    if (n < RECORD_HEAD - 8 || n > RECORD_MAX || n > len - at - 8 ||
+        app__crc32(p + at + 8, n) != crc) {
+        return false;
+    }
+    *rlen = n;
+    return true;
+}
+
+// What a first pass over the journal found.
+typedef struct scan {
+    size_t good_end; ///< Where the last good record ends.
+    bool damaged;    ///< A bad record with good ones after it: not a torn tail.
+    uint64_t* drops; ///< The commands rollbacks undid.
+    size_t n_drops;
+} scan;
+
+// Checks the whole journal before anything applies to w: its head is this
+// build's and w's, it follows w's state (or an older one), its commands
+// come one after the other and its ticks never go back. Returns 0, or -1
+// with why.
+static int scan_journal(const uint8_t* p, size_t len, const char* path, const app_world* w,
+                        scan* sc, char* why, size_t cap) {
+    memset(sc, 0, sizeof *sc);
+    uint8_t head[JOURNAL_HEAD];
+    head_bytes(head, 0, 0);
+    if (len < JOURNAL_HEAD || memcmp(p, head, 16) != 0) {
+        snprintf(why, cap, "%s is not a journal of this build (magic, version or command size)",
+                 path);
+        return -1;
+    }
+    uint64_t world = 0, base = 0;
+    memcpy(&world, p + 16, 8);
+    memcpy(&base, p + 24, 8);
+    if (world != w->id) {
+        snprintf(why, cap, "%s is the journal of world %" PRIu64 ", not of world %" PRIu64, path,
+                 world, w->id);
+        return -1;
+    }
+    if (base > w->seq) {
+        snprintf(why, cap,
+                 "%s follows the state of command %" PRIu64 "; this state holds %" PRIu64
+                 " commands: those between are missing",
+                 path, base, w->seq);
+        return -1;
+    }
+    uint64_t last_seq = base, last_tick = 0;
+    size_t at = JOURNAL_HEAD;
+    uint32_t rlen = 0;
+    while (at < len && record_ok(p, len, at, &rlen)) {
+        uint32_t type = 0;
+        uint64_t seq = 0, tick = 0;
+        memcpy(&type, p + at + 8, 4);
+        memcpy(&seq, p + at + 16, 8);
+        memcpy(&tick, p + at + 24, 8);
+        if ((type == RECORD_COMMAND && seq != last_seq + 1) || tick < last_tick) {
+            snprintf(why, cap,
+                     "%s: the record at byte %zu (command %" PRIu64 ", tick %" PRIu64
+                     ") does not follow command %" PRIu64 " at tick %" PRIu64,
+                     path, at, seq, tick, last_seq, last_tick);
+            free(sc->drops);
+            sc->drops = NULL;
+            return -1;
+        }
+        if (type == RECORD_COMMAND) {
+            last_seq = seq;
+        }
+        last_tick = tick;
+        if (type == RECORD_DROP && rlen == RECORD_HEAD - 8 + 8) {
+            uint64_t* d = realloc(sc->drops, (sc->n_drops + 1) * sizeof *sc->drops);
+            if (d != NULL) {
+                sc->drops = d;
+                memcpy(&sc->drops[sc->n_drops++], p + at + RECORD_HEAD, 8);
+            }
+        }
+        at += 8 + (size_t)rlen;
+    }
+    sc->good_end = at;
+    // A torn tail is a crash mid-write: nothing good comes after it. A
+    // good record further on means the bad one is damage.
+    for (size_t k = at + 1; k + RECORD_HEAD <= len && !sc->damaged; ++k) {
+        sc->damaged = record_ok(p, len, k, &rlen);
+    }
+    return 0;
+}
 
 // Steps w to `tick`, printing each tick's hash to `hashes` (NULL: none).
 static void step_to(app_world* w, uint64_t tick, FILE* hashes) {
@@ -376,10 +602,39 @@ static void step_to(app_world* w, uint64_t tick, FILE* hashes) {
     }
 }
 
+// Applies one command record (sequence w->seq + 1) to w. Returns 0, or -1
+// with why when the world refused it (the replay diverged).
+static int apply_command(app_server* app, app_world* w, const uint8_t* body, uint64_t seq,
+                         uint64_t tick, char* why, size_t cap) {
+    app_cmd e;
+    memset(&e, 0, sizeof e);
+    uint32_t role;
+    memcpy(&role, body, 4);
+    memcpy(&e.owner, body + 8, 8);
+    memcpy(&e.cmd, body + 16, sizeof e.cmd);
+    e.role = role <= APP_ROLE_ADMIN ? (app_role)role : APP_ROLE_NONE;
+    w->apply_role = e.role;
+    w->apply_owner = e.owner;
+    size_t rl = 0, el = 0;
+    char* ev = NULL;
+    char* reply = app__apply(app, w, NULL, &e.cmd, &rl, &ev, &el);
+    rdp_free(reply);
+    rdp_free(ev);
+    if (!w->apply_changed) {
+        snprintf(why, cap,
+                 "command %" PRIu64 " (%s) at tick %" PRIu64
+                 " was refused in the replay: the replay diverged",
+                 seq, rdp_op_name(e.cmd.op), tick);
+        return -1;
+    }
+    w->seq = seq;
+    return 0;
+}
+
 int app__journal_replay(app_server* app, app_world* w, const char* path, uint64_t until,
-                        FILE* hashes, bool cut_torn, app_replay_stats* stats, char* why,
-                        size_t cap) {
+                        FILE* hashes, app_replay_stats* stats, char* why, size_t cap) {
     memset(stats, 0, sizeof *stats);
+    why[0] = '\0';
     uint8_t* p = NULL;
     size_t len = 0;
     if (app__file_read(path, &p, &len, why, cap) != 0) {
@@ -389,50 +644,22 @@ int app__journal_replay(app_server* app, app_world* w, const char* path, uint64_
         }
         return -1;
     }
-    uint8_t head[JOURNAL_HEAD];
-    head_bytes(head);
-    if (len < JOURNAL_HEAD || memcmp(p, head, JOURNAL_HEAD) != 0) {
+    scan sc;
+    if (scan_journal(p, len, path, w, &sc, why, cap) != 0) {
         free(p);
-        snprintf(why, cap, "%s is not a journal of this build (magic, version or command size)",
-                 path);
-        return -1;
+        return -1; // nothing applied
     }
+    stats->good_end = sc.good_end;
+    stats->damaged = sc.damaged;
+    stats->bad_bytes = len - sc.good_end;
     const uint64_t base_seq = w->seq;
     const uint32_t inbox_had = w->inbox_count;
-    // First pass: the commands rollbacks undid (a drop record comes after
-    // the command it undoes).
-    uint64_t* drops = NULL;
-    size_t n_drops = 0;
-    for (size_t at = JOURNAL_HEAD; len - at >= 8;) {
-        uint32_t rlen = 0, crc = 0, type = 0;
-        memcpy(&rlen, p + at, 4);
-        memcpy(&crc, p + at + 4, 4);
-        if (rlen < RECORD_HEAD - 8 || rlen > len - at - 8 || app__crc32(p + at + 8, rlen) != crc) {
-            break;
-        }
-        memcpy(&type, p + at + 8, 4);
-        if (type == RECORD_DROP && rlen == RECORD_HEAD - 8 + 8) {
-            uint64_t* d = realloc(drops, (n_drops + 1) * sizeof *drops);
-            if (d != NULL) {
-                drops = d;
-                memcpy(&drops[n_drops++], p + at + RECORD_HEAD, 8);
-            }
-        }
-        at += 8 + rlen;
-    }
-    size_t at = JOURNAL_HEAD, good_end = JOURNAL_HEAD;
     int rc = 0;
-    while (at < len) {
-        uint32_t rlen = 0, crc = 0, type = 0;
+    uint32_t rlen = 0;
+    for (size_t at = JOURNAL_HEAD; at < sc.good_end; at += 8 + (size_t)rlen) {
+        record_ok(p, len, at, &rlen);
+        uint32_t type = 0;
         uint64_t seq = 0, tick = 0;
-        if (len - at < 8) {
-            break;
-        }
-        memcpy(&rlen, p + at, 4);
-        memcpy(&crc, p + at + 4, 4);
-        if (rlen < RECORD_HEAD - 8 || rlen > len - at - 8 || app__crc32(p + at + 8, rlen) != crc) {
-            break; // torn or damaged: the replay ends here
-        }
         memcpy(&type, p + at + 8, 4);
         memcpy(&seq, p + at + 16, 8);
         memcpy(&tick, p + at + 24, 8);
@@ -442,47 +669,28 @@ int app__journal_replay(app_server* app, app_world* w, const char* path, uint64_
             break;
         }
         const uint64_t now = sim_world_tick(w->sim);
-        if (type == RECORD_COMMAND && blen == 16 + sizeof(rdp_command)) {
+        if (type == RECORD_COMMAND && blen == COMMAND_BODY) {
             bool dropped = false;
-            for (size_t d = 0; d < n_drops; ++d) {
-                dropped |= drops[d] == seq;
+            for (size_t d = 0; d < sc.n_drops; ++d) {
+                dropped |= sc.drops[d] == seq;
             }
             if (seq <= w->seq) {
                 // In the state already.
-            } else if (dropped && seq == w->seq + 1) {
+            } else if (dropped) {
                 w->seq = seq; // undone by a rollback: as if it never came
-            } else if (seq != w->seq + 1 || tick < now) {
+            } else if (tick < now) {
                 snprintf(why, cap,
-                         "record %" PRIu64 " at tick %" PRIu64 " does not follow command %" PRIu64
-                         " at tick %" PRIu64,
-                         seq, tick, w->seq, now);
+                         "command %" PRIu64 " at tick %" PRIu64
+                         " is before the state's tick %" PRIu64,
+                         seq, tick, now);
                 rc = -1;
                 break;
             } else {
                 step_to(w, tick, hashes);
-                app_cmd e;
-                memset(&e, 0, sizeof e);
-                uint32_t role;
-                memcpy(&role, body, 4);
-                memcpy(&e.owner, body + 8, 8);
-                memcpy(&e.cmd, body + 16, sizeof e.cmd);
-                e.role = role <= APP_ROLE_ADMIN ? (app_role)role : APP_ROLE_NONE;
-                w->apply_role = e.role;
-                w->apply_owner = e.owner;
-                size_t rl = 0, el = 0;
-                char* ev = NULL;
-                char* reply = app__apply(app, w, NULL, &e.cmd, &rl, &ev, &el);
-                rdp_free(reply);
-                rdp_free(ev);
-                if (!w->apply_changed) {
-                    snprintf(why, cap,
-                             "command %" PRIu64 " (%s) at tick %" PRIu64
-                             " was refused in the replay: the replay diverged",
-                             seq, rdp_op_name(e.cmd.op), tick);
+                if (apply_command(app, w, body, seq, tick, why, cap) != 0) {
                     rc = -1;
                     break;
                 }
-                w->seq = seq;
                 stats->commands++;
             }
         } else if (type == RECORD_MARK && tick >= now) {
@@ -500,24 +708,15 @@ int app__journal_replay(app_server* app, app_world* w, const char* path, uint64_
                 stats->foci++;
             }
         }
-        at += 8 + rlen;
-        good_end = at;
     }
-    stats->torn_bytes = len - good_end;
     stats->last_tick = sim_world_tick(w->sim);
     free(p);
-    free(drops);
+    free(sc.drops);
     // The commands the state had queued are the journal's first ones, when
     // the journal got that far: drop those it applied.
     const uint64_t applied = w->seq - base_seq;
     const uint32_t drop = applied < inbox_had ? (uint32_t)applied : inbox_had;
     w->inbox_head = (w->inbox_head + drop) % w->inbox_cap;
     w->inbox_count -= drop;
-    if (rc == 0 && cut_torn && stats->torn_bytes > 0) {
-        if (truncate(path, (off_t)good_end) != 0) {
-            snprintf(why, cap, "cannot cut the torn tail: %s", strerror(errno));
-            return -1;
-        }
-    }
     return rc;
 }

@@ -81,6 +81,9 @@ int main(int argc, char** argv) {
     // libuv writes without MSG_NOSIGNAL: a client that vanishes mid-write
     // must not kill the server.
     signal(SIGPIPE, SIG_IGN);
+    // A file-size limit (ulimit -f) makes a state file or journal write
+    // fail with EFBIG, handled as a full disk, rather than kill the server.
+    signal(SIGXFSZ, SIG_IGN);
 
     // Skeletons and clips: without them no character can be spawned, so a
     // broken or missing file is fatal and names itself.

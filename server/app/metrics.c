@@ -13,6 +13,7 @@
 #include "metrics.h"
 
 #include "app_internal.h"
+#include "persist.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -137,6 +138,43 @@ static const sim_entity_kind entity_kinds[] = {SIM_ENTITY_ROPE,    SIM_ENTITY_CL
                                                SIM_ENTITY_RAGDOLL, SIM_ENTITY_CHARACTER,
                                                SIM_ENTITY_BALL,    SIM_ENTITY_SOFTBODY};
 
+// State files, journals and rollbacks (docs/STATE.md).
+static void render_durability(const app_server* app, out* o) {
+    family(o, "ragdolld_state_saves_total", "counter",
+           "World state files written to --state-dir (autosave, save_world, a new world, "
+           "shutdown), by result; a failure is logged as save_failed with the reason.");
+    emit(o, "ragdolld_state_saves_total{result=\"ok\"} %llu\n", (unsigned long long)app->saves);
+    emit(o, "ragdolld_state_saves_total{result=\"failed\"} %llu\n",
+         (unsigned long long)app->save_failures);
+    family(o, "ragdolld_journal_failures_total", "counter",
+           "Times a world's journal went down: a write, fsync or open failed, or a new world's "
+           "first state file could not be written (logged as journal_failed).");
+    emit(o, "ragdolld_journal_failures_total %llu\n", (unsigned long long)app->journal_failures);
+    uint32_t down = 0;
+    for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
+        down += app->worlds[i] != NULL && app__journal_down(app, app->worlds[i]);
+    }
+    family(o, "ragdolld_journals_down", "gauge",
+           "Worlds whose journal cannot be written now: they refuse commands that would "
+           "change them (unavailable) until it can (non-zero: look at the disk).");
+    emit(o, "ragdolld_journals_down %u\n", down);
+    family(o, "ragdolld_state_files_refused_total", "counter",
+           "Files refused when the server started, by kind: a state file (not loaded), a "
+           "journal refused or found damaged (kept as world-ID.journal.refused).");
+    emit(o, "ragdolld_state_files_refused_total{file=\"state\"} %llu\n",
+         (unsigned long long)app->states_refused);
+    emit(o, "ragdolld_state_files_refused_total{file=\"journal\"} %llu\n",
+         (unsigned long long)app->journals_refused);
+    family(o, "ragdolld_rollbacks_total", "counter",
+           "Blow-ups (an entity non-finite, flown away or faster than 1000 m/s) by result: "
+           "undone (the world stepped again from a kept state) or failed (it recurred: the "
+           "entity was removed as unstable).");
+    emit(o, "ragdolld_rollbacks_total{result=\"undone\"} %llu\n",
+         (unsigned long long)app->rollbacks);
+    emit(o, "ragdolld_rollbacks_total{result=\"failed\"} %llu\n",
+         (unsigned long long)app->rollback_failures);
+}
+
 static void render_server(const app_server* app, out* o) {
     const app_metrics* m = &app->metrics;
     family(o, "ragdolld_build_info", "gauge", "The server's version (always 1).");
@@ -236,6 +274,7 @@ static void render_server(const app_server* app, out* o) {
     family(o, "ragdolld_net_sent_bytes_total", "counter",
            "Bytes written to clients' sockets (HTTP and WebSocket, frame headers included).");
     emit(o, "ragdolld_net_sent_bytes_total %llu\n", (unsigned long long)ns.bytes_out);
+    render_durability(app, o);
 }
 
 // Each world's series, one family after another (every sample of a family

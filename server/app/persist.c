@@ -25,8 +25,9 @@
 
 #include "report.h"
 
-#include <dirent.h>
 #include <nettle/base64.h>
+
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -46,6 +47,8 @@ struct app_save {
     char why[256];
     uint64_t encode_ns, write_ns;
     uint64_t journal_from; ///< The journal's length when encoded: what follows is kept.
+    uint64_t seq;          ///< The world's command sequence when encoded.
+    bool removed;          ///< destroy_world removed its files: removed again when it lands.
     struct {
         app_client* client;
         rdp_re re;
@@ -95,7 +98,13 @@ static void answer(app_server* app, app_client* c, rdp_re re, bool fetch, const 
     }
     size_t len = 0;
     char* text = NULL;
-    if (s->rc == 0) {
+    if (s->world == NULL) {
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "world %" PRIu64 " was destroyed while its state was written (the file is gone)",
+                 s->id);
+        text = rdp_reply_error(re, RDP_E_NOT_FOUND, msg, &len);
+    } else if (s->rc == 0) {
         rdp_reply_fields f;
         memset(&f, 0, sizeof f);
         f.has_tick = true;
@@ -121,7 +130,7 @@ static void answer(app_server* app, app_client* c, rdp_re re, bool fetch, const 
         char msg[400];
         snprintf(msg, sizeof msg, "the state of world %" PRIu64 " was not saved: %s", s->id,
                  s->why);
-        text = rdp_reply_error(re, RDP_E_INTERNAL, msg, &len);
+        text = rdp_reply_error(re, RDP_E_UNAVAILABLE, msg, &len);
     }
     app__report_reply(app, c, RDP_OP_SAVE_WORLD, text, len);
     app__send(c, text, len);
@@ -162,9 +171,9 @@ static void write_done(uv_work_t* req, int status) {
     if (s->world != NULL) {
         s->world->saving = NULL;
         if (s->rc == 0) {
-            app__journal_compact(app, s->world, s->journal_from);
+            app__journal_compact(app, s->world, s->journal_from, s->seq);
         }
-    } else if (s->rc == 0) {
+    } else if (s->rc == 0 && s->removed) {
         unlink(path); // destroyed while it was written
     }
     for (uint32_t i = 0; i < s->waiter_count; ++i) {
@@ -185,7 +194,10 @@ static void save_async(app_server* app, app_world* w) {
     if (s == NULL || app__state_encode(w, &s->buf, &s->len) != 0) {
         free(s);
         app->save_failures++;
-        say(app, APP_LOG_ERROR, "save_failed", w->id, app->cfg.state_dir, "out of memory", 0, 0, 0);
+        char name[64], path[4096];
+        app__state_name(w->id, name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s", app->cfg.state_dir, name);
+        say(app, APP_LOG_ERROR, "save_failed", w->id, path, "out of memory", 0, 0, 0);
         return;
     }
     s->encode_ns = uv_hrtime() - t0;
@@ -194,6 +206,7 @@ static void save_async(app_server* app, app_world* w) {
     s->id = w->id;
     s->tick = sim_world_tick(w->sim);
     s->journal_from = w->journal_bytes;
+    s->seq = w->seq;
     s->req.data = s;
     for (uint32_t i = 0; i < w->save_waiter_count; ++i) {
         s->waiters[i].client = w->save_waiters[i].client;
@@ -216,27 +229,30 @@ static void save_async(app_server* app, app_world* w) {
     w->saving = s;
 }
 
-// Encodes and writes w now, on the loop thread. Returns 0 or -1 (logged).
-static int save_now(app_server* app, app_world* w) {
+int app__persist_save_now(app_server* app, app_world* w, char* why, size_t cap) {
     uint8_t* buf = NULL;
     size_t len = 0;
-    char name[64], why[256] = "out of memory";
+    char name[64], path[4096], reason[256] = "out of memory";
     app__state_name(w->id, name, sizeof name);
+    snprintf(path, sizeof path, "%s/%s", app->cfg.state_dir, name);
     uint64_t t0 = uv_hrtime();
     int rc = app__state_encode(w, &buf, &len);
     if (rc == 0) {
-        rc = app__file_write_atomic(app->cfg.state_dir, name, buf, len, why, sizeof why);
+        rc = app__file_write_atomic(app->cfg.state_dir, name, buf, len, reason, sizeof reason);
     }
     free(buf);
     if (rc != 0) {
         app->save_failures++;
-        say(app, APP_LOG_ERROR, "save_failed", w->id, name, why, 0, 0, 0);
+        say(app, APP_LOG_ERROR, "save_failed", w->id, path, reason, 0, 0, 0);
+        if (why != NULL) {
+            snprintf(why, cap, "%s", reason);
+        }
         return -1;
     }
     app->saves++;
-    say(app, APP_LOG_DEBUG, "world_saved", w->id, name, NULL, len, sim_world_tick(w->sim),
+    say(app, APP_LOG_DEBUG, "world_saved", w->id, path, NULL, len, sim_world_tick(w->sim),
         (double)(uv_hrtime() - t0) / 1e6);
-    app__journal_compact(app, w, w->journal_bytes); // the state holds all of it
+    app__journal_compact(app, w, APP_JOURNAL_ALL, w->seq); // the state holds all of it
     return 0;
 }
 
@@ -244,13 +260,33 @@ static int save_now(app_server* app, app_world* w) {
 // The server's side
 // ---------------------------------------------------------------------------
 
-void app__persist_world_created(app_server* app, app_world* w) {
-    next_due(app, w);
-    if (app->cfg.state_dir != NULL) {
-        app__journal_remove(app, w); // a journal left by an older world of this id is not its
-        save_now(app, w);
-        app__journal_open(app, w);
+// w's files do not hold it and could not be written: its commands are
+// refused until a state file lands (app__journal_retry()), and it has no
+// journal until then (one would follow a state that is not on the disk).
+static void down_until_saved(app_server* app, app_world* w, const char* why) {
+    app__journal_close(w);
+    snprintf(w->journal_why, sizeof w->journal_why, "its state file: %s", why);
+    if (!w->journal_failed) {
+        app->journal_failures++;
     }
+    w->journal_failed = true;
+    w->journal_lost = true;
+    w->jlen = 0;
+    w->journal_retry_ns = w->journal_resave_ns = uv_hrtime() + 1000000000ull;
+}
+
+int app__persist_world_created(app_server* app, app_world* w, char* why, size_t cap) {
+    next_due(app, w);
+    if (app->cfg.state_dir == NULL) {
+        return 0;
+    }
+    app__journal_remove(app, w); // a journal left by an older world of this id is not its
+    w->journal_bytes = 0;
+    if (app__persist_save_now(app, w, why, cap) != 0) {
+        down_until_saved(app, w, why != NULL ? why : "not written");
+        return -1;
+    }
+    return 0;
 }
 
 void app__persist_tick(app_server* app, app_world* w) {
@@ -317,6 +353,8 @@ void app__persist_remove_files(app_server* app, app_world* w) {
     app__journal_remove(app, w);
     if (w->saving != NULL) {
         w->saving->world = NULL; // removed again when it lands
+        w->saving->removed = true;
+        w->saving = NULL;
     }
 }
 
@@ -349,7 +387,7 @@ void app__persist_shutdown(app_server* app, void (*done)(app_server* app)) {
     uint32_t saved = 0, failed = 0;
     for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
         if (app->worlds[i] != NULL) {
-            if (save_now(app, app->worlds[i]) == 0) {
+            if (app__persist_save_now(app, app->worlds[i], NULL, 0) == 0) {
                 saved++;
             } else {
                 failed++;
@@ -436,6 +474,7 @@ uint32_t app__persist_load_all(app_server* app) {
         if (app__file_read(path, &buf, &len, why, sizeof why) != 0 ||
             app__state_decode(buf, len, app->cfg.library, &st, why, sizeof why) != 0) {
             free(buf);
+            app->states_refused++;
             say(app, APP_LOG_ERROR, "state_refused", ids[i], path, why, 0, 0, 0);
             continue;
         }
@@ -444,6 +483,7 @@ uint32_t app__persist_load_all(app_server* app) {
             snprintf(why, sizeof why, "the file holds world %" PRIu64 ", its name says %" PRIu64,
                      st.id, ids[i]);
             app__state_free(&st);
+            app->states_refused++;
             say(app, APP_LOG_ERROR, "state_refused", ids[i], path, why, 0, 0, 0);
             continue;
         }
@@ -451,6 +491,7 @@ uint32_t app__persist_load_all(app_server* app) {
         rdp_code rc = app__world_adopt(app, &st, &w);
         app__state_free(&st);
         if (rc != RDP_OK) {
+            app->states_refused++;
             say(app, APP_LOG_ERROR, "state_refused", ids[i], path,
                 rc == RDP_E_TOO_LARGE ? "more worlds than --max-worlds" : "out of memory", 0, 0, 0);
             continue;
@@ -460,17 +501,36 @@ uint32_t app__persist_load_all(app_server* app) {
         app__journal_name(w->id, jname, sizeof jname);
         snprintf(jpath, sizeof jpath, "%s/%s", app->cfg.state_dir, jname);
         app_replay_stats rs;
-        if (app__journal_replay(app, w, jpath, UINT64_MAX, NULL, true, &rs, why, sizeof why) != 0) {
-            // What applied stays; the rest of the journal is kept for a look.
+        bool set_aside = false;
+        if (app__journal_replay(app, w, jpath, UINT64_MAX, NULL, &rs, why, sizeof why) != 0) {
+            app->journals_refused++;
             say(app, APP_LOG_ERROR, "journal_refused", w->id, jpath, why, 0, 0, 0);
+            set_aside = true;
+        } else if (rs.bad_bytes > 0 && rs.damaged) {
+            app->journals_refused++;
+            snprintf(why, sizeof why,
+                     "a damaged record at byte %" PRIu64 " with good ones after it: the %" PRIu64
+                     " bytes from it on were not applied",
+                     rs.good_end, rs.bad_bytes);
+            say(app, APP_LOG_ERROR, "journal_damaged", w->id, jpath, why, 0, 0, 0);
+            set_aside = true;
+        } else if (rs.bad_bytes > 0) {
+            snprintf(why, sizeof why, "%" PRIu64 " bytes of a torn last record cut off",
+                     rs.bad_bytes);
+            say(app, APP_LOG_WARN, "journal_torn", w->id, jpath, why, 0, 0, 0);
+            set_aside = truncate(jpath, (off_t)rs.good_end) != 0;
+        }
+        if (set_aside) {
+            // Kept whole for a look (world-ID.journal.refused); the world
+            // as it stands is written at once, with a journal from it on,
+            // so the files hold what the world holds.
             char keep[4200];
             snprintf(keep, sizeof keep, "%s.refused", jpath);
             rename(jpath, keep);
-        }
-        if (rs.torn_bytes > 0) {
-            snprintf(why, sizeof why, "%" PRIu64 " bytes of a torn last record cut off",
-                     rs.torn_bytes);
-            say(app, APP_LOG_WARN, "journal_torn", w->id, jpath, why, 0, 0, 0);
+            w->journal_bytes = 0;
+            if (app__persist_save_now(app, w, why, sizeof why) != 0) {
+                down_until_saved(app, w, why);
+            }
         }
         app__journal_open(app, w);
         w->last_ns = uv_hrtime();

@@ -72,7 +72,9 @@ uint32_t app__persist_load_all(app_server* app);
 
 /// A world was just made (not loaded): its first state file is written now
 /// (blocking; a new world is small), so it outlives a crash from here on.
-void app__persist_world_created(app_server* app, app_world* w);
+/// Returns 0, or -1 with why (cap bytes) when it could not be written: the
+/// world's journal is then down (create_world destroys it instead).
+int app__persist_world_created(app_server* app, app_world* w, char* why, size_t cap);
 
 /// destroy_world: w's state file and journal are removed (a write in
 /// flight is removed when it lands). Call before app__world_destroy().
@@ -98,6 +100,11 @@ void app__persist_client_gone(app_server* app, app_client* c);
 /// writes in flight, writes every world's state, then calls done(app).
 void app__persist_shutdown(app_server* app, void (*done)(app_server* app));
 
+/// Encodes and writes w's state file now, blocking (w idle, at a tick
+/// boundary); the journal then starts afresh from it. Returns 0, or -1
+/// (logged as save_failed) with the reason in why when not NULL.
+int app__persist_save_now(app_server* app, app_world* w, char* why, size_t cap);
+
 /// The file name of world id's state (world-ID.state) into buf.
 void app__state_name(uint64_t id, char* buf, size_t cap);
 
@@ -109,7 +116,8 @@ void app__state_name(uint64_t id, char* buf, size_t cap);
 void app__journal_name(uint64_t id, char* buf, size_t cap);
 
 /// Opens w's journal for appending (made, with its head, when missing).
-/// Nothing without a state dir; a failure is logged and w journals nothing.
+/// Nothing without a state dir; a failure is logged and w's journal is
+/// down (app__journal_down()) until a state file lands.
 void app__journal_open(app_server* app, app_world* w);
 
 /// Closes w's journal (its buffered records are dropped: commit first).
@@ -135,38 +143,61 @@ bool app__journal_foci(app_server* app, app_world* w, const sim_vec3* foci, uint
 void app__journal_drop(app_server* app, app_world* w, uint64_t seq);
 
 /// Writes the buffered records (one write()), fsync'd now with
-/// --journal-fsync always. A failed write is logged once, and w journals
-/// nothing more.
+/// --journal-fsync always. A failed write or fsync is logged
+/// (journal_failed) and w's journal is down: its records are kept for
+/// app__journal_retry().
 void app__journal_commit(app_server* app, app_world* w);
 
+/// Whether w's journal cannot be written (a write, fsync or open failed):
+/// commands that would change w are refused (RDP_E_UNAVAILABLE) meanwhile.
+bool app__journal_down(const app_server* app, const app_world* w);
+
+/// At w's tick boundary (idle, before its commands; `now`: uv_hrtime()),
+/// when its journal is down: once a second writes its kept records again,
+/// and every 5 s tries a state file holding everything with a journal
+/// started afresh from it. Returns whether the journal is up (true also
+/// when it never went down).
+bool app__journal_retry(app_server* app, app_world* w, uint64_t now);
+
 /// Once a second (everysec): fsyncs every journal written since, on the
-/// threadpool (loop thread; `now` is uv_hrtime()).
+/// threadpool (loop thread; `now` is uv_hrtime()). A failed fsync puts
+/// that world's journal down until a state file lands.
 void app__journal_sync_due(app_server* app, uint64_t now);
 
-/// Keeps only the journal's bytes from `from` on (the records after a
-/// state file that landed), atomically.
-void app__journal_compact(app_server* app, app_world* w, uint64_t from);
+/// app__journal_compact()'s `from` when the state holds everything.
+#define APP_JOURNAL_ALL UINT64_MAX
 
-/// What a replay did.
+/// A state file of w at sequence `seq` landed, encoded when the journal
+/// was `from` bytes long: only the records after it are kept, under a head
+/// following `seq`, atomically. With APP_JOURNAL_ALL (a state written on
+/// the loop thread just now) it holds everything, also records waiting to
+/// be written: the journal starts afresh and comes back up if it was down.
+void app__journal_compact(app_server* app, app_world* w, uint64_t from, uint64_t seq);
+
+/// What a replay did and found.
 typedef struct app_replay_stats {
-    uint64_t commands;   ///< Commands applied.
-    uint64_t foci;       ///< Foci records applied.
-    uint64_t torn_bytes; ///< Bytes after the last good record (a torn tail).
-    uint64_t last_tick;  ///< The world's tick at the end.
+    uint64_t commands;  ///< Commands applied.
+    uint64_t foci;      ///< Foci records applied.
+    uint64_t last_tick; ///< The world's tick at the end.
+    uint64_t good_end;  ///< Where the journal's last good record ends (bytes).
+    uint64_t bad_bytes; ///< Bytes after it: a torn tail, or damage and what follows it.
+    bool damaged;       ///< A bad record with good ones after it (not a crash mid-write).
 } app_replay_stats;
 
 /// Applies the records of the journal at `path` after w's sequence to w
 /// (just loaded from its state file), stepping it to each record's tick,
 /// up to records of tick `until` (UINT64_MAX: all). Each step's tick and
 /// sim_world_hash() go to `hashes` when not NULL. The state's queued
-/// commands that the journal applied are dropped from w's inbox. A torn or
-/// damaged record ends the replay (with cut_torn, it and what follows are
-/// cut from the file). Returns 0 (also when there is no journal), or -1
-/// with why: not a journal, or a record that does not follow or is refused
-/// (the replay diverged); w holds what was applied before it.
+/// commands that the journal applied are dropped from w's inbox. First the
+/// whole journal is checked, and nothing applies when it is not this
+/// build's, is another world's, follows a newer state than w's, or has a
+/// command whose sequence skips or a tick that goes back. A bad record
+/// ends the replay (stats says whether it is a torn tail or damage; the
+/// file is not changed). Returns 0 (also when there is no journal), or -1
+/// with why: the file cannot be read, one of the above, or a command the
+/// world refused (the replay diverged; w holds what applied before it).
 int app__journal_replay(app_server* app, app_world* w, const char* path, uint64_t until,
-                        FILE* hashes, bool cut_torn, app_replay_stats* stats, char* why,
-                        size_t cap);
+                        FILE* hashes, app_replay_stats* stats, char* why, size_t cap);
 
 // ---------------------------------------------------------------------------
 // rollback.c: blow-ups undone

@@ -38,8 +38,8 @@ int app_replay(const app_config* cfg, const char* state_path, const char* journa
     } else if (app__world_adopt(app, &st, &w) != RDP_OK) {
         fprintf(err, "ragdolld: out of memory\n");
     } else if (until != UINT64_MAX && until < sim_world_tick(w->sim)) {
-        fprintf(err, "ragdolld: %s holds tick %" PRIu64 ", after --until %" PRIu64 "\n",
-                state_path, sim_world_tick(w->sim), until);
+        fprintf(err, "ragdolld: %s holds tick %" PRIu64 ", after --until %" PRIu64 "\n", state_path,
+                sim_world_tick(w->sim), until);
     } else {
         FILE* hashes = print_hash ? out : NULL;
         app_replay_stats rs;
@@ -48,8 +48,8 @@ int app_replay(const app_config* cfg, const char* state_path, const char* journa
             fprintf(out, "%" PRIu64 " %016" PRIx64 "\n", sim_world_tick(w->sim),
                     sim_world_hash(w->sim));
         }
-        if (journal_path != NULL && app__journal_replay(app, w, journal_path, until, hashes, false,
-                                                        &rs, why, sizeof why) != 0) {
+        if (journal_path != NULL &&
+            app__journal_replay(app, w, journal_path, until, hashes, &rs, why, sizeof why) != 0) {
             fprintf(err, "ragdolld: %s: %s\n", journal_path, why);
         } else {
             // On to `until` with no more commands (UINT64_MAX: stop at the
@@ -61,12 +61,20 @@ int app_replay(const app_config* cfg, const char* state_path, const char* journa
                             sim_world_hash(w->sim));
                 }
             }
+            char note[200] = "";
+            if (rs.bad_bytes > 0) {
+                snprintf(note, sizeof note,
+                         rs.damaged ? " (the journal is damaged at byte %" PRIu64 ": the %" PRIu64
+                                      " bytes from there were not applied)"
+                                    : " (the journal's last record, at byte %" PRIu64
+                                      ", is torn: %" PRIu64 " bytes)",
+                         rs.good_end, rs.bad_bytes);
+            }
             fprintf(err,
                     "ragdolld: world %" PRIu64 " \"%s\": %" PRIu64
                     " commands replayed%s, tick %" PRIu64 ", hash %016" PRIx64 "\n",
-                    w->id, w->name, rs.commands,
-                    rs.torn_bytes > 0 ? " (the journal's tail is torn)" : "",
-                    sim_world_tick(w->sim), sim_world_hash(w->sim));
+                    w->id, w->name, rs.commands, note, sim_world_tick(w->sim),
+                    sim_world_hash(w->sim));
             rc = 0;
         }
     }

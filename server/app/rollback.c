@@ -302,6 +302,7 @@ bool app__rollback_check(app_server* app, app_world* w, uint64_t quarantined_bef
                  pick < 0 ? " (no command to drop)" : "");
         app__report_rollback(app, w, now, from >= 0 ? rb->states[from].tick : now, entity,
                              pick >= 0 ? rdp_op_name(rb->log[pick].cmd.op) : NULL, msg);
+        app->rollback_failures++;
         return false; // the quarantine stands
     }
     const app_rb_state* s = &rb->states[from];
@@ -316,6 +317,7 @@ bool app__rollback_check(app_server* app, app_world* w, uint64_t quarantined_bef
     const app_logged* dropped = pick >= 0 ? &rb->log[pick] : NULL;
     const char* op = dropped != NULL ? rdp_op_name(dropped->cmd.op) : NULL;
     w->rollbacks++;
+    app->rollbacks++;
     app__report_rollback(app, w, now, s->tick, entity, op, NULL);
     size_t len = 0;
     char* text = rdp_event_rolled_back(w->id, now, s->tick, entity, op, &len);

@@ -48,6 +48,7 @@
 #include "persist.h"
 #include "report.h"
 
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -123,9 +124,18 @@ static void step_job(app_job* j) {
 // Commands apply at the tick boundary, in arrival order. Each that changed
 // the world goes to its journal (journal.c); the replies go out once the
 // boundary's records are written (and fsync'd, with --journal-fsync
-// always), so a command acknowledged is a command journaled.
-static void apply_inbox(app_server* app, app_world* w) {
+// always), so a command acknowledged is a command journaled. While the
+// journal cannot be written, commands that could change the world are
+// refused (unavailable), and a describe is answered.
+static void apply_inbox(app_server* app, app_world* w, uint64_t now) {
     uint32_t n_replies = 0;
+    const bool up = app__journal_retry(app, w, now);
+    char down[320] = "";
+    if (!up) {
+        snprintf(down, sizeof down,
+                 "world %" PRIu64 " cannot keep commands durable now (%s); retry later", w->id,
+                 w->journal_why);
+    }
     while (w->inbox_count > 0) {
         app_cmd e = w->inbox[w->inbox_head];
         w->inbox_head = (w->inbox_head + 1) % w->inbox_cap;
@@ -137,7 +147,13 @@ static void apply_inbox(app_server* app, app_world* w) {
         }
         w->apply_role = e.role;
         w->apply_owner = e.owner;
-        char* reply = app__apply(app, w, e.client, &e.cmd, &len, &ev, &ev_len);
+        char* reply = NULL;
+        if (up || e.cmd.op == RDP_OP_DESCRIBE) {
+            reply = app__apply(app, w, e.client, &e.cmd, &len, &ev, &ev_len);
+        } else {
+            w->apply_changed = false;
+            reply = rdp_reply_error(rdp_re_of(&e.cmd), RDP_E_UNAVAILABLE, down, &len);
+        }
         if (w->apply_changed) {
             w->seq++;
             app__journal_command(app, w, &e);
@@ -185,7 +201,7 @@ static void tick_begin(app_server* app, app_world* w, uint32_t batch) {
     w->batch = batch;
     app__persist_tick(app, w); // tick T and its queued commands, before they apply
     app__rollback_keep(app, w, t0);
-    apply_inbox(app, w);
+    apply_inbox(app, w, t0);
     gather_foci(app, w);
     app__journal_mark(app, w, t0);
     app__journal_commit(app, w);

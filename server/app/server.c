@@ -237,7 +237,10 @@ int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
             app_free(app);
             return rc == SIM_E_CAPACITY ? UV_ENOSPC : UV_ENOMEM;
         }
-        app__persist_world_created(app, w);
+        char why[256];
+        // Unwritten (logged): the demo runs, refusing commands until its
+        // state file can be written.
+        (void)app__persist_world_created(app, w, why, sizeof why);
     }
     net_config ncfg = net_config_default();
     ncfg.host = app->cfg.host;

@@ -28,10 +28,12 @@
 #include "shipped_library.h"
 #include "world.h" // sim__entity_get, the bodies: a speed no command could give
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct fixture {
@@ -44,6 +46,7 @@ typedef struct fixture {
 } fixture;
 
 static sim_library* g_lib;
+static app_fsync g_fsync = APP_FSYNC_EVERYSEC; // --journal-fsync of the next start_in()
 
 static int setup(void** state) {
     (void)state;
@@ -75,6 +78,7 @@ static void start_in(fixture* f, const char* dir, bool demo) {
     cfg.log_stream = f->log;
     cfg.state_dir = f->dir;
     cfg.autosave_s = 0;
+    cfg.journal_fsync = g_fsync;
     assert_int_equal(app_server_start(&f->loop, &cfg, &f->app), 0);
     app__sched_pause(f->app, true);
 }
@@ -136,7 +140,8 @@ static app_world* new_world(fixture* f, const char* name, uint32_t tick_hz, sim_
     app_world* w = NULL;
     assert_int_equal(app__world_create(f->app, name, tick_hz, f->app->cfg.world_limits, solver, &w),
                      RDP_OK);
-    app__persist_world_created(f->app, w);
+    char why[256];
+    assert_int_equal(app__persist_world_created(f->app, w, why, sizeof why), 0);
     return w;
 }
 
@@ -228,6 +233,21 @@ static void test_a_replay_passes_through_every_live_hash(void** state) {
     }
     assert_true(first == 50); // the save at tick 50 is the state file now
     assert_int_equal(lines, TICKS - 50 + 1);
+    // Up to tick 100, before the journal's end: the hash of tick 100, and
+    // nothing said of a torn or damaged journal (there is none).
+    FILE* out2 = tmpfile();
+    FILE* err2 = tmpfile();
+    assert_int_equal(app_replay(&cfg, state_path, journal_path, 100, false, out2, err2), 0);
+    char said[512] = "";
+    rewind(err2);
+    assert_non_null(fgets(said, sizeof said, err2));
+    char expect[64];
+    snprintf(expect, sizeof expect, "tick 100, hash %016" PRIx64 "\n", live[100]);
+    assert_non_null(strstr(said, expect));
+    assert_null(strstr(said, "torn"));
+    assert_null(strstr(said, "damaged"));
+    fclose(out2);
+    fclose(err2);
     fclose(out);
     fclose(err);
     stop(&f);
@@ -481,6 +501,305 @@ static void test_a_blow_up_is_rolled_back(void** state) {
     remove_dir(dir);
 }
 
+// The files of world id in dir: "state" or "journal" (+ suffix).
+static void file_of(const char* dir, uint64_t id, const char* kind, char* out, size_t cap) {
+    snprintf(out, cap, "%s/world-%" PRIu64 ".%s", dir, id, kind);
+}
+
+static long file_size(const char* path) {
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+// Leaves as a kill -9 would: no shutdown save.
+static void crash(fixture* f) {
+    f->app->cfg.state_dir = NULL;
+    stop(f);
+}
+
+static void spawn_ball_at(app_world* w, int x) {
+    enqueue(w, "\"op\":\"spawn_ball\",\"position\":[%d,3,0]", x);
+}
+
+static bool metric_says(fixture* f, const char* line) {
+    size_t len = 0;
+    char* text = app__metrics_render(f->app, &len);
+    assert_non_null(text);
+    bool found = strstr(text, line) != NULL;
+    free(text);
+    return found;
+}
+
+// A disk that fills: /dev/full stands in for the journal (every write to it
+// fails with ENOSPC, as on a full disk). The boundary whose write failed
+// had applied (its records are kept); the world steps on but refuses the
+// commands that would change it, and /metrics says a journal is down.
+// Once the disk takes writes again (a second on), the kept records are
+// written and commands apply. A crash then: a new server has every
+// command that applied, none that was refused, and the live hash.
+static void test_a_full_disk_refuses_commands_until_the_journal_is_written(void** state) {
+    (void)state;
+    char dir[64];
+    new_dir(dir, sizeof dir);
+    fixture f;
+    start_in(&f, dir, false);
+    app_world* w = new_world(&f, "full", 60, SIM_SOLVER_SOFT_STEP);
+    spawn_ball_at(w, 0);
+    tick(&f, w);
+    assert_true(w->seq == 1);
+    const int real = dup(w->journal_fd);
+    const int full = open("/dev/full", O_WRONLY | O_APPEND);
+    assert_true(real >= 0 && full >= 0);
+    assert_true(dup2(full, w->journal_fd) >= 0);
+    close(full);
+    spawn_ball_at(w, 1);
+    tick(&f, w); // applied; its record could not be written
+    assert_true(w->seq == 2);
+    assert_true(w->journal_failed);
+    assert_non_null(strstr(log_text(&f), "event=journal_failed"));
+    assert_non_null(strstr(log_text(&f), "No space left on device"));
+    assert_true(metric_says(&f, "\nragdolld_journals_down 1\n"));
+    assert_true(metric_says(&f, "\nragdolld_journal_failures_total 1\n"));
+    const uint64_t before = sim_world_tick(w->sim);
+    for (int t = 0; t < 5; ++t) {
+        spawn_ball_at(w, 2); // refused, every time
+        tick(&f, w);
+    }
+    assert_true(sim_world_tick(w->sim) == before + 5); // it steps on
+    assert_true(w->seq == 2);
+    assert_int_equal(sim_world_entity_count(w->sim), 2);
+
+    // Room on the disk again.
+    assert_true(dup2(real, w->journal_fd) >= 0);
+    close(real);
+    usleep(1100 * 1000);
+    spawn_ball_at(w, 3);
+    tick(&f, w);
+    assert_false(w->journal_failed);
+    assert_true(w->seq == 3);
+    assert_int_equal(sim_world_entity_count(w->sim), 3);
+    assert_non_null(strstr(log_text(&f), "event=journal_recovered"));
+    assert_true(metric_says(&f, "\nragdolld_journals_down 0\n"));
+    for (int t = 0; t < 10; ++t) {
+        tick(&f, w);
+    }
+    const uint64_t live_tick = sim_world_tick(w->sim), hash = sim_world_hash(w->sim);
+    crash(&f);
+
+    start_in(&f, dir, false);
+    app_world* b = app__world_find(f.app, 1);
+    assert_non_null(b);
+    assert_true(b->seq == 3);
+    assert_int_equal(sim_world_entity_count(b->sim), 3);
+    while (sim_world_tick(b->sim) < live_tick) {
+        tick(&f, b);
+    }
+    assert_true(sim_world_hash(b->sim) == hash);
+    stop(&f);
+    remove_dir(dir);
+}
+
+// A failed fsync (--journal-fsync always; a pipe stands in for the
+// journal, which fdatasync() refuses): what the kernel could not write
+// may be gone from its cache, so only a state file brings the world back.
+// Commands are refused until one lands (tried a second on), then the
+// journal starts afresh from it. A crash after: the new server has the
+// live world.
+static void test_a_failed_fsync_comes_back_through_a_state_file(void** state) {
+    (void)state;
+    char dir[64];
+    new_dir(dir, sizeof dir);
+    fixture f;
+    g_fsync = APP_FSYNC_ALWAYS;
+    start_in(&f, dir, false);
+    g_fsync = APP_FSYNC_EVERYSEC;
+    app_world* w = new_world(&f, "fsync", 60, SIM_SOLVER_SOFT_STEP);
+    spawn_ball_at(w, 0);
+    tick(&f, w);
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    assert_true(dup2(p[1], w->journal_fd) >= 0);
+    spawn_ball_at(w, 1);
+    tick(&f, w); // written to the pipe; its fsync fails
+    assert_true(w->journal_failed && w->journal_lost);
+    assert_true(w->seq == 2);
+    spawn_ball_at(w, 2);
+    tick(&f, w); // refused
+    assert_true(w->seq == 2);
+    usleep(1100 * 1000);
+    spawn_ball_at(w, 3);
+    tick(&f, w); // a state file first, then the command
+    assert_false(w->journal_failed);
+    assert_true(w->seq == 3);
+    assert_int_equal(sim_world_entity_count(w->sim), 3);
+    assert_non_null(strstr(log_text(&f), "a state file holds the world"));
+    close(p[0]);
+    close(p[1]);
+    for (int t = 0; t < 10; ++t) {
+        tick(&f, w);
+    }
+    const uint64_t live_tick = sim_world_tick(w->sim), hash = sim_world_hash(w->sim);
+    crash(&f);
+
+    start_in(&f, dir, false);
+    app_world* b = app__world_find(f.app, 1);
+    assert_non_null(b);
+    assert_true(b->seq == 3);
+    assert_int_equal(sim_world_entity_count(b->sim), 3);
+    while (sim_world_tick(b->sim) < live_tick) {
+        tick(&f, b);
+    }
+    assert_true(sim_world_hash(b->sim) == hash);
+    stop(&f);
+    remove_dir(dir);
+}
+
+// A new world whose first state file cannot be written (the state dir is
+// gone) is not durable: app__persist_world_created() says why (create_world
+// then refuses), and such a world refuses commands until a state file
+// lands, as soon as the directory is back.
+static void test_a_world_whose_state_cannot_be_written_is_not_durable(void** state) {
+    (void)state;
+    char dir[64];
+    new_dir(dir, sizeof dir);
+    fixture f;
+    start_in(&f, dir, false);
+    assert_int_equal(rmdir(dir), 0);
+    app_world* w = NULL;
+    assert_int_equal(
+        app__world_create(f.app, "nowhere", 60, f.app->cfg.world_limits, SIM_SOLVER_SOFT_STEP, &w),
+        RDP_OK);
+    char why[256] = "";
+    assert_int_equal(app__persist_world_created(f.app, w, why, sizeof why), -1);
+    assert_non_null(strstr(why, "No such file or directory"));
+    assert_true(app__journal_down(f.app, w));
+    spawn_ball_at(w, 0);
+    tick(&f, w);
+    assert_int_equal(sim_world_entity_count(w->sim), 0); // refused
+    assert_int_equal(mkdir(dir, 0700), 0);
+    usleep(1100 * 1000);
+    spawn_ball_at(w, 0);
+    tick(&f, w);
+    assert_false(app__journal_down(f.app, w));
+    assert_int_equal(sim_world_entity_count(w->sim), 1);
+    char path[128];
+    file_of(dir, w->id, "state", path, sizeof path);
+    assert_true(file_size(path) > 0);
+    file_of(dir, w->id, "journal", path, sizeof path);
+    assert_true(file_size(path) > 32); // a head and the spawn
+    stop(&f);
+    remove_dir(dir);
+}
+
+// Another world's journal under this world's name (an operator's copy, a
+// restore gone wrong): refused whole before anything of it applies, kept
+// as world-2.journal.refused; world 2 is its state file, written again at
+// once, so the next start finds its files in agreement.
+static void test_another_worlds_journal_is_refused_before_anything_applies(void** state) {
+    (void)state;
+    char dir[64];
+    new_dir(dir, sizeof dir);
+    fixture f;
+    start_in(&f, dir, false);
+    app_world* a = new_world(&f, "a", 60, SIM_SOLVER_SOFT_STEP);
+    app_world* b = new_world(&f, "b", 60, SIM_SOLVER_SOFT_STEP);
+    for (int t = 0; t < 45; ++t) {
+        script(a, t);
+        tick(&f, a);
+    }
+    const uint64_t a_seq = a->seq;
+    crash(&f); // world 2's state file is the one made at tick 0, empty
+    (void)b;
+    char from[128], to[128], cmd[300];
+    file_of(dir, 1, "journal", from, sizeof from);
+    file_of(dir, 2, "journal", to, sizeof to);
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
+    assert_int_equal(system(cmd), 0);
+
+    start_in(&f, dir, false);
+    app_world* b2 = app__world_find(f.app, 2);
+    assert_non_null(b2);
+    assert_true(sim_world_tick(b2->sim) == 0);
+    assert_int_equal(sim_world_entity_count(b2->sim), 0);
+    assert_true(b2->seq == 0);
+    assert_non_null(strstr(log_text(&f), "event=journal_refused"));
+    assert_non_null(strstr(log_text(&f), "is the journal of world 1, not of world 2"));
+    file_of(dir, 2, "journal.refused", to, sizeof to);
+    assert_true(file_size(to) == file_size(from));
+    app_world* a2 = app__world_find(f.app, 1);
+    assert_true(a2->seq == a_seq); // its own journal, whole
+    assert_true(metric_says(&f, "\nragdolld_state_files_refused_total{file=\"journal\"} 1\n"));
+    crash(&f);
+    start_in(&f, dir, false);
+    assert_null(strstr(log_text(&f), "refused"));
+    assert_true(app__world_find(f.app, 2)->seq == 0);
+    stop(&f);
+    remove_dir(dir);
+}
+
+// A journal damaged in its middle (a bit flipped on the disk), not torn at
+// its end: the records before the damage apply, the server says so as an
+// error, keeps the whole file as world-1.journal.refused, and writes the
+// world as it stands, so the next start agrees with it.
+static void test_a_journal_damaged_in_the_middle_is_kept_and_said(void** state) {
+    (void)state;
+    char dir[64];
+    new_dir(dir, sizeof dir);
+    fixture f;
+    start_in(&f, dir, false);
+    app_world* w = new_world(&f, "damaged", 60, SIM_SOLVER_SOFT_STEP);
+    for (int t = 0; t < 50; ++t) {
+        if (t % 10 == 0) {
+            spawn_ball_at(w, t / 10); // commands 1..5, at ticks 0, 10, ..., 40
+        }
+        tick(&f, w);
+    }
+    assert_true(w->seq == 5);
+    crash(&f);
+    // The third command record (docs/STATE.md: a 32-byte head, then
+    // records of length, CRC, type, ...): one bit of its body flipped.
+    char jpath[128];
+    file_of(dir, 1, "journal", jpath, sizeof jpath);
+    const long size = file_size(jpath);
+    FILE* j = fopen(jpath, "r+b");
+    assert_non_null(j);
+    long at = 32;
+    int commands = 0;
+    for (;;) {
+        uint32_t len = 0, type = 0;
+        assert_int_equal(fseek(j, at, SEEK_SET), 0);
+        assert_int_equal(fread(&len, 4, 1, j), 1);
+        assert_int_equal(fseek(j, at + 8, SEEK_SET), 0);
+        assert_int_equal(fread(&type, 4, 1, j), 1);
+        if (type == 1 && ++commands == 3) {
+            break;
+        }
+        at += 8 + (long)len;
+    }
+    assert_int_equal(fseek(j, at + 40, SEEK_SET), 0);
+    int byte = fgetc(j);
+    assert_int_equal(fseek(j, at + 40, SEEK_SET), 0);
+    fputc(byte ^ 0x10, j);
+    fclose(j);
+
+    start_in(&f, dir, false);
+    app_world* b = app__world_find(f.app, 1);
+    assert_non_null(b);
+    assert_true(b->seq == 2);
+    assert_int_equal(sim_world_entity_count(b->sim), 2);
+    assert_non_null(strstr(log_text(&f), "level=error event=journal_damaged"));
+    char kept[140];
+    file_of(dir, 1, "journal.refused", kept, sizeof kept);
+    assert_true(file_size(kept) == size);
+    crash(&f);
+    start_in(&f, dir, false);
+    assert_null(strstr(log_text(&f), "journal_damaged"));
+    assert_null(strstr(log_text(&f), "journal_refused"));
+    assert_true(app__world_find(f.app, 1)->seq == 2);
+    stop(&f);
+    remove_dir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_replay_passes_through_every_live_hash),
@@ -488,6 +807,11 @@ int main(void) {
         cmocka_unit_test(test_bad_state_files_are_refused_and_the_rest_load),
         cmocka_unit_test(test_a_torn_journal_tail_is_cut_not_fatal),
         cmocka_unit_test(test_a_blow_up_is_rolled_back),
+        cmocka_unit_test(test_a_full_disk_refuses_commands_until_the_journal_is_written),
+        cmocka_unit_test(test_a_failed_fsync_comes_back_through_a_state_file),
+        cmocka_unit_test(test_a_world_whose_state_cannot_be_written_is_not_durable),
+        cmocka_unit_test(test_another_worlds_journal_is_refused_before_anything_applies),
+        cmocka_unit_test(test_a_journal_damaged_in_the_middle_is_kept_and_said),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
