@@ -221,3 +221,76 @@ async function blowUp(s, c) {
   assert.equal(worlds.find((x) => x.world === other).entities, 1);
   assert.match(s.stderr(), /event=rolled_back world=\d+ .*dropped=apply_impulse/);
 }
+
+// A disk that fills up, made with a file-size limit (prlimit --fsize, as
+// `ulimit -f`: a write past it fails with EFBIG as a full disk fails with
+// ENOSPC). The demo's state file (0.2 MB) fits under 400 kB; its journal
+// fills after about 300 set_params. From then on commands that would
+// change the world are refused `unavailable` with the reason, /metrics
+// shows the journal down, and a describe is still answered; the server
+// comes back on its own by writing a state file (the journal then starts
+// afresh, small). A kill -9 after: the restarted world has the last
+// acknowledged gravity. And a create_world whose first state file cannot
+// be written is refused, no world made.
+test('a full disk: commands are refused as unavailable until the world is durable again, nothing acknowledged is lost', async () => {
+  const dir = tempDir();
+  const limited = { wrap: ['prlimit', '--fsize=400000', '--'] };
+  let s = await startServer(['--state-dir', dir, '--autosave', '0', '--cmd-rate', '100000', '--cmd-burst', '100000'], limited);
+  let c = await Client.connect(s.url);
+  try {
+    const ball = (await ok(c, { op: 'spawn_ball', world: 1, position: [0, 2, 0] })).entity;
+    let refused = null;
+    let acked = 0;
+    for (let i = 1; i <= 2000 && refused === null; i++) {
+      const r = await c.send({ op: 'set_params', world: 1, gravity: [0, -1 - i / 1000, 0] });
+      if (r.ok) acked = i;
+      else refused = r;
+    }
+    assert.ok(refused, 'the journal never filled');
+    assert.ok(acked > 200, `only ${acked} commands fitted in 400 kB`);
+    assert.equal(refused.error.code, 'unavailable');
+    assert.match(refused.error.message, /File too large/);
+    assert.match(s.stderr(), /level=error event=journal_failed world=1 /);
+    const metrics = await (await fetch(`${s.http}/metrics`)).text();
+    assert.match(metrics, /\nragdolld_journals_down 1\n/);
+    assert.equal((await ok(c, { op: 'describe', world: 1, entity: ball })).kind, 'ball');
+    // Back on its own: a state file, then commands apply again.
+    let back = null;
+    for (let k = 0; k < 100 && back === null; k++) {
+      await sleep(200);
+      const r = await c.send({ op: 'set_params', world: 1, gravity: [0, -7.75, 0] });
+      if (r.ok) back = r;
+      else assert.equal(r.error.code, 'unavailable');
+    }
+    assert.ok(back, 'the world did not become durable again in 20 s');
+    assert.match(s.stderr(), /event=journal_recovered world=1 /);
+    assert.ok(fs.statSync(path.join(dir, 'world-1.journal')).size < 100000, 'the journal did not start afresh');
+    await sleep(1500); // fsync'd (everysec)
+    s.proc.kill('SIGKILL');
+    await once(s.proc, 'exit');
+    c.close();
+
+    s = await startServer(['--state-dir', dir]);
+    c = await Client.connect(s.url);
+    const sub = await ok(c, { op: 'subscribe', world: 1, format: 'json', rate_hz: 1 });
+    assert.deepEqual(sub.params.gravity, [0, -7.75, 0]);
+    c.close();
+    await s.stop();
+    fs.rmSync(dir, { recursive: true });
+
+    // An empty world's state file is about 28 kB: under a 20 kB limit
+    // create_world cannot make it durable, and makes nothing.
+    const dir2 = tempDir();
+    s = await startServer(['--state-dir', dir2, '--no-demo'], { wrap: ['prlimit', '--fsize=20000', '--'] });
+    c = await Client.connect(s.url);
+    const made = await c.send({ op: 'create_world', name: 'nowhere' });
+    assert.equal(made.error?.code, 'unavailable', JSON.stringify(made));
+    assert.match(made.error.message, /state file could not be written: .*File too large/);
+    assert.deepEqual((await ok(c, { op: 'list_worlds' })).worlds, []);
+    assert.deepEqual(fs.readdirSync(dir2).filter((f) => !f.startsWith('.')), []);
+    fs.rmSync(dir2, { recursive: true });
+  } finally {
+    c.close();
+    await s.stop();
+  }
+});
