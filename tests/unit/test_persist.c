@@ -530,6 +530,28 @@ static bool metric_says(fixture* f, const char* line) {
     return found;
 }
 
+// Steps w 10 ticks more, leaves as a kill -9 would, and starts a server on
+// dir: its world 1 has `seq` commands, as many balls, and at w's last tick
+// w's hash. Stops it and removes dir.
+static void crash_and_compare(fixture* f, app_world* w, const char* dir, uint64_t seq) {
+    for (int t = 0; t < 10; ++t) {
+        tick(f, w);
+    }
+    const uint64_t live_tick = sim_world_tick(w->sim), hash = sim_world_hash(w->sim);
+    crash(f);
+    start_in(f, dir, false);
+    app_world* b = app__world_find(f->app, 1);
+    assert_non_null(b);
+    assert_true(b->seq == seq);
+    assert_int_equal(sim_world_entity_count(b->sim), (uint32_t)seq);
+    while (sim_world_tick(b->sim) < live_tick) {
+        tick(f, b);
+    }
+    assert_true(sim_world_hash(b->sim) == hash);
+    stop(f);
+    remove_dir(dir);
+}
+
 // A disk that fills: /dev/full stands in for the journal (every write to it
 // fails with ENOSPC, as on a full disk). The boundary whose write failed
 // had applied (its records are kept); the world steps on but refuses the
@@ -580,23 +602,7 @@ static void test_a_full_disk_refuses_commands_until_the_journal_is_written(void*
     assert_int_equal(sim_world_entity_count(w->sim), 3);
     assert_non_null(strstr(log_text(&f), "event=journal_recovered"));
     assert_true(metric_says(&f, "\nragdolld_journals_down 0\n"));
-    for (int t = 0; t < 10; ++t) {
-        tick(&f, w);
-    }
-    const uint64_t live_tick = sim_world_tick(w->sim), hash = sim_world_hash(w->sim);
-    crash(&f);
-
-    start_in(&f, dir, false);
-    app_world* b = app__world_find(f.app, 1);
-    assert_non_null(b);
-    assert_true(b->seq == 3);
-    assert_int_equal(sim_world_entity_count(b->sim), 3);
-    while (sim_world_tick(b->sim) < live_tick) {
-        tick(&f, b);
-    }
-    assert_true(sim_world_hash(b->sim) == hash);
-    stop(&f);
-    remove_dir(dir);
+    crash_and_compare(&f, w, dir, 3);
 }
 
 // A failed fsync (--journal-fsync always; a pipe stands in for the
@@ -635,23 +641,7 @@ static void test_a_failed_fsync_comes_back_through_a_state_file(void** state) {
     assert_non_null(strstr(log_text(&f), "a state file holds the world"));
     close(p[0]);
     close(p[1]);
-    for (int t = 0; t < 10; ++t) {
-        tick(&f, w);
-    }
-    const uint64_t live_tick = sim_world_tick(w->sim), hash = sim_world_hash(w->sim);
-    crash(&f);
-
-    start_in(&f, dir, false);
-    app_world* b = app__world_find(f.app, 1);
-    assert_non_null(b);
-    assert_true(b->seq == 3);
-    assert_int_equal(sim_world_entity_count(b->sim), 3);
-    while (sim_world_tick(b->sim) < live_tick) {
-        tick(&f, b);
-    }
-    assert_true(sim_world_hash(b->sim) == hash);
-    stop(&f);
-    remove_dir(dir);
+    crash_and_compare(&f, w, dir, 3);
 }
 
 // A new world whose first state file cannot be written (the state dir is
