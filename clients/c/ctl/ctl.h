@@ -63,7 +63,11 @@ struct ctl {
     /// Checks that a success reply has what the command needs (false: a
     /// malformed reply) and prints it in human form unless --json.
     bool (*print_ok)(ctl* x, const rdc_reply* r);
-    void* sub;            ///< The subcommand's own state.
+    void* sub; ///< The subcommand's own state.
+    /// watch/record/replay's stream (record.c), or NULL: the stream
+    /// callbacks get every command's events and must not take another
+    /// command's `sub` (fetch's path, drag's state) for one.
+    struct stream* stream;
     void (*stop)(ctl* x); ///< Closes the subcommand's handles (called by ctl_finish), or NULL.
     void (*sub_free)(void* sub);
     uv_signal_t sigint;

@@ -96,7 +96,7 @@ static void on_timer_closed(uv_handle_t* h) {
 }
 
 static void stream_stop(ctl* x) {
-    stream* s = x->sub;
+    stream* s = x->stream;
     if (s->timers_open) {
         s->timers_open = false;
         uv_close((uv_handle_t*)&s->stop_timer, on_timer_closed);
@@ -137,7 +137,7 @@ static void check_written(ctl* x, stream* s) {
 static void on_snapshot(rdc_client* c, const rdc_snapshot* snap, void* user) {
     (void)c;
     ctl* x = user;
-    stream* s = x->sub;
+    stream* s = x->stream;
     if (x->finished || s == NULL || s->kind == S_REPLAY || snap->world != s->world) {
         return;
     }
@@ -172,7 +172,7 @@ static void on_snapshot(rdc_client* c, const rdc_snapshot* snap, void* user) {
 static void on_event(rdc_client* c, const rdc_event* ev, void* user) {
     (void)c;
     ctl* x = user;
-    stream* s = x->sub;
+    stream* s = x->stream;
     if (x->finished || s == NULL || s->kind == S_REPLAY || strcmp(ev->name, "welcome") == 0) {
         return;
     }
@@ -206,7 +206,7 @@ static void send_due(stream* s);
 
 static void on_cmd_timer(uv_timer_t* t) {
     ctl* x = t->data;
-    send_due(x->sub);
+    send_due(x->stream);
 }
 
 // Arms the command timer for the next command, if any.
@@ -366,7 +366,7 @@ static void on_focus(rdc_client* c, const rdc_reply* r, void* arg) {
 static void on_subscribed(rdc_client* c, const rdc_reply* r, void* arg) {
     (void)c;
     ctl* x = arg;
-    stream* s = x->sub;
+    stream* s = x->stream;
     if (x->finished || s->started) {
         return; // a re-subscription (ragdollctl does not reconnect) or the end
     }
@@ -404,7 +404,7 @@ static void on_subscribed(rdc_client* c, const rdc_reply* r, void* arg) {
 }
 
 static void stream_start(ctl* x) {
-    stream* s = x->sub;
+    stream* s = x->stream;
     uv_timer_init(x->loop, &s->stop_timer);
     uv_timer_init(x->loop, &s->cmd_timer);
     s->stop_timer.data = s->cmd_timer.data = x;
@@ -435,7 +435,7 @@ static void on_replay_reply(rdc_client* c, const rdc_reply* r, void* arg) {
     (void)c;
     timed_cmd* tc = arg;
     ctl* x = rdc_user(c);
-    stream* s = x->sub;
+    stream* s = x->stream;
     s->outstanding--;
     tc->replied = true;
     const char* op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(tc->cmd, "op"));
@@ -703,6 +703,7 @@ static int parse_stream(ctl* x, int argc, char** argv, stream_kind kind) {
         return CTL_USAGE;
     }
     x->sub = s;
+    x->stream = s; // what the stream callbacks read: not x->sub, another command's state
     x->sub_free = stream_free;
     s->kind = kind;
     s->x = x;
