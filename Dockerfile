@@ -17,7 +17,7 @@ ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config nodejs npm ca-certificates \
-      libuv1-dev libwslay-dev libcjson-dev libhttp-parser-dev nettle-dev zlib1g-dev libcmocka-dev \
+      libuv1-dev libwslay-dev libcjson-dev libhttp-parser-dev nettle-dev zlib1g-dev libcurl4-openssl-dev libcmocka-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # three.js for the viewer (Node 18 from Debian is enough: no bundler).
@@ -35,7 +35,7 @@ FROM debian:bookworm-slim
 ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libuv1 libwslay1 libcjson1 libhttp-parser2.9 libnettle8 zlib1g \
+      libuv1 libwslay1 libcjson1 libhttp-parser2.9 libnettle8 zlib1g libcurl4 \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /usr/local/bin/ragdolld /usr/local/bin/ragdolld

@@ -18,7 +18,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 # Debian packages, installed only when missing.
-pkgs=(build-essential cmake pkg-config libuv1-dev libwslay-dev libcjson-dev libhttp-parser-dev nettle-dev zlib1g-dev)
+pkgs=(build-essential cmake pkg-config libuv1-dev libwslay-dev libcjson-dev libhttp-parser-dev nettle-dev zlib1g-dev libcurl4-openssl-dev)
 if [ "$want_test" = 1 ]; then
   # prometheus: for promtool only. The package also holds the Prometheus
   # server, which a machine running systemd starts on :9090 (`systemctl

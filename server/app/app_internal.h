@@ -289,6 +289,8 @@ typedef struct app_world {
     struct app_rollback* rollback; ///< Kept states and the commands since (rollback.c).
     uint64_t rollbacks;            ///< Blow-ups undone.
     uint64_t quarantined_before;   ///< sim_world_quarantined() when the batch began.
+    uint64_t busy_since_ns;        ///< When its current batch went to the pool.
+    uint64_t health_tick, health_ns; ///< Its tick when Agones' Health last looked, and when.
     /// This boundary's replies, sent once its records are written (and,
     /// with --journal-fsync always, fsync'd): inbox_cap of them.
     struct app_reply {
@@ -343,6 +345,8 @@ struct app_server {
     uint64_t rollbacks, rollback_failures; ///< Blow-ups undone, and those that recurred.
     uint32_t syncs_in_flight;              ///< Journal fsyncs on the threadpool (at most one).
     uint64_t next_sync_ns;                 ///< When the journals are next fsync'd (everysec).
+
+    struct app_agones* agones; ///< The Agones SDK sidecar's client (agones.c), or NULL.
 
     // What the operator sees (report.c).
     app_log log;

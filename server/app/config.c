@@ -117,6 +117,9 @@ app_config app_config_default(void) {
     c.autosave_s = 10;
     c.journal_fsync = APP_FSYNC_EVERYSEC;
     c.replay_until = UINT64_MAX;
+    c.agones_port = 0;
+    c.agones_health_s = 2.0;
+    c.agones_empty_s = 60;
     c.log_level = APP_LOG_INFO;
     c.log_format = APP_LOG_TEXT;
     c.log_stream = NULL; // stderr
@@ -182,6 +185,18 @@ static void usage(FILE* f) {
           "                    step on to --until TICK (default: the journal's last\n"
           "                    record) and say where it ended; --print-hash prints\n"
           "                    \"TICK HASH\" for every tick on stdout\n"
+          "\n"
+          "Agones game server (deploy/README.md):\n"
+          "  --agones          talk to the Agones SDK sidecar on 127.0.0.1:\n"
+          "                    $AGONES_SDK_HTTP_PORT (default 9358): Ready, Health, the\n"
+          "                    allocation's world, the players counter, Shutdown; on\n"
+          "                    without the flag when AGONES_SDK_HTTP_PORT is set\n"
+          "  --agones-health S seconds between Health pings, sent only while every world\n"
+          "                    ticks on time (default 2)\n"
+          "  --agones-empty-timeout S\n"
+          "                    after the allocation, ask Agones to shut the server down\n"
+          "                    once no session has been open for S seconds (default 60;\n"
+          "                    0: never)\n"
           "\n"
           "  --log-level L     error, warn, info or debug (default info): what goes to\n"
           "                    stderr, one line per event\n"
@@ -321,6 +336,9 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         OPT_JOURNAL,
         OPT_UNTIL,
         OPT_PRINT_HASH,
+        OPT_AGONES,
+        OPT_AGONES_HEALTH,
+        OPT_AGONES_EMPTY,
         OPT_HELP,
         OPT_VERSION
     };
@@ -354,6 +372,9 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         {"journal", required_argument, NULL, OPT_JOURNAL},
         {"until", required_argument, NULL, OPT_UNTIL},
         {"print-hash", no_argument, NULL, OPT_PRINT_HASH},
+        {"agones", no_argument, NULL, OPT_AGONES},
+        {"agones-health", required_argument, NULL, OPT_AGONES_HEALTH},
+        {"agones-empty-timeout", required_argument, NULL, OPT_AGONES_EMPTY},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -365,6 +386,7 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
     uint32_t limits_given = 0, ceiling_given = 0;
     bool workers_given = false, solver_given = false, until_given = false;
     bool autosave_given = false, fsync_given = false;
+    bool agones_given = false, agones_flag_given = false;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case OPT_HOST:
@@ -403,6 +425,32 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         }
         case OPT_PRINT_HASH:
             cfg->print_hash = true;
+            break;
+        case OPT_AGONES:
+            agones_given = true;
+            break;
+        case OPT_AGONES_HEALTH: {
+            char* end = NULL;
+            double s = strtod(optarg, &end);
+            if (end == optarg || *end != '\0' || !(s >= 0.1 && s <= 60)) {
+                fprintf(err, "ragdolld: --agones-health takes seconds from 0.1 to 60, not \"%s\"\n",
+                        optarg);
+                return -1;
+            }
+            cfg->agones_health_s = s;
+            agones_flag_given = true;
+            break;
+        }
+        case OPT_AGONES_EMPTY:
+            if (!parse_uint(optarg, 0, 86400, &v)) {
+                fprintf(err,
+                        "ragdolld: --agones-empty-timeout takes seconds from 0 to 86400, not "
+                        "\"%s\"\n",
+                        optarg);
+                return -1;
+            }
+            cfg->agones_empty_s = (uint32_t)v;
+            agones_flag_given = true;
             break;
         case OPT_JOURNAL_FSYNC:
             fsync_given = true;
@@ -611,6 +659,25 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
                 return -1;
             }
         }
+    }
+    // Agones: on with --agones, or when Agones has set the sidecar's port.
+    const char* agones_env = getenv("AGONES_SDK_HTTP_PORT");
+    if (agones_given || (agones_env != NULL && agones_env[0] != '\0')) {
+        cfg->agones_port = 9358; // Agones' default
+        if (agones_env != NULL && agones_env[0] != '\0') {
+            if (!parse_uint(agones_env, 1, 65535, &v)) {
+                fprintf(err,
+                        "ragdolld: AGONES_SDK_HTTP_PORT takes a port from 1 to 65535, not "
+                        "\"%s\"\n",
+                        agones_env);
+                return -1;
+            }
+            cfg->agones_port = (int)v;
+        }
+    } else if (agones_flag_given) {
+        fprintf(err, "ragdolld: --agones-health and --agones-empty-timeout go with --agones (or "
+                     "AGONES_SDK_HTTP_PORT)\n");
+        return -1;
     }
     if (cfg->replay_state == NULL && cfg->state_dir == NULL && (autosave_given || fsync_given)) {
         fprintf(err, "ragdolld: --autosave and --journal-fsync need --state-dir DIR (or "

@@ -209,6 +209,7 @@ static void tick_begin(app_server* app, app_world* w, uint32_t batch) {
     w->quarantined_before = sim_world_quarantined(w->sim);
     w->loop_ns = uv_hrtime() - t0;
     w->busy = true;
+    w->busy_since_ns = uv_hrtime();
     app__pool_submit(&app->sched.pool, &w->job);
 }
 

@@ -4,6 +4,7 @@
  * Startup and graceful shutdown (the clock and the workers are
  * scheduler.c's).
  */
+#include "agones.h"
 #include "app_internal.h"
 #include "persist.h"
 #include "report.h"
@@ -273,6 +274,10 @@ int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
         app__sched_close(app, app_free);
         return rc;
     }
+    // Listening, the worlds loaded: Agones may send players now.
+    if (app__agones_start(app) != 0) {
+        app__report_error(app, NULL, "the Agones SDK client did not start (out of memory)");
+    }
     *out = app;
     return 0;
 }
@@ -281,13 +286,18 @@ int app_server_port(const app_server* app) {
     return net_server_port(app->net);
 }
 
-static void on_saved(app_server* app) {
+static void on_agones_closed(app_server* app) {
     void (*done)(void*) = app->done;
     void* arg = app->done_arg;
     app_free(app);
     if (done != NULL) {
         done(arg);
     }
+}
+
+static void on_saved(app_server* app) {
+    // Agones is told last: the pod may go once it knows.
+    app__agones_close(app, on_agones_closed);
 }
 
 static void on_sched_closed(app_server* app) {

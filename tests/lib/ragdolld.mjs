@@ -15,12 +15,14 @@ export const WEB_ROOT = process.env.RD_WEB_ROOT ?? 'build/web';
  * "listening on HOST:PORT". Returns { port, url, proc, stderr(), stop() }.
  * stop() sends SIGTERM and resolves with the exit code.
  */
-// opts.wrap: a command the server runs under (e.g. ['prlimit', '--fsize=N', '--']).
+// opts.wrap: a command the server runs under (e.g. ['prlimit', '--fsize=N', '--']);
+// opts.env: variables added to this process's environment for it.
 export async function startServer(args = [], opts = {}) {
   const argv = [RAGDOLLD, '--port', '0', '--web-root', WEB_ROOT, ...args];
   const wrap = opts.wrap ?? [];
   const proc = spawn(wrap.length > 0 ? wrap[0] : argv[0], [...wrap.slice(1), ...(wrap.length > 0 ? argv : argv.slice(1))], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...(opts.env ?? {}) },
   });
   let err = '';
   proc.stderr.on('data', (d) => { err += d; });

@@ -26,6 +26,7 @@
 #include <cmocka.h>
 // clang-format on
 
+#include "agones.h"
 #include "app_internal.h"
 #include "log.h"
 #include "metrics.h"
@@ -53,8 +54,8 @@ static int parse(const char* const* args, app_config* cfg, char* out, char* err)
     }
     argv[argc] = NULL;
     *cfg = app_config_default();
-    FILE* fo = fmemopen(out, 4096, "w");
-    FILE* fe = fmemopen(err, 4096, "w");
+    FILE* fo = fmemopen(out, 16384, "w");
+    FILE* fe = fmemopen(err, 16384, "w");
     int rc = app_config_parse(argc, argv, cfg, fo, fe);
     fclose(fo);
     fclose(fe);
@@ -83,7 +84,7 @@ static void test_app_defaults(void** state) {
 
 static void test_app_parses_every_flag(void** state) {
     (void)state;
-    char out[4096] = "", err[4096] = "";
+    char out[16384] = "", err[16384] = "";
     app_config c;
     const char* args[] = {"--host",    "0.0.0.0",    "--port", "0",
                           "--no-demo", "--web-root", "/srv/w", "--max-worlds",
@@ -134,7 +135,7 @@ static void test_app_parses_every_flag(void** state) {
 
 static void test_app_help_and_version_exit_successfully(void** state) {
     (void)state;
-    char out[4096] = "", err[4096] = "";
+    char out[16384] = "", err[16384] = "";
     app_config c;
     const char* help[] = {"--help", NULL};
     assert_int_equal(parse(help, &c, out, err), 1);
@@ -164,7 +165,7 @@ static void test_app_rejects_bad_flags_with_a_message(void** state) {
         {"--workers", "", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
-        char out[4096] = "", err[4096] = "";
+        char out[16384] = "", err[16384] = "";
         app_config c;
         assert_int_equal(parse(cases[i], &c, out, err), -1);
         assert_non_null(strstr(err, "ragdolld: "));
@@ -176,7 +177,7 @@ static void test_app_rejects_bad_flags_with_a_message(void** state) {
 static void test_app_state_and_replay_flags_need_their_partners(void** state) {
     (void)state;
     unsetenv("RAGDOLLD_STATE_DIR");
-    char out[4096] = "", err[4096] = "";
+    char out[16384] = "", err[16384] = "";
     app_config c;
     const char* dir[] = {"--state-dir",     "/tmp",   "--autosave", "0",
                          "--journal-fsync", "always", NULL};
@@ -214,9 +215,104 @@ static void test_app_state_and_replay_flags_need_their_partners(void** state) {
     }
 }
 
+// Agones: on with --agones (the sidecar's port from AGONES_SDK_HTTP_PORT,
+// else 9358) or when Agones set AGONES_SDK_HTTP_PORT; its other flags need
+// it.
+static void test_app_agones_flags(void** state) {
+    (void)state;
+    unsetenv("AGONES_SDK_HTTP_PORT");
+    char out[16384] = "", err[16384] = "";
+    app_config c;
+    const char* none[] = {NULL};
+    assert_int_equal(parse(none, &c, out, err), 0);
+    assert_int_equal(c.agones_port, 0);
+    assert_true(c.agones_health_s == 2.0);
+    assert_int_equal(c.agones_empty_s, 60);
+    const char* on[] = {"--agones", "--agones-health", "0.5", "--agones-empty-timeout", "0", NULL};
+    assert_int_equal(parse(on, &c, out, err), 0);
+    assert_int_equal(c.agones_port, 9358);
+    assert_true(c.agones_health_s == 0.5);
+    assert_int_equal(c.agones_empty_s, 0);
+    setenv("AGONES_SDK_HTTP_PORT", "59358", 1);
+    assert_int_equal(parse(none, &c, out, err), 0);
+    assert_int_equal(c.agones_port, 59358);
+    setenv("AGONES_SDK_HTTP_PORT", "port", 1);
+    assert_int_equal(parse(none, &c, out, err), -1);
+    assert_non_null(strstr(err, "AGONES_SDK_HTTP_PORT takes a port from 1 to 65535"));
+    unsetenv("AGONES_SDK_HTTP_PORT");
+    const char* alone[] = {"--agones-health", "1", NULL};
+    assert_int_equal(parse(alone, &c, out, err), -1);
+    assert_non_null(strstr(err, "go with --agones"));
+    const char* fast[] = {"--agones", "--agones-health", "0.01", NULL};
+    assert_int_equal(parse(fast, &c, out, err), -1);
+    assert_non_null(strstr(err, "--agones-health takes seconds from 0.1 to 60"));
+}
+
+// A GameServer as the SDK's REST API sends it (proto field names, int64 as
+// strings; Agones' REST guide and sdk.swagger.json), wrapped by the watch
+// as {"result": ...}: the state, and the world the allocation asks for.
+static void test_app_agones_reads_an_allocated_game_server(void** state) {
+    (void)state;
+    static const char gs[] =
+        "{\"result\":{\"object_meta\":{\"name\":\"fleet-x-7k2qp\",\"namespace\":\"default\","
+        "\"generation\":\"3\",\"annotations\":{\"ragdolld.dev/world-name\":\"garden 22\","
+        "\"agones.dev/last-allocated\":\"2026-03-05T10:00:00.1Z\"},\"labels\":{"
+        "\"agones.dev/fleet\":\"fleet-x\",\"ragdolld.dev/tick-hz\":\"30\","
+        "\"ragdolld.dev/world-name\":\"from-a-label\"}},\"spec\":{\"health\":{\"disabled\":false,"
+        "\"period_seconds\":5}},\"status\":{\"state\":\"Allocated\",\"address\":\"10.0.0.5\","
+        "\"ports\":[{\"name\":\"default\",\"port\":7234}],\"players\":null,\"counters\":{"
+        "\"players\":{\"count\":\"0\",\"capacity\":\"100\"}},\"lists\":{}}}}";
+    char st[32];
+    assert_true(app__agones_state(gs, sizeof gs - 1, st, sizeof st));
+    assert_string_equal(st, "Allocated");
+    app_agones_match m;
+    char why[256] = "";
+    assert_int_equal(app__agones_match(gs, sizeof gs - 1, SIM_SOLVER_XPBD, &m, why, sizeof why), 0);
+    assert_string_equal(m.name, "garden 22"); // the annotation wins over the label
+    assert_int_equal(m.tick_hz, 30);          // from a label
+    assert_int_equal(m.solver, SIM_SOLVER_XPBD);
+    assert_false(m.solver_given);
+    // Nothing asked: the defaults.
+    static const char bare[] = "{\"object_meta\":{},\"status\":{\"state\":\"Ready\"}}";
+    assert_true(app__agones_state(bare, sizeof bare - 1, st, sizeof st));
+    assert_string_equal(st, "Ready");
+    assert_int_equal(
+        app__agones_match(bare, sizeof bare - 1, SIM_SOLVER_SOFT_STEP, &m, why, sizeof why), 0);
+    assert_string_equal(m.name, "match");
+    assert_int_equal(m.tick_hz, 60);
+    assert_int_equal(m.solver, SIM_SOLVER_SOFT_STEP);
+    // Each bad value named with its key.
+    struct {
+        const char* json;
+        const char* says;
+    } bad[] = {
+        {"{\"object_meta\":{\"annotations\":{\"ragdolld.dev/tick-hz\":\"0\"}}}",
+         "ragdolld.dev/tick-hz must be a whole number from 1 to 240, not \"0\""},
+        {"{\"object_meta\":{\"labels\":{\"ragdolld.dev/tick-hz\":\"60Hz\"}}}", "not \"60Hz\""},
+        {"{\"object_meta\":{\"annotations\":{\"ragdolld.dev/solver\":\"pbd\"}}}",
+         "ragdolld.dev/solver must be xpbd or soft_step, not \"pbd\""},
+        {"{\"object_meta\":{\"annotations\":{\"ragdolld.dev/world-name\":\"\"}}}",
+         "ragdolld.dev/world-name must be 1 to 64 printable ASCII characters"},
+        {"{\"object_meta\":{\"annotations\":{\"ragdolld.dev/world-name\":\"a\\nb\"}}}",
+         "printable ASCII"},
+        {"[1,2]", "not a JSON object"},
+        {"{\"object_meta\":", "not a JSON object"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        why[0] = '\0';
+        assert_int_equal(app__agones_match(bad[i].json, strlen(bad[i].json), SIM_SOLVER_SOFT_STEP,
+                                           &m, why, sizeof why),
+                         -1);
+        if (strstr(why, bad[i].says) == NULL) {
+            fail_msg("case %zu: \"%s\" does not say \"%s\"", i, why, bad[i].says);
+        }
+    }
+    assert_false(app__agones_state("{\"result\"", 10, st, sizeof st));
+}
+
 static void test_app_world_limits_and_ceiling_flags(void** state) {
     (void)state;
-    char out[4096] = "", err[4096] = "";
+    char out[16384] = "", err[16384] = "";
     app_config c;
     unsetenv("RAGDOLLD_WORLD_LIMITS");
     unsetenv("RAGDOLLD_WORLD_CEILING");
@@ -291,7 +387,7 @@ static void test_app_world_limits_and_ceiling_flags(void** state) {
 // naming the option and the value.
 static void test_app_world_solver_flag(void** state) {
     (void)state;
-    char out[4096] = "", err[4096] = "";
+    char out[16384] = "", err[16384] = "";
     app_config c;
     unsetenv("RAGDOLLD_WORLD_SOLVER");
     const char* none[] = {NULL};
@@ -360,7 +456,7 @@ static void test_app_start_refuses_an_unknown_world_solver(void** state) {
 
 static void test_app_rejects_bad_worker_counts_with_a_message(void** state) {
     (void)state;
-    char out[4096] = "", err[4096] = "";
+    char out[16384] = "", err[16384] = "";
     app_config c;
     unsetenv("RAGDOLLD_WORKERS");
     const char* negative[] = {"--workers", "-1", NULL};
@@ -383,7 +479,7 @@ static void test_app_rejects_bad_worker_counts_with_a_message(void** state) {
 
 static void test_app_public_bind_needs_an_auth_file(void** state) {
     (void)state;
-    char out[4096] = "", err[4096] = "";
+    char out[16384] = "", err[16384] = "";
     app_config c;
     unsetenv("RAGDOLLD_AUTH_FILE");
     // Redis's protected mode: a non-loopback host without tokens is refused,
@@ -1724,6 +1820,8 @@ int main(void) {
         cmocka_unit_test(test_app_rejects_bad_worker_counts_with_a_message),
         cmocka_unit_test(test_app_describe_budget_is_a_token_bucket),
         cmocka_unit_test(test_app_state_and_replay_flags_need_their_partners),
+        cmocka_unit_test(test_app_agones_flags),
+        cmocka_unit_test(test_app_agones_reads_an_allocated_game_server),
         cmocka_unit_test(test_app_world_limits_and_ceiling_flags),
         cmocka_unit_test(test_app_world_solver_flag),
         cmocka_unit_test(test_app_start_refuses_an_unknown_world_solver),

@@ -189,8 +189,18 @@ typedef struct app_config {
     /// --journal FILE: the journal to replay; default the state file's
     /// sibling (world-ID.state → world-ID.journal) when it exists.
     const char* replay_journal;
-    uint64_t replay_until;     ///< --until TICK; UINT64_MAX (default): the journal's end.
-    bool print_hash;           ///< --print-hash: every tick's "TICK HASH" on stdout.
+    uint64_t replay_until; ///< --until TICK; UINT64_MAX (default): the journal's end.
+    bool print_hash;       ///< --print-hash: every tick's "TICK HASH" on stdout.
+    /// The Agones SDK sidecar's REST port (--agones: $AGONES_SDK_HTTP_PORT,
+    /// else 9358; without the flag, on when Agones set that variable); 0:
+    /// not an Agones game server (deploy/README.md).
+    int agones_port;
+    /// Seconds between Health pings (--agones-health), sent only while
+    /// every world ticks on time. Default 2 (Agones' default period is 5 s).
+    double agones_health_s;
+    /// Seconds with no session after the allocation before the server asks
+    /// Agones to shut it down (--agones-empty-timeout); 0: never. Default 60.
+    uint32_t agones_empty_s;
     app_log_level log_level;   ///< Default APP_LOG_INFO.
     app_log_format log_format; ///< Default APP_LOG_TEXT.
     /// Where log lines go; NULL means stderr. Not owned. (stdout is kept
