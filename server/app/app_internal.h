@@ -286,10 +286,10 @@ typedef struct app_world {
     char journal_why[192];        ///< Why it is down, for the refusals.
     sim_vec3 jfoci[SIM_MAX_FOCI]; ///< The foci last journaled.
     uint32_t jfoci_count;
-    struct app_rollback* rollback; ///< Kept states and the commands since (rollback.c).
-    uint64_t rollbacks;            ///< Blow-ups undone.
-    uint64_t quarantined_before;   ///< sim_world_quarantined() when the batch began.
-    uint64_t busy_since_ns;        ///< When its current batch went to the pool.
+    struct app_rollback* rollback;   ///< Kept states and the commands since (rollback.c).
+    uint64_t rollbacks;              ///< Blow-ups undone.
+    uint64_t quarantined_before;     ///< sim_world_quarantined() when the batch began.
+    uint64_t busy_since_ns;          ///< When its current batch went to the pool.
     uint64_t health_tick, health_ns; ///< Its tick when Agones' Health last looked, and when.
     /// This boundary's replies, sent once its records are written (and,
     /// with --journal-fsync always, fsync'd): inbox_cap of them.
@@ -298,7 +298,12 @@ typedef struct app_world {
         char* text;
         size_t len;
         uint32_t op;
+        bool applied; ///< The command changed the world (its reply waits for the journal).
     } * replies;
+    /// Replies of commands that applied in a boundary whose journal write
+    /// failed: sent once they are durable (scheduler.c), inbox_cap of room.
+    struct app_reply* held;
+    uint32_t held_count;
 } app_world;
 
 /// The scheduler (scheduler.c): one timer for every world's clock and the

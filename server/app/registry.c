@@ -35,6 +35,10 @@ void app__world_free(app_world* w) {
     sim_world_destroy(w->sim);
     free(w->inbox);
     free(w->replies);
+    for (uint32_t i = 0; i < w->held_count; ++i) {
+        rdp_free(w->held[i].text); // never durable: the world is gone
+    }
+    free(w->held);
     app__journal_close(w);
     free(w->jbuf);
     app__rollback_free(w);
@@ -92,6 +96,7 @@ static rdp_code world_make(app_server* app, const char* name, uint32_t tick_hz,
     w->inbox_cap = app->cfg.inbox_capacity;
     w->inbox = calloc(w->inbox_cap, sizeof *w->inbox);
     w->replies = calloc(w->inbox_cap, sizeof *w->replies);
+    w->held = calloc(w->inbox_cap, sizeof *w->held);
     w->journal_fd = -1;
     w->ents = calloc(def.max_entities, sizeof *w->ents);
     w->topo = calloc(def.max_entities, sizeof *w->topo);
@@ -113,8 +118,8 @@ static rdp_code world_make(app_server* app, const char* name, uint32_t tick_hz,
             w->parents = NULL; // reported below
         }
     }
-    if (w->inbox == NULL || w->replies == NULL || w->ents == NULL || w->topo == NULL ||
-        w->owners == NULL || w->poses == NULL || w->body_radius == NULL ||
+    if (w->inbox == NULL || w->replies == NULL || w->held == NULL || w->ents == NULL ||
+        w->topo == NULL || w->owners == NULL || w->poses == NULL || w->body_radius == NULL ||
         w->body_half_length == NULL || w->bone_names == NULL || w->parents == NULL ||
         w->anchors == NULL || w->view.boxes == NULL ||
         (w->sim == NULL && sim_world_create(&def, &w->sim) != SIM_OK)) {

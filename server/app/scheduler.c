@@ -98,6 +98,27 @@ void app__inbox_forget_client(app_world* w, const app_client* c) {
             e->client = NULL;
         }
     }
+    uint32_t kept = 0;
+    for (uint32_t k = 0; k < w->held_count; ++k) {
+        if (w->held[k].client == c) {
+            rdp_free(w->held[k].text);
+        } else {
+            w->held[kept++] = w->held[k];
+        }
+    }
+    w->held_count = kept;
+}
+
+// Sends the replies of commands that applied in a boundary whose journal
+// write failed, now that they are durable (their records written, or a
+// state file holding them).
+static void send_held(app_server* app, app_world* w) {
+    for (uint32_t i = 0; i < w->held_count; ++i) {
+        struct app_reply* r = &w->held[i];
+        app__report_reply(app, r->client, r->op, r->text, r->len);
+        app__send(r->client, r->text, r->len);
+    }
+    w->held_count = 0;
 }
 
 // ---------------------------------------------------------------------------
@@ -130,6 +151,9 @@ static void step_job(app_job* j) {
 static void apply_inbox(app_server* app, app_world* w, uint64_t now) {
     uint32_t n_replies = 0;
     const bool up = app__journal_retry(app, w, now);
+    if (up && w->held_count > 0) {
+        send_held(app, w); // durable now
+    }
     char down[320] = "";
     if (!up) {
         snprintf(down, sizeof down,
@@ -160,7 +184,8 @@ static void apply_inbox(app_server* app, app_world* w, uint64_t now) {
             app__rollback_log_command(w, &e);
         }
         if (e.client != NULL) {
-            w->replies[n_replies++] = (struct app_reply){e.client, reply, len, e.cmd.op};
+            w->replies[n_replies++] =
+                (struct app_reply){e.client, reply, len, e.cmd.op, w->apply_changed};
         } else {
             rdp_free(reply);
         }
@@ -170,8 +195,17 @@ static void apply_inbox(app_server* app, app_world* w, uint64_t now) {
         }
     }
     app__journal_commit(app, w);
+    // A reply says the command is journaled: when the write (or, with
+    // --journal-fsync always, the fsync) failed, the replies of the
+    // commands that applied wait until it is (app__journal_retry()); a
+    // kill -9 meanwhile loses commands nobody was told had succeeded.
+    const bool durable = !app__journal_down(app, w);
     for (uint32_t i = 0; i < n_replies; ++i) {
         struct app_reply* r = &w->replies[i];
+        if (!durable && r->applied) {
+            w->held[w->held_count++] = *r;
+            continue;
+        }
         app__report_reply(app, r->client, r->op, r->text, r->len);
         app__send(r->client, r->text, r->len);
     }

@@ -225,36 +225,83 @@ async function blowUp(s, c) {
 // A disk that fills up, made with a file-size limit (prlimit --fsize, as
 // `ulimit -f`: a write past it fails with EFBIG as a full disk fails with
 // ENOSPC). The demo's state file (0.2 MB) fits under 400 kB; its journal
-// fills after about 300 set_params. From then on commands that would
-// change the world are refused `unavailable` with the reason, /metrics
-// shows the journal down, and a describe is still answered; the server
-// comes back on its own by writing a state file (the journal then starts
-// afresh, small). A kill -9 after: the restarted world has the last
-// acknowledged gravity. And a create_world whose first state file cannot
-// be written is refused, no world made.
+// fills after about 300 set_params, sent here one every 2 ms without
+// waiting for replies. From then on commands that would change the world are refused
+// `unavailable` with the reason, /metrics shows the journal down, and a
+// describe is still answered. The commands of the boundary whose write
+// failed had applied: their replies wait until they are durable. So (a) a
+// kill -9 right after the first refusal loses nothing acknowledged: the
+// restarted world's gravity is that of the last acknowledged command or a
+// later one; (b) the server comes back on its own by writing a state file
+// (the journal then starts afresh, small), and a kill -9 after has the
+// last acknowledged gravity. And a create_world whose first state file
+// cannot be written is refused, no world made.
+async function fillTheDisk(c) {
+  let refused = null;
+  let acked = 0;
+  const replies = [];
+  // A command every 2 ms, whatever the replies (some wait for the journal).
+  for (let n = 1; n <= 4000 && refused === null; n++) {
+    replies.push(c.send({ op: 'set_params', world: 1, gravity: [0, -1 - n / 1000, 0] }, 20000).then((r) => {
+      if (r.ok) acked = Math.max(acked, n);
+      else if (refused === null) refused = r;
+    }, () => {})); // no reply (the server was killed): not acknowledged
+    await sleep(2);
+  }
+  while (refused === null && replies.length > 0) await sleep(10);
+  assert.ok(refused, 'the journal never filled');
+  assert.ok(acked > 200, `only ${acked} commands fitted in 400 kB`);
+  assert.equal(refused.error.code, 'unavailable', JSON.stringify(refused));
+  assert.match(refused.error.message, /File too large/);
+  // Returned at the first refusal: replies may still be waiting.
+  return { acked, rest: Promise.all(replies) };
+}
+
+// The gravity's command number n (gravity y = -1 - n / 1000) after a restart.
+async function gravityAfterRestart(dir) {
+  const s = await startServer(['--state-dir', dir]);
+  const c = await Client.connect(s.url);
+  try {
+    const sub = await ok(c, { op: 'subscribe', world: 1, format: 'json', rate_hz: 1 });
+    return sub.params.gravity;
+  } finally {
+    c.close();
+    await s.stop();
+  }
+}
+
 test('a full disk: commands are refused as unavailable until the world is durable again, nothing acknowledged is lost', async () => {
-  const dir = tempDir();
   const limited = { wrap: ['prlimit', '--fsize=400000', '--'] };
-  let s = await startServer(['--state-dir', dir, '--autosave', '0', '--cmd-rate', '100000', '--cmd-burst', '100000'], limited);
+  const args = (dir) => ['--state-dir', dir, '--autosave', '0', '--cmd-rate', '100000', '--cmd-burst', '100000'];
+  // (a) kill -9 at the first refusal.
+  let dir = tempDir();
+  let s = await startServer(args(dir), limited);
   let c = await Client.connect(s.url);
   try {
+    const { acked } = await fillTheDisk(c); // and at once:
+    s.proc.kill('SIGKILL');
+    await once(s.proc, 'exit');
+    const g = await gravityAfterRestart(dir);
+    const n = Math.round((-g[1] - 1) * 1000);
+    assert.ok(n >= acked, `command ${acked} was acknowledged, the restarted world has only up to ${n}`);
+  } finally {
+    c.close();
+    await s.stop();
+  }
+  fs.rmSync(dir, { recursive: true });
+
+  // (b) it comes back on its own.
+  dir = tempDir();
+  s = await startServer(args(dir), limited);
+  c = await Client.connect(s.url);
+  try {
     const ball = (await ok(c, { op: 'spawn_ball', world: 1, position: [0, 2, 0] })).entity;
-    let refused = null;
-    let acked = 0;
-    for (let i = 1; i <= 2000 && refused === null; i++) {
-      const r = await c.send({ op: 'set_params', world: 1, gravity: [0, -1 - i / 1000, 0] });
-      if (r.ok) acked = i;
-      else refused = r;
-    }
-    assert.ok(refused, 'the journal never filled');
-    assert.ok(acked > 200, `only ${acked} commands fitted in 400 kB`);
-    assert.equal(refused.error.code, 'unavailable');
-    assert.match(refused.error.message, /File too large/);
+    const { rest } = await fillTheDisk(c);
     assert.match(s.stderr(), /level=error event=journal_failed world=1 /);
     const metrics = await (await fetch(`${s.http}/metrics`)).text();
     assert.match(metrics, /\nragdolld_journals_down 1\n/);
     assert.equal((await ok(c, { op: 'describe', world: 1, entity: ball })).kind, 'ball');
-    // Back on its own: a state file, then commands apply again.
+    await rest; // the held replies come once a state file holds their commands
     let back = null;
     for (let k = 0; k < 100 && back === null; k++) {
       await sleep(200);
@@ -268,29 +315,27 @@ test('a full disk: commands are refused as unavailable until the world is durabl
     await sleep(1500); // fsync'd (everysec)
     s.proc.kill('SIGKILL');
     await once(s.proc, 'exit');
-    c.close();
-
-    s = await startServer(['--state-dir', dir]);
-    c = await Client.connect(s.url);
-    const sub = await ok(c, { op: 'subscribe', world: 1, format: 'json', rate_hz: 1 });
-    assert.deepEqual(sub.params.gravity, [0, -7.75, 0]);
-    c.close();
-    await s.stop();
-    fs.rmSync(dir, { recursive: true });
-
-    // An empty world's state file is about 28 kB: under a 20 kB limit
-    // create_world cannot make it durable, and makes nothing.
-    const dir2 = tempDir();
-    s = await startServer(['--state-dir', dir2, '--no-demo'], { wrap: ['prlimit', '--fsize=20000', '--'] });
-    c = await Client.connect(s.url);
-    const made = await c.send({ op: 'create_world', name: 'nowhere' });
-    assert.equal(made.error?.code, 'unavailable', JSON.stringify(made));
-    assert.match(made.error.message, /state file could not be written: .*File too large/);
-    assert.deepEqual((await ok(c, { op: 'list_worlds' })).worlds, []);
-    assert.deepEqual(fs.readdirSync(dir2).filter((f) => !f.startsWith('.')), []);
-    fs.rmSync(dir2, { recursive: true });
+    assert.deepEqual(await gravityAfterRestart(dir), [0, -7.75, 0]);
   } finally {
     c.close();
     await s.stop();
   }
+  fs.rmSync(dir, { recursive: true });
+
+  // An empty world's state file is about 28 kB: under a 20 kB limit
+  // create_world cannot make it durable, and makes nothing.
+  dir = tempDir();
+  s = await startServer(['--state-dir', dir, '--no-demo'], { wrap: ['prlimit', '--fsize=20000', '--'] });
+  c = await Client.connect(s.url);
+  try {
+    const made = await c.send({ op: 'create_world', name: 'nowhere' });
+    assert.equal(made.error?.code, 'unavailable', JSON.stringify(made));
+    assert.match(made.error.message, /state file could not be written: .*File too large/);
+    assert.deepEqual((await ok(c, { op: 'list_worlds' })).worlds, []);
+    assert.deepEqual(fs.readdirSync(dir).filter((f) => !f.startsWith('.')), []);
+  } finally {
+    c.close();
+    await s.stop();
+  }
+  fs.rmSync(dir, { recursive: true });
 });

@@ -46,7 +46,7 @@ export async function startServer(args = [], opts = {}) {
     proc,
     stderr: () => err,
     async stop() {
-      if (proc.exitCode !== null) return proc.exitCode;
+      if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode; // gone already (a kill -9: signalCode)
       proc.kill('SIGTERM');
       const [code] = await once(proc, 'exit');
       return code;
