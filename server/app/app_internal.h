@@ -33,6 +33,10 @@
 /// file is durable (persist.c); more are rate_limited.
 #define APP_MAX_SAVE_WAITERS 8
 
+/// The largest world id: the protocol's numbers are exact up to 2^53 - 1
+/// (JSON's safe integers). Ids are never reused; past it no world is made.
+#define APP_MAX_WORLD_ID ((1ull << 53) - 1)
+
 /// States a world keeps to roll back to, one a second (rollback.c).
 #define APP_ROLLBACK_KEEP 3
 
@@ -262,6 +266,7 @@ typedef struct app_world {
     uint64_t seq; ///< Commands applied so far: the next one's journal sequence is seq + 1.
     struct app_save* saving; ///< Its state file being written, or NULL.
     bool save_wanted;        ///< save_world asked: save at the next tick boundary.
+    uint64_t state_check_ns; ///< When its state file is next checked for (persist.c).
     uint64_t next_save_ns;   ///< When the next autosave is due (uv_hrtime()).
     struct {
         app_client* client; ///< NULL once gone.
@@ -350,6 +355,7 @@ struct app_server {
     uint64_t rollbacks, rollback_failures; ///< Blow-ups undone, and those that recurred.
     uint32_t syncs_in_flight;              ///< Journal fsyncs on the threadpool (at most one).
     uint64_t next_sync_ns;                 ///< When the journals are next fsync'd (everysec).
+    int state_lock_fd;                     ///< DIR/.lock, flock()ed while the server runs; 0: none.
 
     struct app_agones* agones; ///< The Agones SDK sidecar's client (agones.c), or NULL.
 

@@ -129,6 +129,7 @@ app_config app_config_default(void) {
 static void usage(FILE* f) {
     fprintf(f,
             "usage: ragdolld [options]\n"
+            "       ragdolld --replay STATE [--journal FILE] [--until TICK] [--print-hash]\n"
             "\n"
             "An authoritative physics server for ragdolls and cloth. Clients connect over\n"
             "WebSocket at ws://HOST:PORT/ws; a browser viewer is served at http://HOST:PORT/.\n"
@@ -387,7 +388,15 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
     bool workers_given = false, solver_given = false, until_given = false;
     bool autosave_given = false, fsync_given = false;
     bool agones_given = false, agones_flag_given = false;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    int idx = -1;
+    const char* serving = NULL; // an option that means something only when serving
+    while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
+        if (idx >= 0 && c != OPT_REPLAY && c != OPT_JOURNAL && c != OPT_UNTIL &&
+            c != OPT_PRINT_HASH && c != OPT_ASSETS && c != OPT_LOG_LEVEL && c != OPT_LOG_FORMAT &&
+            c != OPT_HELP && c != OPT_VERSION) {
+            serving = opts[idx].name;
+        }
+        idx = -1;
         switch (c) {
         case OPT_HOST:
             cfg->host = optarg;
@@ -640,6 +649,13 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
     if (cfg->replay_state == NULL &&
         (cfg->replay_journal != NULL || until_given || cfg->print_hash)) {
         fprintf(err, "ragdolld: --journal, --until and --print-hash go with --replay STATE\n");
+        return -1;
+    }
+    if (cfg->replay_state != NULL && serving != NULL) {
+        fprintf(err,
+                "ragdolld: --replay runs offline: --%s does not apply to it (only --journal, "
+                "--until, --print-hash, --assets and the --log flags do)\n",
+                serving);
         return -1;
     }
     if (cfg->replay_state != NULL) {

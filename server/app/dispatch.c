@@ -866,7 +866,9 @@ void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
                                         limits, solver, &w);
         if (rc != RDP_OK) {
             char msg[96];
-            if (rc == RDP_E_TOO_LARGE) {
+            if (rc == RDP_E_TOO_LARGE && app->next_world_id >= APP_MAX_WORLD_ID) {
+                snprintf(msg, sizeof msg, "every world id up to 2^53 - 1 has been given");
+            } else if (rc == RDP_E_TOO_LARGE) {
                 snprintf(msg, sizeof msg, "the server already has %u worlds, the most it may",
                          app->world_count);
             } else {

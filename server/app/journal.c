@@ -25,10 +25,10 @@
  * is written again: the records it holds are written again once a second,
  * and every 5 seconds a state file holding everything is tried, which
  * starts the journal afresh (the only way back when records may be lost:
- * a failed fsync, or more than 1 MiB of them). The replies of the boundary
- * whose write failed are sent: those commands had applied, and their
- * records are kept and written on recovery (a kill -9 before then loses
- * them, as it loses the last second's under everysec).
+ * a failed fsync, or more than 1 MiB of them). The commands of the
+ * boundary whose write failed had applied: their records are kept, and
+ * their replies wait until those are written (scheduler.c), so a reply
+ * still means journaled.
  *
  * The state file records the sequence it holds (app_state.seq): a replay
  * (at start, or ragdolld --replay) loads it and applies the records after
@@ -36,10 +36,10 @@
  * checked: another world's journal, one that follows a newer state, or
  * commands whose sequence skips are refused before anything applies. A
  * bad record at the end (a crash mid-write) is a torn tail: the replay
- * ends there and it is cut off; a bad record with good ones after it is
- * damage: the replay ends there too, and the server keeps the whole file
- * (world-ID.journal.refused) before cutting it. When a state file lands,
- * the records it holds are dropped from the journal (compaction).
+ * ends there and it is cut off; a bad record with good ones after it (or
+ * a bad tail longer than any write, 4 MiB) is damage: the replay ends there too, and the server
+ * keeps the whole file (world-ID.journal.refused) before cutting it. When a state file lands, the
+ * records it holds are dropped from the journal (compaction).
  */
 #include "persist.h"
 #include "report.h"
@@ -67,8 +67,12 @@
 /// Records kept for a journal that cannot be written; past it they are
 /// dropped and only a state file brings the world back to durable.
 #define BUFFER_MAX (1u << 20)
-#define RETRY_NS   1000000000ull /* the records written again */
-#define RESAVE_NS  5000000000ull /* a state file and a fresh journal tried */
+/// The longest write: a boundary's records (an inbox of 1024 commands)
+/// or what waited while the journal was down, with room to spare. A bad
+/// tail longer than this is not a torn write.
+#define TORN_MAX  (4u << 20)
+#define RETRY_NS  1000000000ull /* the records written again */
+#define RESAVE_NS 5000000000ull /* a state file and a fresh journal tried */
 
 static const char k_magic[8] = {'R', 'D', 'J', 'O', 'U', 'R', 'N', 'L'};
 
@@ -288,6 +292,12 @@ void app__journal_commit(app_server* app, app_world* w) {
     w->journal_bytes += w->jlen;
     w->jlen = 0;
     w->journal_dirty = true;
+    struct stat st;
+    if (fstat(w->journal_fd, &st) == 0 && st.st_nlink == 0) {
+        // Deleted under us (or its directory): what it holds goes nowhere.
+        go_down(app, w, true, "its journal was deleted from the state dir");
+        return;
+    }
     if (app->cfg.journal_fsync == APP_FSYNC_ALWAYS) {
         w->journal_dirty = false;
         if (fdatasync(w->journal_fd) != 0) {
@@ -578,8 +588,10 @@ static int scan_journal(const uint8_t* p, size_t len, const char* path, const ap
         at += 8 + (size_t)rlen;
     }
     sc->good_end = at;
-    // A torn tail is a crash mid-write: nothing good comes after it. A
-    // good record further on means the bad one is damage.
+    // A torn tail is a crash mid-write: nothing good comes after it, and it
+    // is shorter than one write. A good record further on, or a tail longer
+    // than any write, means damage.
+    sc->damaged = len - at > TORN_MAX;
     for (size_t k = at + 1; k + RECORD_HEAD <= len && !sc->damaged; ++k) {
         sc->damaged = record_ok(p, len, k, &rlen);
     }
@@ -666,6 +678,7 @@ int app__journal_replay(app_server* app, app_world* w, const char* path, uint64_
         const uint8_t* body = p + at + RECORD_HEAD;
         const size_t blen = rlen - (RECORD_HEAD - 8);
         if (tick > until) {
+            stats->stopped_at_until = true;
             break;
         }
         const uint64_t now = sim_world_tick(w->sim);

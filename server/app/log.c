@@ -87,6 +87,26 @@ static bool needs_quotes(const char* v) {
 // A value, escaped for the line's format. Bytes outside printable ASCII
 // are written as escapes in both formats, so a line is always one line of
 // valid text (and of valid JSON).
+// The length of the well-formed UTF-8 sequence at p (RFC 3629 §4: no
+// overlong forms, no surrogates, at most U+10FFFF), or 0.
+static size_t utf8_length(const unsigned char* p) {
+    const unsigned char c = p[0];
+    size_t n = c >= 0xc2 && c <= 0xdf   ? 2
+               : c >= 0xe0 && c <= 0xef ? 3
+               : c >= 0xf0 && c <= 0xf4 ? 4
+                                        : 0;
+    for (size_t i = 1; i < n; ++i) {
+        if ((p[i] & 0xc0) != 0x80) {
+            return 0; // (a NUL ends it here too)
+        }
+    }
+    if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f) || (c == 0xf0 && p[1] < 0x90) ||
+        (c == 0xf4 && p[1] > 0x8f)) {
+        return 0;
+    }
+    return n;
+}
+
 static void put_value(field* f, bool json, const char* v) {
     bool quote = json || needs_quotes(v);
     if (quote) {
@@ -102,6 +122,16 @@ static void put_value(field* f, bool json, const char* v) {
             put(f, "\\n", 2);
         } else if (*p == '\t') {
             put(f, "\\t", 2);
+        } else if (json && *p >= 0x80) {
+            // JSON is UTF-8: a whole sequence goes as it is (× stays ×),
+            // a byte that begins none is U+FFFD.
+            size_t n = utf8_length(p);
+            if (n > 0) {
+                put(f, (const char*)p, n);
+                p += n - 1;
+            } else {
+                puts_(f, "\\ufffd");
+            }
         } else if (*p < ' ' || *p >= 0x7f) {
             snprintf(esc, sizeof esc, json ? "\\u%04x" : "\\x%02x", *p);
             puts_(f, esc);

@@ -129,9 +129,10 @@ int main(int argc, char** argv) {
     uv_loop_t* loop = uv_default_loop();
     rc = app_server_start(loop, &cfg, &p.app);
     if (rc != 0) {
-        // UV_ENOSPC: the demo world did not fit, which the server has
-        // already said; anything else is the listening socket's.
-        if (rc != UV_ENOSPC) {
+        // UV_ENOSPC: the demo world did not fit; UV_EBUSY: another server
+        // holds the state dir; both already said. Anything else is the
+        // listening socket's.
+        if (rc != UV_ENOSPC && rc != UV_EBUSY) {
             snprintf(msg, sizeof msg, "cannot listen on %s:%d: %s", cfg.host, cfg.port,
                      uv_strerror(rc));
             say(&p.log, APP_LOG_ERROR, "listen_failed", "message", msg);

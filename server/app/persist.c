@@ -29,10 +29,13 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /// A state file being written on the threadpool.
@@ -268,6 +271,13 @@ static void down_until_saved(app_server* app, app_world* w, const char* why) {
     snprintf(w->journal_why, sizeof w->journal_why, "its state file: %s", why);
     if (!w->journal_failed) {
         app->journal_failures++;
+        app_log_line l;
+        if (app__log_begin(&app->log, &l, APP_LOG_ERROR, APP_LOGK_ALWAYS, "journal_failed",
+                           uv_hrtime())) {
+            app__log_u64(&l, "world", w->id);
+            app__log_str(&l, "reason", w->journal_why);
+            app__log_end(&l);
+        }
     }
     w->journal_failed = true;
     w->journal_lost = true;
@@ -289,10 +299,29 @@ int app__persist_world_created(app_server* app, app_world* w, char* why, size_t 
     return 0;
 }
 
-void app__persist_tick(app_server* app, app_world* w) {
-    if (app->cfg.state_dir == NULL || w->saving != NULL) {
+// Once a second: a state file deleted under the server (its directory
+// still there) is written again at once, or a crash would lose the world.
+static void check_state_file(app_server* app, app_world* w) {
+    const uint64_t now = uv_hrtime();
+    if (now < w->state_check_ns || w->saving != NULL) {
         return;
     }
+    w->state_check_ns = now + 1000000000ull;
+    char name[64], path[4096];
+    app__state_name(w->id, name, sizeof name);
+    snprintf(path, sizeof path, "%s/%s", app->cfg.state_dir, name);
+    struct stat st;
+    if (stat(path, &st) != 0 && errno == ENOENT && stat(app->cfg.state_dir, &st) == 0) {
+        say(app, APP_LOG_WARN, "state_file_missing", w->id, path, "written again now", 0, 0, 0);
+        w->save_wanted = true;
+    }
+}
+
+void app__persist_tick(app_server* app, app_world* w) {
+    if (app->cfg.state_dir == NULL || w->saving != NULL || app__journal_down(app, w)) {
+        return; // (a world whose journal is down is saved by app__journal_retry())
+    }
+    check_state_file(app, w);
     const bool due = app->cfg.autosave_s > 0 && uv_hrtime() >= w->next_save_ns;
     if (due || w->save_wanted) {
         next_due(app, w);
@@ -304,6 +333,15 @@ void app__persist_request(app_server* app, app_world* w, app_client* c, const rd
     if (app->cfg.state_dir == NULL) {
         app__send_error(c, rdp_re_of(cmd), RDP_E_BAD_STATE,
                         "this server keeps no state files: start it with --state-dir DIR");
+        return;
+    }
+    if (app__journal_down(app, w)) {
+        char msg[320];
+        snprintf(msg, sizeof msg,
+                 "world %" PRIu64 " cannot be saved now (%s); the server writes it as soon as it "
+                 "can",
+                 w->id, w->journal_why);
+        app__send_error(c, rdp_re_of(cmd), RDP_E_UNAVAILABLE, msg);
         return;
     }
     if (w->save_waiter_count == APP_MAX_SAVE_WAITERS) {
@@ -405,6 +443,50 @@ void app__persist_shutdown(app_server* app, void (*done)(app_server* app)) {
 // Loading
 // ---------------------------------------------------------------------------
 
+int app__persist_lock(app_server* app, char* why, size_t cap) {
+    if (app->cfg.state_dir == NULL) {
+        return 0;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/.lock", app->cfg.state_dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        snprintf(why, cap, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        const int err = errno;
+        char pid[32] = "";
+        ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+        pid[n > 0 ? n : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        close(fd);
+        if (err == EWOULDBLOCK) {
+            snprintf(why, cap,
+                     "another ragdolld (pid %s) keeps its worlds in --state-dir %s: two servers "
+                     "would overwrite each other's files",
+                     pid[0] != '\0' ? pid : "unknown", app->cfg.state_dir);
+        } else {
+            snprintf(why, cap, "cannot lock %s: %s", path, strerror(err));
+        }
+        return -1;
+    }
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)n, 0) != n) {
+        // The lock holds without the pid: only the message is poorer.
+    }
+    app->state_lock_fd = fd;
+    return 0;
+}
+
+void app__persist_unlock(app_server* app) {
+    if (app->state_lock_fd > 0) {
+        close(app->state_lock_fd); // the lock goes with it
+        app->state_lock_fd = 0;
+    }
+}
+
 // The id of a state file's name, exactly "world-ID.state" with ID a
 // number from 1 to 2^53 - 1 (an id the protocol can name) in digits
 // without a sign or a leading zero; else 0.
@@ -413,14 +495,16 @@ static uint64_t id_of(const char* name) {
         return 0;
     }
     uint64_t id = 0;
+    bool over = false;
     const char* p = name + 6;
     for (; *p >= '0' && *p <= '9'; ++p) {
-        id = id * 10 + (uint64_t)(*p - '0');
-        if (id > (1ull << 53) - 1) {
-            return 0;
-        }
+        over |= id > (APP_MAX_WORLD_ID - 9) / 10;
+        id = over ? id : id * 10 + (uint64_t)(*p - '0');
     }
-    return strcmp(p, ".state") == 0 ? id : 0;
+    if (strcmp(p, ".state") != 0) {
+        return 0;
+    }
+    return over || id > APP_MAX_WORLD_ID ? UINT64_MAX : id; // a state file's name, a bad id
 }
 
 static int by_id(const void* a, const void* b) {
@@ -443,6 +527,14 @@ uint32_t app__persist_load_all(app_server* app) {
     for (struct dirent* e = readdir(d); e != NULL; e = readdir(d)) {
         uint64_t id = id_of(e->d_name);
         if (id == 0) {
+            continue;
+        }
+        if (id == UINT64_MAX) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", app->cfg.state_dir, e->d_name);
+            app->states_refused++;
+            say(app, APP_LOG_ERROR, "state_refused", 0, path,
+                "its id is past 2^53 - 1, the largest a world can have", 0, 0, 0);
             continue;
         }
         if (n == cap) {

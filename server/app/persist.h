@@ -64,6 +64,16 @@ int app__file_write_atomic(const char* dir, const char* name, const void* data, 
 /// One state file being written (persist.c). Opaque here.
 typedef struct app_save app_save;
 
+/// At start (cfg.state_dir set), before anything is read: takes the state
+/// dir for this process (flock() of DIR/.lock, which holds its pid), so
+/// that two servers never write the same worlds' files; the lock goes
+/// with the process, a kill -9 included. Returns 0 (also without a state
+/// dir), or -1 with why naming the other process.
+int app__persist_lock(app_server* app, char* why, size_t cap);
+
+/// Lets go of the state dir (app_free()).
+void app__persist_unlock(app_server* app);
+
 /// At start (cfg.state_dir set): loads every world-ID.state in the
 /// directory; a file that cannot be read or is refused is logged with the
 /// reason and left where it is, and the server starts with the rest. Sets
@@ -176,12 +186,13 @@ void app__journal_compact(app_server* app, app_world* w, uint64_t from, uint64_t
 
 /// What a replay did and found.
 typedef struct app_replay_stats {
-    uint64_t commands;  ///< Commands applied.
-    uint64_t foci;      ///< Foci records applied.
-    uint64_t last_tick; ///< The world's tick at the end.
-    uint64_t good_end;  ///< Where the journal's last good record ends (bytes).
-    uint64_t bad_bytes; ///< Bytes after it: a torn tail, or damage and what follows it.
-    bool damaged;       ///< A bad record with good ones after it (not a crash mid-write).
+    uint64_t commands;     ///< Commands applied.
+    uint64_t foci;         ///< Foci records applied.
+    uint64_t last_tick;    ///< The world's tick at the end.
+    uint64_t good_end;     ///< Where the journal's last good record ends (bytes).
+    uint64_t bad_bytes;    ///< Bytes after it: a torn tail, or damage and what follows it.
+    bool damaged;          ///< A bad record with good ones after it (not a crash mid-write).
+    bool stopped_at_until; ///< A record after `until` ended the replay.
 } app_replay_stats;
 
 /// Applies the records of the journal at `path` after w's sequence to w

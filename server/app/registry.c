@@ -143,6 +143,9 @@ static rdp_code world_make(app_server* app, const char* name, uint32_t tick_hz,
 
 rdp_code app__world_create(app_server* app, const char* name, uint32_t tick_hz,
                            const uint32_t* limits, sim_solver solver, app_world** out) {
+    if (app->next_world_id >= APP_MAX_WORLD_ID) {
+        return RDP_E_TOO_LARGE; // every id has been given: ids are never reused
+    }
     sim_world_def def = app__world_def(app, tick_hz);
     app__limits_apply(&def, limits);
     def.solver = solver;

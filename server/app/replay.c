@@ -61,13 +61,21 @@ int app_replay(const app_config* cfg, const char* state_path, const char* journa
                             sim_world_hash(w->sim));
                 }
             }
-            char note[200] = "";
-            if (rs.bad_bytes > 0) {
+            // What stopped it: --until, the journal's end, or a bad record
+            // (a torn last one is a crash's; damage means records were lost).
+            char note[300] = "";
+            const bool stopped = until != UINT64_MAX && rs.stopped_at_until;
+            if (stopped) {
+                snprintf(note, sizeof note, " up to --until %" PRIu64, until);
+            } else if (rs.bad_bytes > 0 && rs.damaged) {
                 snprintf(note, sizeof note,
-                         rs.damaged ? " (the journal is damaged at byte %" PRIu64 ": the %" PRIu64
-                                      " bytes from there were not applied)"
-                                    : " (the journal's last record, at byte %" PRIu64
-                                      ", is torn: %" PRIu64 " bytes)",
+                         " (the journal is damaged at byte %" PRIu64 ": the %" PRIu64
+                         " bytes from there could not be replayed)",
+                         rs.good_end, rs.bad_bytes);
+            } else if (rs.bad_bytes > 0) {
+                snprintf(note, sizeof note,
+                         " (the journal's last record, at byte %" PRIu64 ", is torn: %" PRIu64
+                         " bytes, a crash mid-write)",
                          rs.good_end, rs.bad_bytes);
             }
             fprintf(err,
@@ -75,7 +83,11 @@ int app_replay(const app_config* cfg, const char* state_path, const char* journa
                     " commands replayed%s, tick %" PRIu64 ", hash %016" PRIx64 "\n",
                     w->id, w->name, rs.commands, note, sim_world_tick(w->sim),
                     sim_world_hash(w->sim));
-            rc = 0;
+            rc = !stopped && rs.bad_bytes > 0 && rs.damaged ? 1 : 0;
+            if (fflush(out) != 0 || ferror(out)) {
+                fprintf(err, "ragdolld: cannot write the hashes: %s\n", strerror(errno));
+                rc = 1;
+            }
         }
     }
     free(buf);

@@ -192,6 +192,7 @@ static void app_free(app_server* app) {
         }
     }
     free(app->worlds);
+    app__persist_unlock(app);
     free(app->host);
     free(app->web_root);
     free(app);
@@ -223,6 +224,12 @@ int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
         return UV_ENOMEM;
     }
     // Durable worlds first: the demo is made only when none was loaded.
+    char locked[512];
+    if (app__persist_lock(app, locked, sizeof locked) != 0) {
+        app__report_error(app, NULL, locked);
+        app_free(app);
+        return UV_EBUSY;
+    }
     const uint32_t loaded = app__persist_load_all(app);
     if (cfg->demo && loaded == 0) {
         app_world* w = NULL;
@@ -230,7 +237,12 @@ int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
         if (app__world_create(app, "demo", 60, app->cfg.world_limits, app->cfg.world_solver, &w) !=
                 RDP_OK ||
             (rc = sim_scene_demo(w->sim)) != SIM_OK) {
-            if (rc == SIM_E_CAPACITY) {
+            if (w == NULL && app->next_world_id >= APP_MAX_WORLD_ID) {
+                app__report_error(app, NULL,
+                                  "no world id is left for the demo world: a state file's id is "
+                                  "2^53 - 1; give --no-demo or move that file");
+                rc = SIM_E_CAPACITY;
+            } else if (rc == SIM_E_CAPACITY) {
                 app__report_error(app, NULL,
                                   "the demo world does not fit in --world-limits or "
                                   "--max-solver-work; raise them or give --no-demo");

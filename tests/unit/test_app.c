@@ -204,6 +204,9 @@ static void test_app_state_and_replay_flags_need_their_partners(void** state) {
         {{"--replay", "/etc/hostname", "--journal", "/nonexistent.journal", NULL},
          "--journal /nonexistent.journal: No such file or directory"},
         {{"--replay", "/tmp", NULL}, "--replay /tmp: not a regular file"},
+        {{"--replay", "/etc/hostname", "--port", "5", NULL},
+         "--replay runs offline: --port does not apply to it"},
+        {{"--replay", "/etc/hostname", "--state-dir", "/tmp", NULL}, "--state-dir does not apply"},
         {{"--state-dir", "/nonexistent", NULL}, "is not a directory this process can write"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
@@ -1030,12 +1033,15 @@ static void test_app_log_lines_are_escaped_filtered_and_rate_limited(void** stat
     app__log_end(&l);
     fclose(f);
 
-    // JSON: every line parses; control bytes and non-ASCII are escaped.
+    // JSON: every line parses; control bytes are escaped, UTF-8 stays
+    // itself (RFC 8259 §8.1), a byte that is not UTF-8 becomes U+FFFD.
     memset(text, 0, sizeof text);
     f = fmemopen(text, sizeof text, "w");
     app__log_init(&log, f, APP_LOG_DEBUG, APP_LOG_JSON);
     assert_true(app__log_begin(&log, &l, APP_LOG_DEBUG, APP_LOGK_ALWAYS, "j", 0));
-    app__log_str(&l, "s", "tab\there \x01 \xc3\xa9 \"q\" \\");
+    app__log_str(&l, "s",
+                 "tab\there \x01 \xc3\xa9 \"q\" \\ \xff 64\xc3\x97"
+                 "64");
     app__log_f64(&l, "d", 1.5);
     app__log_end(&l);
     // A line too long for the buffer loses whole fields and says so.
@@ -1056,7 +1062,8 @@ static void test_app_log_lines_are_escaped_filtered_and_rate_limited(void** stat
         assert_non_null(j);
         if (i == 0) {
             assert_string_equal(cJSON_GetObjectItem(j, "s")->valuestring,
-                                "tab\there \x01 \xc3\x83\xc2\xa9 \"q\" \\");
+                                "tab\there \x01 \xc3\xa9 \"q\" \\ \xef\xbf\xbd 64\xc3\x97"
+                                "64");
             assert_true(cJSON_GetObjectItem(j, "d")->valuedouble == 1.5);
             assert_string_equal(cJSON_GetObjectItem(j, "level")->valuestring, "debug");
         } else {

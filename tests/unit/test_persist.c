@@ -654,7 +654,7 @@ static void test_a_world_whose_state_cannot_be_written_is_not_durable(void** sta
     new_dir(dir, sizeof dir);
     fixture f;
     start_in(&f, dir, false);
-    assert_int_equal(rmdir(dir), 0);
+    remove_dir(dir); // its .lock too: the server's lock is on a file gone with it
     app_world* w = NULL;
     assert_int_equal(
         app__world_create(f.app, "nowhere", 60, f.app->cfg.world_limits, SIM_SOLVER_SOFT_STEP, &w),
@@ -790,6 +790,119 @@ static void test_a_journal_damaged_in_the_middle_is_kept_and_said(void** state) 
     remove_dir(dir);
 }
 
+// Two servers on one state dir would overwrite each other's worlds: the
+// second refuses to start and names the first; once the first is gone
+// (its lock goes with the process), a server starts there again.
+static void test_a_state_dir_is_one_servers(void** state) {
+    (void)state;
+    char dir[64];
+    new_dir(dir, sizeof dir);
+    fixture f;
+    start_in(&f, dir, true);
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    FILE* log = tmpfile();
+    app_config cfg = f.app->cfg;
+    cfg.log_stream = log;
+    app_server* second = NULL;
+    assert_int_equal(app_server_start(&loop, &cfg, &second), UV_EBUSY);
+    assert_null(second);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    char text[1024] = "";
+    rewind(log);
+    text[fread(text, 1, sizeof text - 1, log)] = '\0';
+    fclose(log);
+    char expect[256];
+    snprintf(expect, sizeof expect, "another ragdolld (pid %ld) keeps its worlds in --state-dir %s",
+             (long)getpid(), dir);
+    if (strstr(text, expect) == NULL) {
+        fail_msg("the log says: %s", text);
+    }
+    assert_int_equal(f.app->world_count, 1); // the first is untouched
+    stop(&f);
+    start_in(&f, dir, true); // free again
+    stop(&f);
+    remove_dir(dir);
+}
+
+// Files deleted under a running server. Its journal: the write that
+// follows finds it gone, the world is down (its replies wait), and a
+// state file a second on brings it back with a fresh journal. Its state
+// file: written again within a second. A crash after: nothing is lost.
+static void test_files_deleted_under_the_server_are_written_again(void** state) {
+    (void)state;
+    char dir[64];
+    new_dir(dir, sizeof dir);
+    fixture f;
+    start_in(&f, dir, false);
+    app_world* w = new_world(&f, "deleted", 60, SIM_SOLVER_SOFT_STEP);
+    spawn_ball_at(w, 0);
+    tick(&f, w);
+    char jpath[128], spath[128];
+    file_of(dir, 1, "journal", jpath, sizeof jpath);
+    file_of(dir, 1, "state", spath, sizeof spath);
+    assert_int_equal(unlink(jpath), 0);
+    spawn_ball_at(w, 1);
+    tick(&f, w);
+    assert_true(w->journal_failed && w->journal_lost);
+    assert_non_null(strstr(log_text(&f), "its journal was deleted"));
+    usleep(1100 * 1000);
+    tick(&f, w); // a state file, and a journal from it
+    assert_false(w->journal_failed);
+    assert_true(file_size(jpath) >= 32);
+    assert_int_equal(unlink(spath), 0);
+    usleep(1100 * 1000);
+    tick(&f, w); // found missing: written at this boundary
+    settle(&f);
+    assert_true(file_size(spath) > 0);
+    assert_non_null(strstr(log_text(&f), "event=state_file_missing"));
+    spawn_ball_at(w, 2);
+    tick(&f, w);
+    crash_and_compare(&f, w, dir, 3);
+}
+
+// A journal with a bad tail longer than any write (a file grown by 5 MiB
+// of zeros) is damage, not a torn write: kept as .refused, said as an
+// error. World ids stop at 2^53 - 1: a state file named with a larger id
+// is refused by name, and once the largest is taken no world is made.
+static void test_a_long_bad_tail_is_damage_and_ids_end(void** state) {
+    (void)state;
+    char dir[64];
+    new_dir(dir, sizeof dir);
+    fixture f;
+    start_in(&f, dir, false);
+    app_world* w = new_world(&f, "tail", 60, SIM_SOLVER_SOFT_STEP);
+    spawn_ball_at(w, 0);
+    tick(&f, w);
+    crash(&f);
+    char jpath[128], cmd[300];
+    file_of(dir, 1, "journal", jpath, sizeof jpath);
+    const long size = file_size(jpath);
+    assert_int_equal(truncate(jpath, size + (5L << 20)), 0);
+    snprintf(cmd, sizeof cmd, "touch '%s/world-9007199254740992.state'", dir);
+    assert_int_equal(system(cmd), 0);
+    start_in(&f, dir, false);
+    assert_non_null(strstr(log_text(&f), "level=error event=journal_damaged"));
+    assert_non_null(strstr(log_text(&f), "world-9007199254740992.state reason=\"its id is past"));
+    assert_true(app__world_find(f.app, 1)->seq == 1);
+    char kept[140];
+    file_of(dir, 1, "journal.refused", kept, sizeof kept);
+    assert_true(file_size(kept) == size + (5L << 20));
+    f.app->next_world_id = APP_MAX_WORLD_ID - 1;
+    app_world* last = NULL;
+    assert_int_equal(
+        app__world_create(f.app, "last", 60, f.app->cfg.world_limits, SIM_SOLVER_SOFT_STEP, &last),
+        RDP_OK);
+    assert_true(last->id == APP_MAX_WORLD_ID);
+    app_world* none = NULL;
+    assert_int_equal(
+        app__world_create(f.app, "none", 60, f.app->cfg.world_limits, SIM_SOLVER_SOFT_STEP, &none),
+        RDP_E_TOO_LARGE);
+    stop(&f);
+    remove_dir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_replay_passes_through_every_live_hash),
@@ -802,6 +915,9 @@ int main(void) {
         cmocka_unit_test(test_a_world_whose_state_cannot_be_written_is_not_durable),
         cmocka_unit_test(test_another_worlds_journal_is_refused_before_anything_applies),
         cmocka_unit_test(test_a_journal_damaged_in_the_middle_is_kept_and_said),
+        cmocka_unit_test(test_a_state_dir_is_one_servers),
+        cmocka_unit_test(test_files_deleted_under_the_server_are_written_again),
+        cmocka_unit_test(test_a_long_bad_tail_is_damage_and_ids_end),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

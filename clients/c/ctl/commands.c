@@ -1049,6 +1049,12 @@ static bool print_fetched(ctl* x, const rdc_reply* r) {
         ok = false;
         err = err != 0 ? err : errno;
     }
+    if (!ok && to_stdout && err == EPIPE) {
+        free(bytes); // the reader had what it wanted (| head): not a failure
+        x->reader_gone = true;
+        ctl_finish(x, CTL_OK);
+        return true;
+    }
     if (!ok) {
         fprintf(stderr, "ragdollctl fetch: cannot write %s: %s\n", to_stdout ? "to stdout" : path,
                 strerror(err != 0 ? err : EIO));
