@@ -84,6 +84,11 @@ static app_world* pile_world(bench* b, uint32_t ragdolls) {
         fprintf(stderr, "cannot make the pile\n");
         exit(1);
     }
+    char why[256];
+    if (app__persist_world_created(b->app, w, why, sizeof why) != 0) { // as create_world does
+        fprintf(stderr, "cannot write the pile's state file: %s\n", why);
+        exit(1);
+    }
     return w;
 }
 

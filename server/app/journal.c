@@ -283,6 +283,11 @@ void app__journal_commit(app_server* app, app_world* w) {
     if (w->journal_failed) {
         return; // kept for app__journal_retry()
     }
+    if (w->journal_fd < 0) {
+        go_down(app, w, true,
+                "it has no journal open"); // (made without app__persist_world_created())
+        return;
+    }
     if (!write_all(w->journal_fd, w->jbuf, w->jlen)) {
         char msg[160];
         snprintf(msg, sizeof msg, "writing its journal: %s", strerror(errno));
