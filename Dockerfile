@@ -26,7 +26,8 @@ RUN npm ci --omit=dev --no-audit --no-fund --loglevel=error
 COPY . .
 RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
       -DRD_WEB_ROOT_DEFAULT=/usr/local/share/ragdolld/web \
-      -DRD_ASSETS_DEFAULT=/usr/local/share/ragdolld/assets -DRD_BUILD_BENCH=OFF \
+      -DRD_ASSETS_DEFAULT=/usr/local/share/ragdolld/assets \
+      -DRD_TEMPLATES_DEFAULT=/usr/local/share/ragdolld/templates -DRD_BUILD_BENCH=OFF \
  && cmake --build build -j"$(nproc)" \
  && ctest --test-dir build -L unit --output-on-failure \
  && cmake --install build --prefix /usr/local

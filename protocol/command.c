@@ -100,6 +100,8 @@ static const field_spec create_world_fields[] = {
      0, 0},
     {"solver", F_ENUM_NOT_NULL, false, 0, 0, false, 0, OFF(u.create_world.solver), solver_names,
      solver_values, RDP_SOLVER_DEFAULT, 0},
+    {"template", F_STRING, false, 1, RDP_MAX_TEMPLATE_NAME, false, 0,
+     OFF(u.create_world.template_name), NULL, NULL, 0, 0},
 };
 static const field_spec world_fields[] = {WORLD_FIELD};
 static const field_spec save_world_fields[] = {

@@ -33,6 +33,8 @@ extern "C" {
 #define RDP_MAX_MESSAGE_BYTES (64 * 1024)
 /// Longest world name, bytes.
 #define RDP_MAX_NAME 64
+/// The longest world template name (create_world's "template").
+#define RDP_MAX_TEMPLATE_NAME 48
 /// Bound on every position coordinate a command may carry, m.
 #define RDP_MAX_COORD 1000.0
 /// Bound on an XPBD compliance a spawn may give (spawn_rope's compliance,
@@ -260,6 +262,9 @@ typedef struct rdp_command {
             rdp_limits limits;           ///< Those given; the server's defaults for the rest.
             /// rdp_solver: the one given, or RDP_SOLVER_DEFAULT when absent.
             uint32_t solver;
+            /// "template": the server's world template to make it from
+            /// (1..RDP_MAX_TEMPLATE_NAME bytes), or "" when absent.
+            char template_name[RDP_MAX_TEMPLATE_NAME + 1];
         } create_world;
         struct {
             uint32_t format;  ///< rdp_format.

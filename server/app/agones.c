@@ -22,6 +22,7 @@
 #include "agones.h"
 
 #include "persist.h"
+#include "templates.h"
 
 #include <cJSON.h>
 
@@ -407,6 +408,7 @@ int app__agones_match(const char* json, size_t len, sim_solver default_solver,
     const char* name = meta(gs, "ragdolld.dev/world-name");
     const char* hz = meta(gs, "ragdolld.dev/tick-hz");
     const char* solver = meta(gs, "ragdolld.dev/solver");
+    const char* tpl = meta(gs, "ragdolld.dev/template");
     if (name != NULL) {
         size_t n = strlen(name);
         bool printable = n >= 1 && n <= RDP_MAX_NAME;
@@ -445,6 +447,15 @@ int app__agones_match(const char* json, size_t len, sim_solver default_solver,
             out->solver_given = true;
         }
     }
+    if (rc == 0 && tpl != NULL) {
+        if (strlen(tpl) < 1 || strlen(tpl) > RDP_MAX_TEMPLATE_NAME) {
+            snprintf(why, cap, "ragdolld.dev/template must be 1 to %d bytes, not \"%.40s\"",
+                     RDP_MAX_TEMPLATE_NAME, tpl);
+            rc = -1;
+        } else {
+            snprintf(out->template_name, sizeof out->template_name, "%s", tpl);
+        }
+    }
     cJSON_Delete(root);
     return rc;
 }
@@ -458,9 +469,19 @@ static void allocated(app_agones* ag, const char* json, size_t len) {
     char why[256] = "";
     app_world* w = NULL;
     rdp_code rc = RDP_E_BAD_REQUEST;
-    if (app__agones_match(json, len, app->cfg.world_solver, &m, why, sizeof why) == 0) {
+    const app_template* tpl = NULL;
+    if (app__agones_match(json, len, app->cfg.world_solver, &m, why, sizeof why) == 0 &&
+        m.template_name[0] != '\0' &&
+        (tpl = app_templates_find(app->cfg.templates, m.template_name)) == NULL) {
+        snprintf(why, sizeof why, "ragdolld.dev/template: no world template \"%s\"",
+                 m.template_name);
+    } else if (why[0] == '\0') {
         rc = app__world_create(app, m.name, m.tick_hz, app->cfg.world_limits, m.solver, &w);
-        if (rc == RDP_OK && app__persist_world_created(app, w, why, sizeof why) != 0) {
+        if (rc == RDP_OK && tpl != NULL &&
+            app__world_from_template(app, w, tpl, why, sizeof why) != 0) {
+            app__world_destroy(app, w);
+            w = NULL;
+        } else if (rc == RDP_OK && app__persist_world_created(app, w, why, sizeof why) != 0) {
             app__persist_remove_files(app, w);
             app__world_destroy(app, w);
             w = NULL;

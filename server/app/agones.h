@@ -46,6 +46,8 @@ typedef struct app_agones_match {
     uint32_t tick_hz;            ///< ragdolld.dev/tick-hz, 1-240; default 60.
     sim_solver solver;           ///< ragdolld.dev/solver; default the server's.
     bool solver_given;
+    /// ragdolld.dev/template: the world template it is made from; "" none.
+    char template_name[RDP_MAX_TEMPLATE_NAME + 1];
 } app_agones_match;
 
 /// The state of a GameServer (status.state: "Ready", "Allocated", ...)

@@ -368,6 +368,14 @@ struct app_server {
 // registry.c: the worlds of a server
 // ---------------------------------------------------------------------------
 
+/// Fills a new world w (idle, nothing in it yet) from template t: its boxes,
+/// then its commands through app__apply() as the server's (admin). Returns
+/// 0, or -1 with why naming the template and what did not fit (the world
+/// is then half made: the caller destroys it).
+struct app_template;
+int app__world_from_template(app_server* app, app_world* w, const struct app_template* t, char* why,
+                             size_t cap);
+
 /// The sim_world_def every world of the server is created with.
 sim_world_def app__world_def(const app_server* app, uint32_t tick_hz);
 

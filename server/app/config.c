@@ -17,6 +17,9 @@
 #ifndef RD_WEB_ROOT_DEFAULT
 #define RD_WEB_ROOT_DEFAULT "web"
 #endif
+#ifndef RD_TEMPLATES_DEFAULT
+#define RD_TEMPLATES_DEFAULT "templates"
+#endif
 #ifndef RD_ASSETS_DEFAULT
 #define RD_ASSETS_DEFAULT "assets"
 #endif
@@ -92,6 +95,7 @@ app_config app_config_default(void) {
     c.port = 8080;
     c.web_root = RD_WEB_ROOT_DEFAULT;
     c.assets_dir = RD_ASSETS_DEFAULT;
+    c.templates_dir = RD_TEMPLATES_DEFAULT;
     c.demo = true;
     c.max_worlds = 16;
     c.max_sessions = 1024;
@@ -172,61 +176,68 @@ static void usage(FILE* f) {
             "                    soft_step; also $RAGDOLLD_WORLD_SOLVER)\n"
             "\n",
             RD_WEB_ROOT_DEFAULT, RD_ASSETS_DEFAULT, APP_MAX_WORKERS, app_config_default().workers);
-    fputs("durable worlds (docs/STATE.md):\n"
-          "  --state-dir DIR   keep every world's state file and journal in DIR (also\n"
-          "                    $RAGDOLLD_STATE_DIR): at start the worlds saved there are\n"
-          "                    loaded and their journals replayed (the demo world is made\n"
-          "                    only when there is none); SIGINT/SIGTERM save every world\n"
-          "  --autosave N      save each world every N seconds (default 10; 0: only on\n"
-          "                    save_world and at shutdown)\n"
-          "  --journal-fsync P when the journal of applied commands is fsync'd: always,\n"
-          "                    everysec (default) or never\n"
-          "  --replay STATE    do not serve: load the state file STATE, replay its journal\n"
-          "                    (--journal FILE; default the world-ID.journal beside it),\n"
-          "                    step on to --until TICK (default: the journal's last\n"
-          "                    record) and say where it ended; --print-hash prints\n"
-          "                    \"TICK HASH\" for every tick on stdout\n"
-          "\n"
-          "Agones game server (deploy/README.md):\n"
-          "  --agones          talk to the Agones SDK sidecar on 127.0.0.1:\n"
-          "                    $AGONES_SDK_HTTP_PORT (default 9358): Ready, Health, the\n"
-          "                    allocation's world, the players counter, Shutdown; on\n"
-          "                    without the flag when AGONES_SDK_HTTP_PORT is set\n"
-          "  --agones-health S seconds between Health pings, sent only while every world\n"
-          "                    ticks on time (default 2)\n"
-          "  --agones-empty-timeout S\n"
-          "                    after the allocation, ask Agones to shut the server down\n"
-          "                    once no session has been open for S seconds (default 60;\n"
-          "                    0: never)\n"
-          "\n"
-          "  --log-level L     error, warn, info or debug (default info): what goes to\n"
-          "                    stderr, one line per event\n"
-          "  --log-format F    text (logfmt, the default) or json (one object per line)\n"
-          "\n"
-          "access control and limits (README, \"Exposing ragdolld\"):\n"
-          "  --auth-file FILE  tokens and roles, one \"TOKEN ROLE [WORLD ...]\" per line\n"
-          "                    (also $RAGDOLLD_AUTH_FILE); without it every client is an admin\n"
-          "  --anonymous ROLE  with an auth file, what a client without a token may do:\n"
-          "                    none (default: 401), viewer or player\n"
-          "  --allow-origin O  a browser Origin that may connect (repeatable; \"*\" for any);\n"
-          "                    by default an Origin must match the Host it connected to\n"
-          "  --insecure        allow a non-loopback --host without an auth file\n"
-          "  --max-sessions-per-address N\n"
-          "                    WebSocket sessions from one address, counted apart with and\n"
-          "                    without a token (default 16 with an auth file or a\n"
-          "                    non-loopback host, else 0 = no limit); beyond: 429\n"
-          "  --cmd-rate N      commands per second per connection (default 200)\n"
-          "  --cmd-burst N     commands at once per connection (default 400); beyond\n"
-          "                    either the reply is rate_limited\n"
-          "\n"
-          "  --help            print this help and exit\n"
-          "  --version         print the version and exit\n"
-          "\n"
-          "Once it accepts connections it prints \"listening on HOST:PORT\" on stdout;\n"
-          "logs go to stderr. GET /metrics answers in the Prometheus text format.\n"
-          "SIGINT or SIGTERM closes every client with 1001 (going away), saves every\n"
-          "world when there is a --state-dir, and exits.\n",
-          f);
+    fprintf(f,
+            "durable worlds (docs/STATE.md):\n"
+            "  --state-dir DIR   keep every world's state file and journal in DIR (also\n"
+            "                    $RAGDOLLD_STATE_DIR): at start the worlds saved there are\n"
+            "                    loaded and their journals replayed (the demo world is made\n"
+            "                    only when there is none); SIGINT/SIGTERM save every world\n"
+            "  --autosave N      save each world every N seconds (default 10; 0: only on\n"
+            "                    save_world and at shutdown)\n"
+            "  --journal-fsync P when the journal of applied commands is fsync'd: always,\n"
+            "                    everysec (default) or never\n"
+            "  --replay STATE    do not serve: load the state file STATE, replay its journal\n"
+            "                    (--journal FILE; default the world-ID.journal beside it),\n"
+            "                    step on to --until TICK (default: the journal's last\n"
+            "                    record) and say where it ended; --print-hash prints\n"
+            "                    \"TICK HASH\" for every tick on stdout\n"
+            "\n"
+            "world templates (templates/README.md):\n"
+            "  --templates DIR   directory of world templates, NAME.json each (default %s)\n"
+            "  --world-template NAME\n"
+            "                    at start, when no world was loaded, make world NAME from\n"
+            "                    this template instead of the demo world\n"
+            "\n"
+            "Agones game server (deploy/README.md):\n"
+            "  --agones          talk to the Agones SDK sidecar on 127.0.0.1:\n"
+            "                    $AGONES_SDK_HTTP_PORT (default 9358): Ready, Health, the\n"
+            "                    allocation's world, the players counter, Shutdown; on\n"
+            "                    without the flag when AGONES_SDK_HTTP_PORT is set\n"
+            "  --agones-health S seconds between Health pings, sent only while every world\n"
+            "                    ticks on time (default 2)\n"
+            "  --agones-empty-timeout S\n"
+            "                    after the allocation, ask Agones to shut the server down\n"
+            "                    once no session has been open for S seconds (default 60;\n"
+            "                    0: never)\n"
+            "\n"
+            "  --log-level L     error, warn, info or debug (default info): what goes to\n"
+            "                    stderr, one line per event\n"
+            "  --log-format F    text (logfmt, the default) or json (one object per line)\n"
+            "\n"
+            "access control and limits (README, \"Exposing ragdolld\"):\n"
+            "  --auth-file FILE  tokens and roles, one \"TOKEN ROLE [WORLD ...]\" per line\n"
+            "                    (also $RAGDOLLD_AUTH_FILE); without it every client is an admin\n"
+            "  --anonymous ROLE  with an auth file, what a client without a token may do:\n"
+            "                    none (default: 401), viewer or player\n"
+            "  --allow-origin O  a browser Origin that may connect (repeatable; \"*\" for any);\n"
+            "                    by default an Origin must match the Host it connected to\n"
+            "  --insecure        allow a non-loopback --host without an auth file\n"
+            "  --max-sessions-per-address N\n"
+            "                    WebSocket sessions from one address, counted apart with and\n"
+            "                    without a token (default 16 with an auth file or a\n"
+            "                    non-loopback host, else 0 = no limit); beyond: 429\n"
+            "  --cmd-rate N      commands per second per connection (default 200)\n"
+            "  --cmd-burst N     commands at once per connection (default 400); beyond\n"
+            "                    either the reply is rate_limited\n"
+            "\n"
+            "  --help            print this help and exit\n"
+            "  --version         print the version and exit\n"
+            "\n"
+            "Once it accepts connections it prints \"listening on HOST:PORT\" on stdout;\n"
+            "logs go to stderr. GET /metrics answers in the Prometheus text format.\n"
+            "SIGINT or SIGTERM closes every client with 1001 (going away), saves every\n"
+            "world when there is a --state-dir, and exits.\n",
+            RD_TEMPLATES_DEFAULT);
 }
 
 // 127.0.0.0/8, ::1 and "localhost": addresses only this machine reaches.
@@ -338,6 +349,8 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         OPT_UNTIL,
         OPT_PRINT_HASH,
         OPT_AGONES,
+        OPT_TEMPLATES,
+        OPT_WORLD_TEMPLATE,
         OPT_AGONES_HEALTH,
         OPT_AGONES_EMPTY,
         OPT_HELP,
@@ -374,6 +387,8 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         {"until", required_argument, NULL, OPT_UNTIL},
         {"print-hash", no_argument, NULL, OPT_PRINT_HASH},
         {"agones", no_argument, NULL, OPT_AGONES},
+        {"templates", required_argument, NULL, OPT_TEMPLATES},
+        {"world-template", required_argument, NULL, OPT_WORLD_TEMPLATE},
         {"agones-health", required_argument, NULL, OPT_AGONES_HEALTH},
         {"agones-empty-timeout", required_argument, NULL, OPT_AGONES_EMPTY},
         {"help", no_argument, NULL, OPT_HELP},
@@ -388,12 +403,13 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
     bool workers_given = false, solver_given = false, until_given = false;
     bool autosave_given = false, fsync_given = false;
     bool agones_given = false, agones_flag_given = false;
+    bool templates_given = false;
     int idx = -1;
     const char* serving = NULL; // an option that means something only when serving
     while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
         if (idx >= 0 && c != OPT_REPLAY && c != OPT_JOURNAL && c != OPT_UNTIL &&
             c != OPT_PRINT_HASH && c != OPT_ASSETS && c != OPT_LOG_LEVEL && c != OPT_LOG_FORMAT &&
-            c != OPT_HELP && c != OPT_VERSION) {
+            c != OPT_TEMPLATES && c != OPT_HELP && c != OPT_VERSION) {
             serving = opts[idx].name;
         }
         idx = -1;
@@ -437,6 +453,13 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
             break;
         case OPT_AGONES:
             agones_given = true;
+            break;
+        case OPT_TEMPLATES:
+            cfg->templates_dir = optarg;
+            templates_given = true;
+            break;
+        case OPT_WORLD_TEMPLATE:
+            cfg->world_template = optarg;
             break;
         case OPT_AGONES_HEALTH: {
             char* end = NULL;
@@ -676,6 +699,7 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
             }
         }
     }
+    cfg->templates_required = templates_given;
     // Agones: on with --agones, or when Agones has set the sidecar's port.
     const char* agones_env = getenv("AGONES_SDK_HTTP_PORT");
     if (agones_given || (agones_env != NULL && agones_env[0] != '\0')) {

@@ -12,6 +12,7 @@
 #include "app_internal.h"
 #include "persist.h"
 #include "report.h"
+#include "templates.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -854,6 +855,15 @@ void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
             app__send_error(c, rdp_re_of(cmd), RDP_E_TOO_LARGE, over);
             return;
         }
+        const char* tname = cmd->u.create_world.template_name;
+        const app_template* tpl =
+            tname[0] != '\0' ? app_templates_find(app->cfg.templates, tname) : NULL;
+        if (tname[0] != '\0' && tpl == NULL) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "no world template \"%s\" (the server's --templates)", tname);
+            app__send_error(c, rdp_re_of(cmd), RDP_E_NOT_FOUND, msg);
+            return;
+        }
         sim_solver solver = app->cfg.world_solver; // the server's, unless it asked
         if (cmd->u.create_world.solver != RDP_SOLVER_DEFAULT &&
             !app__solver_from_wire((rdp_solver)cmd->u.create_world.solver, &solver)) {
@@ -877,7 +887,13 @@ void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
             app__send_error(c, rdp_re_of(cmd), rc, msg);
             return;
         }
-        char why[256] = "";
+        char why[400] = "";
+        if (tpl != NULL && app__world_from_template(app, w, tpl, why, sizeof why) != 0) {
+            // A template that does not fit this world's limits: no world.
+            app__world_destroy(app, w);
+            app__send_error(c, rdp_re_of(cmd), RDP_E_TOO_LARGE, why);
+            return;
+        }
         if (app__persist_world_created(app, w, why, sizeof why) != 0) {
             // Durable before anyone hears of it, or not made at all.
             char msg[320];

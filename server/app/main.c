@@ -7,6 +7,7 @@
 #include "app.h"
 #include "log.h"
 #include "report.h"
+#include "templates.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -112,11 +113,23 @@ int main(int argc, char** argv) {
         sim_library_destroy(lib);
         return rc;
     }
+    // World templates: a broken one is fatal and names itself, as a
+    // skeleton is; a missing default directory is none.
+    app_templates* templates = NULL;
+    if (app_templates_load(cfg.templates_dir, cfg.templates_required, &templates, err,
+                           sizeof err) != 0) {
+        snprintf(msg, sizeof msg, "%s (see --templates)", err);
+        say(&p.log, APP_LOG_ERROR, "templates_failed", "message", msg);
+        sim_library_destroy(lib);
+        return 1;
+    }
+    cfg.templates = templates;
     app_auth* auth = NULL;
     if (cfg.auth_file != NULL) {
         if (app_auth_load(cfg.auth_file, &auth, err, sizeof err) != 0) {
             snprintf(msg, sizeof msg, "%s (see --auth-file)", err);
             say(&p.log, APP_LOG_ERROR, "auth_file_failed", "message", msg);
+            app_templates_destroy(templates);
             sim_library_destroy(lib);
             return 1;
         }
@@ -138,6 +151,7 @@ int main(int argc, char** argv) {
             say(&p.log, APP_LOG_ERROR, "listen_failed", "message", msg);
         }
         uv_run(loop, UV_RUN_DEFAULT);
+        app_templates_destroy(templates);
         sim_library_destroy(lib);
         app_auth_destroy(auth);
         return 1;
@@ -162,6 +176,7 @@ int main(int argc, char** argv) {
     say(&p.log, APP_LOG_INFO, "listening", "address", msg);
     uv_run(loop, UV_RUN_DEFAULT);
     rc = uv_loop_close(loop);
+    app_templates_destroy(templates);
     sim_library_destroy(lib);
     app_auth_destroy(auth);
     say(&p.log, rc == 0 ? APP_LOG_INFO : APP_LOG_ERROR, "stopped", rc == 0 ? NULL : "message",

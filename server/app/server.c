@@ -9,6 +9,7 @@
 #include "persist.h"
 #include "report.h"
 #include "scenes.h"
+#include "templates.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,7 +232,27 @@ int app_server_start(uv_loop_t* loop, const app_config* cfg, app_server** out) {
         return UV_EBUSY;
     }
     const uint32_t loaded = app__persist_load_all(app);
-    if (cfg->demo && loaded == 0) {
+    if (loaded == 0 && cfg->world_template != NULL) {
+        // --world-template NAME: that template's world instead of the demo.
+        const app_template* t = app_templates_find(cfg->templates, cfg->world_template);
+        app_world* w = NULL;
+        char why[400] = "out of memory";
+        if (t == NULL) {
+            snprintf(why, sizeof why, "--world-template: no world template \"%s\" (--templates)",
+                     cfg->world_template);
+        } else if (app__world_create(app, t->name, 60, app->cfg.world_limits, app->cfg.world_solver,
+                                     &w) == RDP_OK &&
+                   app__world_from_template(app, w, t, why, sizeof why) != 0) {
+            app__world_destroy(app, w);
+            w = NULL;
+        }
+        if (w == NULL) {
+            app__report_error(app, NULL, why);
+            app_free(app);
+            return UV_ENOSPC; // said
+        }
+        (void)app__persist_world_created(app, w, why, sizeof why); // (as the demo's)
+    } else if (cfg->demo && loaded == 0) {
         app_world* w = NULL;
         int rc = SIM_E_NOMEM;
         if (app__world_create(app, "demo", 60, app->cfg.world_limits, app->cfg.world_solver, &w) !=

@@ -8,6 +8,7 @@
 // missing, hangs or fails never slows the ticks.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import net from 'node:net';
 import { Client, sleep, startServer } from '../lib/ragdolld.mjs';
 import { startStub } from './agones_stub.mjs';
@@ -88,19 +89,22 @@ test('Ready once the server listens, Health at its interval, the players counter
   }
 });
 
-test('an allocation makes the match world from its annotations; Shutdown once nobody is connected', async () => {
+test('an allocation makes the match world from its annotations and template; Shutdown once nobody is connected', async () => {
   const stub = await startStub();
   const s = await agones(stub, ['--agones-empty-timeout', '1']);
   const c = await Client.connect(s.url);
   try {
     await stub.until(() => stub.of('/watch/gameserver').length > 0, 10000, 'a watch');
-    stub.allocate({ labels: { 'ragdolld.dev/tick-hz': '30' }, annotations: { 'ragdolld.dev/world-name': 'match-42' } });
+    stub.allocate({ labels: { 'ragdolld.dev/tick-hz': '30' }, annotations: { 'ragdolld.dev/world-name': 'match-42', 'ragdolld.dev/template': 'arena' } });
     await stub.until(() => 'agones.dev/sdk-world' in stub.gs.object_meta.annotations, 5000, 'the world annotated');
     const id = Number(stub.gs.object_meta.annotations['agones.dev/sdk-world']);
     const world = (await ok(c, { op: 'list_worlds' })).worlds.find((x) => x.world === id);
     assert.ok(world, `no world ${id}`);
     assert.equal(world.name, 'match-42');
     assert.equal(world.tick_hz, 30);
+    // Made from templates/arena.json: one entity per spawn in the file.
+    const arena = JSON.parse(fs.readFileSync('templates/arena.json', 'utf8'));
+    assert.equal(world.entities, arena.commands.filter((x) => x.op.startsWith('spawn_')).length);
     assert.match(s.stderr(), /event=agones_allocated world=\d+ name=match-42 tick_hz=30/);
     // A client is connected: no Shutdown, however long the timeout.
     await sleep(1800);

@@ -91,7 +91,9 @@ test('the FleetAutoscaler scales that Fleet; the allocation selects it and asks 
   assert.ok(b.minReplicas <= b.maxReplicas && b.bufferSize >= 1);
   const [alloc] = load('agones/allocation.yaml');
   assert.equal(alloc.spec.selectors[0].matchLabels['agones.dev/fleet'], fleet.metadata.name);
-  assert.deepEqual([...serverKeys].sort(), ['ragdolld.dev/solver', 'ragdolld.dev/tick-hz', 'ragdolld.dev/world-name']);
+  assert.deepEqual([...serverKeys].sort(), ['ragdolld.dev/solver', 'ragdolld.dev/template', 'ragdolld.dev/tick-hz', 'ragdolld.dev/world-name']);
+  const tpl = alloc.spec.metadata.annotations['ragdolld.dev/template'];
+  assert.ok(fs.existsSync(path.join('templates', `${tpl}.json`)), `no shipped template ${tpl}`);
   for (const key of Object.keys(alloc.spec.metadata.annotations)) {
     assert.ok(serverKeys.has(key), `${key} is read by no one`);
   }

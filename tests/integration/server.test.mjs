@@ -934,3 +934,35 @@ test('SIGTERM closes clients with 1001 and exits 0', async () => {
   assert.equal((await c.closed).code, 1001);
   assert.equal(code, 0);
 });
+
+// A world made from a shipped template (templates/README.md) has the boxes
+// and the entities its file lists, read here from the file itself; an
+// unknown template is not_found and makes nothing.
+test('create_world with a template makes the world its file describes', async () => {
+  const fs = await import('node:fs');
+  const c = await Client.connect(server.url);
+  try {
+    for (const name of ['arena', 'playground']) {
+      const file = JSON.parse(fs.readFileSync(`templates/${name}.json`, 'utf8'));
+      const r = await c.send({ op: 'create_world', name: `from-${name}`, template: name });
+      assert.equal(r.ok, true, JSON.stringify(r));
+      const sub = await c.send({ op: 'subscribe', world: r.world, format: 'json', rate_hz: 1 });
+      assert.equal(sub.ok, true);
+      assert.equal(sub.statics.boxes.length, file.boxes.length);
+      for (let i = 0; i < file.boxes.length; i++) {
+        sub.statics.boxes[i].center.forEach((v, k) => assert.ok(Math.abs(v - file.boxes[i].center[k]) < 1e-3));
+      }
+      const spawns = file.commands.filter((x) => x.op.startsWith('spawn_')).length;
+      const listed = (await c.send({ op: 'list_worlds' })).worlds.find((w) => w.world === r.world);
+      assert.equal(listed.entities, spawns);
+      await c.send({ op: 'destroy_world', world: r.world });
+    }
+    const before = (await c.send({ op: 'list_worlds' })).worlds.length;
+    const bad = await c.send({ op: 'create_world', name: 'x', template: 'no-such' });
+    assert.equal(bad.error.code, 'not_found');
+    assert.match(bad.error.message, /no world template "no-such"/);
+    assert.equal((await c.send({ op: 'list_worlds' })).worlds.length, before);
+  } finally {
+    await c.close();
+  }
+});

@@ -26,7 +26,10 @@
 #include "app_internal.h"
 #include "persist.h"
 #include "shipped_library.h"
+#include "templates.h"
 #include "world.h" // sim__entity_get, the bodies: a speed no command could give
+
+#include <cJSON.h>
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -903,6 +906,147 @@ static void test_a_long_bad_tail_is_damage_and_ids_end(void** state) {
     remove_dir(dir);
 }
 
+// The kind each spawn op makes (PROTOCOL.md's op table).
+static sim_entity_kind kind_of_op(const char* op) {
+    static const struct {
+        const char* op;
+        sim_entity_kind kind;
+    } k[] = {{"spawn_rope", SIM_ENTITY_ROPE},       {"spawn_cloth", SIM_ENTITY_CLOTH},
+             {"spawn_ragdoll", SIM_ENTITY_RAGDOLL}, {"spawn_character", SIM_ENTITY_CHARACTER},
+             {"spawn_ball", SIM_ENTITY_BALL},       {"spawn_softbody", SIM_ENTITY_SOFTBODY}};
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; ++i) {
+        if (strcmp(op, k[i].op) == 0) {
+            return k[i].kind;
+        }
+    }
+    return (sim_entity_kind)0;
+}
+
+// Every shipped template makes the world its file describes: read here
+// from the JSON itself, the world has its boxes (centres and half extents)
+// and one entity of the right kind per spawn, in order. Saved and loaded,
+// a template's world is like any other.
+static void test_each_shipped_template_makes_the_world_its_file_says(void** state) {
+    (void)state;
+    app_templates* tpls = NULL;
+    char why[512] = "";
+    if (app_templates_load(RD_TEMPLATES_DIR, true, &tpls, why, sizeof why) != 0) {
+        fail_msg("%s", why);
+    }
+    assert_true(tpls->count >= 2);
+    char dir[64];
+    new_dir(dir, sizeof dir);
+    fixture f;
+    start_in(&f, dir, false);
+    f.app->cfg.templates = tpls;
+    for (uint32_t i = 0; i < tpls->count; ++i) {
+        const app_template* t = &tpls->items[i];
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s.json", RD_TEMPLATES_DIR, t->name);
+        FILE* fp = fopen(path, "rb");
+        assert_non_null(fp);
+        static char text[1 << 16];
+        text[fread(text, 1, sizeof text - 1, fp)] = '\0';
+        fclose(fp);
+        cJSON* doc = cJSON_Parse(text);
+        assert_non_null(doc);
+        app_world* w = NULL;
+        assert_int_equal(app__world_create(f.app, t->name, 60, f.app->cfg.world_limits,
+                                           SIM_SOLVER_SOFT_STEP, &w),
+                         RDP_OK);
+        if (app__world_from_template(f.app, w, t, why, sizeof why) != 0) {
+            fail_msg("%s", why);
+        }
+        assert_int_equal(app__persist_world_created(f.app, w, why, sizeof why), 0);
+        const cJSON* boxes = cJSON_GetObjectItem(doc, "boxes");
+        assert_int_equal(sim_world_box_count(w->sim), (uint32_t)cJSON_GetArraySize(boxes));
+        for (int b = 0; b < cJSON_GetArraySize(boxes); ++b) {
+            const cJSON* c = cJSON_GetObjectItem(cJSON_GetArrayItem(boxes, b), "center");
+            const cJSON* h = cJSON_GetObjectItem(cJSON_GetArrayItem(boxes, b), "half_extents");
+            const sim_box* got = &sim_world_boxes(w->sim)[b];
+            assert_float_equal(got->center.x, cJSON_GetArrayItem(c, 0)->valuedouble, 1e-6);
+            assert_float_equal(got->center.y, cJSON_GetArrayItem(c, 1)->valuedouble, 1e-6);
+            assert_float_equal(got->half_extents.z, cJSON_GetArrayItem(h, 2)->valuedouble, 1e-6);
+        }
+        uint32_t spawns = 0;
+        const cJSON* cmd;
+        cJSON_ArrayForEach(cmd, cJSON_GetObjectItem(doc, "commands")) {
+            const char* op = cJSON_GetObjectItem(cmd, "op")->valuestring;
+            if (strcmp(op, "set_params") == 0) {
+                continue;
+            }
+            sim_entity_view v;
+            assert_int_equal(sim_entity_get_view(w->sim, sim_world_entity_at(w->sim, spawns), &v),
+                             SIM_OK);
+            if (v.kind != kind_of_op(op)) {
+                fail_msg("%s: entity %u is a %s, its command %s", t->name, spawns,
+                         sim_entity_kind_name(v.kind), op);
+            }
+            spawns++;
+        }
+        assert_int_equal(sim_world_entity_count(w->sim), spawns);
+        assert_true(spawns > 0);
+        cJSON_Delete(doc);
+    }
+    const uint32_t worlds = f.app->world_count;
+    crash(&f);
+    start_in(&f, dir, false); // loaded from their state files, no template needed
+    assert_int_equal(f.app->world_count, worlds);
+    for (uint32_t i = 0; i < tpls->count; ++i) {
+        app_world* w = app__world_find(f.app, i + 1);
+        assert_int_equal(sim_world_box_count(w->sim), tpls->items[i].box_count);
+    }
+    stop(&f);
+    remove_dir(dir);
+    app_templates_destroy(tpls);
+}
+
+// A bad template stops the load, naming its file and what is wrong.
+static void test_bad_templates_are_refused_with_file_and_reason(void** state) {
+    (void)state;
+    static const struct {
+        const char* file;
+        const char* text;
+        const char* says;
+    } bad[] = {
+        {"a.json", "[1]", "a.json: not a JSON object"},
+        {"b.json", "{\"boxes\": [], \"floor\": 1}", "b.json: unknown key \"floor\""},
+        {"c.json", "{\"boxes\": [{\"center\": [0, 0, 0], \"half_extents\": [0, 1, 1]}]}",
+         "c.json: boxes[0] must be"},
+        {"d.json",
+         "{\"commands\": [{\"op\": \"spawn_ball\", \"position\": [0, 1, 0], \"radius\": 99}]}",
+         "d.json: commands[0]: field \"radius\" = 99 is outside [0.001, 5]"},
+        {"e.json", "{\"commands\": [{\"op\": \"destroy_world\"}]}",
+         "e.json: commands[0]: destroy_world is not a template's"},
+        {"f.json", "{\"commands\": [{\"op\": \"spawn_ball\", \"world\": 3}]}",
+         "f.json: commands[0] must be a command object without \"world\""},
+        {"Bad Name.json", "{}", "Bad Name.json: a template is NAME.json"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        char dir[64];
+        new_dir(dir, sizeof dir);
+        write_file(dir, bad[i].file, (const uint8_t*)bad[i].text, strlen(bad[i].text));
+        write_file(dir, "good.json", (const uint8_t*)"{}", 2);
+        app_templates* t = NULL;
+        char why[512] = "";
+        assert_int_equal(app_templates_load(dir, true, &t, why, sizeof why), -1);
+        assert_null(t);
+        if (strstr(why, bad[i].says) == NULL) {
+            fail_msg("case %zu: \"%s\" does not say \"%s\"", i, why, bad[i].says);
+        }
+        remove_dir(dir);
+    }
+    app_templates* none = NULL;
+    char why[256];
+    assert_int_equal(app_templates_load("/nonexistent/templates", false, &none, why, sizeof why),
+                     0);
+    assert_int_equal(none->count, 0);
+    app_templates_destroy(none);
+    assert_int_equal(app_templates_load("/nonexistent/templates", true, &none, why, sizeof why),
+                     -1);
+    assert_non_null(strstr(why, "No such file or directory"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_replay_passes_through_every_live_hash),
@@ -918,6 +1062,8 @@ int main(void) {
         cmocka_unit_test(test_a_state_dir_is_one_servers),
         cmocka_unit_test(test_files_deleted_under_the_server_are_written_again),
         cmocka_unit_test(test_a_long_bad_tail_is_damage_and_ids_end),
+        cmocka_unit_test(test_each_shipped_template_makes_the_world_its_file_says),
+        cmocka_unit_test(test_bad_templates_are_refused_with_file_and_reason),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

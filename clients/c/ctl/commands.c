@@ -640,13 +640,17 @@ static const simple_cmd cmd_list =
            "list_worlds", .print_ok = print_list);
 
 static const simple_cmd cmd_create =
-    SIMPLE("create", "NAME [--tick-hz N] [--solver xpbd|soft_step]",
+    SIMPLE("create", "NAME [--tick-hz N] [--solver xpbd|soft_step] [--template T]",
            "Creates a world and prints its id and rigid-body solver.\n\n"
            "  --tick-hz N   simulation steps per second, 1-240 (60)\n"
            "  --solver S    rigid-body solver, xpbd or soft_step (the server's default,\n"
-           "                ragdolld --world-solver); the server refuses any other\n",
+           "                ragdolld --world-solver); the server refuses any other\n"
+           "  --template T  made from the server's world template T: its boxes and\n"
+           "                entities (templates/README.md)\n",
            "create_world", .pos = {{"NAME", "name", A_STR, true}},
-           .opts = {{"tick-hz", "tick_hz", A_UINT, false}, {"solver", "solver", A_STR, false}},
+           .opts = {{"tick-hz", "tick_hz", A_UINT, false},
+                    {"solver", "solver", A_STR, false},
+                    {"template", "template", A_STR, false}},
            .print_ok = print_world);
 
 static const simple_cmd cmd_destroy =

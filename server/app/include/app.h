@@ -111,6 +111,15 @@ typedef struct app_config {
     /// Skeletons and clips every world may use; NULL allows no characters.
     /// Not owned: it must outlive the server.
     const sim_library* library;
+    /// Directory of world templates (--templates; templates.h), which
+    /// main() loads into `templates`. Default: the source tree's templates/.
+    const char* templates_dir;
+    bool templates_required; ///< --templates was given: a missing directory is an error.
+    /// The templates create_world may name; NULL: none. Not owned.
+    const struct app_templates* templates;
+    /// --world-template NAME: at start, when no world was loaded, the world
+    /// made is NAME from this template instead of the demo. NULL: the demo.
+    const char* world_template;
     bool demo;           ///< Create the built-in demo world. Default true.
     uint32_t max_worlds; ///< Worlds at most. Default 16.
     /// WebSocket sessions at most; a further upgrade gets HTTP 503. Default
