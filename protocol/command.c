@@ -108,6 +108,11 @@ static const field_spec save_world_fields[] = {
     WORLD_FIELD,
     {"fetch", F_BOOL, false, 0, 0, false, 0, OFF(u.save_world.fetch), NULL, NULL, 0, 0},
 };
+static const field_spec add_box_fields[] = {
+    WORLD_FIELD,
+    POSITION_FIELD("center", u.add_box.center),
+    POSITION_FIELD("half_extents", u.add_box.half_extents),
+};
 static const field_spec subscribe_fields[] = {
     WORLD_FIELD,
     {"format", F_ENUM, false, 0, 0, false, 0, OFF(u.subscribe.format), format_names, format_values,
@@ -320,6 +325,7 @@ static const op_spec ops[] = {
     {"set_tear", RDP_OP_SET_TEAR, set_tear_fields, COUNT(set_tear_fields)},
     {"spawn_softbody", RDP_OP_SPAWN_SOFTBODY, spawn_softbody_fields, COUNT(spawn_softbody_fields)},
     {"save_world", RDP_OP_SAVE_WORLD, save_world_fields, COUNT(save_world_fields)},
+    {"add_box", RDP_OP_ADD_BOX, add_box_fields, COUNT(add_box_fields)},
 };
 
 const char* rdp_op_name(rdp_op op) {

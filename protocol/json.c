@@ -439,6 +439,18 @@ char* rdp_event_params(uint64_t world, uint64_t tick, const rdp_params* p, size_
     return finish(root, len);
 }
 
+char* rdp_event_statics(uint64_t world, uint64_t tick, bool ground, const rdp_box* boxes,
+                        uint32_t box_count, size_t* len) {
+    rdp_reply_fields f;
+    memset(&f, 0, sizeof f);
+    f.ground = ground;
+    f.boxes = boxes;
+    f.box_count = box_count;
+    cJSON* root = world_event("statics", world, tick);
+    cJSON_AddItemToObject(root, "statics", statics_object(&f));
+    return finish(root, len);
+}
+
 char* rdp_event_entity_removed(uint64_t world, uint64_t tick, uint64_t entity, const char* reason,
                                size_t* len) {
     cJSON* root = world_event("entity_removed", world, tick);

@@ -391,6 +391,10 @@ function onMessage(msg) {
     case 'params':
       if (msg.world === state.world) panel.setParams(msg.params);
       return;
+    case 'statics':
+      // The level changed (add_box): draw its colliders again.
+      if (msg.world === state.world) view?.setStatics(msg.statics);
+      return;
     case 'entity_removed':
       if (msg.world === state.world) log(`entity ${msg.entity} was removed (${msg.reason})`, 'info');
       return;

@@ -122,6 +122,7 @@ typedef enum rdp_op {
     RDP_OP_SET_TEAR,
     RDP_OP_SPAWN_SOFTBODY,
     RDP_OP_SAVE_WORLD,
+    RDP_OP_ADD_BOX,
 } rdp_op;
 
 /// Garment kinds of attach_cloth (the values match sim_garment_kind).
@@ -273,6 +274,10 @@ typedef struct rdp_command {
         struct {
             uint32_t fetch; ///< 1: "fetch": true, the file comes back in the reply.
         } save_world;
+        struct {
+            rdp_vec3 center;       ///< m, each |c| <= RDP_MAX_COORD.
+            rdp_vec3 half_extents; ///< m, each in (0, 1000] (checked by the world).
+        } add_box;
         struct {
             rdp_vec3 anchor;
             uint32_t segments; ///< 1..1000.
@@ -497,6 +502,12 @@ char* rdp_event_welcome(const char* version, const rdp_world_info* worlds, uint3
 
 /// Encodes {"ev": "params", "world", "tick", "params"}.
 char* rdp_event_params(uint64_t world, uint64_t tick, const rdp_params* p, size_t* len);
+
+/// The "statics" event: a world's static colliders changed (add_box); the
+/// same "statics" object as subscribe's reply, every box (box_count of
+/// them). NULL on OOM; rdp_free() it.
+char* rdp_event_statics(uint64_t world, uint64_t tick, bool ground, const rdp_box* boxes,
+                        uint32_t box_count, size_t* len);
 
 /// Encodes {"ev": "entity_removed", "world", "tick", "entity", "reason"}.
 char* rdp_event_entity_removed(uint64_t world, uint64_t tick, uint64_t entity, const char* reason,

@@ -595,6 +595,26 @@ int app__spawn(sim_world* sw, const rdp_command* cmd, sim_entity_id* out) {
     }
 }
 
+// The "statics" event of w (idle): the ground and every box.
+static char* statics_event(app_world* w, uint64_t tick, size_t* len) {
+    const uint32_t n = sim_world_box_count(w->sim);
+    const sim_box* sb = sim_world_boxes(w->sim);
+    rdp_box* boxes = calloc(n + 1, sizeof *boxes);
+    if (boxes == NULL) {
+        return NULL;
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+        boxes[i].center = (rdp_vec3){app__wire(sb[i].center.x), app__wire(sb[i].center.y),
+                                     app__wire(sb[i].center.z)};
+        boxes[i].half_extents =
+            (rdp_vec3){app__wire(sb[i].half_extents.x), app__wire(sb[i].half_extents.y),
+                       app__wire(sb[i].half_extents.z)};
+    }
+    char* text = rdp_event_statics(w->id, tick, app__world_view(w)->ground, boxes, n, len);
+    free(boxes);
+    return text;
+}
+
 char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command* cmd, size_t* len,
                  char** event, size_t* event_len) {
     rdp_reply_fields f;
@@ -709,6 +729,22 @@ char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command
     case RDP_OP_RELEASE:
         rc = sim_entity_release(w->sim, entity, cmd->particle);
         break;
+    case RDP_OP_ADD_BOX: {
+        const rdp_vec3 at = cmd->u.add_box.center, h = cmd->u.add_box.half_extents;
+        sim_box box = {{(float)at.x, (float)at.y, (float)at.z},
+                       {(float)h.x, (float)h.y, (float)h.z}};
+        rc = sim_world_add_box(w->sim, box);
+        if (rc == SIM_E_CAPACITY) {
+            snprintf(msg, sizeof msg, "world %llu has %u boxes, its limit",
+                     (unsigned long long)w->id, sim_world_box_count(w->sim));
+        } else if (rc != SIM_OK) {
+            snprintf(msg, sizeof msg, "a box's half extents must be in (0, 1000] m");
+        } else {
+            // Everyone watching sees the level change (subscribe's statics).
+            *event = statics_event(w, f.tick, event_len);
+        }
+        break;
+    }
     case RDP_OP_SET_PARAMS:
         rc = apply_set_params(app, w, cmd, msg, sizeof msg);
         if (rc == SIM_OK) {

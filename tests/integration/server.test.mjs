@@ -966,3 +966,45 @@ test('create_world with a template makes the world its file describes', async ()
     await c.close();
   }
 });
+
+// add_box: the level grows at run time. The reply, then the statics event
+// to a subscriber; a later subscriber finds the box in its statics; a
+// ball dropped onto it comes to rest on its top (y = center + half extent
+// + radius, 1.2 + 0.2 = 1.4 m, within 5 cm), not on the ground (0.2 m);
+// bad extents are out_of_range and the 65th box of a 64-box world is
+// too_large, each changing nothing.
+test('add_box adds to a running world\'s level, and bodies land on it', async () => {
+  const c = await Client.connect(server.url);
+  try {
+    const w = await freshWorld(c, 'level');
+    assert.equal((await c.send({ op: 'subscribe', world: w, format: 'json', rate_hz: 30 })).ok, true);
+    const r = await c.send({ op: 'add_box', world: w, center: [0, 0.6, 0], half_extents: [1, 0.6, 1] });
+    assert.equal(r.ok, true, JSON.stringify(r));
+    const ev = await c.next((m) => m.ev === 'statics' && m.world === w, 3000);
+    assert.deepEqual(ev.statics.boxes, [{ center: [0, 0.6, 0], half_extents: [1, 0.6, 1] }]);
+    const d = await Client.connect(server.url);
+    const sub = await d.send({ op: 'subscribe', world: w, format: 'json', rate_hz: 1 });
+    assert.equal(sub.statics.boxes.length, 1);
+    await d.close();
+    const ball = (await c.send({ op: 'spawn_ball', world: w, position: [0.2, 3, -0.1], radius: 0.2 })).entity;
+    let y = null;
+    const end = Date.now() + 5000;
+    while (Date.now() < end) {
+      const snap = await c.next((m) => m.ev === 'snapshot' && m.world === w, 3000);
+      const e = snap.entities.find((x) => x.entity === ball);
+      if (e) y = e.p[1];
+      if (snap.tick > r.tick + 150) break; // 2.5 s: fallen and settled
+    }
+    assert.ok(Math.abs(y - 1.4) < 0.05, `the ball rests at y = ${y}, not on the box's top`);
+    const bad = await c.send({ op: 'add_box', world: w, center: [0, 1, 0], half_extents: [0, 1, 1] });
+    assert.equal(bad.error.code, 'out_of_range');
+    for (let i = 1; i < 64; i++) {
+      assert.equal((await c.send({ op: 'add_box', world: w, center: [10 + i, 0.5, 10], half_extents: [0.4, 0.5, 0.4] })).ok, true);
+    }
+    const over = await c.send({ op: 'add_box', world: w, center: [0, 1, 20], half_extents: [1, 1, 1] });
+    assert.equal(over.error.code, 'too_large');
+    assert.match(over.error.message, /has 64 boxes, its limit/);
+  } finally {
+    await c.close();
+  }
+});

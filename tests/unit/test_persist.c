@@ -178,6 +178,9 @@ static void script(app_world* w, int t) {
                     entity_at(w, i), 10 * (int)i);
         }
     }
+    if (t == 30) {
+        enqueue(w, "\"op\":\"add_box\",\"center\":[3,0.5,3],\"half_extents\":[1,0.5,1]");
+    }
     if (t == 40) {
         enqueue(w, "\"op\":\"spawn_ball\",\"position\":[0,4,0],\"velocity\":[1,-5,2]");
         enqueue(w, "\"op\":\"set_drive\",\"entity\":%llu,\"kp\":300,\"kd\":30", entity_at(w, 0));

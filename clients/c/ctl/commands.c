@@ -653,6 +653,14 @@ static const simple_cmd cmd_create =
                     {"template", "template", A_STR, false}},
            .print_ok = print_world);
 
+static const simple_cmd cmd_box = SIMPLE(
+    "box", "WORLD --center X,Y,Z --half-extents X,Y,Z",
+    "Adds a static box to a world's level (admin): its centre and half extents in\n"
+    "metres, Y up. Subscribers see it at once (the statics event).\n",
+    "add_box", .pos = {WORLD_POS},
+    .opts = {{"center", "center", A_VEC3, true}, {"half-extents", "half_extents", A_VEC3, true}},
+    .print_ok = print_tick);
+
 static const simple_cmd cmd_destroy =
     SIMPLE("destroy", "WORLD", "Destroys a world and everything in it.\n", "destroy_world",
            .pos = {WORLD_POS}, .print_ok = print_tick);
@@ -1124,27 +1132,10 @@ static const ctl_cmd cmd_params = {
 };
 
 const ctl_cmd* const ctl_commands[] = {
-    &cmd_list.base,
-    &cmd_create.base,
-    &cmd_destroy.base,
-    &cmd_save.base,
-    &cmd_fetch,
-    &cmd_spawn,
-    &cmd_despawn.base,
-    &cmd_describe.base,
-    &cmd_kill.base,
-    &cmd_getup.base,
-    &cmd_attach.base,
-    &cmd_tear.base,
-    &cmd_drive.base,
-    &cmd_partial.base,
-    &cmd_play.base,
-    &cmd_impulse.base,
-    &cmd_drag.base,
-    &cmd_release.base,
-    &cmd_params,
-    &ctl_cmd_watch,
-    &ctl_cmd_record,
-    &ctl_cmd_replay,
-    NULL,
+    &cmd_list.base,     &cmd_create.base, &cmd_destroy.base, &cmd_box.base,
+    &cmd_save.base,     &cmd_fetch,       &cmd_spawn,        &cmd_despawn.base,
+    &cmd_describe.base, &cmd_kill.base,   &cmd_getup.base,   &cmd_attach.base,
+    &cmd_tear.base,     &cmd_drive.base,  &cmd_partial.base, &cmd_play.base,
+    &cmd_impulse.base,  &cmd_drag.base,   &cmd_release.base, &cmd_params,
+    &ctl_cmd_watch,     &ctl_cmd_record,  &ctl_cmd_replay,   NULL,
 };
