@@ -10,7 +10,11 @@
 # "TOKEN ROLE [WORLD ...]" (README, "Exposing ragdolld"), mounted read-only
 # and named by RAGDOLLD_AUTH_FILE (or --auth-file). Without one it refuses
 # to start; `docker run ... ragdolld --insecure` runs it open, for a machine
-# only you reach. GET /healthz answers 200 while it runs.
+# only you reach. GET /healthz answers 200 while it runs (the image's
+# HEALTHCHECK asks it); `ragdollctl` is in the image too:
+#   docker exec CONTAINER ragdollctl --token TOKEN list
+# The viewer, skeletons and world templates are under /usr/local/share/ragdolld,
+# where the installed ragdolld looks without flags.
 
 FROM debian:bookworm AS build
 ARG DEBIAN_FRONTEND=noninteractive
@@ -36,13 +40,17 @@ FROM debian:bookworm-slim
 ARG DEBIAN_FRONTEND=noninteractive
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      libuv1 libwslay1 libcjson1 libhttp-parser2.9 libnettle8 zlib1g libcurl4 \
+      libuv1 libwslay1 libcjson1 libhttp-parser2.9 libnettle8 zlib1g libcurl4 curl \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/*
-COPY --from=build /usr/local/bin/ragdolld /usr/local/bin/ragdolld
+COPY --from=build /usr/local/bin/ragdolld /usr/local/bin/ragdollctl /usr/local/bin/
 COPY --from=build /usr/local/share/ragdolld /usr/local/share/ragdolld
 # nobody:nogroup, numeric so Kubernetes' runAsNonRoot can verify it.
 USER 65534:65534
 EXPOSE 8080
+# Docker's own check (Kubernetes uses the probes in deploy/ instead): the
+# port of CMD's --port; give your own HEALTHCHECK if you change it.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
+  CMD curl -fsS -o /dev/null http://127.0.0.1:8080/healthz || exit 1
 ENTRYPOINT ["/usr/local/bin/ragdolld", "--host", "0.0.0.0"]
 CMD ["--port", "8080"]

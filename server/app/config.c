@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -88,14 +89,47 @@ void app__limits_of(const sim_world_def* def, uint32_t limits[RDP_LIMIT_COUNT]) 
     }
 }
 
+// An installed ragdolld finds what it serves beside itself: when the
+// directory holding the executable has ../share/ragdolld/SUB (what `cmake
+// --install` lays out, whatever the prefix), that; else the build's
+// default (a ragdolld run from its build tree). Static storage.
+static const char* beside_exe(const char* sub, const char* fallback) {
+    static char dirs[3][4096 + 64];
+    static int used = 0;
+    char exe[4096];
+    size_t n = sizeof exe;
+    if (used >= 3 || uv_exepath(exe, &n) != 0) {
+        return fallback;
+    }
+    char* slash = strrchr(exe, '/');
+    if (slash == NULL) {
+        return fallback;
+    }
+    *slash = '\0';
+    char* out = dirs[used];
+    snprintf(out, sizeof dirs[0], "%s/../share/ragdolld/%s", exe, sub);
+    struct stat st;
+    if (stat(out, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        return fallback;
+    }
+    used++;
+    return out;
+}
+
 app_config app_config_default(void) {
+    static const char *web, *assets, *templates;
+    if (web == NULL) { // looked up once
+        web = beside_exe("web", RD_WEB_ROOT_DEFAULT);
+        assets = beside_exe("assets", RD_ASSETS_DEFAULT);
+        templates = beside_exe("templates", RD_TEMPLATES_DEFAULT);
+    }
     app_config c;
     memset(&c, 0, sizeof c);
     c.host = "127.0.0.1";
     c.port = 8080;
-    c.web_root = RD_WEB_ROOT_DEFAULT;
-    c.assets_dir = RD_ASSETS_DEFAULT;
-    c.templates_dir = RD_TEMPLATES_DEFAULT;
+    c.web_root = web;
+    c.assets_dir = assets;
+    c.templates_dir = templates;
     c.demo = true;
     c.max_worlds = 16;
     c.max_sessions = 1024;
@@ -175,7 +209,8 @@ static void usage(FILE* f) {
             "                    create_world gives no solver: soft_step or xpbd (default\n"
             "                    soft_step; also $RAGDOLLD_WORLD_SOLVER)\n"
             "\n",
-            RD_WEB_ROOT_DEFAULT, RD_ASSETS_DEFAULT, APP_MAX_WORKERS, app_config_default().workers);
+            app_config_default().web_root, app_config_default().assets_dir, APP_MAX_WORKERS,
+            app_config_default().workers);
     fprintf(f,
             "durable worlds (docs/STATE.md):\n"
             "  --state-dir DIR   keep every world's state file and journal in DIR (also\n"
@@ -237,7 +272,7 @@ static void usage(FILE* f) {
             "logs go to stderr. GET /metrics answers in the Prometheus text format.\n"
             "SIGINT or SIGTERM closes every client with 1001 (going away), saves every\n"
             "world when there is a --state-dir, and exits.\n",
-            RD_TEMPLATES_DEFAULT);
+            app_config_default().templates_dir);
 }
 
 // 127.0.0.0/8, ::1 and "localhost": addresses only this machine reaches.

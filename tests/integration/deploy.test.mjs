@@ -143,3 +143,13 @@ test('kubernetes-models refuses a broken Deployment (the validation is real)', (
   dep.spec.template.spec.containers[0].ports[0].containerPort = 'eighty';
   assert.throws(() => new Deployment(dep).validate(), /containerPort must be integer/);
 });
+
+test('the Dockerfile: a HEALTHCHECK on /healthz at the port it serves, ragdollctl in the image, files where ragdolld looks', () => {
+  const df = fs.readFileSync('Dockerfile', 'utf8');
+  const port = /^CMD \["--port", "(\d+)"\]/m.exec(df)[1];
+  assert.match(df, new RegExp(`^HEALTHCHECK [^\\n]*\\\\\\n\\s+CMD curl -fsS -o /dev/null http://127\\.0\\.0\\.1:${port}/healthz`, 'm'));
+  assert.match(df, /^COPY --from=build [^\n]*\/usr\/local\/bin\/ragdollctl/m);
+  assert.match(df, /^COPY --from=build \/usr\/local\/share\/ragdolld /m);
+  assert.match(df, /libcurl4 curl/); // the Agones client's library, the check's tool
+  assert.match(df, /-DRD_TEMPLATES_DEFAULT=\/usr\/local\/share\/ragdolld\/templates/);
+});
