@@ -266,7 +266,6 @@ typedef struct app_world {
     uint64_t seq; ///< Commands applied so far: the next one's journal sequence is seq + 1.
     struct app_save* saving; ///< Its state file being written, or NULL.
     bool save_wanted;        ///< save_world asked: save at the next tick boundary.
-    uint64_t state_check_ns; ///< When its state file is next checked for (persist.c).
     uint64_t next_save_ns;   ///< When the next autosave is due (uv_hrtime()).
     struct {
         app_client* client; ///< NULL once gone.
@@ -356,6 +355,8 @@ struct app_server {
     uint32_t syncs_in_flight;              ///< Journal fsyncs on the threadpool (at most one).
     uint64_t next_sync_ns;                 ///< When the journals are next fsync'd (everysec).
     int state_lock_fd;                     ///< DIR/.lock, flock()ed while the server runs; 0: none.
+    uint64_t lock_check_ns; ///< When the lock is next checked (persist.c).
+    bool state_dir_taken;   ///< Another server holds the state dir: nothing is written.
 
     struct app_agones* agones; ///< The Agones SDK sidecar's client (agones.c), or NULL.
 
@@ -505,6 +506,10 @@ void app__inbox_cancel(app_server* app, app_world* w);
 /// Marks c's commands in w's inbox as a gone client's: they still apply,
 /// unanswered.
 void app__inbox_forget_client(app_world* w, const app_client* c);
+
+/// Sends the replies w holds (commands that applied in a boundary whose
+/// journal write failed), when they are durable or the world is destroyed.
+void app__send_held(app_server* app, app_world* w);
 
 // ---------------------------------------------------------------------------
 // broadcast.c: subscriptions, events and snapshots

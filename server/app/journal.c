@@ -147,7 +147,46 @@ static void go_down(app_server* app, app_world* w, bool lost, const char* what) 
     if (lost) {
         w->journal_lost = true;
         w->jlen = 0;
+        app__journal_close(w); // (a deleted one frees its space)
     }
+}
+
+// Whether w's files are still the ones it writes: its journal neither
+// deleted, nor replaced or moved at its path, nor cut or grown by someone
+// else (at least `bytes` long, exactly when `exact`), and its state file
+// there. Else false with why: the records written may go nowhere a
+// restart reads, so only a state file makes the world durable again.
+static bool files_intact(app_server* app, app_world* w, uint64_t bytes, bool exact, char* why,
+                         size_t cap) {
+    struct stat fst, pst;
+    char path[4096];
+    journal_path(app, w->id, path, sizeof path);
+    if (fstat(w->journal_fd, &fst) != 0 || fst.st_nlink == 0) {
+        snprintf(why, cap, "its journal was deleted from the state dir");
+        return false;
+    }
+    if (stat(path, &pst) != 0 || pst.st_ino != fst.st_ino || pst.st_dev != fst.st_dev) {
+        snprintf(why, cap, "its journal was replaced or moved");
+        return false;
+    }
+    if ((uint64_t)fst.st_size < bytes || (exact && (uint64_t)fst.st_size != bytes)) {
+        snprintf(why, cap,
+                 "its journal was changed under the server (%lld bytes, %" PRIu64 " written)",
+                 (long long)fst.st_size, bytes);
+        return false;
+    }
+    char name[64];
+    app__state_name(w->id, name, sizeof name);
+    snprintf(path, sizeof path, "%s/%s", app->cfg.state_dir, name);
+    if (stat(path, &pst) != 0) {
+        snprintf(why, cap, "its state file is gone from the state dir");
+        return false;
+    }
+    return true;
+}
+
+void app__journal_lose(app_server* app, app_world* w, const char* why) {
+    go_down(app, w, true, why);
 }
 
 bool app__journal_down(const app_server* app, const app_world* w) {
@@ -158,12 +197,17 @@ bool app__journal_retry(app_server* app, app_world* w, uint64_t now) {
     if (!app__journal_down(app, w)) {
         return true;
     }
-    if (now < w->journal_retry_ns) {
-        return false;
+    if (now < w->journal_retry_ns || app->state_dir_taken) {
+        return false; // (another server holds the state dir: nothing is written)
     }
     w->journal_retry_ns = now + RETRY_NS;
     // Written again where the last good record ended (a failed write may
-    // have left part of a record).
+    // have left part of a record), if the file is still this journal.
+    char why[200];
+    if (!w->journal_lost && w->journal_fd >= 0 &&
+        !files_intact(app, w, w->journal_bytes, false, why, sizeof why)) {
+        go_down(app, w, true, why);
+    }
     if (!w->journal_lost && w->journal_fd >= 0 &&
         ftruncate(w->journal_fd, (off_t)w->journal_bytes) == 0 &&
         write_all(w->journal_fd, w->jbuf, w->jlen) &&
@@ -288,6 +332,11 @@ void app__journal_commit(app_server* app, app_world* w) {
                 "it has no journal open"); // (made without app__persist_world_created())
         return;
     }
+    char why[200];
+    if (!files_intact(app, w, w->journal_bytes, true, why, sizeof why)) {
+        go_down(app, w, true, why); // deleted, replaced, cut: found before its replies go
+        return;
+    }
     if (!write_all(w->journal_fd, w->jbuf, w->jlen)) {
         char msg[160];
         snprintf(msg, sizeof msg, "writing its journal: %s", strerror(errno));
@@ -297,12 +346,6 @@ void app__journal_commit(app_server* app, app_world* w) {
     w->journal_bytes += w->jlen;
     w->jlen = 0;
     w->journal_dirty = true;
-    struct stat st;
-    if (fstat(w->journal_fd, &st) == 0 && st.st_nlink == 0) {
-        // Deleted under us (or its directory): what it holds goes nowhere.
-        go_down(app, w, true, "its journal was deleted from the state dir");
-        return;
-    }
     if (app->cfg.journal_fsync == APP_FSYNC_ALWAYS) {
         w->journal_dirty = false;
         if (fdatasync(w->journal_fd) != 0) {
@@ -408,7 +451,7 @@ void app__journal_open(app_server* app, app_world* w) {
     }
     char path[4096], msg[4400];
     journal_path(app, w->id, path, sizeof path);
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         snprintf(msg, sizeof msg, "cannot open %s: %s", path, strerror(errno));

@@ -299,29 +299,10 @@ int app__persist_world_created(app_server* app, app_world* w, char* why, size_t 
     return 0;
 }
 
-// Once a second: a state file deleted under the server (its directory
-// still there) is written again at once, or a crash would lose the world.
-static void check_state_file(app_server* app, app_world* w) {
-    const uint64_t now = uv_hrtime();
-    if (now < w->state_check_ns || w->saving != NULL) {
-        return;
-    }
-    w->state_check_ns = now + 1000000000ull;
-    char name[64], path[4096];
-    app__state_name(w->id, name, sizeof name);
-    snprintf(path, sizeof path, "%s/%s", app->cfg.state_dir, name);
-    struct stat st;
-    if (stat(path, &st) != 0 && errno == ENOENT && stat(app->cfg.state_dir, &st) == 0) {
-        say(app, APP_LOG_WARN, "state_file_missing", w->id, path, "written again now", 0, 0, 0);
-        w->save_wanted = true;
-    }
-}
-
 void app__persist_tick(app_server* app, app_world* w) {
     if (app->cfg.state_dir == NULL || w->saving != NULL || app__journal_down(app, w)) {
         return; // (a world whose journal is down is saved by app__journal_retry())
     }
-    check_state_file(app, w);
     const bool due = app->cfg.autosave_s > 0 && uv_hrtime() >= w->next_save_ns;
     if (due || w->save_wanted) {
         next_due(app, w);
@@ -422,6 +403,12 @@ void app__persist_shutdown(app_server* app, void (*done)(app_server* app)) {
         return;
     }
     app->persist_done = NULL;
+    if (app->state_dir_taken) {
+        say(app, APP_LOG_ERROR, "worlds_not_saved", 0, app->cfg.state_dir,
+            "another server holds the state dir: nothing is written", 0, 0, 0);
+        done(app);
+        return;
+    }
     uint32_t saved = 0, failed = 0;
     for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
         if (app->worlds[i] != NULL) {
@@ -449,7 +436,7 @@ int app__persist_lock(app_server* app, char* why, size_t cap) {
     }
     char path[4096];
     snprintf(path, sizeof path, "%s/.lock", app->cfg.state_dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) {
         snprintf(why, cap, "cannot open %s: %s", path, strerror(errno));
         return -1;
@@ -480,6 +467,44 @@ int app__persist_lock(app_server* app, char* why, size_t cap) {
     return 0;
 }
 
+void app__persist_check_lock(app_server* app, uint64_t now) {
+    if (app->cfg.state_dir == NULL || now < app->lock_check_ns) {
+        return;
+    }
+    app->lock_check_ns = now + 1000000000ull;
+    char path[4096], why[512];
+    snprintf(path, sizeof path, "%s/.lock", app->cfg.state_dir);
+    struct stat held, there;
+    if (app->state_lock_fd > 0 && fstat(app->state_lock_fd, &held) == 0 &&
+        stat(path, &there) == 0 && held.st_ino == there.st_ino && held.st_dev == there.st_dev) {
+        return; // still ours
+    }
+    // The directory was replaced, or its lock removed: take it again, or
+    // stand down if another server has it now.
+    const int old = app->state_lock_fd;
+    app->state_lock_fd = 0;
+    const bool ours = app__persist_lock(app, why, sizeof why) == 0;
+    if (!ours) {
+        app->state_lock_fd = old;
+    } else if (old > 0) {
+        close(old);
+    }
+    if (ours || !app->state_dir_taken) {
+        say(app, ours ? APP_LOG_WARN : APP_LOG_ERROR,
+            ours ? "state_dir_relocked" : "state_dir_lost", 0, path,
+            ours ? "the state dir's lock was gone: taken again, every world written afresh" : why,
+            0, 0, 0);
+    }
+    app->state_dir_taken = !ours;
+    for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
+        if (app->worlds[i] != NULL) {
+            app__journal_lose(app, app->worlds[i],
+                              ours ? "the state dir was replaced under the server"
+                                   : "another server holds the state dir");
+        }
+    }
+}
+
 void app__persist_unlock(app_server* app) {
     if (app->state_lock_fd > 0) {
         close(app->state_lock_fd); // the lock goes with it
@@ -490,7 +515,7 @@ void app__persist_unlock(app_server* app) {
 // The id of a state file's name, exactly "world-ID.state" with ID a
 // number from 1 to 2^53 - 1 (an id the protocol can name) in digits
 // without a sign or a leading zero; else 0.
-static uint64_t id_of(const char* name) {
+static uint64_t id_of(const char* name, const char* suffix) {
     if (strncmp(name, "world-", 6) != 0 || name[6] < '1' || name[6] > '9') {
         return 0;
     }
@@ -498,10 +523,11 @@ static uint64_t id_of(const char* name) {
     bool over = false;
     const char* p = name + 6;
     for (; *p >= '0' && *p <= '9'; ++p) {
-        over |= id > (APP_MAX_WORLD_ID - 9) / 10;
-        id = over ? id : id * 10 + (uint64_t)(*p - '0');
+        const uint64_t d = (uint64_t)(*p - '0');
+        over |= id > (APP_MAX_WORLD_ID - d) / 10; // id * 10 + d would pass the largest
+        id = over ? id : id * 10 + d;
     }
-    if (strcmp(p, ".state") != 0) {
+    if (strcmp(p, suffix) != 0) {
         return 0;
     }
     return over || id > APP_MAX_WORLD_ID ? UINT64_MAX : id; // a state file's name, a bad id
@@ -524,8 +550,24 @@ uint32_t app__persist_load_all(app_server* app) {
     }
     uint64_t* ids = NULL;
     size_t n = 0, cap = 0;
+    uint64_t* jids = NULL; // journals
+    size_t nj = 0, jcap = 0;
     for (struct dirent* e = readdir(d); e != NULL; e = readdir(d)) {
-        uint64_t id = id_of(e->d_name);
+        uint64_t id = id_of(e->d_name, ".state");
+        const uint64_t jid = id_of(e->d_name, ".journal");
+        if (jid != 0 && jid != UINT64_MAX) {
+            // A journal is nothing without its state: looked at below.
+            if (nj == jcap) {
+                jcap = jcap == 0 ? 16 : 2 * jcap;
+                uint64_t* q = realloc(jids, jcap * sizeof *jids);
+                if (q == NULL) {
+                    break;
+                }
+                jids = q;
+            }
+            jids[nj++] = jid;
+            continue;
+        }
         if (id == 0) {
             continue;
         }
@@ -551,6 +593,24 @@ uint32_t app__persist_load_all(app_server* app) {
     if (n > 0) {
         qsort(ids, n, sizeof *ids, by_id);
     }
+    // A journal without a state file (its state deleted, or a crash before
+    // a new world's first file): kept aside and said, its id never reused
+    // (a new world of that id would have removed it without a word).
+    for (size_t k = 0; k < nj; ++k) {
+        if (n > 0 && bsearch(&jids[k], ids, n, sizeof *ids, by_id) != NULL) {
+            continue;
+        }
+        char name[64], path[4096], keep[4200];
+        app__journal_name(jids[k], name, sizeof name);
+        snprintf(path, sizeof path, "%s/%s", app->cfg.state_dir, name);
+        snprintf(keep, sizeof keep, "%s.refused", path);
+        rename(path, keep);
+        app->journals_refused++;
+        app->next_world_id = app->next_world_id > jids[k] ? app->next_world_id : jids[k];
+        say(app, APP_LOG_ERROR, "journal_orphaned", jids[k], path,
+            "no state file for it: nothing to replay it on; kept as .refused", 0, 0, 0);
+    }
+    free(jids);
     uint32_t loaded = 0;
     for (size_t i = 0; i < n; ++i) {
         // Whatever happens to this file, its id is never given to a new world.
@@ -601,7 +661,8 @@ uint32_t app__persist_load_all(app_server* app) {
         } else if (rs.bad_bytes > 0 && rs.damaged) {
             app->journals_refused++;
             snprintf(why, sizeof why,
-                     "a damaged record at byte %" PRIu64 " with good ones after it: the %" PRIu64
+                     "a damaged record at byte %" PRIu64
+                     " (good ones after it, or a bad tail longer than any write): the %" PRIu64
                      " bytes from it on were not applied",
                      rs.good_end, rs.bad_bytes);
             say(app, APP_LOG_ERROR, "journal_damaged", w->id, jpath, why, 0, 0, 0);

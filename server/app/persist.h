@@ -74,6 +74,13 @@ int app__persist_lock(app_server* app, char* why, size_t cap);
 /// Lets go of the state dir (app_free()).
 void app__persist_unlock(app_server* app);
 
+/// Once a second (`now`: uv_hrtime()): the state dir's lock is still this
+/// server's. When the directory was replaced (its .lock gone or another
+/// file), the lock is taken again and every world written afresh; when
+/// another server has taken it, every world is down and nothing more is
+/// written (state_dir_taken) until the lock is this server's again.
+void app__persist_check_lock(app_server* app, uint64_t now);
+
 /// At start (cfg.state_dir set): loads every world-ID.state in the
 /// directory; a file that cannot be read or is refused is logged with the
 /// reason and left where it is, and the server starts with the rest. Sets
@@ -157,6 +164,10 @@ void app__journal_drop(app_server* app, app_world* w, uint64_t seq);
 /// (journal_failed) and w's journal is down: its records are kept for
 /// app__journal_retry().
 void app__journal_commit(app_server* app, app_world* w);
+
+/// Puts w's journal down, its records possibly lost (`why`): only a state
+/// file brings it back.
+void app__journal_lose(app_server* app, app_world* w, const char* why);
 
 /// Whether w's journal cannot be written (a write, fsync or open failed):
 /// commands that would change w are refused (RDP_E_UNAVAILABLE) meanwhile.

@@ -191,6 +191,7 @@ app_world* app__world_find(const app_server* app, uint64_t id) {
 void app__world_destroy(app_server* app, app_world* w) {
     app__report_world_destroyed(app, w);
     app__persist_world_gone(app, w);
+    app__send_held(app, w); // applied, never durable, and moot now: each still gets its reply
     app__inbox_cancel(app, w);
     app__broadcast_world_gone(w);
     for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {

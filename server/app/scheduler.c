@@ -112,7 +112,7 @@ void app__inbox_forget_client(app_world* w, const app_client* c) {
 // Sends the replies of commands that applied in a boundary whose journal
 // write failed, now that they are durable (their records written, or a
 // state file holding them).
-static void send_held(app_server* app, app_world* w) {
+void app__send_held(app_server* app, app_world* w) {
     for (uint32_t i = 0; i < w->held_count; ++i) {
         struct app_reply* r = &w->held[i];
         app__report_reply(app, r->client, r->op, r->text, r->len);
@@ -152,7 +152,7 @@ static void apply_inbox(app_server* app, app_world* w, uint64_t now) {
     uint32_t n_replies = 0;
     const bool up = app__journal_retry(app, w, now);
     if (up && w->held_count > 0) {
-        send_held(app, w); // durable now
+        app__send_held(app, w); // durable now
     }
     char down[320] = "";
     if (!up) {
@@ -319,6 +319,7 @@ static void on_timer(uv_timer_t* t) {
     // clock, and this one runs as long as the server does.
     app__log_flush(&app->log, now);
     app__journal_sync_due(app, now); // --journal-fsync everysec
+    app__persist_check_lock(app, now);
     rearm(app);
 }
 

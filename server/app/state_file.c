@@ -379,7 +379,10 @@ int app__file_write_atomic(const char* dir, const char* name, const void* data, 
         snprintf(tmp, sizeof tmp, "%s/.%s.tmp", dir, name) >= (int)sizeof tmp) {
         return refuse(why, cap, "path too long");
     }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    // A temporary file left by a crash (or a link someone planted there)
+    // goes first: the new one is made afresh, never through a link.
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) {
         return refuse(why, cap, "cannot create %s: %s", tmp, strerror(errno));
     }

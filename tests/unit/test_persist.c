@@ -33,9 +33,11 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -558,13 +560,15 @@ static void crash_and_compare(fixture* f, app_world* w, const char* dir, uint64_
     remove_dir(dir);
 }
 
-// A disk that fills: /dev/full stands in for the journal (every write to it
-// fails with ENOSPC, as on a full disk). The boundary whose write failed
-// had applied (its records are kept); the world steps on but refuses the
-// commands that would change it, and /metrics says a journal is down.
-// Once the disk takes writes again (a second on), the kept records are
-// written and commands apply. A crash then: a new server has every
-// command that applied, none that was refused, and the live hash.
+// A disk that fills: a file-size limit on this process (RLIMIT_FSIZE, as
+// `ulimit -f`: a write past it fails with EFBIG as a full disk's fails
+// with ENOSPC) a little past the journal's end. The boundary whose write
+// failed had applied (its records are kept); the world steps on but
+// refuses the commands that would change it, and /metrics says a journal
+// is down. Once writes fit again (a second on), the kept records are
+// written (the part of one that fitted cut first) and commands apply. A
+// crash then: a new server has every command that applied, none that was
+// refused, and the live hash.
 static void test_a_full_disk_refuses_commands_until_the_journal_is_written(void** state) {
     (void)state;
     char dir[64];
@@ -572,20 +576,24 @@ static void test_a_full_disk_refuses_commands_until_the_journal_is_written(void*
     fixture f;
     start_in(&f, dir, false);
     app_world* w = new_world(&f, "full", 60, SIM_SOLVER_SOFT_STEP);
-    spawn_ball_at(w, 0);
+    for (int i = 0; i < 60; ++i) { // a journal longer than the log ever gets
+        spawn_ball_at(w, i % 8);
+    }
     tick(&f, w);
-    assert_true(w->seq == 1);
-    const int real = dup(w->journal_fd);
-    const int full = open("/dev/full", O_WRONLY | O_APPEND);
-    assert_true(real >= 0 && full >= 0);
-    assert_true(dup2(full, w->journal_fd) >= 0);
-    close(full);
+    assert_true(w->seq == 60);
+    assert_true(w->journal_bytes > 60 * 1000);
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    struct rlimit old, lim;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = (rlim_t)w->journal_bytes + 100; // part of one more record fits
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
     spawn_ball_at(w, 1);
     tick(&f, w); // applied; its record could not be written
-    assert_true(w->seq == 2);
+    assert_true(w->seq == 61);
     assert_true(w->journal_failed);
     assert_non_null(strstr(log_text(&f), "event=journal_failed"));
-    assert_non_null(strstr(log_text(&f), "No space left on device"));
+    assert_non_null(strstr(log_text(&f), "File too large"));
     assert_true(metric_says(&f, "\nragdolld_journals_down 1\n"));
     assert_true(metric_says(&f, "\nragdolld_journal_failures_total 1\n"));
     const uint64_t before = sim_world_tick(w->sim);
@@ -594,21 +602,22 @@ static void test_a_full_disk_refuses_commands_until_the_journal_is_written(void*
         tick(&f, w);
     }
     assert_true(sim_world_tick(w->sim) == before + 5); // it steps on
-    assert_true(w->seq == 2);
-    assert_int_equal(sim_world_entity_count(w->sim), 2);
+    assert_true(w->seq == 61);
+    assert_int_equal(sim_world_entity_count(w->sim), 61);
 
     // Room on the disk again.
-    assert_true(dup2(real, w->journal_fd) >= 0);
-    close(real);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, was);
     usleep(1100 * 1000);
     spawn_ball_at(w, 3);
     tick(&f, w);
     assert_false(w->journal_failed);
-    assert_true(w->seq == 3);
-    assert_int_equal(sim_world_entity_count(w->sim), 3);
+    assert_true(w->seq == 62);
+    assert_int_equal(sim_world_entity_count(w->sim), 62);
     assert_non_null(strstr(log_text(&f), "event=journal_recovered"));
+    assert_non_null(strstr(log_text(&f), "its records are written again"));
     assert_true(metric_says(&f, "\nragdolld_journals_down 0\n"));
-    crash_and_compare(&f, w, dir, 3);
+    crash_and_compare(&f, w, dir, 62);
 }
 
 // A failed fsync (--journal-fsync always; a pipe stands in for the
@@ -673,6 +682,8 @@ static void test_a_world_whose_state_cannot_be_written_is_not_durable(void** sta
     tick(&f, w);
     assert_int_equal(sim_world_entity_count(w->sim), 0); // refused
     assert_int_equal(mkdir(dir, 0700), 0);
+    usleep(1100 * 1000);
+    tick(&f, w); // the directory's lock taken again (its clock's second)
     usleep(1100 * 1000);
     spawn_ball_at(w, 0);
     tick(&f, w);
@@ -826,8 +837,30 @@ static void test_a_state_dir_is_one_servers(void** state) {
         fail_msg("the log says: %s", text);
     }
     assert_int_equal(f.app->world_count, 1); // the first is untouched
+    // The directory replaced under the first (its lock gone with it) and a
+    // second server started there: the first finds its lock is not the
+    // directory's and stands down, writing nothing, its world refusing
+    // commands; once the second has gone, it takes the lock again.
+    app_world* w = f.app->worlds[0];
+    remove_dir(dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    fixture g;
+    start_in(&g, dir, false);
+    app__persist_check_lock(f.app, uv_hrtime() + 2000000000ull);
+    assert_true(f.app->state_dir_taken);
+    assert_true(app__journal_down(f.app, w));
+    assert_false(app__journal_retry(f.app, w, uv_hrtime() + 10000000000ull));
+    assert_non_null(strstr(log_text(&f), "event=state_dir_lost"));
+    assert_non_null(strstr(log_text(&f), "another ragdolld (pid"));
+    stop(&g);
+    app__persist_check_lock(f.app, uv_hrtime() + 4000000000ull);
+    assert_false(f.app->state_dir_taken);
+    assert_non_null(strstr(log_text(&f), "event=state_dir_relocked"));
+    assert_true(app__journal_retry(f.app, w, uv_hrtime() + 20000000000ull)); // a state file
+    assert_false(app__journal_down(f.app, w));
     stop(&f);
-    start_in(&f, dir, true); // free again
+    start_in(&f, dir, true); // free again, its world there
+    assert_int_equal(f.app->world_count, 1);
     stop(&f);
     remove_dir(dir);
 }
@@ -858,14 +891,25 @@ static void test_files_deleted_under_the_server_are_written_again(void** state) 
     assert_false(w->journal_failed);
     assert_true(file_size(jpath) >= 32);
     assert_int_equal(unlink(spath), 0);
-    usleep(1100 * 1000);
-    tick(&f, w); // found missing: written at this boundary
-    settle(&f);
-    assert_true(file_size(spath) > 0);
-    assert_non_null(strstr(log_text(&f), "event=state_file_missing"));
     spawn_ball_at(w, 2);
+    tick(&f, w); // found missing at the write: down, the reply held
+    assert_true(w->journal_failed);
+    assert_non_null(strstr(log_text(&f), "its state file is gone from the state dir"));
+    usleep(1100 * 1000);
+    tick(&f, w); // a state file again, and a journal from it
+    assert_false(w->journal_failed);
+    assert_true(file_size(spath) > 0);
+    // A journal cut or replaced under the server is found before a reply
+    // goes: down, and back through a state file.
+    assert_int_equal(truncate(jpath, 0), 0);
+    spawn_ball_at(w, 3);
     tick(&f, w);
-    crash_and_compare(&f, w, dir, 3);
+    assert_true(w->journal_failed);
+    assert_non_null(strstr(log_text(&f), "its journal was changed under the server"));
+    usleep(1100 * 1000);
+    tick(&f, w);
+    assert_false(w->journal_failed);
+    crash_and_compare(&f, w, dir, 4);
 }
 
 // A journal with a bad tail longer than any write (a file grown by 5 MiB
