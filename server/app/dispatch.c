@@ -595,20 +595,26 @@ int app__spawn(sim_world* sw, const rdp_command* cmd, sim_entity_id* out) {
     }
 }
 
-// The "statics" event of w (idle): the ground and every box.
-static char* statics_event(app_world* w, uint64_t tick, size_t* len) {
-    const uint32_t n = sim_world_box_count(w->sim);
-    const sim_box* sb = sim_world_boxes(w->sim);
+// n static boxes as the wire has them (rounded as every number sent is), in
+// a new array (free() it); NULL on OOM.
+static rdp_box* wire_boxes(const sim_box* sb, uint32_t n) {
     rdp_box* boxes = calloc(n + 1, sizeof *boxes);
-    if (boxes == NULL) {
-        return NULL;
-    }
-    for (uint32_t i = 0; i < n; ++i) {
+    for (uint32_t i = 0; boxes != NULL && i < n; ++i) {
         boxes[i].center = (rdp_vec3){app__wire(sb[i].center.x), app__wire(sb[i].center.y),
                                      app__wire(sb[i].center.z)};
         boxes[i].half_extents =
             (rdp_vec3){app__wire(sb[i].half_extents.x), app__wire(sb[i].half_extents.y),
                        app__wire(sb[i].half_extents.z)};
+    }
+    return boxes;
+}
+
+// The "statics" event of w (idle): the ground and every box.
+static char* statics_event(app_world* w, uint64_t tick, size_t* len) {
+    const uint32_t n = sim_world_box_count(w->sim);
+    rdp_box* boxes = wire_boxes(sim_world_boxes(w->sim), n);
+    if (boxes == NULL) {
+        return NULL;
     }
     char* text = rdp_event_statics(w->id, tick, app__world_view(w)->ground, boxes, n, len);
     free(boxes);
@@ -812,18 +818,10 @@ static void subscribe(app_world* w, app_client* c, const rdp_command* cmd) {
     const app_world_view* v = app__world_view(w);
     rdp_params params = app__params_of(w);
     uint32_t nbox = v->box_count;
-    const sim_box* sb = v->boxes;
-    rdp_box* boxes = calloc(nbox + 1, sizeof *boxes);
+    rdp_box* boxes = wire_boxes(v->boxes, nbox);
     if (boxes == NULL) {
         app__send_error(c, rdp_re_of(cmd), RDP_E_INTERNAL, "out of memory");
         return;
-    }
-    for (uint32_t i = 0; i < nbox; ++i) {
-        boxes[i].center = (rdp_vec3){app__wire(sb[i].center.x), app__wire(sb[i].center.y),
-                                     app__wire(sb[i].center.z)};
-        boxes[i].half_extents =
-            (rdp_vec3){app__wire(sb[i].half_extents.x), app__wire(sb[i].half_extents.y),
-                       app__wire(sb[i].half_extents.z)};
     }
     rdp_reply_fields f;
     memset(&f, 0, sizeof f);
