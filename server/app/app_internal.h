@@ -266,7 +266,10 @@ typedef struct app_world {
     uint64_t seq; ///< Commands applied so far: the next one's journal sequence is seq + 1.
     struct app_save* saving; ///< Its state file being written, or NULL.
     bool save_wanted;        ///< save_world asked: save at the next tick boundary.
-    uint64_t next_save_ns;   ///< When the next autosave is due (uv_hrtime()).
+    /// The state file this server wrote (or loaded) last: device, inode and
+    /// size, so one changed under it is found (journal.c); ino 0: unknown.
+    uint64_t state_dev, state_ino, state_size;
+    uint64_t next_save_ns; ///< When the next autosave is due (uv_hrtime()).
     struct {
         app_client* client; ///< NULL once gone.
         rdp_re re;
@@ -355,8 +358,8 @@ struct app_server {
     uint32_t syncs_in_flight;              ///< Journal fsyncs on the threadpool (at most one).
     uint64_t next_sync_ns;                 ///< When the journals are next fsync'd (everysec).
     int state_lock_fd;                     ///< DIR/.lock, flock()ed while the server runs; 0: none.
-    uint64_t lock_check_ns; ///< When the lock is next checked (persist.c).
-    bool state_dir_taken;   ///< Another server holds the state dir: nothing is written.
+    uint64_t lock_check_ns;                ///< When the lock is next checked (persist.c).
+    bool state_dir_taken; ///< Another server holds the state dir: nothing is written.
 
     struct app_agones* agones; ///< The Agones SDK sidecar's client (agones.c), or NULL.
 

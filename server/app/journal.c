@@ -182,6 +182,14 @@ static bool files_intact(app_server* app, app_world* w, uint64_t bytes, bool exa
         snprintf(why, cap, "its state file is gone from the state dir");
         return false;
     }
+    // Emptied, overwritten or replaced in place (not while this server's
+    // own write of it is landing: that renames a new one over it).
+    if (w->saving == NULL && w->state_ino != 0 &&
+        ((uint64_t)pst.st_ino != w->state_ino || (uint64_t)pst.st_dev != w->state_dev ||
+         (uint64_t)pst.st_size != w->state_size)) {
+        snprintf(why, cap, "its state file was changed under the server");
+        return false;
+    }
     return true;
 }
 

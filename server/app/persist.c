@@ -86,6 +86,17 @@ static void say(app_server* app, app_log_level level, const char* event, uint64_
     app__log_end(&l);
 }
 
+// The state file w's server wrote last (app__journal_commit() checks it is
+// still that one: not emptied, overwritten or replaced in place).
+static void remember_state_file(app_world* w, const char* path) {
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        w->state_dev = (uint64_t)st.st_dev;
+        w->state_ino = (uint64_t)st.st_ino;
+        w->state_size = (uint64_t)st.st_size;
+    }
+}
+
 static void next_due(app_server* app, app_world* w) {
     w->next_save_ns = uv_hrtime() + (uint64_t)app->cfg.autosave_s * 1000000000ull;
 }
@@ -174,6 +185,7 @@ static void write_done(uv_work_t* req, int status) {
     if (s->world != NULL) {
         s->world->saving = NULL;
         if (s->rc == 0) {
+            remember_state_file(s->world, path);
             app__journal_compact(app, s->world, s->journal_from, s->seq);
         }
     } else if (s->rc == 0 && s->removed) {
@@ -253,6 +265,7 @@ int app__persist_save_now(app_server* app, app_world* w, char* why, size_t cap) 
         return -1;
     }
     app->saves++;
+    remember_state_file(w, path);
     say(app, APP_LOG_DEBUG, "world_saved", w->id, path, NULL, len, sim_world_tick(w->sim),
         (double)(uv_hrtime() - t0) / 1e6);
     app__journal_compact(app, w, APP_JOURNAL_ALL, w->seq); // the state holds all of it
@@ -649,6 +662,7 @@ uint32_t app__persist_load_all(app_server* app) {
             continue;
         }
         const uint64_t state_tick = sim_world_tick(w->sim);
+        remember_state_file(w, path);
         char jname[64], jpath[4096];
         app__journal_name(w->id, jname, sizeof jname);
         snprintf(jpath, sizeof jpath, "%s/%s", app->cfg.state_dir, jname);

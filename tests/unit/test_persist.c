@@ -899,17 +899,28 @@ static void test_files_deleted_under_the_server_are_written_again(void** state) 
     tick(&f, w); // a state file again, and a journal from it
     assert_false(w->journal_failed);
     assert_true(file_size(spath) > 0);
+    // A state file emptied in place (as `: > file` or a `cp` over it): the
+    // same.
+    assert_int_equal(truncate(spath, 0), 0);
+    spawn_ball_at(w, 2);
+    tick(&f, w);
+    assert_true(w->journal_failed);
+    assert_non_null(strstr(log_text(&f), "its state file was changed under the server"));
+    usleep(1100 * 1000);
+    tick(&f, w);
+    assert_false(w->journal_failed);
+    assert_true(file_size(spath) > 0);
     // A journal cut or replaced under the server is found before a reply
     // goes: down, and back through a state file.
     assert_int_equal(truncate(jpath, 0), 0);
-    spawn_ball_at(w, 3);
+    spawn_ball_at(w, 4);
     tick(&f, w);
     assert_true(w->journal_failed);
     assert_non_null(strstr(log_text(&f), "its journal was changed under the server"));
     usleep(1100 * 1000);
     tick(&f, w);
     assert_false(w->journal_failed);
-    crash_and_compare(&f, w, dir, 4);
+    crash_and_compare(&f, w, dir, 5);
 }
 
 // A journal with a bad tail longer than any write (a file grown by 5 MiB
