@@ -566,6 +566,11 @@ uint32_t app__persist_load_all(app_server* app) {
     uint64_t* jids = NULL; // journals
     size_t nj = 0, jcap = 0;
     for (struct dirent* e = readdir(d); e != NULL; e = readdir(d)) {
+        // A journal set aside earlier keeps its id from new worlds too.
+        const uint64_t rid = id_of(e->d_name, ".journal.refused");
+        if (rid != 0 && rid != UINT64_MAX && rid > app->next_world_id) {
+            app->next_world_id = rid;
+        }
         uint64_t id = id_of(e->d_name, ".state");
         const uint64_t jid = id_of(e->d_name, ".journal");
         if (jid != 0 && jid != UINT64_MAX) {

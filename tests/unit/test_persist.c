@@ -740,6 +740,17 @@ static void test_another_worlds_journal_is_refused_before_anything_applies(void*
     start_in(&f, dir, false);
     assert_null(strstr(log_text(&f), "refused"));
     assert_true(app__world_find(f.app, 2)->seq == 0);
+    // world-2.journal.refused stays: no new world may be 2, even once the
+    // world 2 there is destroyed and the server restarted.
+    app__persist_remove_files(f.app, app__world_find(f.app, 2));
+    app__world_destroy(f.app, app__world_find(f.app, 2));
+    stop(&f);
+    start_in(&f, dir, false);
+    app_world* next = NULL;
+    assert_int_equal(
+        app__world_create(f.app, "next", 60, f.app->cfg.world_limits, SIM_SOLVER_SOFT_STEP, &next),
+        RDP_OK);
+    assert_true(next->id > 2);
     stop(&f);
     remove_dir(dir);
 }
