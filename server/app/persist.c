@@ -546,6 +546,21 @@ static uint64_t id_of(const char* name, const char* suffix) {
     return over || id > APP_MAX_WORLD_ID ? UINT64_MAX : id; // a state file's name, a bad id
 }
 
+// Appends id to the growing array *a (*n of *cap); false when out of memory.
+static bool push_id(uint64_t** a, size_t* n, size_t* cap, uint64_t id) {
+    if (*n == *cap) {
+        size_t c = *cap == 0 ? 16 : 2 * *cap;
+        uint64_t* p = realloc(*a, c * sizeof *p);
+        if (p == NULL) {
+            return false;
+        }
+        *a = p;
+        *cap = c;
+    }
+    (*a)[(*n)++] = id;
+    return true;
+}
+
 static int by_id(const void* a, const void* b) {
     uint64_t x = *(const uint64_t*)a, y = *(const uint64_t*)b;
     return x < y ? -1 : x > y;
@@ -575,15 +590,9 @@ uint32_t app__persist_load_all(app_server* app) {
         const uint64_t jid = id_of(e->d_name, ".journal");
         if (jid != 0 && jid != UINT64_MAX) {
             // A journal is nothing without its state: looked at below.
-            if (nj == jcap) {
-                jcap = jcap == 0 ? 16 : 2 * jcap;
-                uint64_t* q = realloc(jids, jcap * sizeof *jids);
-                if (q == NULL) {
-                    break;
-                }
-                jids = q;
+            if (!push_id(&jids, &nj, &jcap, jid)) {
+                break;
             }
-            jids[nj++] = jid;
             continue;
         }
         if (id == 0) {
@@ -597,15 +606,9 @@ uint32_t app__persist_load_all(app_server* app) {
                 "its id is past 2^53 - 1, the largest a world can have", 0, 0, 0);
             continue;
         }
-        if (n == cap) {
-            cap = cap == 0 ? 16 : 2 * cap;
-            uint64_t* p = realloc(ids, cap * sizeof *ids);
-            if (p == NULL) {
-                break;
-            }
-            ids = p;
+        if (!push_id(&ids, &n, &cap, id)) {
+            break;
         }
-        ids[n++] = id;
     }
     closedir(d);
     if (n > 0) {

@@ -876,10 +876,11 @@ static void test_a_state_dir_is_one_servers(void** state) {
     remove_dir(dir);
 }
 
-// Files deleted under a running server. Its journal: the write that
-// follows finds it gone, the world is down (its replies wait), and a
-// state file a second on brings it back with a fresh journal. Its state
-// file: written again within a second. A crash after: nothing is lost.
+// Files changed under a running server: its journal deleted, its state
+// file deleted or emptied, its journal cut. Each is found at the next
+// write, before that boundary's replies go: the world is down (the replies
+// wait), and a state file a second on brings it back with a fresh journal.
+// A crash after: nothing is lost.
 static void test_files_deleted_under_the_server_are_written_again(void** state) {
     (void)state;
     char dir[64];
