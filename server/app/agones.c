@@ -391,6 +391,61 @@ static const char* meta(const cJSON* gs, const char* key) {
     return NULL;
 }
 
+// 1 to RDP_MAX_NAME printable ASCII characters (a world's name).
+static bool printable_name(const char* s) {
+    size_t n = strlen(s);
+    bool printable = n >= 1 && n <= RDP_MAX_NAME;
+    for (size_t i = 0; i < n && printable; ++i) {
+        printable = s[i] >= 0x20 && s[i] < 0x7f;
+    }
+    return printable;
+}
+
+// Checks ragdolld.dev/player-tokens and keeps it in out. A token is never
+// echoed in why: annotations are read by more people than its players.
+static int player_tokens(const char* list, app_agones_match* out, char* why, size_t cap) {
+    uint32_t n = 0;
+    size_t at = 0;
+    for (const char* p = list; *p != '\0';) {
+        p += strspn(p, " ,");
+        size_t len = strcspn(p, " ,");
+        if (len == 0) {
+            break;
+        }
+        if (!app__token_well_formed(p, len)) {
+            snprintf(why, cap,
+                     "ragdolld.dev/player-tokens: token %u is not %d to %d characters of A-Z a-z "
+                     "0-9 . _ ~ - (separate tokens with commas)",
+                     n + 1, APP_TOKEN_MIN, APP_TOKEN_MAX);
+            return -1;
+        }
+        if (n == APP_AGONES_MAX_PLAYER_TOKENS) {
+            snprintf(why, cap, "ragdolld.dev/player-tokens: more than %d tokens",
+                     APP_AGONES_MAX_PLAYER_TOKENS);
+            return -1;
+        }
+        // The same token twice would be one player counted twice: refused.
+        for (const char* q = out->player_tokens; *q != '\0';) {
+            size_t qlen = strcspn(q, ",");
+            if (qlen == len && memcmp(q, p, len) == 0) {
+                snprintf(why, cap, "ragdolld.dev/player-tokens: token %u is given twice", n + 1);
+                return -1;
+            }
+            q += qlen + (q[qlen] == ',');
+        }
+        if (at > 0) {
+            out->player_tokens[at++] = ',';
+        }
+        memcpy(out->player_tokens + at, p, len);
+        at += len;
+        out->player_tokens[at] = '\0';
+        n++;
+        p += len;
+    }
+    out->player_token_count = n;
+    return 0;
+}
+
 int app__agones_match(const char* json, size_t len, sim_solver default_solver,
                       app_agones_match* out, char* why, size_t cap) {
     memset(out, 0, sizeof *out);
@@ -409,13 +464,22 @@ int app__agones_match(const char* json, size_t len, sim_solver default_solver,
     const char* hz = meta(gs, "ragdolld.dev/tick-hz");
     const char* solver = meta(gs, "ragdolld.dev/solver");
     const char* tpl = meta(gs, "ragdolld.dev/template");
-    if (name != NULL) {
-        size_t n = strlen(name);
-        bool printable = n >= 1 && n <= RDP_MAX_NAME;
-        for (size_t i = 0; i < n && printable; ++i) {
-            printable = name[i] >= 0x20 && name[i] < 0x7f;
+    const char* match_id = meta(gs, "ragdolld.dev/match-id");
+    const char* tokens = meta(gs, "ragdolld.dev/player-tokens");
+    if (match_id != NULL) {
+        if (!printable_name(match_id)) {
+            snprintf(why, cap,
+                     "ragdolld.dev/match-id must be 1 to %d printable ASCII characters, not "
+                     "\"%.40s\"",
+                     RDP_MAX_NAME, match_id);
+            rc = -1;
+        } else {
+            snprintf(out->match_id, sizeof out->match_id, "%s", match_id);
+            snprintf(out->name, sizeof out->name, "%s", match_id);
         }
-        if (!printable) {
+    }
+    if (rc == 0 && name != NULL) {
+        if (!printable_name(name)) {
             snprintf(why, cap,
                      "ragdolld.dev/world-name must be 1 to %d printable ASCII characters, not "
                      "\"%.40s\"",
@@ -456,8 +520,35 @@ int app__agones_match(const char* json, size_t len, sim_solver default_solver,
             snprintf(out->template_name, sizeof out->template_name, "%s", tpl);
         }
     }
+    if (rc == 0 && tokens != NULL) {
+        rc = player_tokens(tokens, out, why, cap);
+    }
     cJSON_Delete(root);
     return rc;
+}
+
+// The allocation's player tokens, each for the match's world w only.
+// False with why when they cannot be added (the world is then not made).
+static bool add_players(app_agones* ag, const app_agones_match* m, const app_world* w, char* why,
+                        size_t cap) {
+    app_server* app = ag->app;
+    if (m->player_token_count == 0) {
+        return true;
+    }
+    if (app->cfg.auth == NULL) {
+        // Without an auth file every client may do everything already.
+        say(ag, APP_LOG_WARN, "agones_player_tokens_ignored", "reason",
+            "the server has no --auth-file: every client is an admin");
+        return true;
+    }
+    uint32_t added = 0;
+    char msg[200];
+    if (app__auth_add_tokens(app, m->player_tokens, APP_ROLE_PLAYER, w->name, &added, msg,
+                             sizeof msg) != 0) {
+        snprintf(why, cap, "ragdolld.dev/player-tokens: %s", msg);
+        return false;
+    }
+    return true;
 }
 
 // The GameServer was allocated: its match's world is made.
@@ -486,6 +577,10 @@ static void allocated(app_agones* ag, const char* json, size_t len) {
             app__world_destroy(app, w);
             w = NULL;
             rc = RDP_E_UNAVAILABLE;
+        } else if (rc == RDP_OK && !add_players(ag, &m, w, why, sizeof why)) {
+            app__persist_remove_files(app, w);
+            app__world_destroy(app, w);
+            w = NULL;
         } else if (rc != RDP_OK) {
             snprintf(why, sizeof why, "%s",
                      rc == RDP_E_TOO_LARGE ? "the server has --max-worlds worlds already"
@@ -502,7 +597,11 @@ static void allocated(app_agones* ag, const char* json, size_t len) {
                        uv_hrtime())) {
         app__log_u64(&l, "world", w->id);
         app__log_str(&l, "name", m.name);
+        if (m.match_id[0] != '\0') {
+            app__log_str(&l, "match", m.match_id);
+        }
         app__log_u64(&l, "tick_hz", m.tick_hz);
+        app__log_u64(&l, "player_tokens", app->cfg.auth != NULL ? m.player_token_count : 0);
         app__log_end(&l);
     }
     // The world's id on the GameServer (agones.dev/sdk-world), for whoever

@@ -18,9 +18,11 @@
  *                                    the pings, and Agones replaces the pod
  *   GameServer becomes Allocated     the match's world is made from the
  *                                    allocation's labels and annotations
- *                                    (ragdolld.dev/world-name, /tick-hz,
- *                                    /solver); its id is annotated back as
- *                                    agones.dev/sdk-world
+ *                                    (ragdolld.dev/world-name, /match-id,
+ *                                    /tick-hz, /solver, /template,
+ *                                    /player-tokens: tokens that may play
+ *                                    in that world only); its id is
+ *                                    annotated back as agones.dev/sdk-world
  *   sessions open or close           the Counter "players" set to the count
  *   no session for
  *   --agones-empty-timeout s
@@ -40,6 +42,9 @@
 /// The Counter (GameServer spec.counters) the connected sessions go to.
 #define APP_AGONES_PLAYERS_COUNTER "players"
 
+/// Most player tokens one allocation may carry (ragdolld.dev/player-tokens).
+#define APP_AGONES_MAX_PLAYER_TOKENS 128
+
 /// What an allocation asks of the match's world (app__agones_match()).
 typedef struct app_agones_match {
     char name[RDP_MAX_NAME + 1]; ///< ragdolld.dev/world-name; default "match".
@@ -48,6 +53,16 @@ typedef struct app_agones_match {
     bool solver_given;
     /// ragdolld.dev/template: the world template it is made from; "" none.
     char template_name[RDP_MAX_TEMPLATE_NAME + 1];
+    /// ragdolld.dev/match-id: the match, for the logs; "" none. Also the
+    /// world's name when ragdolld.dev/world-name is not given.
+    char match_id[RDP_MAX_NAME + 1];
+    /// ragdolld.dev/player-tokens: the match's players' tokens, separated
+    /// by commas or blanks (each as in the auth file: 16-128 characters
+    /// of A-Z a-z 0-9 . _ ~ -, at most APP_AGONES_MAX_PLAYER_TOKENS);
+    /// each becomes a player token for the match's world only, for the
+    /// server's life. Kept here as given once checked; "" none.
+    char player_tokens[APP_AGONES_MAX_PLAYER_TOKENS * (APP_TOKEN_MAX + 1)];
+    uint32_t player_token_count;
 } app_agones_match;
 
 /// The state of a GameServer (status.state: "Ready", "Allocated", ...)

@@ -68,7 +68,7 @@ typedef struct app_auth_entry {
     char token[APP_TOKEN_MAX + 1]; ///< NUL-padded to the end (compared whole).
     size_t len;
     app_role role;
-    uint32_t line;        ///< Line in the file, for messages.
+    uint32_t line;        ///< Line in the file, for messages; 0 for an allocation's token.
     uint32_t world_count; ///< 0: every world.
     char worlds[APP_AUTH_MAX_WORLDS][RDP_MAX_NAME + 1];
 } app_auth_entry;
@@ -650,6 +650,15 @@ const app_auth_entry* app__auth_lookup(const app_auth* a, const char* token, siz
 
 /// The first entry of a's array (for ownership keys).
 const app_auth_entry* app__auth_entries(const app_auth* a);
+
+/// Adds the tokens of list (blank- or comma-separated) to app->cfg.auth
+/// (not NULL) with role, each for the one world named `world`: an
+/// allocation's players (agones.c). All or none: returns 0 with *added,
+/// or -1 with why (cap bytes; never a token) when one is malformed, is
+/// already a token of this server, or the server would hold more than
+/// APP_AUTH_MAX_ENTRIES. Connected clients keep their entries.
+int app__auth_add_tokens(app_server* app, const char* list, app_role role, const char* world,
+                         uint32_t* added, char* why, size_t cap);
 
 /// Admits or refuses an upgrade (net_callbacks.on_upgrade): Origin, token,
 /// per-address and anonymous caps; on success makes the session's client

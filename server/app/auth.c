@@ -400,6 +400,74 @@ const app_auth_entry* app__auth_entries(const app_auth* a) {
     return a->entries;
 }
 
+int app__auth_add_tokens(app_server* app, const char* list, app_role role, const char* world,
+                         uint32_t* added, char* why, size_t cap) {
+    app_auth* a = app->cfg.auth;
+    *added = 0;
+    // Count and check them all before anything changes.
+    uint32_t n = 0;
+    for (const char* p = list; *p != '\0';) {
+        p += strspn(p, " ,");
+        size_t len = strcspn(p, " ,");
+        if (len == 0) {
+            break;
+        }
+        if (!app__token_well_formed(p, len)) {
+            snprintf(why, cap, "token %u is not %d to %d characters of A-Z a-z 0-9 . _ ~ -", n + 1,
+                     APP_TOKEN_MIN, APP_TOKEN_MAX);
+            return -1;
+        }
+        if (app__auth_lookup(a, p, len) != NULL) {
+            snprintf(why, cap, "token %u is already this server's (its auth file's, or another's)",
+                     n + 1);
+            return -1;
+        }
+        n++;
+        p += len;
+    }
+    if (n == 0) {
+        return 0;
+    }
+    if (a->count + n > APP_AUTH_MAX_ENTRIES) {
+        snprintf(why, cap, "the server would hold more than %d tokens", APP_AUTH_MAX_ENTRIES);
+        return -1;
+    }
+    // A new array, not realloc: clients hold pointers into the old one and
+    // are moved across (same index, so the same ownership keys).
+    app_auth_entry* grown = calloc(a->count + n, sizeof *grown);
+    if (grown == NULL) {
+        snprintf(why, cap, "out of memory");
+        return -1;
+    }
+    memcpy(grown, a->entries, a->count * sizeof *grown);
+    uint32_t k = a->count;
+    for (const char* p = list; *p != '\0';) {
+        p += strspn(p, " ,");
+        size_t len = strcspn(p, " ,");
+        if (len == 0) {
+            break;
+        }
+        app_auth_entry* e = &grown[k++];
+        memcpy(e->token, p, len);
+        e->len = len;
+        e->role = role;
+        e->line = 0;
+        e->world_count = 1;
+        snprintf(e->worlds[0], sizeof e->worlds[0], "%s", world);
+        p += len;
+    }
+    for (app_client* c = app->client_list; c != NULL; c = c->next) {
+        if (c->entry != NULL) {
+            c->entry = grown + (c->entry - a->entries);
+        }
+    }
+    free(a->entries);
+    a->entries = grown;
+    a->count += n;
+    *added = n;
+    return 0;
+}
+
 // ---------------------------------------------------------------------------
 // Commands
 // ---------------------------------------------------------------------------

@@ -119,6 +119,89 @@ test('an allocation makes the match world from its annotations and template; Shu
   }
 });
 
+test("the allocation's player tokens let its players in, to the match world only", async () => {
+  const stub = await startStub();
+  const admin = 'admin-token-0123456789abcdef';
+  const [p1, p2] = ['player-one-0123456789abcdef', 'player-two-0123456789abcdef'];
+  const dir = fs.mkdtempSync('/tmp/ragdolld-agones-');
+  const authFile = `${dir}/tokens`;
+  fs.writeFileSync(authFile, `${admin} admin\n`);
+  const s = await agones(stub, ['--auth-file', authFile]);
+  const boss = await Client.connect(s.url, ['ragdolld.v1', `ragdolld.auth.${admin}`]);
+  const players = [];
+  try {
+    const demo = boss.welcome.worlds[0].world;
+    await stub.until(() => stub.of('/watch/gameserver').length > 0, 10000, 'a watch');
+    // Not a token of this server before the allocation.
+    await assert.rejects(Client.connect(s.url, ['ragdolld.v1', `ragdolld.auth.${p1}`]), /401/);
+    stub.allocate({ annotations: { 'ragdolld.dev/match-id': 'm-7', 'ragdolld.dev/player-tokens': `${p1}, ${p2}` } });
+    await stub.until(() => 'agones.dev/sdk-world' in stub.gs.object_meta.annotations, 5000, 'the world annotated');
+    const world = Number(stub.gs.object_meta.annotations['agones.dev/sdk-world']);
+    // The match id names the world when no world-name is given.
+    assert.equal((await ok(boss, { op: 'list_worlds' })).worlds.find((x) => x.world === world).name, 'm-7');
+    assert.match(s.stderr(), /event=agones_allocated world=\d+ name=m-7 match=m-7 tick_hz=60 player_tokens=2/);
+    for (const t of [p1, p2]) players.push(await Client.connect(s.url, ['ragdolld.v1', `ragdolld.auth.${t}`]));
+    // Each plays in the match world (player role) ...
+    for (const c of players) await ok(c, { op: 'spawn_ball', world, position: [0, 3, 0] });
+    // ... and nowhere else, and is no admin.
+    const elsewhere = await players[0].send({ op: 'spawn_ball', world: demo, position: [0, 3, 0] });
+    assert.equal(elsewhere.error?.code, 'forbidden', JSON.stringify(elsewhere));
+    assert.match(elsewhere.error.message, /not for world "demo"/);
+    const create = await players[1].send({ op: 'create_world', name: 'mine' });
+    assert.equal(create.error?.code, 'forbidden', JSON.stringify(create));
+    // The file's tokens still work; unknown ones do not.
+    await ok(boss, { op: 'spawn_ball', world, position: [1, 3, 0] });
+    await assert.rejects(Client.connect(s.url, ['ragdolld.v1', 'ragdolld.auth.player-three-0123456789ab']), /401/);
+    for (const t of [admin, p1, p2]) assert.ok(!s.stderr().includes(t), 'a token in the log');
+  } finally {
+    for (const c of players) c.close();
+    boss.close();
+    await s.stop();
+    await stub.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('bad player tokens in an allocation are refused without echoing them, and no world is made', async () => {
+  const admin = 'admin-token-0123456789abcdef';
+  const dir = fs.mkdtempSync('/tmp/ragdolld-agones-');
+  const authFile = `${dir}/tokens`;
+  fs.writeFileSync(authFile, `${admin} admin\n`);
+  const cases = [
+    ['short-token', /token 1 is not 16 to 128 characters/],
+    ['player-one-0123456789abcdef,player-one-0123456789abcdef', /token 2 is given twice/],
+    [`player-one-0123456789abcdef,${admin}`, /token 2 is already this server's/],
+    [Array.from({ length: 129 }, (_, i) => `player-${String(i).padStart(3, '0')}-0123456789ab`).join(','), /more than 128 tokens/],
+  ];
+  try {
+    for (const [tokens, says] of cases) {
+      const stub = await startStub();
+      const s = await agones(stub, ['--auth-file', authFile]);
+      const boss = await Client.connect(s.url, ['ragdolld.v1', `ragdolld.auth.${admin}`]);
+      try {
+        await stub.until(() => stub.of('/watch/gameserver').length > 0, 10000, 'a watch');
+        const before = (await ok(boss, { op: 'list_worlds' })).worlds.length;
+        stub.allocate({ annotations: { 'ragdolld.dev/player-tokens': tokens } });
+        const end = Date.now() + 5000;
+        while (!/agones_allocation_refused/.test(s.stderr()) && Date.now() < end) await sleep(50);
+        const line = s.stderr().split('\n').find((x) => x.includes('agones_allocation_refused')) ?? '';
+        assert.match(line, /reason="ragdolld.dev\/player-tokens: /);
+        assert.match(line, says);
+        assert.ok(!line.includes('0123456789'), `a token echoed: ${line}`);
+        assert.equal((await ok(boss, { op: 'list_worlds' })).worlds.length, before);
+        // The server's own tokens are as they were.
+        await assert.rejects(Client.connect(s.url, ['ragdolld.v1', 'ragdolld.auth.player-one-0123456789abcdef']), /401/);
+      } finally {
+        boss.close();
+        await s.stop();
+        await stub.close();
+      }
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('an allocation that asks for a bad world is refused with the key named, and nothing is made', async () => {
   const stub = await startStub();
   const s = await agones(stub);

@@ -91,7 +91,12 @@ test('the FleetAutoscaler scales that Fleet; the allocation selects it and asks 
   assert.ok(b.minReplicas <= b.maxReplicas && b.bufferSize >= 1);
   const [alloc] = load('agones/allocation.yaml');
   assert.equal(alloc.spec.selectors[0].matchLabels['agones.dev/fleet'], fleet.metadata.name);
-  assert.deepEqual([...serverKeys].sort(), ['ragdolld.dev/solver', 'ragdolld.dev/template', 'ragdolld.dev/tick-hz', 'ragdolld.dev/world-name']);
+  assert.deepEqual([...serverKeys].sort(), ['ragdolld.dev/match-id', 'ragdolld.dev/player-tokens', 'ragdolld.dev/solver',
+    'ragdolld.dev/template', 'ragdolld.dev/tick-hz', 'ragdolld.dev/world-name']);
+  // The example's player tokens are ones the server takes (auth.c's rule).
+  const players = alloc.spec.metadata.annotations['ragdolld.dev/player-tokens'].split(',');
+  assert.ok(players.length >= 1 && players.length <= 128);
+  for (const t of players) assert.match(t, /^[A-Za-z0-9._~-]{16,128}$/);
   const tpl = alloc.spec.metadata.annotations['ragdolld.dev/template'];
   assert.ok(fs.existsSync(path.join('templates', `${tpl}.json`)), `no shipped template ${tpl}`);
   for (const key of Object.keys(alloc.spec.metadata.annotations)) {

@@ -284,6 +284,18 @@ static void test_app_agones_reads_an_allocated_game_server(void** state) {
     assert_string_equal(m.name, "match");
     assert_int_equal(m.tick_hz, 60);
     assert_int_equal(m.solver, SIM_SOLVER_SOFT_STEP);
+    assert_int_equal(m.player_token_count, 0);
+    // A match id names the world unless world-name does; player tokens are
+    // kept comma-separated, blanks and empty items dropped.
+    static const char match[] =
+        "{\"object_meta\":{\"annotations\":{\"ragdolld.dev/match-id\":\"m-17\","
+        "\"ragdolld.dev/player-tokens\":\" aaaaaaaaaaaaaaaa, ,bbbbbbbbbbbbbbbb.x \"}}}";
+    assert_int_equal(
+        app__agones_match(match, sizeof match - 1, SIM_SOLVER_SOFT_STEP, &m, why, sizeof why), 0);
+    assert_string_equal(m.name, "m-17");
+    assert_string_equal(m.match_id, "m-17");
+    assert_int_equal(m.player_token_count, 2);
+    assert_string_equal(m.player_tokens, "aaaaaaaaaaaaaaaa,bbbbbbbbbbbbbbbb.x");
     // Each bad value named with its key.
     struct {
         const char* json;
@@ -298,6 +310,14 @@ static void test_app_agones_reads_an_allocated_game_server(void** state) {
          "ragdolld.dev/world-name must be 1 to 64 printable ASCII characters"},
         {"{\"object_meta\":{\"annotations\":{\"ragdolld.dev/world-name\":\"a\\nb\"}}}",
          "printable ASCII"},
+        {"{\"object_meta\":{\"annotations\":{\"ragdolld.dev/match-id\":\"\"}}}",
+         "ragdolld.dev/match-id must be 1 to 64 printable ASCII characters"},
+        {"{\"object_meta\":{\"annotations\":{\"ragdolld.dev/player-tokens\":"
+         "\"aaaaaaaaaaaaaaaa,aaaaaaaa/aaaaaaa\"}}}",
+         "ragdolld.dev/player-tokens: token 2 is not 16 to 128 characters"},
+        {"{\"object_meta\":{\"annotations\":{\"ragdolld.dev/player-tokens\":"
+         "\"aaaaaaaaaaaaaaaa aaaaaaaaaaaaaaaa\"}}}",
+         "token 2 is given twice"},
         {"[1,2]", "not a JSON object"},
         {"{\"object_meta\":", "not a JSON object"},
     };

@@ -161,8 +161,9 @@ typedef struct app_config {
     /// main() loads into `auth`; NULL for none.
     const char* auth_file;
     /// Tokens and roles; NULL: no access control, every connection is an
-    /// admin (fine on loopback). Not owned: it must outlive the server.
-    const app_auth* auth;
+    /// admin (fine on loopback). Not owned: it must outlive the server,
+    /// which adds to it the player tokens of an Agones allocation.
+    app_auth* auth;
     /// Allow a non-loopback address without an auth file (--insecure).
     bool insecure;
     /// Origins a browser may connect from (--allow-origin, "*" for any);
