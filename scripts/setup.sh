@@ -4,7 +4,8 @@
 #
 #   scripts/setup.sh          build + run dependencies (libraries, cmake, node, npm packages)
 #   scripts/setup.sh --test   also the test dependencies (cmocka, clang, Chromium,
-#                             promtool from the prometheus package to lint /metrics)
+#                             promtool from the prometheus package to lint /metrics,
+#                             podman to build the image)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,7 +24,9 @@ if [ "$want_test" = 1 ]; then
   # prometheus: for promtool only. The package also holds the Prometheus
   # server, which a machine running systemd starts on :9090 (`systemctl
   # disable --now prometheus` if that is unwanted).
-  pkgs+=(libcmocka-dev clang chromium prometheus)
+  # podman, buildah, debootstrap: tests/image/check.sh builds the
+  # Dockerfile; curl: it asks the server inside over HTTP.
+  pkgs+=(libcmocka-dev clang chromium prometheus podman buildah debootstrap curl)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -9,6 +9,11 @@
 #      no rates (the server runs about ten times slower under it);
 #   4. clang, libFuzzer + ASan + UBSan, the fuzz targets only (build-fuzz/):
 #      every committed seed once, then each target for 20 s from its seeds.
+#   5. the container image (tests/image/check.sh): the Dockerfile built with
+#      podman, then its HEALTHCHECK, ragdollctl and the installed server's
+#      viewer and templates checked inside. It runs beside 3 and 4, which
+#      assert no rates (about 3 minutes, much of it downloads); its log is
+#      test-artifacts/image-check.log.
 # Test artifacts (screenshots, inputs that crashed a fuzzer) go to
 # test-artifacts/.
 set -euo pipefail
@@ -50,6 +55,13 @@ ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 # steps in flight; test_app; a real ragdolld under rdc and /metrics). -O2,
 # as TSan's documentation advises: at -O1 a demo tick takes 9 ms here, at
 # -O2 6 ms (0.3 ms in the gcc build). Only the targets those tests need.
+echo "== container image (podman), beside the next two stages =="
+sudo_cmd=()
+[ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+"${sudo_cmd[@]}" tests/image/check.sh >"$RD_ARTIFACTS/image-check.log" 2>&1 &
+image_pid=$!
+trap 'kill "$image_pid" 2>/dev/null || true' EXIT
+
 echo "== clang ThreadSanitizer =="
 CC=clang cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O2" \
   -DRD_SANITIZE=thread -DRD_BUILD_TESTS=ON -DRD_BUILD_BENCH=OFF -DRD_BUILD_WEB=ON >/dev/null
@@ -63,4 +75,13 @@ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRD_FUZZ=ON
 cmake --build build-fuzz -j"$jobs" --target fuzz
 ctest --test-dir build-fuzz --output-on-failure --no-tests=error -L fuzz
 tests/fuzz/smoke.sh build-fuzz 20
-echo "all tests passed (gcc Release, clang ASan+UBSan, clang TSan, clang libFuzzer)"
+
+echo "== container image (podman): waiting for it =="
+if ! wait "$image_pid"; then
+  tail -n 60 "$RD_ARTIFACTS/image-check.log" >&2
+  echo "the container image check failed (whole log: $RD_ARTIFACTS/image-check.log)" >&2
+  exit 1
+fi
+trap - EXIT
+grep '^image check:' "$RD_ARTIFACTS/image-check.log"
+echo "all tests passed (gcc Release, clang ASan+UBSan, clang TSan, clang libFuzzer, the container image)"
