@@ -541,6 +541,19 @@ static bool add_players(app_agones* ag, const app_agones_match* m, const app_wor
             "the server has no --auth-file: every client is an admin");
         return true;
     }
+    // Tokens are scoped by name (PROTOCOL.md §6): another world of the
+    // same name, such as a restored one, would be theirs too.
+    for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
+        const app_world* o = app->worlds[i];
+        if (o != NULL && o != w && strcmp(o->name, w->name) == 0) {
+            snprintf(why, cap,
+                     "ragdolld.dev/player-tokens: world %" PRIu64
+                     " is named \"%s\" too, and the tokens would play there as well (give "
+                     "ragdolld.dev/world-name another name)",
+                     o->id, w->name);
+            return false;
+        }
+    }
     uint32_t added = 0;
     char msg[200];
     if (app__auth_add_tokens(app, m->player_tokens, APP_ROLE_PLAYER, w->name, &added, msg,

@@ -167,21 +167,24 @@ test('bad player tokens in an allocation are refused without echoing them, and n
   const dir = fs.mkdtempSync('/tmp/ragdolld-agones-');
   const authFile = `${dir}/tokens`;
   fs.writeFileSync(authFile, `${admin} admin\n`);
+  const tokens = (list) => ({ 'ragdolld.dev/player-tokens': list });
   const cases = [
-    ['short-token', /token 1 is not 16 to 128 characters/],
-    ['player-one-0123456789abcdef,player-one-0123456789abcdef', /token 2 is given twice/],
-    [`player-one-0123456789abcdef,${admin}`, /token 2 is already this server's/],
-    [Array.from({ length: 129 }, (_, i) => `player-${String(i).padStart(3, '0')}-0123456789ab`).join(','), /more than 128 tokens/],
+    [tokens('short-token'), /token 1 is not 16 to 128 characters/],
+    [tokens('player-one-0123456789abcdef,player-one-0123456789abcdef'), /token 2 is given twice/],
+    [tokens(`player-one-0123456789abcdef,${admin}`), /token 2 is already this server's/],
+    [tokens(Array.from({ length: 129 }, (_, i) => `player-${String(i).padStart(3, '0')}-0123456789ab`).join(',')), /more than 128 tokens/],
+    // Tokens are scoped by world name: the demo world's name is taken.
+    [{ ...tokens('player-one-0123456789abcdef'), 'ragdolld.dev/world-name': 'demo' }, /world 1 is named \\"demo\\" too/],
   ];
   try {
-    for (const [tokens, says] of cases) {
+    for (const [annotations, says] of cases) {
       const stub = await startStub();
       const s = await agones(stub, ['--auth-file', authFile]);
       const boss = await Client.connect(s.url, ['ragdolld.v1', `ragdolld.auth.${admin}`]);
       try {
         await stub.until(() => stub.of('/watch/gameserver').length > 0, 10000, 'a watch');
         const before = (await ok(boss, { op: 'list_worlds' })).worlds.length;
-        stub.allocate({ annotations: { 'ragdolld.dev/player-tokens': tokens } });
+        stub.allocate({ annotations });
         const end = Date.now() + 5000;
         while (!/agones_allocation_refused/.test(s.stderr()) && Date.now() < end) await sleep(50);
         const line = s.stderr().split('\n').find((x) => x.includes('agones_allocation_refused')) ?? '';
