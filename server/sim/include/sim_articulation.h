@@ -1,0 +1,173 @@
+/*
+ * sim_articulation.h: articulated bodies in reduced coordinates (issue 13;
+ * seed 004, "Two ways to solve the motion").
+ *
+ * An articulation is a tree of rigid links whose degrees of freedom are its
+ * joints' coordinates: a hinge's angle, a ball joint's rotation, the
+ * floating base's pose. Joints cannot come apart: a link's pose is computed
+ * from its parent's and its joint's coordinate, so the gap at every joint
+ * is zero by construction (the maximal-coordinate bodies of sim.h hold
+ * their joints by constraints, which a hard hit can stretch).
+ *
+ * Forward dynamics is Featherstone's Articulated-Body Algorithm (R.
+ * Featherstone, "Rigid Body Dynamics Algorithms", Springer 2008, §7.3,
+ * Table 7.1): an outward pass for velocities and velocity-product terms,
+ * an inward pass for articulated-body inertias and bias forces, an outward
+ * pass for accelerations; O(n) in the number of links. It is integrated
+ * semi-implicitly (velocities first, then coordinates with them), a ball
+ * joint's and the free base's rotation by the exponential map of their
+ * body-frame angular velocity. Each step runs the ABA twice: the second
+ * evaluates the velocity-product terms (Coriolis, centrifugal,
+ * gyroscopic) at the midpoint velocity the first gives, which keeps the
+ * energy of a fast-whipping chain at 60 Hz within about 1 % over 10 s
+ * (at the start velocity it grows by tens of percent). PD drives and joint damping are implicit in
+ * the joint velocity (their stiffness and damping are added to the joint's
+ * articulated inertia, D += h·kd + h²·kp), so high gains stay stable.
+ *
+ * A free-floating articulation's momentum is kept exactly: after each
+ * step its base's velocity is set so that the linear momentum and the
+ * angular momentum about the centre of mass equal the previous step's plus
+ * gravity's impulse, and its position so that the centre of mass moved as
+ * one particle of the whole mass would (semi-implicit Euler in joint
+ * coordinates alone lets them drift by O(h)).
+ *
+ * Units: SI, +Y up (sim.h). Frames: a link's frame has its origin at the
+ * joint to its parent; the base's at its pose in the world.
+ *
+ * Threading: an articulation is single-threaded; distinct ones share
+ * nothing. Errors: negative SIM_E_* codes (sim.h); on error nothing
+ * changes.
+ */
+#pragma once
+
+#include "sim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Most links in one articulation.
+#define SIM_ARTIC_MAX_LINKS 4096
+
+/// Fastest a free base's origin moves (m/s); each joint's rotation rate is
+/// capped at a quarter turn per step, 0.25·π/dt rad/s (47 rad/s at 60 Hz),
+/// as Jolt caps its bodies: beyond them the step cannot follow the motion.
+#define SIM_ARTIC_MAX_SPEED 500.0f
+
+/// The joint that holds a link to its parent (or the base to the world).
+typedef enum sim_artic_joint {
+    SIM_ARTIC_FIXED = 0,     ///< Welded: no coordinate.
+    SIM_ARTIC_REVOLUTE = 1,  ///< A hinge: one angle (rad) about `axis`.
+    SIM_ARTIC_SPHERICAL = 2, ///< A ball joint: a unit quaternion, 3 DOF.
+    SIM_ARTIC_FREE = 3,      ///< The base only: floating, position + rotation, 6 DOF.
+} sim_artic_joint;
+
+/// One link and the joint to its parent. Fill from
+/// sim_artic_link_def_default().
+typedef struct sim_artic_link_def {
+    /// Index of the parent link, which must come earlier in the array; -1
+    /// for the base (link 0, and only link 0), whose parent is the world.
+    int32_t parent;
+    sim_artic_joint joint; ///< FREE only for the base.
+    /// Where the joint is in the parent's frame (m); for the base, in the
+    /// world. The joint frame is the parent's frame moved there and turned
+    /// by `frame`; the link's frame is the joint frame moved by the joint's
+    /// coordinate (turned by the hinge angle or ball rotation, or placed by
+    /// the free base's pose).
+    sim_vec3 anchor;
+    sim_quat frame; ///< Unit (normalised on create; zero is refused).
+    sim_vec3 axis;  ///< REVOLUTE: the hinge axis in the joint frame (normalised; zero refused).
+    float mass;     ///< kg, in (0, 10^6].
+    sim_vec3 com;   ///< Centre of mass in the link's frame (m), |each| <= 100.
+    /// Principal moments of inertia about the centre of mass along the
+    /// link's axes (kg·m²), each > 0 and each at most the sum of the other
+    /// two (a real body's).
+    sim_vec3 inertia;
+    float damping; ///< Joint viscous friction, N·m·s/rad per DOF, >= 0 (implicit).
+} sim_artic_link_def;
+
+/// A link def with parent -1, a FIXED joint at the origin, identity frame,
+/// axis +Z, 1 kg, com at the origin, inertia 0.01 kg·m² on each axis, no
+/// damping.
+sim_artic_link_def sim_artic_link_def_default(void);
+
+typedef struct sim_artic sim_artic;
+
+/// Builds an articulation from `count` link defs (1..SIM_ARTIC_MAX_LINKS),
+/// every coordinate zero (hinges at angle 0, ball joints and the base
+/// unrotated; a free base at its anchor) and at rest. The defs are copied.
+/// `alloc` may be NULL (sim_allocator_default()). Returns 0 and *out (free
+/// with sim_artic_destroy()), or SIM_E_INVALID_ARG (a parent out of order,
+/// a second root, FREE not on the base, an unknown joint kind, a zero
+/// axis or frame), SIM_E_NOT_FINITE, SIM_E_OUT_OF_RANGE (mass, inertia,
+/// com, damping), SIM_E_NOMEM.
+int sim_artic_create(const sim_artic_link_def* links, uint32_t count, const sim_allocator* alloc,
+                     sim_artic** out);
+
+/// Frees an articulation; NULL is allowed.
+void sim_artic_destroy(sim_artic* a);
+
+/// Number of links.
+uint32_t sim_artic_link_count(const sim_artic* a);
+
+/// Advances by dt seconds (0, 0.1] under gravity (m/s², each component
+/// within ±1000): forward dynamics (ABA, twice), then the velocities, then
+/// the coordinates. The error is first order in dt: call it several times
+/// per tick for fast motion (4 substeps at 60 Hz hold a chaotic double
+/// pendulum's energy within 2.4 % over 10 s, one step within 11 %).
+/// Returns 0, SIM_E_OUT_OF_RANGE or SIM_E_NOT_FINITE (the articulation is
+/// then unchanged).
+int sim_artic_step(sim_artic* a, float dt, sim_vec3 gravity);
+
+/// A hinge's angle (rad) and rate (rad/s). SIM_E_BAD_INDEX for no such
+/// link, SIM_E_INVALID_ARG for a link whose joint is not REVOLUTE,
+/// SIM_E_NOT_FINITE.
+int sim_artic_set_angle(sim_artic* a, uint32_t link, float angle, float rate);
+int sim_artic_get_angle(const sim_artic* a, uint32_t link, float* angle, float* rate);
+
+/// A ball joint's rotation (unit; normalised) of its link relative to its
+/// joint frame, and the link's angular velocity relative to its parent in
+/// the link's own axes (rad/s). Errors as for the hinge (SPHERICAL only).
+int sim_artic_set_rotation(sim_artic* a, uint32_t link, sim_quat rotation, sim_vec3 omega);
+int sim_artic_get_rotation(const sim_artic* a, uint32_t link, sim_quat* rotation, sim_vec3* omega);
+
+/// A free base's pose in the world and its velocity: `velocity` of its
+/// frame's origin and `omega`, both in world axes. SIM_E_INVALID_ARG when
+/// the base is not FREE.
+int sim_artic_set_base(sim_artic* a, sim_vec3 position, sim_quat rotation, sim_vec3 velocity,
+                       sim_vec3 omega);
+
+/// A PD drive on a link's joint (seed 004: τ = kp·(θ_target − θ) − kd·θ̇),
+/// implicit in the joint velocity. REVOLUTE: target_angle (rad); SPHERICAL:
+/// target_rotation (unit; normalised), the error being the rotation vector
+/// from the current rotation to the target in the link's axes. kp in
+/// N·m/rad and kd in N·m·s/rad, each in [0, 10^9]; kp = kd = 0 removes it.
+/// SIM_E_INVALID_ARG for a FIXED or FREE joint.
+int sim_artic_set_drive(sim_artic* a, uint32_t link, float kp, float kd, float target_angle,
+                        sim_quat target_rotation);
+
+/// The torque the drive on a link's hinge exerted in the last step (N·m),
+/// with its implicit part: kp·(θ_target − θ − h·θ̇') − kd·θ̇' at the step's
+/// new rate θ̇'. 0 without a drive. REVOLUTE only.
+int sim_artic_drive_torque(const sim_artic* a, uint32_t link, float* torque);
+
+/// A link's frame in the world: its origin (m) and rotation.
+int sim_artic_link_pose(const sim_artic* a, uint32_t link, sim_vec3* position, sim_quat* rotation);
+
+/// A link's centre of mass in the world (m) and its velocity (m/s), and its
+/// angular velocity (rad/s, world axes).
+int sim_artic_link_motion(const sim_artic* a, uint32_t link, sim_vec3* com, sim_vec3* velocity,
+                          sim_vec3* omega);
+
+/// Kinetic energy plus potential energy in `gravity` (J), the potential
+/// zero at y = 0 for gravity along −Y (in general −m·g·x at each centre of
+/// mass x).
+double sim_artic_energy(const sim_artic* a, sim_vec3 gravity);
+
+/// Total linear momentum (kg·m/s) and angular momentum about the world
+/// origin (kg·m²/s), both in world axes.
+void sim_artic_momentum(const sim_artic* a, sim_vec3* linear, sim_vec3* angular);
+
+#ifdef __cplusplus
+}
+#endif

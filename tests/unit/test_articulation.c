@@ -1,0 +1,628 @@
+/*
+ * test_articulation.c: reduced-coordinate articulations
+ * (server/sim/articulation.c, issue 13) against values derived by hand:
+ * the compound pendulum's period, the double pendulum's equations of motion
+ * from its Lagrangian (integrated here, independently, with RK4 in
+ * double), conservation of energy and of momentum, the seed 004 PD worked
+ * example, a 1 kg-link arm holding a 100 kg payload against gravity, and
+ * joints that cannot come apart.
+ */
+// cmocka.h needs these four before it (cmocka docs); keep the order.
+// clang-format off
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include "sim_articulation.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const float G = 9.81f;
+static const double PI = 3.14159265358979323846;
+
+static sim_vec3 vec(float x, float y, float z) {
+    sim_vec3 v = {x, y, z};
+    return v;
+}
+
+static sim_quat quat_axis(sim_vec3 axis, float angle) {
+    float n = sqrtf(axis.x * axis.x + axis.y * axis.y + axis.z * axis.z);
+    float s = sinf(0.5f * angle) / n;
+    sim_quat q = {axis.x * s, axis.y * s, axis.z * s, cosf(0.5f * angle)};
+    return q;
+}
+
+// A slender rod hanging along −Y from its joint: mass m, length L, hinge
+// about +Z (a compound pendulum's link). Its inertia about the centre of
+// mass: m·L²/12 across, a little along (a real rod has some).
+static sim_artic_link_def rod(int32_t parent, sim_vec3 anchor, float m, float L) {
+    sim_artic_link_def d = sim_artic_link_def_default();
+    d.parent = parent;
+    d.joint = SIM_ARTIC_REVOLUTE;
+    d.anchor = anchor;
+    d.axis = vec(0.0f, 0.0f, 1.0f);
+    d.mass = m;
+    d.com = vec(0.0f, -0.5f * L, 0.0f);
+    float across = m * L * L / 12.0f;
+    d.inertia = vec(across, 1e-4f * m, across);
+    return d;
+}
+
+// ---------------------------------------------------------------------------
+// One hinge
+// ---------------------------------------------------------------------------
+
+// A uniform rod of length L swinging about one end: I = m·L²/3 about the
+// pivot, its centre of mass at L/2, so for small angles
+// T = 2π·√(I / (m·g·L/2)) = 2π·√(2L / 3g) = 1.6378 s for L = 1 m (any
+// mechanics text; e.g. Halliday & Resnick, "physical pendulum").
+static void test_compound_pendulum_period(void** state) {
+    (void)state;
+    const float L = 1.0f;
+    sim_artic_link_def d = rod(-1, vec(0.0f, 0.0f, 0.0f), 2.0f, L);
+    sim_artic* a = NULL;
+    assert_int_equal(sim_artic_create(&d, 1, NULL, &a), SIM_OK);
+    assert_int_equal(sim_artic_set_angle(a, 0, 0.05f, 0.0f), SIM_OK);
+    const double expected = 2.0 * PI * sqrt(2.0 * L / (3.0 * G));
+    assert_true(fabs(expected - 1.6378) < 1e-3);
+    // Upward zero crossings of the angle, at 60 Hz with linear
+    // interpolation between ticks, over 20 s.
+    const float h = 1.0f / 60.0f;
+    float prev = 0.05f, rate = 0.0f;
+    double t = 0.0, first = -1.0, last = -1.0;
+    int crossings = 0;
+    for (int i = 0; i < 1200; ++i) {
+        assert_int_equal(sim_artic_step(a, h, vec(0.0f, -G, 0.0f)), SIM_OK);
+        float angle = 0.0f;
+        assert_int_equal(sim_artic_get_angle(a, 0, &angle, &rate), SIM_OK);
+        t += h;
+        if (prev < 0.0f && angle >= 0.0f) {
+            double tc = t - h + h * (double)(-prev / (angle - prev));
+            if (first < 0.0) {
+                first = tc;
+            } else {
+                crossings++;
+            }
+            last = tc;
+        }
+        prev = angle;
+    }
+    const double period = (last - first) / crossings;
+    printf("compound pendulum: period %.5f s over %d swings, expected %.5f s\n", period, crossings,
+           expected);
+    // 0.05 rad raises the period by θ0²/16 = 1.6e-4; semi-implicit Euler at
+    // ωh = 0.064 shifts it by about (ωh)²/24 = 1.7e-4.
+    assert_true(fabs(period - expected) / expected < 2e-3);
+    sim_artic_destroy(a);
+}
+
+// A large swing (1.2 rad) for 10 s at 60 Hz: semi-implicit Euler is
+// symplectic, so the energy oscillates within O(h) of its start and does not
+// creep upwards. The bound is 5 % of the swing's energy m·g·(L/2)·(1 − cos θ0)
+// (3 % is seen); the mean of the last second may not exceed the first's.
+static void test_pendulum_energy_bounded(void** state) {
+    (void)state;
+    sim_artic_link_def d = rod(-1, vec(0.0f, 0.0f, 0.0f), 1.0f, 1.0f);
+    sim_artic* a = NULL;
+    assert_int_equal(sim_artic_create(&d, 1, NULL, &a), SIM_OK);
+    assert_int_equal(sim_artic_set_angle(a, 0, 1.2f, 0.0f), SIM_OK);
+    const sim_vec3 g = vec(0.0f, -G, 0.0f);
+    const double e0 = sim_artic_energy(a, g);
+    // Hand value: V = m·g·y_com = 9.81·(−0.5·cos 1.2) at rest.
+    assert_true(fabs(e0 - (-9.81 * 0.5 * cos(1.2))) < 1e-4);
+    const double swing = 9.81 * 0.5 * (1.0 - cos(1.2));
+    double worst = 0.0, first_second = 0.0, last_second = 0.0;
+    for (int i = 0; i < 600; ++i) {
+        assert_int_equal(sim_artic_step(a, 1.0f / 60.0f, g), SIM_OK);
+        const double e = sim_artic_energy(a, g);
+        worst = fmax(worst, fabs(e - e0));
+        if (i < 60) {
+            first_second += e / 60.0;
+        } else if (i >= 540) {
+            last_second += e / 60.0;
+        }
+    }
+    printf("pendulum energy: worst |ΔE| %.4f J of a %.4f J swing; mean first s %.5f, last s %.5f\n",
+           worst, swing, first_second, last_second);
+    assert_true(worst < 0.05 * swing);
+    assert_true(last_second <= first_second + 0.002 * swing);
+    sim_artic_destroy(a);
+}
+
+// ---------------------------------------------------------------------------
+// The double pendulum, against its Lagrangian
+// ---------------------------------------------------------------------------
+
+typedef struct dp {
+    double m1, m2, L1, a1, a2, I1, I2, g;
+} dp;
+
+// Absolute angles θ1, θ2 from the downward vertical, counter-clockwise
+// about +Z; the links' centres of mass at a1 and a2 from their joints.
+// T = ½(m1·a1² + I1 + m2·L1²)θ1'² + ½(m2·a2² + I2)θ2'² + m2·L1·a2·cos(θ1−θ2)θ1'θ2'
+// V = −(m1·a1 + m2·L1)·g·cos θ1 − m2·a2·g·cos θ2, whence
+// M11 θ1'' + M12 θ2'' = −m2·L1·a2·sin(θ1−θ2)·θ2'² − (m1·a1 + m2·L1)·g·sin θ1
+// M12 θ1'' + M22 θ2'' =  m2·L1·a2·sin(θ1−θ2)·θ1'² − m2·a2·g·sin θ2.
+static void dp_accel(const dp* p, const double s[4], double out[4]) {
+    const double t1 = s[0], t2 = s[1], w1 = s[2], w2 = s[3];
+    const double M11 = p->m1 * p->a1 * p->a1 + p->I1 + p->m2 * p->L1 * p->L1;
+    const double M12 = p->m2 * p->L1 * p->a2 * cos(t1 - t2);
+    const double M22 = p->m2 * p->a2 * p->a2 + p->I2;
+    const double k = p->m2 * p->L1 * p->a2 * sin(t1 - t2);
+    const double r1 = -k * w2 * w2 - (p->m1 * p->a1 + p->m2 * p->L1) * p->g * sin(t1);
+    const double r2 = k * w1 * w1 - p->m2 * p->a2 * p->g * sin(t2);
+    const double det = M11 * M22 - M12 * M12;
+    out[0] = w1;
+    out[1] = w2;
+    out[2] = (M22 * r1 - M12 * r2) / det;
+    out[3] = (M11 * r2 - M12 * r1) / det;
+}
+
+static void dp_rk4(const dp* p, double s[4], double h) {
+    double k1[4], k2[4], k3[4], k4[4], t[4];
+    dp_accel(p, s, k1);
+    for (int i = 0; i < 4; ++i) {
+        t[i] = s[i] + 0.5 * h * k1[i];
+    }
+    dp_accel(p, t, k2);
+    for (int i = 0; i < 4; ++i) {
+        t[i] = s[i] + 0.5 * h * k2[i];
+    }
+    dp_accel(p, t, k3);
+    for (int i = 0; i < 4; ++i) {
+        t[i] = s[i] + h * k3[i];
+    }
+    dp_accel(p, t, k4);
+    for (int i = 0; i < 4; ++i) {
+        s[i] += h / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]);
+    }
+}
+
+static sim_artic* double_pendulum(const dp* p) {
+    sim_artic_link_def d[2];
+    d[0] = rod(-1, vec(0.0f, 0.0f, 0.0f), (float)p->m1, 1.0f);
+    d[0].com = vec(0.0f, -(float)p->a1, 0.0f);
+    d[0].inertia = vec((float)p->I1, 1e-4f, (float)p->I1);
+    d[1] = rod(0, vec(0.0f, -(float)p->L1, 0.0f), (float)p->m2, 1.0f);
+    d[1].com = vec(0.0f, -(float)p->a2, 0.0f);
+    d[1].inertia = vec((float)p->I2, 1e-4f, (float)p->I2);
+    sim_artic* a = NULL;
+    assert_int_equal(sim_artic_create(d, 2, NULL, &a), SIM_OK);
+    return a;
+}
+
+// The ABA's accelerations equal M⁻¹·rhs of the Lagrangian at several
+// states (one 0.1 ms step: qdd = (qd' − qd)/h, its velocity-product terms
+// at the step's midpoint velocity, O(h) off the instant's); then the
+// motion over 2 s matches RK4 at 10 µs.
+static void test_double_pendulum_matches_lagrangian(void** state) {
+    (void)state;
+    const dp p = {
+        .m1 = 1.5, .m2 = 0.8, .L1 = 0.9, .a1 = 0.4, .a2 = 0.35, .I1 = 0.1, .I2 = 0.05, .g = G};
+    const double states[3][4] = {
+        {0.8, -0.4, 0.0, 0.0}, {0.3, 1.9, 2.0, -1.5}, {-2.5, 0.7, -3.0, 4.0}};
+    for (int c = 0; c < 3; ++c) {
+        sim_artic* a = double_pendulum(&p);
+        const double* s = states[c];
+        // Joint 2's coordinate is relative: φ = θ2 − θ1.
+        assert_int_equal(sim_artic_set_angle(a, 0, (float)s[0], (float)s[2]), SIM_OK);
+        assert_int_equal(sim_artic_set_angle(a, 1, (float)(s[1] - s[0]), (float)(s[3] - s[2])),
+                         SIM_OK);
+        double ref[4];
+        dp_accel(&p, s, ref);
+        const float h = 1e-4f;
+        assert_int_equal(sim_artic_step(a, h, vec(0.0f, -G, 0.0f)), SIM_OK);
+        float t1, w1, phi, wphi;
+        assert_int_equal(sim_artic_get_angle(a, 0, &t1, &w1), SIM_OK);
+        assert_int_equal(sim_artic_get_angle(a, 1, &phi, &wphi), SIM_OK);
+        const double acc1 = ((double)w1 - s[2]) / h;
+        const double acc2 = ((double)(w1 + wphi) - s[3]) / h;
+        printf("double pendulum state %d: θ1'' %.4f (Lagrangian %.4f), θ2'' %.4f (%.4f)\n", c, acc1,
+               ref[2], acc2, ref[3]);
+        const double scale = 1.0 + fabs(ref[2]) + fabs(ref[3]);
+        assert_true(fabs(acc1 - ref[2]) < 2e-3 * scale);
+        assert_true(fabs(acc2 - ref[3]) < 2e-3 * scale);
+        sim_artic_destroy(a);
+    }
+    // The trajectory: 2 s at 1 kHz against RK4 at 100 kHz.
+    sim_artic* a = double_pendulum(&p);
+    double s[4] = {0.8, -0.4, 0.0, 0.0};
+    assert_int_equal(sim_artic_set_angle(a, 0, 0.8f, 0.0f), SIM_OK);
+    assert_int_equal(sim_artic_set_angle(a, 1, -1.2f, 0.0f), SIM_OK);
+    double worst = 0.0;
+    for (int i = 0; i < 2000; ++i) {
+        assert_int_equal(sim_artic_step(a, 1e-3f, vec(0.0f, -G, 0.0f)), SIM_OK);
+        for (int k = 0; k < 100; ++k) {
+            dp_rk4(&p, s, 1e-5);
+        }
+        float t1, w1, phi, wphi;
+        sim_artic_get_angle(a, 0, &t1, &w1);
+        sim_artic_get_angle(a, 1, &phi, &wphi);
+        worst = fmax(worst, fmax(fabs(t1 - s[0]), fabs(t1 + phi - s[1])));
+    }
+    printf("double pendulum: worst angle difference from RK4 over 2 s: %.5f rad\n", worst);
+    assert_true(worst < 0.02);
+    sim_artic_destroy(a);
+}
+
+// The double pendulum released from (θ1, θ2) = (1.2, −0.6) rad, chaotic,
+// 10 s at the server's 60 Hz with 4 substeps: its energy stays within 5 %
+// of the energy it has to move with (E0 − the rest state's; 2.4 % is
+// seen), and the mean over the last second is not above the first
+// second's (no creep upwards). In one step per tick the error is 11 %
+// (semi-implicit Euler's O(h), at ωh ≈ 0.2 for its fast mode).
+static void test_double_pendulum_energy_bounded(void** state) {
+    (void)state;
+    const dp p = {
+        .m1 = 1.5, .m2 = 0.8, .L1 = 0.9, .a1 = 0.4, .a2 = 0.35, .I1 = 0.1, .I2 = 0.05, .g = G};
+    sim_artic* a = double_pendulum(&p);
+    assert_int_equal(sim_artic_set_angle(a, 0, 1.2f, 0.0f), SIM_OK);
+    assert_int_equal(sim_artic_set_angle(a, 1, -1.8f, 0.0f), SIM_OK);
+    const sim_vec3 g = vec(0.0f, -G, 0.0f);
+    const double e0 = sim_artic_energy(a, g);
+    // The hand value: V = −(m1·a1 + m2·L1)·g·cos θ1 − m2·a2·g·cos θ2.
+    const double v0 = -(p.m1 * p.a1 + p.m2 * p.L1) * p.g * cos(1.2) - p.m2 * p.a2 * p.g * cos(-0.6);
+    assert_true(fabs(e0 - v0) < 1e-4 * fabs(v0));
+    const double rest = -(p.m1 * p.a1 + p.m2 * p.L1) * p.g - p.m2 * p.a2 * p.g;
+    double worst = 0.0, first = 0.0, last = 0.0;
+    for (int i = 0; i < 600; ++i) {
+        for (int k = 0; k < 4; ++k) {
+            assert_int_equal(sim_artic_step(a, 1.0f / 240.0f, g), SIM_OK);
+        }
+        const double e = sim_artic_energy(a, g);
+        worst = fmax(worst, fabs(e - e0));
+        if (i < 60) {
+            first += e / 60.0;
+        } else if (i >= 540) {
+            last += e / 60.0;
+        }
+    }
+    printf("double pendulum energy at 60 Hz × 4 substeps: worst |ΔE| %.4f J of %.4f J; mean first "
+           "s %.4f, "
+           "last s %.4f\n",
+           worst, e0 - rest, first, last);
+    assert_true(worst < 0.05 * (e0 - rest));
+    assert_true(last <= first + 0.002 * (e0 - rest));
+    sim_artic_destroy(a);
+}
+
+// ---------------------------------------------------------------------------
+// Free floating
+// ---------------------------------------------------------------------------
+
+// A free base with a hinge, a ball joint and a hinge below it, thrown
+// spinning in zero gravity: linear and angular momentum stay what they
+// were, to float round-off, over 10 s; the kinetic energy (nothing
+// dissipates) stays within 3 % (the integrator's error: about −1.3 % here).
+static void test_free_floating_conserves_momentum(void** state) {
+    (void)state;
+    sim_artic_link_def d[4];
+    d[0] = sim_artic_link_def_default();
+    d[0].joint = SIM_ARTIC_FREE;
+    d[0].anchor = vec(0.0f, 1.0f, 0.0f);
+    d[0].mass = 3.0f;
+    d[0].inertia = vec(0.05f, 0.04f, 0.03f);
+    d[1] = rod(0, vec(0.1f, -0.2f, 0.0f), 1.0f, 0.6f);
+    d[2] = rod(1, vec(0.0f, -0.6f, 0.0f), 0.7f, 0.5f);
+    d[2].joint = SIM_ARTIC_SPHERICAL;
+    d[3] = rod(2, vec(0.0f, -0.5f, 0.0f), 0.4f, 0.4f);
+    d[3].axis = vec(1.0f, 0.0f, 0.0f);
+    sim_artic* a = NULL;
+    assert_int_equal(sim_artic_create(d, 4, NULL, &a), SIM_OK);
+    assert_int_equal(sim_artic_set_base(a, vec(0.0f, 1.0f, 0.0f), quat_axis(vec(1, 2, 3), 0.4f),
+                                        vec(0.5f, 0.2f, -0.3f), vec(1.0f, -2.0f, 0.7f)),
+                     SIM_OK);
+    assert_int_equal(sim_artic_set_angle(a, 1, 0.3f, 3.0f), SIM_OK);
+    assert_int_equal(
+        sim_artic_set_rotation(a, 2, quat_axis(vec(0, 1, 1), 0.5f), vec(1.0f, 0.5f, -2.0f)),
+        SIM_OK);
+    assert_int_equal(sim_artic_set_angle(a, 3, -0.5f, -4.0f), SIM_OK);
+    sim_vec3 p0, l0;
+    sim_artic_momentum(a, &p0, &l0);
+    const sim_vec3 zero = vec(0.0f, 0.0f, 0.0f);
+    const double e0 = sim_artic_energy(a, zero);
+    double worst_p = 0.0, worst_l = 0.0, worst_e = 0.0;
+    for (int i = 0; i < 600; ++i) {
+        assert_int_equal(sim_artic_step(a, 1.0f / 60.0f, zero), SIM_OK);
+        sim_vec3 p, l;
+        sim_artic_momentum(a, &p, &l);
+        worst_p = fmax(worst_p, fmax(fabs(p.x - p0.x), fmax(fabs(p.y - p0.y), fabs(p.z - p0.z))));
+        worst_l = fmax(worst_l, fmax(fabs(l.x - l0.x), fmax(fabs(l.y - l0.y), fabs(l.z - l0.z))));
+        worst_e = fmax(worst_e, fabs(sim_artic_energy(a, zero) - e0));
+    }
+    const double pn = sqrt(p0.x * p0.x + p0.y * p0.y + p0.z * p0.z);
+    // The origin's angular momentum holds c × p, of |c|·|p| ≈ 80 kg·m²/s by
+    // the end (the tree drifts 10 m): round-off is relative to that.
+    const double ln = sqrt(l0.x * l0.x + l0.y * l0.y + l0.z * l0.z) + 10.0 * pn;
+    printf(
+        "free floating, 10 s: |Δp| %.2e of %.3f kg·m/s, |ΔL| %.2e of %.3f kg·m²/s (|L| + |c||p|), "
+        "|ΔE| %.2e of %.3f J\n",
+        worst_p, pn, worst_l, ln, worst_e, e0);
+    assert_true(worst_p < 1e-4 * pn);
+    assert_true(worst_l < 1e-4 * ln);
+    assert_true(worst_e < 0.03 * e0);
+    sim_artic_destroy(a);
+}
+
+// Under gravity a free articulation's momentum grows by exactly M·g·t.
+static void test_free_fall_momentum_is_gravity_impulse(void** state) {
+    (void)state;
+    sim_artic_link_def d[3];
+    d[0] = sim_artic_link_def_default();
+    d[0].joint = SIM_ARTIC_FREE;
+    d[0].mass = 2.0f;
+    d[1] = rod(0, vec(0.0f, -0.1f, 0.0f), 1.0f, 0.5f);
+    d[2] = rod(1, vec(0.0f, -0.5f, 0.0f), 0.5f, 0.5f);
+    sim_artic* a = NULL;
+    assert_int_equal(sim_artic_create(d, 3, NULL, &a), SIM_OK);
+    assert_int_equal(sim_artic_set_angle(a, 1, 1.0f, 2.0f), SIM_OK);
+    sim_vec3 p0, l0;
+    sim_artic_momentum(a, &p0, &l0);
+    for (int i = 0; i < 120; ++i) {
+        assert_int_equal(sim_artic_step(a, 1.0f / 60.0f, vec(0.0f, -G, 0.0f)), SIM_OK);
+    }
+    sim_vec3 p, l;
+    sim_artic_momentum(a, &p, &l);
+    // 3.5 kg × 9.81 m/s² × 2 s = 68.67 kg·m/s downwards, on top of p0.
+    assert_true(fabs((p.y - p0.y) - (-3.5 * 9.81 * 2.0)) < 1e-3 * 68.67);
+    assert_true(fabs(p.x - p0.x) < 1e-3 && fabs(p.z - p0.z) < 1e-3);
+    sim_artic_destroy(a);
+}
+
+// ---------------------------------------------------------------------------
+// Joints cannot come apart
+// ---------------------------------------------------------------------------
+
+// Every child's origin is where its parent's frame puts its anchor, to
+// float round-off relative to the distance from the world origin, however
+// violent the motion: a chain thrown at 100 m/s spinning at 50 rad/s with
+// its joints whipping at 80 rad/s, 5 s at 60 Hz. (The maximal-coordinate
+// solver holds its joints by constraints; issue 13 compares the two.)
+static void test_joint_gap_is_zero_by_construction(void** state) {
+    (void)state;
+    enum { N = 12 };
+    sim_artic_link_def d[N];
+    d[0] = sim_artic_link_def_default();
+    d[0].joint = SIM_ARTIC_FREE;
+    for (int i = 1; i < N; ++i) {
+        d[i] = rod(i - 1, vec(0.0f, i == 1 ? -0.1f : -0.3f, 0.0f), 0.5f, 0.3f);
+        if (i % 3 == 0) {
+            d[i].joint = SIM_ARTIC_SPHERICAL;
+        }
+    }
+    sim_artic* a = NULL;
+    assert_int_equal(sim_artic_create(d, N, NULL, &a), SIM_OK);
+    assert_int_equal(sim_artic_set_base(a, vec(0, 2, 0), quat_axis(vec(0, 0, 1), 0.0f),
+                                        vec(100.0f, 20.0f, 0.0f), vec(0.0f, 50.0f, 10.0f)),
+                     SIM_OK);
+    for (int i = 1; i < N; ++i) {
+        if (i % 3 == 0) {
+            sim_artic_set_rotation(a, (uint32_t)i, quat_axis(vec(1, 0, 0), 0.2f),
+                                   vec(80.0f, 0, 30.0f));
+        } else {
+            sim_artic_set_angle(a, (uint32_t)i, 0.1f * (float)i, 80.0f);
+        }
+    }
+    double worst = 0.0, far = 0.0;
+    for (int s = 0; s < 300; ++s) {
+        assert_int_equal(sim_artic_step(a, 1.0f / 60.0f, vec(0.0f, -G, 0.0f)), SIM_OK);
+        for (uint32_t i = 1; i < N; ++i) {
+            sim_vec3 pp, pc;
+            sim_quat qp, qc;
+            sim_artic_link_pose(a, (uint32_t)d[i].parent, &pp, &qp);
+            sim_artic_link_pose(a, i, &pc, &qc);
+            // anchor rotated by the parent's rotation: q v q*.
+            const sim_vec3 v = d[i].anchor;
+            const float tx = 2.0f * (qp.y * v.z - qp.z * v.y);
+            const float ty = 2.0f * (qp.z * v.x - qp.x * v.z);
+            const float tz = 2.0f * (qp.x * v.y - qp.y * v.x);
+            const sim_vec3 w = vec(v.x + qp.w * tx + (qp.y * tz - qp.z * ty),
+                                   v.y + qp.w * ty + (qp.z * tx - qp.x * tz),
+                                   v.z + qp.w * tz + (qp.x * ty - qp.y * tx));
+            const double gap = sqrt(pow(pp.x + w.x - pc.x, 2) + pow(pp.y + w.y - pc.y, 2) +
+                                    pow(pp.z + w.z - pc.z, 2));
+            worst = fmax(worst, gap);
+            far = fmax(far, sqrt((double)pc.x * pc.x + (double)pc.y * pc.y + (double)pc.z * pc.z));
+        }
+    }
+    printf("joint gap: worst %.2e m at up to %.1f m from the origin\n", worst, far);
+    assert_true(far > 400.0);               // it really went far and fast
+    assert_true(worst < 1e-6 * far + 1e-6); // float round-off at that distance
+    sim_artic_destroy(a);
+}
+
+// ---------------------------------------------------------------------------
+// Drives
+// ---------------------------------------------------------------------------
+
+// Seed 004's worked example: the neck at θ = 20°, its target 45°, at rest,
+// kp = 8: τ = 8·(45° − 20°) = 200 "°-scaled units", i.e. 8 N·m/rad ×
+// 0.43633 rad = 3.4907 N·m. Through the reduced solver's (implicit) drive:
+// its torque over a 0.1 ms step differs from the explicit one only by
+// kp·h·θ̇', and the joint's acceleration is τ / I about the hinge.
+static void test_seed_pd_example(void** state) {
+    (void)state;
+    sim_artic_link_def d = rod(-1, vec(0.0f, 0.0f, 0.0f), 1.0f, 0.2f); // a head on a neck
+    sim_artic* a = NULL;
+    assert_int_equal(sim_artic_create(&d, 1, NULL, &a), SIM_OK);
+    const float deg = (float)(PI / 180.0);
+    assert_int_equal(sim_artic_set_angle(a, 0, 20.0f * deg, 0.0f), SIM_OK);
+    assert_int_equal(sim_artic_set_drive(a, 0, 8.0f, 0.0f, 45.0f * deg, (sim_quat){0, 0, 0, 1}),
+                     SIM_OK);
+    const float h = 1e-4f;
+    assert_int_equal(sim_artic_step(a, h, vec(0.0f, 0.0f, 0.0f)), SIM_OK);
+    float tau = 0.0f, angle, rate;
+    assert_int_equal(sim_artic_drive_torque(a, 0, &tau), SIM_OK);
+    assert_int_equal(sim_artic_get_angle(a, 0, &angle, &rate), SIM_OK);
+    printf("seed 004 PD example: τ = %.4f N·m = %.2f in °-scaled units (expected 200)\n", tau,
+           tau / deg);
+    assert_true(fabsf(tau / deg - 200.0f) < 0.05f);
+    // I about the hinge: m·L²/12 + m·(L/2)² = m·L²/3 = 0.013333 kg·m².
+    const float I = 1.0f * 0.2f * 0.2f / 3.0f;
+    assert_true(fabsf(rate / h - 3.4907f / I) < 1e-3f * (3.4907f / I));
+    sim_artic_destroy(a);
+}
+
+// A 1 kg-link arm (three 0.5 m hinges about +Z) holding 100 kg at its tip,
+// straight out against gravity: the load's moment at the shoulder is
+// 100·9.81·1.5 = 1471.5 N·m. With kp = 10^6 N·m/rad the static error is
+// at most about 1471.5/10^6 = 0.0015 rad per joint, far inside 1°; and it
+// must be stable while it gets there (maximal-coordinate drives at this
+// mass ratio sag by degrees, issue 13).
+static void test_light_arm_holds_heavy_payload(void** state) {
+    (void)state;
+    sim_artic_link_def d[4];
+    for (int i = 0; i < 3; ++i) {
+        d[i] = rod(i - 1, vec(i == 0 ? 0.0f : 0.5f, 0.0f, 0.0f), 1.0f, 0.5f);
+        d[i].com = vec(0.25f, 0.0f, 0.0f); // along +X: the arm points sideways
+        d[i].inertia = vec(1e-3f, 0.25f / 12.0f, 0.25f / 12.0f);
+    }
+    d[3] = sim_artic_link_def_default();
+    d[3].parent = 2;
+    d[3].joint = SIM_ARTIC_FIXED;
+    d[3].anchor = vec(0.5f, 0.0f, 0.0f);
+    d[3].mass = 100.0f;
+    d[3].inertia = vec(0.4f, 0.4f, 0.4f); // a 10 cm ball of 100 kg: 2/5·m·r²
+    sim_artic* a = NULL;
+    assert_int_equal(sim_artic_create(d, 4, NULL, &a), SIM_OK);
+    for (uint32_t i = 0; i < 3; ++i) {
+        assert_int_equal(sim_artic_set_drive(a, i, 1e6f, 2e4f, 0.0f, (sim_quat){0, 0, 0, 1}),
+                         SIM_OK);
+    }
+    float worst = 0.0f;
+    for (int s = 0; s < 300; ++s) {
+        assert_int_equal(sim_artic_step(a, 1.0f / 60.0f, vec(0.0f, -G, 0.0f)), SIM_OK);
+        if (s >= 120) { // after 2 s
+            for (uint32_t i = 0; i < 3; ++i) {
+                float angle, rate;
+                sim_artic_get_angle(a, i, &angle, &rate);
+                worst = fmaxf(worst, fabsf(angle));
+            }
+        }
+    }
+    sim_vec3 tip;
+    sim_quat q;
+    sim_artic_link_pose(a, 3, &tip, &q);
+    float shoulder = 0.0f;
+    sim_artic_drive_torque(a, 0, &shoulder);
+    printf("arm with 100 kg: worst joint error %.4f° after 2 s; tip at (%.4f, %.4f); shoulder "
+           "torque %.1f N·m (the load's moment 1471.5 + the links' 22.1)\n",
+           worst * 180.0f / (float)PI, tip.x, tip.y, shoulder);
+    assert_true(worst * 180.0f / (float)PI < 1.0f);
+    assert_true(fabsf(tip.x - 1.5f) < 0.01f && fabsf(tip.y) < 0.02f);
+    // Statics: the shoulder holds the payload's and the links' moments,
+    // 100·9.81·1.5 + 9.81·(0.25 + 0.75 + 1.25) = 1493.6 N·m.
+    assert_true(fabsf(shoulder - 1493.6f) < 0.01f * 1493.6f);
+    sim_artic_destroy(a);
+}
+
+// ---------------------------------------------------------------------------
+// Ball joints
+// ---------------------------------------------------------------------------
+
+// q and −q are one rotation: a ball-jointed pendulum set with either swings
+// the same, to round-off.
+static void test_ball_joint_q_and_minus_q_agree(void** state) {
+    (void)state;
+    sim_artic_link_def d = rod(-1, vec(0.0f, 0.0f, 0.0f), 1.0f, 1.0f);
+    d.joint = SIM_ARTIC_SPHERICAL;
+    sim_artic *a = NULL, *b = NULL;
+    assert_int_equal(sim_artic_create(&d, 1, NULL, &a), SIM_OK);
+    assert_int_equal(sim_artic_create(&d, 1, NULL, &b), SIM_OK);
+    sim_quat q = quat_axis(vec(1.0f, 0.0f, 0.5f), 2.5f);
+    sim_quat mq = {-q.x, -q.y, -q.z, -q.w};
+    assert_int_equal(sim_artic_set_rotation(a, 0, q, vec(0.0f, 1.0f, 0.0f)), SIM_OK);
+    assert_int_equal(sim_artic_set_rotation(b, 0, mq, vec(0.0f, 1.0f, 0.0f)), SIM_OK);
+    for (int s = 0; s < 300; ++s) {
+        sim_artic_step(a, 1.0f / 60.0f, vec(0.0f, -G, 0.0f));
+        sim_artic_step(b, 1.0f / 60.0f, vec(0.0f, -G, 0.0f));
+    }
+    sim_vec3 ca, cb, va, vb, wa, wb;
+    sim_artic_link_motion(a, 0, &ca, &va, &wa);
+    sim_artic_link_motion(b, 0, &cb, &vb, &wb);
+    assert_true(fabsf(ca.x - cb.x) < 1e-4f && fabsf(ca.y - cb.y) < 1e-4f &&
+                fabsf(ca.z - cb.z) < 1e-4f);
+    // A spherical pendulum keeps |com| = L/2 and its energy.
+    assert_true(fabsf(sqrtf(ca.x * ca.x + ca.y * ca.y + ca.z * ca.z) - 0.5f) < 1e-5f);
+    sim_artic_destroy(a);
+    sim_artic_destroy(b);
+}
+
+// ---------------------------------------------------------------------------
+// Bad input
+// ---------------------------------------------------------------------------
+
+static void test_bad_defs_and_calls_are_refused(void** state) {
+    (void)state;
+    sim_artic_link_def good[2] = {rod(-1, vec(0, 0, 0), 1.0f, 1.0f),
+                                  rod(0, vec(0, -1, 0), 1.0f, 1.0f)};
+    sim_artic* a = NULL;
+    sim_artic_link_def d[2];
+    const sim_quat zero_quat = {0.0f, 0.0f, 0.0f, 0.0f};
+#define REFUSED(expr, rc_expected)                                                                 \
+    do {                                                                                           \
+        memcpy(d, good, sizeof d);                                                                 \
+        expr;                                                                                      \
+        a = NULL;                                                                                  \
+        assert_int_equal(sim_artic_create(d, 2, NULL, &a), rc_expected);                           \
+        assert_null(a);                                                                            \
+    } while (0)
+    REFUSED(d[1].parent = 1, SIM_E_INVALID_ARG);  // its own parent
+    REFUSED(d[1].parent = -1, SIM_E_INVALID_ARG); // a second root
+    REFUSED(d[0].parent = 0, SIM_E_INVALID_ARG);  // the base with a parent
+    REFUSED(d[1].joint = SIM_ARTIC_FREE, SIM_E_INVALID_ARG);
+    REFUSED(d[1].joint = (sim_artic_joint)7, SIM_E_INVALID_ARG);
+    REFUSED(d[1].axis = vec(0, 0, 0), SIM_E_INVALID_ARG);
+    REFUSED(d[1].frame = zero_quat, SIM_E_INVALID_ARG);
+    REFUSED(d[1].mass = 0.0f, SIM_E_OUT_OF_RANGE);
+    REFUSED(d[1].mass = NAN, SIM_E_NOT_FINITE);
+    REFUSED(d[1].inertia = vec(1.0f, 0.1f, 0.1f), SIM_E_OUT_OF_RANGE); // no real body
+    REFUSED(d[1].com = vec(0, -200.0f, 0), SIM_E_OUT_OF_RANGE);
+    REFUSED(d[1].damping = -1.0f, SIM_E_OUT_OF_RANGE);
+    REFUSED(d[1].anchor = vec(INFINITY, 0, 0), SIM_E_NOT_FINITE);
+#undef REFUSED
+    assert_int_equal(sim_artic_create(good, 0, NULL, &a), SIM_E_INVALID_ARG);
+    assert_int_equal(sim_artic_create(good, SIM_ARTIC_MAX_LINKS + 1, NULL, &a), SIM_E_INVALID_ARG);
+    // Calls on a good one change nothing when refused.
+    assert_int_equal(sim_artic_create(good, 2, NULL, &a), SIM_OK);
+    assert_int_equal(sim_artic_set_angle(a, 0, 0.5f, 0.0f), SIM_OK);
+    assert_int_equal(sim_artic_step(a, 0.0f, vec(0, -G, 0)), SIM_E_OUT_OF_RANGE);
+    assert_int_equal(sim_artic_step(a, NAN, vec(0, -G, 0)), SIM_E_NOT_FINITE);
+    assert_int_equal(sim_artic_step(a, 1.0f / 60.0f, vec(0, -2000.0f, 0)), SIM_E_OUT_OF_RANGE);
+    assert_int_equal(sim_artic_set_angle(a, 2, 0.0f, 0.0f), SIM_E_BAD_INDEX);
+    assert_int_equal(sim_artic_set_angle(a, 1, NAN, 0.0f), SIM_E_NOT_FINITE);
+    assert_int_equal(sim_artic_set_rotation(a, 1, (sim_quat){0, 0, 0, 1}, vec(0, 0, 0)),
+                     SIM_E_INVALID_ARG); // a hinge, not a ball
+    assert_int_equal(
+        sim_artic_set_base(a, vec(0, 0, 0), (sim_quat){0, 0, 0, 1}, vec(0, 0, 0), vec(0, 0, 0)),
+        SIM_E_INVALID_ARG); // a fixed base
+    assert_int_equal(sim_artic_set_drive(a, 0, -1.0f, 0.0f, 0.0f, (sim_quat){0, 0, 0, 1}),
+                     SIM_E_OUT_OF_RANGE);
+    float angle, rate;
+    assert_int_equal(sim_artic_get_angle(a, 0, &angle, &rate), SIM_OK);
+    assert_true(angle == 0.5f && rate == 0.0f);
+    sim_artic_destroy(a);
+    sim_artic_destroy(NULL);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_compound_pendulum_period),
+        cmocka_unit_test(test_pendulum_energy_bounded),
+        cmocka_unit_test(test_double_pendulum_matches_lagrangian),
+        cmocka_unit_test(test_double_pendulum_energy_bounded),
+        cmocka_unit_test(test_free_floating_conserves_momentum),
+        cmocka_unit_test(test_free_fall_momentum_is_gravity_impulse),
+        cmocka_unit_test(test_joint_gap_is_zero_by_construction),
+        cmocka_unit_test(test_seed_pd_example),
+        cmocka_unit_test(test_light_arm_holds_heavy_payload),
+        cmocka_unit_test(test_ball_joint_q_and_minus_q_agree),
+        cmocka_unit_test(test_bad_defs_and_calls_are_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
