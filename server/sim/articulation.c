@@ -44,6 +44,7 @@ typedef struct artic_link {
     // The ABA's per-step quantities.
     sp_vec c, pA, a;
     sp_mat6 IA;
+    sp_mat6 Ia; // IA − U D^-1 U^T, what the parent inherits
     sp_vec U[6];
     float Dinv[6][6];
     float u[6];
@@ -77,6 +78,13 @@ sim_artic_link_def sim_artic_link_def_default(void) {
 // inv = m^-1 for an n×n matrix (n <= 6) by Gauss-Jordan with partial
 // pivoting. False when m is singular to float precision.
 static bool invert(int n, float m[6][6], float inv[6][6]) {
+    if (n == 1) { // a hinge: most links
+        if (!(fabsf(m[0][0]) > 1e-30f)) {
+            return false;
+        }
+        inv[0][0] = 1.0f / m[0][0];
+        return true;
+    }
     float a[6][12];
     for (int i = 0; i < n; ++i) {
         for (int j = 0; j < n; ++j) {
@@ -341,65 +349,82 @@ static void drive_terms(const artic_link* l, float h, float tau[6], float* dadd)
 
 // Table 7.1: qdd for every link, given the kinematics of the current
 // coordinates. False when a joint's articulated inertia is singular.
-static bool aba(sim_artic* a, float h, sim_vec3 gravity) {
+static bool aba(sim_artic* a, float h, sim_vec3 gravity, bool inertias) {
     const uint32_t n = a->count;
     // Pass 1, outward: velocity-product accelerations and bias forces.
     for (uint32_t i = 0; i < n; ++i) {
         artic_link* l = &a->links[i];
         l->c = sp_cross_m(l->v, joint_velocity(l));
-        l->IA = l->I;
+        if (inertias) {
+            l->IA = l->I;
+        }
         l->pA = sp_cross_f(l->v, sp_mat6_mul(&l->I, l->v));
     }
-    // Pass 2, inward: articulated-body inertias and bias forces.
+    // Pass 2, inward: articulated-body inertias (when asked: they depend on
+    // the coordinates only, so a second pass at other velocities keeps
+    // them) and bias forces.
     for (uint32_t i = n; i-- > 0;) {
         artic_link* l = &a->links[i];
         const int dof = l->dof;
         float tau[6];
         float dadd = 0.0f;
         drive_terms(l, h, tau, &dadd);
-        float D[6][6];
-        for (int k = 0; k < dof; ++k) {
-            l->U[k] = sp_mat6_mul(&l->IA, l->S[k]);
-            l->u[k] = tau[k] - sp_dot(l->S[k], l->pA);
-        }
-        for (int r = 0; r < dof; ++r) {
+        if (inertias) {
+            float D[6][6];
             for (int k = 0; k < dof; ++k) {
-                D[r][k] = sp_dot(l->S[r], l->U[k]) + (r == k ? dadd : 0.0f);
+                l->U[k] = sp_mat6_mul(&l->IA, l->S[k]);
+            }
+            for (int r = 0; r < dof; ++r) {
+                for (int k = 0; k < dof; ++k) {
+                    D[r][k] = sp_dot(l->S[r], l->U[k]) + (r == k ? dadd : 0.0f);
+                }
+            }
+            if (dof > 0 && !invert(dof, D, l->Dinv)) {
+                return false;
+            }
+            if (l->def.parent >= 0) {
+                // Ia = IA − U D^-1 U^T, handed to the parent as X^T Ia X.
+                l->Ia = l->IA;
+                for (int r = 0; r < dof; ++r) {
+                    float ur[6];
+                    for (int p = 0; p < 6; ++p) {
+                        ur[p] = sp_get(l->U[r], p);
+                    }
+                    for (int k = 0; k < dof; ++k) {
+                        const float dk = l->Dinv[r][k];
+                        if (dk == 0.0f) {
+                            continue;
+                        }
+                        float uk[6];
+                        for (int q = 0; q < 6; ++q) {
+                            uk[q] = sp_get(l->U[k], q) * dk;
+                        }
+                        for (int p = 0; p < 6; ++p) {
+                            for (int q = 0; q < 6; ++q) {
+                                l->Ia.m[p][q] -= ur[p] * uk[q];
+                            }
+                        }
+                    }
+                }
+                sp_inertia_add_back(&a->links[l->def.parent].IA, &l->X, &l->Ia);
             }
         }
-        if (dof > 0 && !invert(dof, D, l->Dinv)) {
-            return false;
+        for (int k = 0; k < dof; ++k) {
+            l->u[k] = tau[k] - sp_dot(l->S[k], l->pA);
         }
         if (l->def.parent < 0) {
             continue;
         }
-        // Ia = IA − U D^-1 U^T; pa = pA + Ia c + U D^-1 u.
-        sp_mat6 Ia = l->IA;
-        sp_vec UDu = sp_zero();
+        // pa = pA + Ia c + U D^-1 u.
+        sp_vec pa = sp_add(l->pA, sp_mat6_mul(&l->Ia, l->c));
         for (int r = 0; r < dof; ++r) {
             float Du = 0.0f;
             for (int k = 0; k < dof; ++k) {
                 Du += l->Dinv[r][k] * l->u[k];
             }
-            UDu = sp_add(UDu, sp_scale(l->U[r], Du));
+            pa = sp_add(pa, sp_scale(l->U[r], Du));
         }
-        for (int r = 0; r < dof; ++r) {
-            for (int k = 0; k < dof; ++k) {
-                const float dk = l->Dinv[r][k];
-                if (dk == 0.0f) {
-                    continue;
-                }
-                for (int p = 0; p < 6; ++p) {
-                    const float up = sp_get(l->U[r], p) * dk;
-                    for (int q = 0; q < 6; ++q) {
-                        Ia.m[p][q] -= up * sp_get(l->U[k], q);
-                    }
-                }
-            }
-        }
-        const sp_vec pa = sp_add(sp_add(l->pA, sp_mat6_mul(&Ia, l->c)), UDu);
         artic_link* p = &a->links[l->def.parent];
-        sp_inertia_add_back(&p->IA, &l->X, &Ia);
         p->pA = sp_add(p->pA, sp_xform_force_back(&l->X, pa));
     }
     // Pass 3, outward: accelerations. Gravity enters as the world frame's
@@ -565,7 +590,7 @@ int sim_artic_step(sim_artic* a, float dt, sim_vec3 gravity) {
     // With them at the start velocity, semi-implicit Euler gains energy
     // O(h) (+70 % in 10 s for a whipping chain at 60 Hz); at the midpoint it
     // holds it within about 1 % (tests/unit/test_articulation.c).
-    bool ok = aba(a, dt, gravity);
+    bool ok = aba(a, dt, gravity, true);
     if (ok) {
         for (uint32_t i = 0; i < a->count; ++i) {
             artic_link* l = &a->links[i];
@@ -574,7 +599,7 @@ int sim_artic_step(sim_artic* a, float dt, sim_vec3 gravity) {
             }
         }
         velocities(a);
-        ok = aba(a, dt, gravity);
+        ok = aba(a, dt, gravity, false);
     }
     for (uint32_t i = 0; ok && i < a->count; ++i) {
         const artic_link* l = &a->links[i];

@@ -245,27 +245,36 @@ static inline sp_mat6 sp_xform_matrix(const sp_xform* x) {
     return X;
 }
 
-/// acc += X^T I X: an inertia in B coordinates (I) added to one in A
-/// coordinates (acc), for X taking A to B (eq. 2.66).
+/// acc += X^T I X: an inertia in B coordinates (I, symmetric) added to one
+/// in A coordinates (acc), for X taking A to B (eq. 2.66). X's upper-right
+/// block is zero and the result is symmetric: 270 multiplications, not
+/// the 432 of two full 6×6 products.
 static inline void sp_inertia_add_back(sp_mat6* acc, const sp_xform* x, const sp_mat6* I) {
     const sp_mat6 X = sp_xform_matrix(x);
-    sp_mat6 IX; // I X
+    float IX[6][6]; // I X
     for (int i = 0; i < 6; ++i) {
-        for (int j = 0; j < 6; ++j) {
+        for (int j = 0; j < 3; ++j) {
             float s = 0.0f;
             for (int k = 0; k < 6; ++k) {
                 s += I->m[i][k] * X.m[k][j];
             }
-            IX.m[i][j] = s;
+            IX[i][j] = s;
+        }
+        for (int j = 3; j < 6; ++j) {
+            IX[i][j] = I->m[i][3] * X.m[3][j] + I->m[i][4] * X.m[4][j] + I->m[i][5] * X.m[5][j];
         }
     }
     for (int i = 0; i < 6; ++i) {
-        for (int j = 0; j < 6; ++j) {
+        const int k0 = i < 3 ? 0 : 3; // X^T's row i is zero before column k0
+        for (int j = i; j < 6; ++j) {
             float s = 0.0f;
-            for (int k = 0; k < 6; ++k) {
-                s += X.m[k][i] * IX.m[k][j];
+            for (int k = k0; k < 6; ++k) {
+                s += X.m[k][i] * IX[k][j];
             }
             acc->m[i][j] += s;
+            if (j != i) {
+                acc->m[j][i] += s;
+            }
         }
     }
 }
