@@ -36,6 +36,12 @@ typedef struct artic_link {
     float target_angle;
     sim_quat target_rot;
     float drive_torque;
+    // Hinge range (sim_artic_set_limits()).
+    bool limited;
+    float lower, upper;
+    float limit_impulse; // accumulated this step, N·m·s
+    float dq[6];         // scratch: a joint impulse's velocity change
+    float qdf[6];        // the velocities before the limits' impulses
     // Kinematics of the current coordinates (kinematics()).
     sp_xform X;  // parent (or world) → link
     sp_xform Xw; // world → link
@@ -479,27 +485,54 @@ static sim_vec3 centre_of_mass(const sim_artic* a, float* mass) {
     return v3_scale(c, 1.0f / m);
 }
 
-// Linear momentum, and angular momentum about the centre of mass (which a
-// uniform gravity field does not change), world coordinates.
-static sp_vec momentum_about_com(const sim_artic* a) {
-    const sp_vec h = momentum(a);
-    float m;
-    const sim_vec3 c = centre_of_mass(a, &m);
-    return sp(v3_sub(h.ang, v3_cross(c, h.lin)), h.lin);
+// Momentum summed in double: each link's part is small, the whole may not
+// be, and a free base's correction below is only as good as this sum.
+typedef struct momentum6 {
+    double ang[3]; // about the point it was taken at, kg·m²/s
+    double lin[3]; // kg·m/s
+} momentum6;
+
+// Linear momentum, and angular momentum about `point` (world), taken link
+// by link about each one's centre of mass: Σ R·Ic·Rᵀω + m·(x − point) × v.
+// (About a point near the tree, not the world origin, the sum does not
+// cancel large x × p terms.)
+static momentum6 momentum_about(const sim_artic* a, sim_vec3 point) {
+    momentum6 h = {{0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
+    for (uint32_t i = 0; i < a->count; ++i) {
+        const artic_link* l = &a->links[i];
+        const sim_vec3 wb = l->v.ang; // body axes
+        const sim_vec3 vb = v3_add(l->v.lin, v3_cross(wb, l->def.com));
+        const sim_vec3 own = q_rotate(
+            l->qw, v3(l->def.inertia.x * wb.x, l->def.inertia.y * wb.y, l->def.inertia.z * wb.z));
+        const sim_vec3 x = v3_sub(v3_add(l->Xw.r, q_rotate(l->qw, l->def.com)), point);
+        const sim_vec3 p = v3_scale(q_rotate(l->qw, vb), l->def.mass);
+        const sim_vec3 lever = v3_cross(x, p);
+        h.ang[0] += (double)own.x + (double)lever.x;
+        h.ang[1] += (double)own.y + (double)lever.y;
+        h.ang[2] += (double)own.z + (double)lever.z;
+        h.lin[0] += (double)p.x;
+        h.lin[1] += (double)p.y;
+        h.lin[2] += (double)p.z;
+    }
+    return h;
 }
 
 // Sets a free base's velocity so that the linear momentum and the angular
-// momentum about the centre of mass are `target` (momentum_about_com()'s
-// form): Δv = Ic^-1 Δh in the base's coordinates, Ic the composite
-// rigid-body inertia of the whole tree (§6.2). About the centre of mass,
-// not the world origin, so that the first-order error of the positions
-// (r × p) is not fed back into the velocities.
-static void keep_momentum(sim_artic* a, sp_vec target) {
-    const sp_vec now = momentum(a);
+// momentum about the centre of mass are `target` (momentum_about()'s form,
+// about the centre of mass before the step, which a uniform gravity field
+// does not turn): Δv = Ic^-1 Δh in the base's coordinates, Ic the
+// composite rigid-body inertia of the whole tree (§6.2). About the centre
+// of mass, not the world origin, so that the first-order error of the
+// positions (r × p) is not fed back into the velocities.
+static void keep_momentum(sim_artic* a, const momentum6* target) {
     float m;
     const sim_vec3 c = centre_of_mass(a, &m);
-    const sp_vec want = sp(v3_add(target.ang, v3_cross(c, target.lin)), target.lin);
-    const sp_vec dh = sp_sub(want, now);
+    const momentum6 now = momentum_about(a, c);
+    const sp_vec dc =
+        sp(v3((float)(target->ang[0] - now.ang[0]), (float)(target->ang[1] - now.ang[1]),
+              (float)(target->ang[2] - now.ang[2])),
+           v3((float)(target->lin[0] - now.lin[0]), (float)(target->lin[1] - now.lin[1]),
+              (float)(target->lin[2] - now.lin[2])));
     for (uint32_t i = 0; i < a->count; ++i) {
         a->scratch[i] = a->links[i].I;
     }
@@ -516,17 +549,313 @@ static void keep_momentum(sim_artic* a, sp_vec target) {
     if (!invert(6, Ic, inv)) {
         return;
     }
-    // Δh from world to base coordinates: X* = (E (n − r × f), E f).
+    // Δh from about c (world axes) to about the base's origin, base axes:
+    // (E (n + (c − r) × f), E f).
     artic_link* base = &a->links[0];
     const sp_xform* X = &base->Xw;
-    const sp_vec db =
-        sp(m3_mul_v(&X->E, v3_sub(dh.ang, v3_cross(X->r, dh.lin))), m3_mul_v(&X->E, dh.lin));
+    const sp_vec db = sp(m3_mul_v(&X->E, v3_add(dc.ang, v3_cross(v3_sub(c, X->r), dc.lin))),
+                         m3_mul_v(&X->E, dc.lin));
     for (int r = 0; r < 6; ++r) {
         float s = 0.0f;
         for (int k = 0; k < 6; ++k) {
             s += inv[r][k] * sp_get(db, k);
         }
         base->qd[r] += s;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Joint-space impulses and limits
+// ---------------------------------------------------------------------------
+
+// The change of every joint velocity that an impulse `lambda` (N·m·s) on
+// DOF k of link j causes, through the articulated inertias of the step's
+// first ABA pass (Featherstone 2008 §7.3 with the velocities, gravity and
+// other forces zero: Mirtich 1996's impulse propagation, and the implicit
+// drives' stiffness in D as the step has it), into each link's dq; added
+// to qd when `add`. O(n).
+static void joint_impulse(sim_artic* a, uint32_t j, int k, float lambda, bool add) {
+    const uint32_t n = a->count;
+    // Inward, from j to the root: the bias impulses p and the u they leave.
+    for (uint32_t i = 0; i < n; ++i) {
+        a->links[i].pA = sp_zero(); // reused as the impulse's bias
+        memset(a->links[i].u, 0, sizeof a->links[i].u);
+    }
+    for (int32_t i = (int32_t)j; i >= 0; i = a->links[i].def.parent) {
+        artic_link* l = &a->links[i];
+        for (int r = 0; r < l->dof; ++r) {
+            const float own = (uint32_t)i == j && r == k ? lambda : 0.0f;
+            l->u[r] = own - sp_dot(l->S[r], l->pA);
+        }
+        if (l->def.parent < 0) {
+            break;
+        }
+        sp_vec pa = l->pA;
+        for (int r = 0; r < l->dof; ++r) {
+            float Du = 0.0f;
+            for (int q = 0; q < l->dof; ++q) {
+                Du += l->Dinv[r][q] * l->u[q];
+            }
+            pa = sp_add(pa, sp_scale(l->U[r], Du));
+        }
+        artic_link* p = &a->links[l->def.parent];
+        p->pA = sp_add(p->pA, sp_xform_force_back(&l->X, pa));
+    }
+    // Outward: every link's velocity change.
+    for (uint32_t i = 0; i < n; ++i) {
+        artic_link* l = &a->links[i];
+        const sp_vec ap = l->def.parent < 0 ? sp_zero() : a->links[l->def.parent].a;
+        const sp_vec a1 = sp_xform_motion(&l->X, ap);
+        float rhs[6];
+        for (int r = 0; r < l->dof; ++r) {
+            rhs[r] = l->u[r] - sp_dot(a1, l->U[r]);
+        }
+        sp_vec acc = a1;
+        for (int r = 0; r < l->dof; ++r) {
+            float dq = 0.0f;
+            for (int q = 0; q < l->dof; ++q) {
+                dq += l->Dinv[r][q] * rhs[q];
+            }
+            l->dq[r] = dq;
+            if (add) {
+                l->qd[r] += dq;
+            }
+            acc = sp_add(acc, sp_scale(l->S[r], dq));
+        }
+        l->a = acc; // reused as the velocity change
+    }
+}
+
+// In-place Cholesky factorisation of the n×n SPD matrix m (row stride ld)
+// and a solve of m x = b into x. False when m is not positive definite.
+static bool cholesky_solve(double* m, int n, int ld, const double* b, double* x) {
+    for (int j = 0; j < n; ++j) {
+        double d = m[j * ld + j];
+        for (int k = 0; k < j; ++k) {
+            d -= m[j * ld + k] * m[j * ld + k];
+        }
+        if (!(d > 1e-30)) {
+            return false;
+        }
+        d = sqrt(d);
+        m[j * ld + j] = d;
+        for (int i = j + 1; i < n; ++i) {
+            double v = m[i * ld + j];
+            for (int k = 0; k < j; ++k) {
+                v -= m[i * ld + k] * m[j * ld + k];
+            }
+            m[i * ld + j] = v / d;
+        }
+    }
+    for (int i = 0; i < n; ++i) { // L y = b
+        double v = b[i];
+        for (int k = 0; k < i; ++k) {
+            v -= m[i * ld + k] * x[k];
+        }
+        x[i] = v / m[i * ld + i];
+    }
+    for (int i = n; i-- > 0;) { // L^T x = y
+        double v = x[i];
+        for (int k = i + 1; k < n; ++k) {
+            v -= m[k * ld + i] * x[k];
+        }
+        x[i] = v / m[i * ld + i];
+    }
+    return true;
+}
+
+// Hinge limits as one-sided velocity constraints in joint space, solved
+// together and exactly: each hinge that could reach a bound this step (its
+// free next angle θ + h·θ̇ beyond the bound, or inside within the distance
+// its rate covers in a step) is a candidate on that side, with the rate
+// w = (bound − θ)/h that lands on the bound. With K = the joint-space
+// inverse inertia among the candidates (one impulse propagation each), the
+// impulses μ >= 0 (signed to push away from the bound) solve the linear
+// complementarity problem K·μ >= b, μ >= 0, μ·(K·μ − b) = 0 (by active
+// sets, below), then are applied. More than
+// SIM_ARTIC_MAX_LIMIT_ROWS candidates: the nearest are solved, and the
+// rest wait for the next step.
+// min ½ μ·K·μ − b·μ over μ >= 0 for the m×m SPD K (row stride
+// SIM_ARTIC_MAX_LIMIT_ROWS), which is the complementarity problem
+// K·μ >= b, μ >= 0, μ·(K·μ − b) = 0: Lawson and Hanson's active-set method
+// ("Solving Least Squares Problems", 1974, ch. 23), finite.
+static void nonnegative_solve(const double* K, const double* b, int m, double* mu) {
+    enum { M = SIM_ARTIC_MAX_LIMIT_ROWS };
+    bool free_set[M];
+    for (int r = 0; r < m; ++r) {
+        free_set[r] = false;
+        mu[r] = 0.0;
+    }
+    double A[M * M]; // 32 KiB of stack at M = 64
+    const double tol = 1e-9;
+    for (int outer = 0; outer < 3 * m; ++outer) {
+        // The most negative gradient among the bound (zero) impulses.
+        int t = -1;
+        double best = tol;
+        for (int r = 0; r < m; ++r) {
+            if (free_set[r]) {
+                continue;
+            }
+            double w = b[r];
+            for (int c = 0; c < m; ++c) {
+                w -= K[r * M + c] * mu[c];
+            }
+            if (w > best) {
+                best = w;
+                t = r;
+            }
+        }
+        if (t < 0) {
+            break; // optimal: every bound one would pull
+        }
+        free_set[t] = true;
+        for (int inner = 0; inner < m + 1; ++inner) {
+            int idx[M], nf = 0;
+            for (int r = 0; r < m; ++r) {
+                if (free_set[r]) {
+                    idx[nf++] = r;
+                }
+            }
+            double bb[M], z[M];
+            for (int r = 0; r < nf; ++r) {
+                bb[r] = b[idx[r]];
+                for (int c = 0; c < nf; ++c) {
+                    A[r * M + c] = K[idx[r] * M + idx[c]];
+                }
+            }
+            if (!cholesky_solve(A, nf, M, bb, z)) {
+                free_set[t] = false; // cannot happen for an SPD K
+                break;
+            }
+            double alpha = 1.0;
+            for (int r = 0; r < nf; ++r) {
+                if (z[r] <= 0.0) {
+                    const double mr = mu[idx[r]];
+                    const double ar = mr / (mr - z[r]);
+                    alpha = fmin(alpha, ar);
+                }
+            }
+            for (int r = 0; r < nf; ++r) {
+                mu[idx[r]] += alpha * (z[r] - mu[idx[r]]);
+            }
+            if (alpha >= 1.0) {
+                break; // all free impulses positive
+            }
+            for (int r = 0; r < nf; ++r) {
+                if (mu[idx[r]] <= tol * 1e-3) {
+                    mu[idx[r]] = 0.0;
+                    free_set[idx[r]] = false;
+                }
+            }
+        }
+    }
+}
+
+// Which side of its range a hinge's next angle passes, or could reach
+// this step: +1 the lower, −1 the upper, 0 neither.
+static float limit_side(const artic_link* l, float dt, bool near) {
+    const float next = l->angle + dt * l->qd[0];
+    if (next < l->lower) {
+        return 1.0f;
+    }
+    if (next > l->upper) {
+        return -1.0f;
+    }
+    if (!near) {
+        return 0.0f;
+    }
+    const float reach = fabsf(dt * l->qd[0]);
+    if (next - l->lower <= reach && next < 0.5f * (l->lower + l->upper)) {
+        return 1.0f;
+    }
+    return l->upper - next <= reach ? -1.0f : 0.0f;
+}
+
+// Hinge limits as one-sided velocity constraints in joint space, solved
+// together and exactly. Each hinge whose next angle θ + h·θ̇ passes a bound,
+// or could reach it this step, is a row on that side, with the rate
+// w = (bound − θ)/h that lands on the bound. With K the joint-space
+// inverse inertia among the rows (one impulse propagation each), the
+// impulses μ >= 0 (signed to push away from the bound) solve
+// K·μ >= b, μ >= 0, μ·(K·μ − b) = 0 (nonnegative_solve()), and are
+// applied to the free velocities. Their push can carry another hinge past
+// its own bound, or a row's hinge past its other bound: the rows are then
+// amended and the problem solved again from the free velocities (at most
+// SIM_ARTIC_LIMIT_PASSES times). More than SIM_ARTIC_MAX_LIMIT_ROWS rows:
+// the first are solved, the rest wait for the next step.
+static void solve_limits(sim_artic* a, float dt) {
+    enum { M = SIM_ARTIC_MAX_LIMIT_ROWS };
+    uint32_t link[M];
+    float side[M];
+    double b[M], mu[M];
+    int m = 0;
+    for (uint32_t i = 0; i < a->count; ++i) {
+        artic_link* l = &a->links[i];
+        l->limit_impulse = 0.0f;
+        memcpy(l->qdf, l->qd, sizeof l->qdf);
+        const float s = l->limited ? limit_side(l, dt, true) : 0.0f;
+        if (s != 0.0f && m < M) {
+            link[m] = i;
+            side[m] = s;
+            m++;
+        }
+    }
+    double K[M * M]; // 32 KiB of stack at M = 64
+    for (int pass = 0; m > 0 && pass < SIM_ARTIC_LIMIT_PASSES; ++pass) {
+        for (int c = 0; c < m; ++c) {
+            joint_impulse(a, link[c], 0, 1.0f, false);
+            for (int r = 0; r < m; ++r) {
+                K[r * M + c] = (double)(side[r] * side[c] * a->links[link[r]].dq[0]);
+            }
+        }
+        for (int r = 0; r < m; ++r) { // symmetric but for round-off
+            for (int c = r + 1; c < m; ++c) {
+                const double v = 0.5 * (K[r * M + c] + K[c * M + r]);
+                K[r * M + c] = v;
+                K[c * M + r] = v;
+            }
+            const artic_link* l = &a->links[link[r]];
+            const float w = ((side[r] > 0.0f ? l->lower : l->upper) - l->angle) / dt;
+            b[r] = (double)side[r] * ((double)w - (double)l->qdf[0]);
+        }
+        nonnegative_solve(K, b, m, mu);
+        for (uint32_t i = 0; i < a->count; ++i) {
+            artic_link* l = &a->links[i];
+            memcpy(l->qd, l->qdf, sizeof l->qd);
+            l->limit_impulse = 0.0f;
+        }
+        for (int r = 0; r < m; ++r) {
+            if (mu[r] > 0.0) {
+                const float lambda = side[r] * (float)mu[r];
+                a->links[link[r]].limit_impulse = lambda;
+                joint_impulse(a, link[r], 0, lambda, true);
+            }
+        }
+        // Amend the rows: a hinge now past a bound it has no row for.
+        bool changed = false;
+        for (uint32_t i = 0; i < a->count; ++i) {
+            const artic_link* l = &a->links[i];
+            const float s = l->limited ? limit_side(l, dt, false) : 0.0f;
+            if (s == 0.0f) {
+                continue;
+            }
+            int r = 0;
+            while (r < m && link[r] != i) {
+                r++;
+            }
+            if (r < m && side[r] != s) {
+                side[r] = s;
+                changed = true;
+            } else if (r == m && m < M) {
+                link[m] = i;
+                side[m] = s;
+                m++;
+                changed = true;
+            }
+        }
+        if (!changed) {
+            break;
+        }
     }
 }
 
@@ -571,15 +900,17 @@ int sim_artic_step(sim_artic* a, float dt, sim_vec3 gravity) {
         return SIM_E_OUT_OF_RANGE;
     }
     const bool free_base = a->links[0].def.joint == SIM_ARTIC_FREE;
-    sp_vec target = sp_zero();
+    momentum6 target = {{0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
     sim_vec3 com_before = v3(0.0f, 0.0f, 0.0f);
     float total_mass = 0.0f;
     if (free_base) {
         // The momentum to keep: now's plus gravity's impulse over the step
         // (M·g·dt, and no moment about the centre of mass).
-        target = momentum_about_com(a);
         com_before = centre_of_mass(a, &total_mass);
-        target.lin = v3_add(target.lin, v3_scale(gravity, total_mass * dt));
+        target = momentum_about(a, com_before);
+        target.lin[0] += (double)gravity.x * (double)total_mass * (double)dt;
+        target.lin[1] += (double)gravity.y * (double)total_mass * (double)dt;
+        target.lin[2] += (double)gravity.z * (double)total_mass * (double)dt;
     }
     for (uint32_t i = 0; i < a->count; ++i) {
         memcpy(a->links[i].qd0, a->links[i].qd, sizeof a->links[i].qd0);
@@ -614,12 +945,17 @@ int sim_artic_step(sim_artic* a, float dt, sim_vec3 gravity) {
         velocities(a);
         return SIM_E_NOT_FINITE;
     }
-    // Velocities, then coordinates with the new velocities.
+    // Velocities; the limits' impulses; then coordinates with the new
+    // velocities.
     for (uint32_t i = 0; i < a->count; ++i) {
         artic_link* l = &a->links[i];
         for (int k = 0; k < l->dof; ++k) {
             l->qd[k] = l->qd0[k] + dt * l->qdd[k];
         }
+    }
+    solve_limits(a, dt);
+    for (uint32_t i = 0; i < a->count; ++i) {
+        artic_link* l = &a->links[i];
         cap_rates(l, dt);
         switch (l->def.joint) {
         case SIM_ARTIC_REVOLUTE:
@@ -645,13 +981,19 @@ int sim_artic_step(sim_artic* a, float dt, sim_vec3 gravity) {
     }
     kinematics(a);
     if (free_base) {
-        keep_momentum(a, target);
+        // Twice: the second takes out what float round-off left of the
+        // first (about 10^-5 of the momentum a step, which would otherwise
+        // wander).
+        keep_momentum(a, &target);
+        kinematics(a);
+        keep_momentum(a, &target);
         // The centre of mass moves as a particle of the whole mass would
         // (semi-implicit Euler, c' = c + h·p'/M); the base is moved by what
         // the positions' first-order error put elsewhere, so that the
         // angular momentum about the world origin (c × p) is kept too.
         float m;
-        const sim_vec3 want = v3_add(com_before, v3_scale(target.lin, dt / total_mass));
+        const sim_vec3 p = v3((float)target.lin[0], (float)target.lin[1], (float)target.lin[2]);
+        const sim_vec3 want = v3_add(com_before, v3_scale(p, dt / total_mass));
         const sim_vec3 off = v3_sub(want, centre_of_mass(a, &m));
         artic_link* base = &a->links[0];
         base->pos = v3_add(base->pos, q_rotate_inv(base->def.frame, off));
@@ -778,6 +1120,36 @@ int sim_artic_set_drive(sim_artic* a, uint32_t link, float kp, float kd, float t
     l->target_rot =
         l->def.joint == SIM_ARTIC_SPHERICAL ? q_normalize(target_rotation) : q_identity();
     return SIM_OK;
+}
+
+int sim_artic_set_limits(sim_artic* a, uint32_t link, float lower, float upper) {
+    int rc = link_of(a, link, SIM_ARTIC_REVOLUTE);
+    if (rc != SIM_OK) {
+        return rc;
+    }
+    if (isnan(lower) || isnan(upper)) {
+        return SIM_E_NOT_FINITE;
+    }
+    artic_link* l = &a->links[link];
+    if (isinf(lower) && isinf(upper) && lower < 0.0f && upper > 0.0f) {
+        l->limited = false;
+        return SIM_OK;
+    }
+    if (!(lower <= upper) || lower < -1e3f || upper > 1e3f) {
+        return SIM_E_OUT_OF_RANGE;
+    }
+    l->limited = true;
+    l->lower = lower;
+    l->upper = upper;
+    return SIM_OK;
+}
+
+int sim_artic_limit_impulse(const sim_artic* a, uint32_t link, float* impulse) {
+    int rc = link_of(a, link, SIM_ARTIC_REVOLUTE);
+    if (rc == SIM_OK) {
+        *impulse = a->links[link].limit_impulse;
+    }
+    return rc;
 }
 
 int sim_artic_drive_torque(const sim_artic* a, uint32_t link, float* torque) {
