@@ -39,6 +39,13 @@ typedef struct artic_link {
     // Hinge range (sim_artic_set_limits()).
     bool limited;
     float lower, upper;
+    // Ball joint cone (sim_artic_set_cone()): twist about `bone`, an
+    // elliptic swing cone of half-angles swing1 about axis1 and swing2
+    // about axis2 = bone × axis1 (all unit, the joint frame's = the link's
+    // at rotation identity).
+    bool coned;
+    sim_vec3 bone, axis1, axis2;
+    float swing1, swing2, twist_min, twist_max;
     float limit_impulse; // accumulated this step, N·m·s
     float dq[6];         // scratch: a joint impulse's velocity change
     float qdf[6];        // the velocities before the limits' impulses
@@ -569,12 +576,13 @@ static void keep_momentum(sim_artic* a, const momentum6* target) {
 // ---------------------------------------------------------------------------
 
 // The change of every joint velocity that an impulse `lambda` (N·m·s) on
-// DOF k of link j causes, through the articulated inertias of the step's
+// link j's joint along `dir` (its DOFs' components: (1) for a hinge, an
+// axis in the link's frame for a ball joint) causes, through the articulated inertias of the step's
 // first ABA pass (Featherstone 2008 §7.3 with the velocities, gravity and
 // other forces zero: Mirtich 1996's impulse propagation, and the implicit
 // drives' stiffness in D as the step has it), into each link's dq; added
 // to qd when `add`. O(n).
-static void joint_impulse(sim_artic* a, uint32_t j, int k, float lambda, bool add) {
+static void joint_impulse(sim_artic* a, uint32_t j, const float dir[3], float lambda, bool add) {
     const uint32_t n = a->count;
     // Inward, from j to the root: the bias impulses p and the u they leave.
     for (uint32_t i = 0; i < n; ++i) {
@@ -584,7 +592,7 @@ static void joint_impulse(sim_artic* a, uint32_t j, int k, float lambda, bool ad
     for (int32_t i = (int32_t)j; i >= 0; i = a->links[i].def.parent) {
         artic_link* l = &a->links[i];
         for (int r = 0; r < l->dof; ++r) {
-            const float own = (uint32_t)i == j && r == k ? lambda : 0.0f;
+            const float own = (uint32_t)i == j && r < 3 ? lambda * dir[r] : 0.0f;
             l->u[r] = own - sp_dot(l->S[r], l->pA);
         }
         if (l->def.parent < 0) {
@@ -751,61 +759,131 @@ static void nonnegative_solve(const double* K, const double* b, int m, double* m
     }
 }
 
-// Which side of its range a hinge's next angle passes, or could reach
-// this step: +1 the lower, −1 the upper, 0 neither.
-static float limit_side(const artic_link* l, float dt, bool near) {
-    const float next = l->angle + dt * l->qd[0];
-    if (next < l->lower) {
-        return 1.0f;
+// One limit a joint could reach this step, as a row of the solve below: a
+// value (a hinge's angle, a ball joint's twist angle or swing amount), the
+// rate it changes at (dir · the joint's velocity), and its range.
+typedef struct limit_row {
+    uint32_t link;
+    uint8_t kind; // 0 hinge, 1 twist, 2 swing
+    float dir[3];
+    float value, lower, upper;
+    float side; // +1 held at the lower bound, −1 at the upper
+} limit_row;
+
+static float row_rate(const artic_link* l, const float dir[3], const float* qd) {
+    float r = 0.0f;
+    for (int k = 0; k < l->dof && k < 3; ++k) {
+        r += dir[k] * qd[k];
     }
-    if (next > l->upper) {
-        return -1.0f;
-    }
-    if (!near) {
-        return 0.0f;
-    }
-    const float reach = fabsf(dt * l->qd[0]);
-    if (next - l->lower <= reach && next < 0.5f * (l->lower + l->upper)) {
-        return 1.0f;
-    }
-    return l->upper - next <= reach ? -1.0f : 0.0f;
+    return r;
 }
 
-// Hinge limits as one-sided velocity constraints in joint space, solved
-// together and exactly. Each hinge whose next angle θ + h·θ̇ passes a bound,
-// or could reach it this step, is a row on that side, with the rate
-// w = (bound − θ)/h that lands on the bound. With K the joint-space
-// inverse inertia among the rows (one impulse propagation each), the
-// impulses μ >= 0 (signed to push away from the bound) solve
-// K·μ >= b, μ >= 0, μ·(K·μ − b) = 0 (nonnegative_solve()), and are
-// applied to the free velocities. Their push can carry another hinge past
-// its own bound, or a row's hinge past its other bound: the rows are then
-// amended and the problem solved again from the free velocities (at most
-// SIM_ARTIC_LIMIT_PASSES times). More than SIM_ARTIC_MAX_LIMIT_ROWS rows:
-// the first are solved, the rest wait for the next step.
+// A ball joint's rotation as twist about its bone and swing: the twist
+// angle (rad, in [−π, π]) and the swing's rotation vector, perpendicular
+// to the bone (joint-frame axes). q and −q give the same (q_swing_twist()
+// takes w >= 0 first).
+static void cone_angles(const artic_link* l, float* twist, sim_vec3* swing) {
+    const sim_quat F = q_from_to(v3(1.0f, 0.0f, 0.0f), l->bone);
+    const sim_quat q = q_mul(q_conj(F), q_mul(l->rot, F)); // bone along x
+    sim_quat sw, tw;
+    q_swing_twist(q, &sw, &tw);
+    *twist = 2.0f * atan2f(tw.x, tw.w);
+    *swing = q_rotate(F, q_to_rotvec(sw));
+}
+
+// The rows of link i whose value passes a bound this step at the rate
+// `qd` gives, or (near) could reach it; appended to rows (at most cap).
+static int link_rows(const artic_link* l, uint32_t i, float dt, const float* qd, bool near,
+                     limit_row* rows, int cap) {
+    limit_row cand[2];
+    int n = 0;
+    if (l->limited) {
+        cand[n++] = (limit_row){i, 0, {1.0f, 0.0f, 0.0f}, l->angle, l->lower, l->upper, 0.0f};
+    }
+    if (l->coned) {
+        float twist;
+        sim_vec3 r;
+        cone_angles(l, &twist, &r);
+        // The full turn either way is no twist limit: the twist angle wraps
+        // at ±π, and a bound there would stop a free spin.
+        if (l->twist_min > -3.14159f || l->twist_max < 3.14159f) {
+            cand[n++] = (limit_row){
+                i, 1, {l->bone.x, l->bone.y, l->bone.z}, twist, l->twist_min, l->twist_max, 0.0f};
+        }
+        const float len = v3_len(r);
+        if (len > 1e-6f && (l->swing1 < 3.14159f || l->swing2 < 3.14159f)) {
+            // The cone's radius along the swing's direction u (an ellipse
+            // in the swing1, swing2 plane), and the axis the swing grows
+            // about, in the link's frame.
+            const sim_vec3 u = v3_scale(r, 1.0f / len);
+            const float c1 = v3_dot(u, l->axis1) / l->swing1;
+            const float c2 = v3_dot(u, l->axis2) / l->swing2;
+            const float radius = 1.0f / sqrtf(c1 * c1 + c2 * c2);
+            const sim_vec3 du = q_rotate_inv(l->rot, u);
+            cand[n++] = (limit_row){i, 2, {du.x, du.y, du.z}, len, -1e30f, radius, 0.0f};
+        }
+    }
+    int added = 0;
+    for (int c = 0; c < n && added < cap; ++c) {
+        limit_row* row = &cand[c];
+        const float step = dt * row_rate(l, row->dir, qd);
+        const float next = row->value + step;
+        float side = 0.0f;
+        if (next < row->lower) {
+            side = 1.0f;
+        } else if (next > row->upper) {
+            side = -1.0f;
+        } else if (near) {
+            const float reach = fabsf(step);
+            if (next - row->lower <= reach && next < 0.5f * (row->lower + row->upper)) {
+                side = 1.0f;
+            } else if (row->upper - next <= reach) {
+                side = -1.0f;
+            }
+        }
+        if (side != 0.0f) {
+            row->side = side;
+            rows[added++] = *row;
+        }
+    }
+    return added;
+}
+
+// Joint limits (hinge ranges, ball joints' twist ranges and swing cones) as
+// one-sided velocity constraints in joint space, solved together and
+// exactly. Each limit whose value passes a bound this step, or could reach
+// it, is a row on that side, with the rate w = (bound − value)/h that lands
+// on the bound. With K the joint-space inverse inertia among the rows (one
+// impulse propagation each), the impulses μ >= 0 (signed to push away from
+// the bound) solve K·μ >= b, μ >= 0, μ·(K·μ − b) = 0 (nonnegative_solve()),
+// and are applied to the free velocities. Their push can carry another
+// limit past its bound: the rows are then amended and the problem solved
+// again from the free velocities (at most SIM_ARTIC_LIMIT_PASSES times).
+// More than SIM_ARTIC_MAX_LIMIT_ROWS rows: the first are solved, the rest
+// wait for the next step. A swing row's value is linearised (its rate is
+// the angular velocity about the swing's direction), so a cone is held to
+// within that step's curvature, not exactly.
 static void solve_limits(sim_artic* a, float dt) {
     enum { M = SIM_ARTIC_MAX_LIMIT_ROWS };
-    uint32_t link[M];
-    float side[M];
+    limit_row rows[M];
     double b[M], mu[M];
     int m = 0;
     for (uint32_t i = 0; i < a->count; ++i) {
         artic_link* l = &a->links[i];
         l->limit_impulse = 0.0f;
         memcpy(l->qdf, l->qd, sizeof l->qdf);
-        const float s = l->limited ? limit_side(l, dt, true) : 0.0f;
-        if (s != 0.0f && m < M) {
-            link[m] = i;
-            side[m] = s;
-            m++;
+        if (l->limited || l->coned) {
+            m += link_rows(l, i, dt, l->qd, true, rows + m, M - m);
         }
     }
     double K[M * M]; // 32 KiB of stack at M = 64
     for (int pass = 0; m > 0 && pass < SIM_ARTIC_LIMIT_PASSES; ++pass) {
         for (int c = 0; c < m; ++c) {
-            joint_impulse(a, link[c], 0, 1.0f, false);
+            joint_impulse(a, rows[c].link, rows[c].dir, 1.0f, false);
             for (int r = 0; r < m; ++r) {
-                K[r * M + c] = (double)(side[r] * side[c] * a->links[link[r]].dq[0]);
+                const artic_link* l = &a->links[rows[r].link];
+                K[r * M + c] =
+                    (double)(rows[r].side * rows[c].side * row_rate(l, rows[r].dir, l->dq));
             }
         }
         for (int r = 0; r < m; ++r) { // symmetric but for round-off
@@ -814,9 +892,10 @@ static void solve_limits(sim_artic* a, float dt) {
                 K[r * M + c] = v;
                 K[c * M + r] = v;
             }
-            const artic_link* l = &a->links[link[r]];
-            const float w = ((side[r] > 0.0f ? l->lower : l->upper) - l->angle) / dt;
-            b[r] = (double)side[r] * ((double)w - (double)l->qdf[0]);
+            const limit_row* row = &rows[r];
+            const artic_link* l = &a->links[row->link];
+            const float w = ((row->side > 0.0f ? row->lower : row->upper) - row->value) / dt;
+            b[r] = (double)row->side * ((double)w - (double)row_rate(l, row->dir, l->qdf));
         }
         nonnegative_solve(K, b, m, mu);
         for (uint32_t i = 0; i < a->count; ++i) {
@@ -826,31 +905,32 @@ static void solve_limits(sim_artic* a, float dt) {
         }
         for (int r = 0; r < m; ++r) {
             if (mu[r] > 0.0) {
-                const float lambda = side[r] * (float)mu[r];
-                a->links[link[r]].limit_impulse = lambda;
-                joint_impulse(a, link[r], 0, lambda, true);
+                const float lambda = rows[r].side * (float)mu[r];
+                a->links[rows[r].link].limit_impulse += lambda;
+                joint_impulse(a, rows[r].link, rows[r].dir, lambda, true);
             }
         }
-        // Amend the rows: a hinge now past a bound it has no row for.
+        // Amend the rows: a limit now past a bound it has no row for.
         bool changed = false;
-        for (uint32_t i = 0; i < a->count; ++i) {
+        for (uint32_t i = 0; i < a->count && m < M; ++i) {
             const artic_link* l = &a->links[i];
-            const float s = l->limited ? limit_side(l, dt, false) : 0.0f;
-            if (s == 0.0f) {
+            if (!l->limited && !l->coned) {
                 continue;
             }
-            int r = 0;
-            while (r < m && link[r] != i) {
-                r++;
-            }
-            if (r < m && side[r] != s) {
-                side[r] = s;
-                changed = true;
-            } else if (r == m && m < M) {
-                link[m] = i;
-                side[m] = s;
-                m++;
-                changed = true;
+            limit_row now[3];
+            const int n = link_rows(l, i, dt, l->qd, false, now, 3);
+            for (int k = 0; k < n; ++k) {
+                int r = 0;
+                while (r < m && !(rows[r].link == i && rows[r].kind == now[k].kind)) {
+                    r++;
+                }
+                if (r < m && rows[r].side != now[k].side) {
+                    rows[r].side = now[k].side;
+                    changed = true;
+                } else if (r == m && m < M) {
+                    rows[m++] = now[k];
+                    changed = true;
+                }
             }
         }
         if (!changed) {
@@ -1144,7 +1224,62 @@ int sim_artic_set_limits(sim_artic* a, uint32_t link, float lower, float upper) 
     return SIM_OK;
 }
 
+int sim_artic_set_cone(sim_artic* a, uint32_t link, sim_vec3 bone, sim_vec3 axis1, float swing1,
+                       float swing2, float twist_min, float twist_max) {
+    int rc = link_of(a, link, SIM_ARTIC_SPHERICAL);
+    if (rc != SIM_OK) {
+        return rc;
+    }
+    if (!finite3(bone) || !finite3(axis1) || !isfinite(swing1) || !isfinite(swing2) ||
+        !isfinite(twist_min) || !isfinite(twist_max)) {
+        return SIM_E_NOT_FINITE;
+    }
+    const sim_vec3 b = v3_normalize(bone);
+    // axis1 made perpendicular to the bone.
+    const sim_vec3 a1 = v3_normalize(v3_sub(axis1, v3_scale(b, v3_dot(axis1, b))));
+    if (v3_dot(b, b) < 0.5f || v3_dot(a1, a1) < 0.5f) {
+        return SIM_E_INVALID_ARG;
+    }
+    const float pi = 3.14159265f;
+    if (!(swing1 > 0.0f && swing1 <= pi && swing2 > 0.0f && swing2 <= pi &&
+          twist_min <= twist_max && twist_min >= -pi && twist_max <= pi)) {
+        return SIM_E_OUT_OF_RANGE;
+    }
+    artic_link* l = &a->links[link];
+    l->coned = true;
+    l->bone = b;
+    l->axis1 = a1;
+    l->axis2 = v3_cross(b, a1);
+    l->swing1 = swing1;
+    l->swing2 = swing2;
+    l->twist_min = twist_min;
+    l->twist_max = twist_max;
+    return SIM_OK;
+}
+
+int sim_artic_cone_angles(const sim_artic* a, uint32_t link, float* twist, float* swing) {
+    int rc = link_of(a, link, SIM_ARTIC_SPHERICAL);
+    if (rc != SIM_OK) {
+        return rc;
+    }
+    const artic_link* l = &a->links[link];
+    if (!l->coned) {
+        return SIM_E_BAD_STATE;
+    }
+    sim_vec3 r;
+    cone_angles(l, twist, &r);
+    // How far out of its cone the swing is: 1 on the ellipse.
+    const float c1 = v3_dot(r, l->axis1) / l->swing1;
+    const float c2 = v3_dot(r, l->axis2) / l->swing2;
+    *swing = sqrtf(c1 * c1 + c2 * c2);
+    return SIM_OK;
+}
+
 int sim_artic_limit_impulse(const sim_artic* a, uint32_t link, float* impulse) {
+    if (link < a->count && a->links[link].def.joint == SIM_ARTIC_SPHERICAL) {
+        *impulse = a->links[link].limit_impulse;
+        return SIM_OK;
+    }
     int rc = link_of(a, link, SIM_ARTIC_REVOLUTE);
     if (rc == SIM_OK) {
         *impulse = a->links[link].limit_impulse;

@@ -174,8 +174,33 @@ int sim_artic_set_drive(sim_artic* a, uint32_t link, float kp, float kd, float t
 /// not REVOLUTE, SIM_E_NOT_FINITE (NaN), SIM_E_OUT_OF_RANGE.
 int sim_artic_set_limits(sim_artic* a, uint32_t link, float lower, float upper);
 
-/// The impulse (N·m·s) the hinge's limit applied in the last step: > 0 at
-/// the lower bound, < 0 at the upper, 0 when it did not touch.
+/// A ball joint's limits, swing-twist (as sim_bone_def's ball joints): its
+/// rotation q (link relative to joint frame) is split into a twist about
+/// `bone` (the link's long axis, link frame; normalised) and a swing of the
+/// bone, q = swing · twist (q made w >= 0 first, so q and −q give the same
+/// split, PhysX #140); the twist stays in [twist_min, twist_max] (rad, within
+/// ±π) and the swing's rotation vector r within the ellipse (r·axis1/swing1)²
+/// + (r·axis2/swing2)² <= 1, axis1 made perpendicular to the bone, axis2 =
+/// bone × axis1, swing1 and swing2 half-angles in (0, π]; a twist range of
+/// [−π, π] is no twist limit (the angle wraps there), swing half-angles of π
+/// no cone. Solved with the hinge limits (sim_artic_set_limits()): the twist
+/// to float round-off, the swing linearised about its direction at the step's
+/// start: its curvature in one step is what may pass the cone (2 % of the
+/// cone in the tests' rod thrown spinning at 60 Hz × 4 substeps).
+/// SIM_E_INVALID_ARG for a joint that is not SPHERICAL or a zero bone, or an
+/// axis1 along it, SIM_E_NOT_FINITE, SIM_E_OUT_OF_RANGE.
+int sim_artic_set_cone(sim_artic* a, uint32_t link, sim_vec3 bone, sim_vec3 axis1, float swing1,
+                       float swing2, float twist_min, float twist_max);
+
+/// A ball joint's twist angle (rad) and how far its swing is out along the
+/// cone (0 at the joint frame, 1 on the ellipse). SIM_E_BAD_STATE without
+/// a cone.
+int sim_artic_cone_angles(const sim_artic* a, uint32_t link, float* twist, float* swing);
+
+/// The impulse (N·m·s) the joint's limits applied in the last step: a
+/// hinge's > 0 at the lower bound, < 0 at the upper, 0 when it did not
+/// touch; a ball joint's, the sum of its twist's and swing's (signed along
+/// each row's direction).
 int sim_artic_limit_impulse(const sim_artic* a, uint32_t link, float* impulse);
 
 /// The torque the drive on a link's hinge exerted in the last step (N·m),
