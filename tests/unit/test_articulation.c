@@ -750,6 +750,33 @@ static void test_bad_defs_and_calls_are_refused(void** state) {
     assert_true(angle == 0.5f && rate == 0.0f);
     sim_artic_destroy(a);
     sim_artic_destroy(NULL);
+    // Ball-joint cones.
+    sim_artic_link_def ball = rod(-1, vec(0, 0, 0), 1.0f, 1.0f);
+    ball.joint = SIM_ARTIC_SPHERICAL;
+    assert_int_equal(sim_artic_create(&ball, 1, NULL, &a), SIM_OK);
+    float twist, swing;
+    assert_int_equal(sim_artic_cone_angles(a, 0, &twist, &swing), SIM_E_BAD_STATE);
+    const sim_vec3 down = vec(0, -1, 0), x = vec(1, 0, 0);
+    assert_int_equal(sim_artic_set_cone(a, 0, vec(0, 0, 0), x, 0.5f, 0.5f, -0.1f, 0.1f),
+                     SIM_E_INVALID_ARG);
+    assert_int_equal(sim_artic_set_cone(a, 0, down, vec(0, 2, 0), 0.5f, 0.5f, -0.1f, 0.1f),
+                     SIM_E_INVALID_ARG); // axis1 along the bone
+    assert_int_equal(sim_artic_set_cone(a, 0, down, x, 0.0f, 0.5f, -0.1f, 0.1f),
+                     SIM_E_OUT_OF_RANGE);
+    assert_int_equal(sim_artic_set_cone(a, 0, down, x, 0.5f, 4.0f, -0.1f, 0.1f),
+                     SIM_E_OUT_OF_RANGE);
+    assert_int_equal(sim_artic_set_cone(a, 0, down, x, 0.5f, 0.5f, 0.2f, 0.1f), SIM_E_OUT_OF_RANGE);
+    assert_int_equal(sim_artic_set_cone(a, 0, down, x, NAN, 0.5f, -0.1f, 0.1f), SIM_E_NOT_FINITE);
+    assert_int_equal(sim_artic_cone_angles(a, 0, &twist, &swing), SIM_E_BAD_STATE); // unchanged
+    assert_int_equal(sim_artic_set_limits(a, 0, -1.0f, 1.0f), SIM_E_INVALID_ARG);   // not a hinge
+    assert_int_equal(sim_artic_set_cone(a, 0, down, x, 0.5f, 0.5f, -0.1f, 0.1f), SIM_OK);
+    assert_int_equal(sim_artic_cone_angles(a, 0, &twist, &swing), SIM_OK);
+    assert_true(twist == 0.0f && swing == 0.0f); // at rest in its joint frame
+    sim_artic_destroy(a);
+    assert_int_equal(sim_artic_create(good, 2, NULL, &a), SIM_OK);
+    assert_int_equal(sim_artic_set_cone(a, 0, down, x, 0.5f, 0.5f, -0.1f, 0.1f),
+                     SIM_E_INVALID_ARG); // a hinge
+    sim_artic_destroy(a);
 }
 
 int main(void) {
