@@ -14,6 +14,7 @@
  * axes; free: S = 1, the body-frame spatial velocity) and gravity as the
  * fictitious base acceleration a_0 = −g (§5.3).
  */
+#include "rigid.h"
 #include "sim_articulation.h"
 #include "spatial.h"
 
@@ -68,6 +69,12 @@ struct sim_artic {
     sim_allocator alloc;
     size_t bytes;
     uint32_t count;
+    // What the links collide with (sim_artic_set_env()).
+    bool ground;
+    float friction;
+    uint32_t box_count;
+    sim_box boxes[SIM_ARTIC_MAX_BOXES];
+    uint32_t contacts; // last step's
     artic_link* links;
     sp_mat6* scratch; // count composite inertias (momentum())
 };
@@ -167,7 +174,8 @@ static int check_def(const sim_artic_link_def* d, uint32_t i) {
         return SIM_E_INVALID_ARG;
     }
     if (!finite3(d->anchor) || !finite4(d->frame) || !finite3(d->axis) || !isfinite(d->mass) ||
-        !finite3(d->com) || !finite3(d->inertia) || !isfinite(d->damping)) {
+        !finite3(d->com) || !finite3(d->inertia) || !isfinite(d->damping) ||
+        !finite3(d->capsule_a) || !finite3(d->capsule_b) || !isfinite(d->radius)) {
         return SIM_E_NOT_FINITE;
     }
     if (q_dot(d->frame, d->frame) < 1e-12f ||
@@ -178,7 +186,8 @@ static int check_def(const sim_artic_link_def* d, uint32_t i) {
     if (!(d->mass > 0.0f && d->mass <= 1e6f) || fabsf(d->com.x) > 100.0f ||
         fabsf(d->com.y) > 100.0f || fabsf(d->com.z) > 100.0f || !(J.x > 0.0f) || !(J.y > 0.0f) ||
         !(J.z > 0.0f) || J.x > J.y + J.z || J.y > J.x + J.z || J.z > J.x + J.y ||
-        !(d->damping >= 0.0f && d->damping <= 1e9f)) {
+        !(d->damping >= 0.0f && d->damping <= 1e9f) || !(d->radius >= 0.0f && d->radius <= 10.0f) ||
+        v3_len(d->capsule_a) > 100.0f || v3_len(d->capsule_b) > 100.0f) {
         return SIM_E_OUT_OF_RANGE;
     }
     return SIM_OK;
@@ -236,6 +245,7 @@ int sim_artic_create(const sim_artic_link_def* links, uint32_t count, const sim_
     a->bytes = bytes;
     a->count = count;
     a->links = (artic_link*)(void*)((char*)a + head);
+    a->friction = 0.6f;
     a->scratch = (sp_mat6*)(void*)(a->links + count);
     for (uint32_t i = 0; i < count; ++i) {
         artic_link* l = &a->links[i];
@@ -575,6 +585,9 @@ static void keep_momentum(sim_artic* a, const momentum6* target) {
 // Joint-space impulses and limits
 // ---------------------------------------------------------------------------
 
+static void link_impulse(sim_artic* a, uint32_t j, const float dir[3], const sp_vec* force,
+                         float lambda, bool add);
+
 // The change of every joint velocity that an impulse `lambda` (N·m·s) on
 // link j's joint along `dir` (its DOFs' components: (1) for a hinge, an
 // axis in the link's frame for a ball joint) causes, through the articulated inertias of the step's
@@ -583,16 +596,28 @@ static void keep_momentum(sim_artic* a, const momentum6* target) {
 // drives' stiffness in D as the step has it), into each link's dq; added
 // to qd when `add`. O(n).
 static void joint_impulse(sim_artic* a, uint32_t j, const float dir[3], float lambda, bool add) {
+    link_impulse(a, j, dir, NULL, lambda, add);
+}
+
+// As joint_impulse(), for either a joint impulse along dir or, when force
+// is not NULL, a spatial impulse lambda·force (link j's coordinates) from
+// outside the tree (a contact), which enters as a bias of −force.
+static void link_impulse(sim_artic* a, uint32_t j, const float dir[3], const sp_vec* force,
+                         float lambda, bool add) {
     const uint32_t n = a->count;
     // Inward, from j to the root: the bias impulses p and the u they leave.
     for (uint32_t i = 0; i < n; ++i) {
         a->links[i].pA = sp_zero(); // reused as the impulse's bias
         memset(a->links[i].u, 0, sizeof a->links[i].u);
     }
+    if (force != NULL) {
+        a->links[j].pA = sp_scale(*force, -lambda);
+        dir = NULL;
+    }
     for (int32_t i = (int32_t)j; i >= 0; i = a->links[i].def.parent) {
         artic_link* l = &a->links[i];
         for (int r = 0; r < l->dof; ++r) {
-            const float own = (uint32_t)i == j && r < 3 ? lambda * dir[r] : 0.0f;
+            const float own = dir != NULL && (uint32_t)i == j && r < 3 ? lambda * dir[r] : 0.0f;
             l->u[r] = own - sp_dot(l->S[r], l->pA);
         }
         if (l->def.parent < 0) {
@@ -940,6 +965,176 @@ static void solve_limits(sim_artic* a, float dt) {
 }
 
 // ---------------------------------------------------------------------------
+// Contacts
+// ---------------------------------------------------------------------------
+
+// One contact row: a unit spatial force on a link (its coordinates), the
+// rate it pairs with (sp_dot(v, f): the point's velocity along the row's
+// direction), and what the row wants.
+typedef struct contact_row {
+    uint32_t link;
+    sp_vec f;
+    float want;     // normal: the rate that lands on the surface; friction: 0
+    int normal_row; // friction rows: their contact's normal row; normal rows: −1
+} contact_row;
+
+// A contact of link l at world point p (on the link's surface) with normal
+// n (out of the obstacle) and signed gap (negative: penetrating): its
+// normal row and two friction rows.
+static int add_contact_rows(const artic_link* l, uint32_t link, sim_vec3 p, sim_vec3 n, float gap,
+                            float dt, contact_row* rows, int at) {
+    const sim_vec3 r = q_rotate_inv(l->qw, v3_sub(p, l->Xw.r));
+    const sim_vec3 t1w = fabsf(n.y) < 0.9f ? v3_normalize(v3_cross(n, v3(0.0f, 1.0f, 0.0f)))
+                                           : v3_normalize(v3_cross(n, v3(1.0f, 0.0f, 0.0f)));
+    const sim_vec3 dirs[3] = {n, t1w, v3_cross(n, t1w)};
+    const float slop = 0.005f;
+    float want = (-slop - gap) / dt; // lands on the surface, or approaches it
+    want = fminf(want, 2.0f);        // a penetration is left at up to 2 m/s
+    for (int k = 0; k < 3; ++k) {
+        const sim_vec3 d = q_rotate_inv(l->qw, dirs[k]);
+        rows[at + k] =
+            (contact_row){link, sp(v3_cross(r, d), d), k == 0 ? want : 0.0f, k == 0 ? -1 : at};
+    }
+    return at + 3;
+}
+
+// The contact rows of every link's capsule against the ground and the
+// boxes; at most SIM_ARTIC_MAX_CONTACTS contacts.
+static int find_contacts(const sim_artic* a, float dt, contact_row* rows) {
+    const float margin = 0.05f;
+    int m = 0;
+    for (uint32_t i = 0; i < a->count && m < 3 * SIM_ARTIC_MAX_CONTACTS; ++i) {
+        const artic_link* l = &a->links[i];
+        const float rad = l->def.radius;
+        if (!(rad > 0.0f)) {
+            continue;
+        }
+        const sim_vec3 p0 = v3_add(l->Xw.r, q_rotate(l->qw, l->def.capsule_a));
+        const sim_vec3 p1 = v3_add(l->Xw.r, q_rotate(l->qw, l->def.capsule_b));
+        const bool seg = v3_len(v3_sub(p1, p0)) > 1e-6f;
+        if (a->ground) {
+            for (int e = 0; e < (seg ? 2 : 1) && m < 3 * SIM_ARTIC_MAX_CONTACTS; ++e) {
+                const sim_vec3 p = e == 0 ? p0 : p1;
+                if (p.y < rad + margin) {
+                    const sim_vec3 n = v3(0.0f, 1.0f, 0.0f);
+                    m = add_contact_rows(l, i, v3(p.x, p.y - rad, p.z), n, p.y - rad, dt, rows, m);
+                }
+            }
+        }
+        for (uint32_t k = 0; k < a->box_count && m < 3 * SIM_ARTIC_MAX_CONTACTS; ++k) {
+            const sim_box* bx = &a->boxes[k];
+            const sim_vec3 lo = v3_sub(bx->center, bx->half_extents);
+            const sim_vec3 hi = v3_add(bx->center, bx->half_extents);
+            for (int e = 0; e < (seg ? 3 : 1) && m < 3 * SIM_ARTIC_MAX_CONTACTS; ++e) {
+                sim_vec3 p = e == 0 ? p0 : p1;
+                if (e == 2) {
+                    // The segment's point nearest the box (a capsule lying
+                    // across an edge touches it between its ends).
+                    const sim_vec3 d = v3_sub(p1, p0);
+                    float t = 0.5f;
+                    for (int it = 0; it < 4; ++it) {
+                        const sim_vec3 c = v3_add(p0, v3_scale(d, t));
+                        const sim_vec3 q =
+                            v3(fminf(fmaxf(c.x, lo.x), hi.x), fminf(fmaxf(c.y, lo.y), hi.y),
+                               fminf(fmaxf(c.z, lo.z), hi.z));
+                        t = fminf(fmaxf(v3_dot(v3_sub(q, p0), d) / v3_dot(d, d), 0.0f), 1.0f);
+                    }
+                    if (t <= 0.0f || t >= 1.0f) {
+                        break; // an end: done above
+                    }
+                    p = v3_add(p0, v3_scale(d, t));
+                }
+                sim_vec3 n, on_box;
+                float depth;
+                if (sim__sphere_box(p, rad + margin, bx, &n, &depth, &on_box)) {
+                    m = add_contact_rows(l, i, v3_sub(p, v3_scale(n, rad)), n, margin - depth, dt,
+                                         rows, m);
+                }
+            }
+        }
+    }
+    return m;
+}
+
+// The contacts, solved together through the articulated inertia: the
+// dense matrix K of every row's response to a unit impulse on every row
+// (one propagation per row), projected Gauss-Seidel over it, then one
+// propagation per touched link to apply the impulses. See
+// sim_artic_set_env().
+static void solve_contacts(sim_artic* a, float dt, momentum6* external, sim_vec3 com) {
+    enum { R = 3 * SIM_ARTIC_MAX_CONTACTS };
+    contact_row rows[R];
+    velocities(a);
+    const int m = find_contacts(a, dt, rows);
+    a->contacts = (uint32_t)(m / 3);
+    if (m == 0) {
+        return;
+    }
+    float K[R * R]; // 36 KiB of stack
+    float rate0[R], lambda[R];
+    for (int c = 0; c < m; ++c) {
+        link_impulse(a, rows[c].link, NULL, &rows[c].f, 1.0f, false);
+        for (int r = 0; r < m; ++r) {
+            K[r * R + c] = sp_dot(a->links[rows[r].link].a, rows[r].f);
+        }
+    }
+    for (int r = 0; r < m; ++r) {
+        rate0[r] = sp_dot(a->links[rows[r].link].v, rows[r].f);
+        lambda[r] = 0.0f;
+    }
+    for (int sweep = 0; sweep < SIM_ARTIC_CONTACT_SWEEPS; ++sweep) {
+        for (int r = 0; r < m; ++r) {
+            const float k = K[r * R + r];
+            if (!(k > 1e-12f)) {
+                continue;
+            }
+            float rate = rate0[r];
+            for (int c = 0; c < m; ++c) {
+                rate += K[r * R + c] * lambda[c];
+            }
+            float next = lambda[r] + (rows[r].want - rate) / k;
+            if (rows[r].normal_row < 0) {
+                next = fmaxf(next, 0.0f);
+            } else {
+                const float cap = a->friction * lambda[rows[r].normal_row];
+                next = fminf(fmaxf(next, -cap), cap);
+            }
+            lambda[r] = next;
+        }
+    }
+    // One propagation per touched link, of the sum of its rows' impulses.
+    for (int r = 0; r < m; ++r) {
+        if (lambda[r] == 0.0f) {
+            continue;
+        }
+        sp_vec total = sp_zero();
+        const uint32_t link = rows[r].link;
+        for (int c = r; c < m; ++c) {
+            if (rows[c].link == link && lambda[c] != 0.0f) {
+                total = sp_add(total, sp_scale(rows[c].f, lambda[c]));
+                lambda[c] = 0.0f;
+            }
+        }
+        link_impulse(a, link, NULL, &total, 1.0f, true);
+        if (external != NULL) {
+            // The impulse from outside, for the momentum a free base keeps:
+            // in world axes, about the centre of mass at the step's start.
+            const artic_link* l = &a->links[link];
+            const sim_vec3 f = q_rotate(l->qw, total.lin);
+            const sim_vec3 n =
+                v3_add(q_rotate(l->qw, total.ang), v3_cross(v3_sub(l->Xw.r, com), f));
+            external->ang[0] += (double)n.x;
+            external->ang[1] += (double)n.y;
+            external->ang[2] += (double)n.z;
+            external->lin[0] += (double)f.x;
+            external->lin[1] += (double)f.y;
+            external->lin[2] += (double)f.z;
+        }
+    }
+    velocities(a);
+}
+
+// ---------------------------------------------------------------------------
 // Step
 // ---------------------------------------------------------------------------
 
@@ -1033,7 +1228,13 @@ int sim_artic_step(sim_artic* a, float dt, sim_vec3 gravity) {
             l->qd[k] = l->qd0[k] + dt * l->qdd[k];
         }
     }
-    solve_limits(a, dt);
+    // Contacts, then limits, twice: each solve can undo a little of the
+    // other's (a limit's push can slide a foot), and a second round takes
+    // most of that out.
+    for (int round = 0; round < 2; ++round) {
+        solve_contacts(a, dt, free_base ? &target : NULL, com_before);
+        solve_limits(a, dt);
+    }
     for (uint32_t i = 0; i < a->count; ++i) {
         artic_link* l = &a->links[i];
         cap_rates(l, dt);
@@ -1200,6 +1401,39 @@ int sim_artic_set_drive(sim_artic* a, uint32_t link, float kp, float kd, float t
     l->target_rot =
         l->def.joint == SIM_ARTIC_SPHERICAL ? q_normalize(target_rotation) : q_identity();
     return SIM_OK;
+}
+
+int sim_artic_set_env(sim_artic* a, bool ground, const sim_box* boxes, uint32_t count,
+                      float friction) {
+    if (count > SIM_ARTIC_MAX_BOXES || (count > 0 && boxes == NULL)) {
+        return SIM_E_INVALID_ARG;
+    }
+    if (!isfinite(friction)) {
+        return SIM_E_NOT_FINITE;
+    }
+    if (!(friction >= 0.0f && friction <= 10.0f)) {
+        return SIM_E_OUT_OF_RANGE;
+    }
+    for (uint32_t k = 0; k < count; ++k) {
+        if (!finite3(boxes[k].center) || !finite3(boxes[k].half_extents)) {
+            return SIM_E_NOT_FINITE;
+        }
+        if (!(boxes[k].half_extents.x > 0.0f && boxes[k].half_extents.y > 0.0f &&
+              boxes[k].half_extents.z > 0.0f)) {
+            return SIM_E_OUT_OF_RANGE;
+        }
+    }
+    a->ground = ground;
+    a->friction = friction;
+    a->box_count = count;
+    if (count > 0) {
+        memcpy(a->boxes, boxes, count * sizeof *boxes);
+    }
+    return SIM_OK;
+}
+
+uint32_t sim_artic_contact_count(const sim_artic* a) {
+    return a->contacts;
 }
 
 int sim_artic_set_limits(sim_artic* a, uint32_t link, float lower, float upper) {

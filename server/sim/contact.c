@@ -75,10 +75,8 @@ void sim__closest_segments(sim_vec3 p0, sim_vec3 p1, sim_vec3 q0, sim_vec3 q1, s
     *cq = v3_add(q0, v3_scale(d2, t));
 }
 
-// Contact of a sphere (centre p, radius r) with a static box: normal out of
-// the box, depth, and the contact point on the box surface.
-static bool sphere_box(sim_vec3 p, float r, const sim_box* bx, sim_vec3* n, float* depth,
-                       sim_vec3* on_box) {
+bool sim__sphere_box(sim_vec3 p, float r, const sim_box* bx, sim_vec3* n, float* depth,
+                     sim_vec3* on_box) {
     sim_vec3 lo = v3_sub(bx->center, bx->half_extents), hi = v3_add(bx->center, bx->half_extents);
     sim_vec3 q = v3(fminf(fmaxf(p.x, lo.x), hi.x), fminf(fmaxf(p.y, lo.y), hi.y),
                     fminf(fmaxf(p.z, lo.z), hi.z));
@@ -255,7 +253,7 @@ static void find_box(sim_world* w, uint32_t i, uint32_t k, float h, float margin
             }
             sim_vec3 n, on_box;
             float depth;
-            if (sphere_box(p, r + margin, bx, &n, &depth, &on_box)) {
+            if (sim__sphere_box(p, r + margin, bx, &n, &depth, &on_box)) {
                 add_contact(w, i, SIM__NO_BODY, n, v3_sub(p, v3_scale(n, r)), on_box, h,
                             SIM__CODE_BOX + k, (uint32_t)c);
             }

@@ -230,6 +230,12 @@ void sim__apply_impulse_at(sim__body* b, sim_vec3 r, sim_vec3 p);
 
 /// Closest points cp on segment p0-p1 and cq on q0-q1 (Ericson, Real-Time
 /// Collision Detection, §5.1.9); degenerate segments are points.
+/// Contact of a sphere (centre p, radius r) with a static box: the normal
+/// out of the box, the depth, and the contact point on the box's surface;
+/// false when they do not touch (contact.c).
+bool sim__sphere_box(sim_vec3 p, float r, const sim_box* bx, sim_vec3* n, float* depth,
+                     sim_vec3* on_box);
+
 void sim__closest_segments(sim_vec3 p0, sim_vec3 p1, sim_vec3 q0, sim_vec3 q1, sim_vec3* cp,
                            sim_vec3* cq);
 

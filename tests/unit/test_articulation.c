@@ -664,6 +664,168 @@ static void test_ball_cone_and_twist_hold(void** state) {
 }
 
 // ---------------------------------------------------------------------------
+// Contacts
+// ---------------------------------------------------------------------------
+
+// A free capsule (0.6 m between its ends along X, radius 0.1 m, 2 kg).
+static sim_artic* capsule_body(sim_vec3 at) {
+    sim_artic_link_def d = sim_artic_link_def_default();
+    d.joint = SIM_ARTIC_FREE;
+    d.anchor = at;
+    d.mass = 2.0f;
+    d.inertia = vec(0.01f, 0.07f, 0.07f);
+    d.capsule_a = vec(-0.3f, 0.0f, 0.0f);
+    d.capsule_b = vec(0.3f, 0.0f, 0.0f);
+    d.radius = 0.1f;
+    sim_artic* a = NULL;
+    assert_int_equal(sim_artic_create(&d, 1, NULL, &a), SIM_OK);
+    return a;
+}
+
+// Dropped flat from 1 m onto the ground, 3 s at 60 Hz × 4 substeps: it
+// comes to rest lying on it (its axis at y = radius, 0.1 m, within 1 cm),
+// never more than 2 cm into it.
+static void test_capsule_lands_and_rests(void** state) {
+    (void)state;
+    sim_artic* a = capsule_body(vec(0.0f, 1.0f, 0.0f));
+    assert_int_equal(sim_artic_set_env(a, true, NULL, 0, 0.6f), SIM_OK);
+    float lowest = 1.0f;
+    for (int s = 0; s < 720; ++s) {
+        assert_int_equal(sim_artic_step(a, 1.0f / 240.0f, vec(0.0f, -G, 0.0f)), SIM_OK);
+        sim_vec3 p;
+        sim_quat q;
+        sim_artic_link_pose(a, 0, &p, &q);
+        lowest = fminf(lowest, p.y - 0.1f);
+    }
+    sim_vec3 c, v, w;
+    sim_artic_link_motion(a, 0, &c, &v, &w);
+    printf("capsule on the ground: axis at y = %.4f m, speed %.4f m/s, deepest %.4f m; %u "
+           "contacts\n",
+           c.y, sqrtf(v.x * v.x + v.y * v.y + v.z * v.z), -lowest, sim_artic_contact_count(a));
+    assert_true(fabsf(c.y - 0.1f) < 0.01f);
+    assert_true(sqrtf(v.x * v.x + v.y * v.y + v.z * v.z) < 0.01f);
+    assert_true(lowest > -0.02f);
+    assert_int_equal(sim_artic_contact_count(a), 2);
+    sim_artic_destroy(a);
+}
+
+// Lying on the ground and pushed along its axis at 3 m/s with friction
+// 0.5: it slides to a stop after v²/(2·μ·g) = 9 / 9.81 = 0.917 m (Coulomb
+// friction decelerates it at μ·g), within 5 %.
+static void test_capsule_slides_the_coulomb_distance(void** state) {
+    (void)state;
+    sim_artic* a = capsule_body(vec(0.0f, 0.1f, 0.0f));
+    assert_int_equal(sim_artic_set_env(a, true, NULL, 0, 0.5f), SIM_OK);
+    assert_int_equal(sim_artic_set_base(a, vec(0.0f, 0.1f, 0.0f), (sim_quat){0, 0, 0, 1},
+                                        vec(3.0f, 0.0f, 0.0f), vec(0, 0, 0)),
+                     SIM_OK);
+    for (int s = 0; s < 480; ++s) {
+        assert_int_equal(sim_artic_step(a, 1.0f / 240.0f, vec(0.0f, -G, 0.0f)), SIM_OK);
+    }
+    sim_vec3 c, v, w;
+    sim_artic_link_motion(a, 0, &c, &v, &w);
+    const float expected = 9.0f / (2.0f * 0.5f * G);
+    printf("sliding capsule: stopped after %.4f m (Coulomb: %.4f m), speed %.4f m/s\n", c.x,
+           expected, v.x);
+    assert_true(fabsf(c.x - expected) < 0.05f * expected);
+    assert_true(fabsf(v.x) < 0.01f);
+    sim_artic_destroy(a);
+}
+
+// A humanoid-shaped articulation (free pelvis, ball-jointed spine, neck,
+// shoulders and hips with cones, hinged elbows and knees with ranges, every
+// link a capsule) dropped 1.5 m, tumbling, onto three stairs: after 6 s it
+// is at rest (every link's centre slower than 0.05 m/s), nothing is
+// non-finite, no capsule is more than 3 cm into the ground or a stair, and
+// its joints are where its parents put them (by construction).
+static void test_humanoid_articulation_rests_on_stairs(void** state) {
+    (void)state;
+    enum { N = 11 };
+    sim_artic_link_def d[N];
+    struct {
+        int parent;
+        sim_artic_joint joint;
+        sim_vec3 anchor, tip;
+        float mass, radius;
+    } spec[N] = {
+        {-1, SIM_ARTIC_FREE, {0.0f, 1.0f, 0.0f}, {0.0f, 0.15f, 0.0f}, 10.0f, 0.12f},      // pelvis
+        {0, SIM_ARTIC_SPHERICAL, {0.0f, 0.15f, 0.0f}, {0.0f, 0.35f, 0.0f}, 15.0f, 0.13f}, // chest
+        {1, SIM_ARTIC_SPHERICAL, {0.0f, 0.4f, 0.0f}, {0.0f, 0.2f, 0.0f}, 5.0f, 0.1f},     // head
+        {1, SIM_ARTIC_SPHERICAL, {0.2f, 0.3f, 0.0f}, {0.28f, 0.0f, 0.0f}, 2.0f, 0.05f},   // l arm
+        {3, SIM_ARTIC_REVOLUTE, {0.28f, 0.0f, 0.0f}, {0.26f, 0.0f, 0.0f}, 1.5f, 0.04f},   // l fore
+        {1, SIM_ARTIC_SPHERICAL, {-0.2f, 0.3f, 0.0f}, {-0.28f, 0.0f, 0.0f}, 2.0f, 0.05f},
+        {5, SIM_ARTIC_REVOLUTE, {-0.28f, 0.0f, 0.0f}, {-0.26f, 0.0f, 0.0f}, 1.5f, 0.04f},
+        {0, SIM_ARTIC_SPHERICAL, {0.1f, -0.05f, 0.0f}, {0.0f, -0.42f, 0.0f}, 7.0f, 0.07f}, // l
+                                                                                           // thigh
+        {7, SIM_ARTIC_REVOLUTE, {0.0f, -0.42f, 0.0f}, {0.0f, -0.42f, 0.0f}, 4.0f, 0.05f},  // l shin
+        {0, SIM_ARTIC_SPHERICAL, {-0.1f, -0.05f, 0.0f}, {0.0f, -0.42f, 0.0f}, 7.0f, 0.07f},
+        {9, SIM_ARTIC_REVOLUTE, {0.0f, -0.42f, 0.0f}, {0.0f, -0.42f, 0.0f}, 4.0f, 0.05f},
+    };
+    for (int i = 0; i < N; ++i) {
+        d[i] = sim_artic_link_def_default();
+        d[i].parent = spec[i].parent;
+        d[i].joint = spec[i].joint;
+        d[i].anchor = spec[i].anchor;
+        d[i].axis = i == 4 || i == 6 ? vec(0.0f, 1.0f, 0.0f) : vec(1.0f, 0.0f, 0.0f);
+        d[i].mass = spec[i].mass;
+        d[i].com = vec(0.5f * spec[i].tip.x, 0.5f * spec[i].tip.y, 0.5f * spec[i].tip.z);
+        const float L2 = spec[i].tip.x * spec[i].tip.x + spec[i].tip.y * spec[i].tip.y;
+        const float r2 = spec[i].radius * spec[i].radius;
+        const float across = spec[i].mass * (L2 / 12.0f + r2 / 4.0f);
+        const float along = 0.5f * spec[i].mass * r2;
+        d[i].inertia =
+            fabsf(spec[i].tip.x) > 0.0f ? vec(along, across, across) : vec(across, along, across);
+        d[i].capsule_b = spec[i].tip;
+        d[i].radius = spec[i].radius;
+        d[i].damping = 0.5f;
+    }
+    sim_artic* a = NULL;
+    assert_int_equal(sim_artic_create(d, N, NULL, &a), SIM_OK);
+    for (uint32_t i = 1; i < N; ++i) {
+        if (d[i].joint == SIM_ARTIC_REVOLUTE) {
+            assert_int_equal(sim_artic_set_limits(a, i, i == 8 || i == 10 ? -2.4f : 0.0f,
+                                                  i == 8 || i == 10 ? 0.0f : 2.4f),
+                             SIM_OK);
+        } else {
+            const sim_vec3 bone =
+                fabsf(spec[i].tip.x) > 0.0f ? vec(spec[i].tip.x, 0, 0) : vec(0, spec[i].tip.y, 0);
+            assert_int_equal(
+                sim_artic_set_cone(a, i, bone, vec(0.0f, 0.0f, 1.0f), 0.8f, 0.6f, -0.5f, 0.5f),
+                SIM_OK);
+        }
+    }
+    const sim_box stairs[3] = {{{1.0f, 0.15f, 0.0f}, {0.25f, 0.15f, 1.0f}},
+                               {{1.5f, 0.3f, 0.0f}, {0.25f, 0.3f, 1.0f}},
+                               {{2.0f, 0.45f, 0.0f}, {0.25f, 0.45f, 1.0f}}};
+    assert_int_equal(sim_artic_set_env(a, true, stairs, 3, 0.6f), SIM_OK);
+    assert_int_equal(sim_artic_set_base(a, vec(1.4f, 2.5f, 0.0f), quat_axis(vec(0, 0, 1), 1.2f),
+                                        vec(-1.0f, 0.0f, 0.5f), vec(2.0f, 1.0f, 3.0f)),
+                     SIM_OK);
+    float deepest = 0.0f, fastest = 0.0f;
+    for (int s = 0; s < 1440; ++s) {
+        assert_int_equal(sim_artic_step(a, 1.0f / 240.0f, vec(0.0f, -G, 0.0f)), SIM_OK);
+        for (uint32_t i = 0; i < N; ++i) {
+            sim_vec3 o, c, v, w;
+            sim_quat q;
+            sim_artic_link_pose(a, i, &o, &q);
+            sim_artic_link_motion(a, i, &c, &v, &w);
+            assert_true(isfinite(c.x) && isfinite(c.y) && isfinite(c.z) && isfinite(v.x));
+            // Depth of the capsule's ends into the ground.
+            deepest = fmaxf(deepest, spec[i].radius - o.y);
+            if (s >= 1400) {
+                fastest = fmaxf(fastest, sqrtf(v.x * v.x + v.y * v.y + v.z * v.z));
+            }
+        }
+    }
+    printf("humanoid articulation on stairs: deepest into the ground %.4f m; fastest link in the "
+           "last 1/6 s %.4f m/s\n",
+           deepest, fastest);
+    assert_true(deepest < 0.03f);
+    assert_true(fastest < 0.05f);
+    sim_artic_destroy(a);
+}
+
+// ---------------------------------------------------------------------------
 // Ball joints
 // ---------------------------------------------------------------------------
 
@@ -792,6 +954,9 @@ int main(void) {
         cmocka_unit_test(test_light_arm_holds_heavy_payload),
         cmocka_unit_test(test_hinge_limit_is_never_passed),
         cmocka_unit_test(test_coupled_limits_hold_and_keep_momentum),
+        cmocka_unit_test(test_capsule_lands_and_rests),
+        cmocka_unit_test(test_capsule_slides_the_coulomb_distance),
+        cmocka_unit_test(test_humanoid_articulation_rests_on_stairs),
         cmocka_unit_test(test_ball_cone_and_twist_hold),
         cmocka_unit_test(test_ball_joint_q_and_minus_q_agree),
         cmocka_unit_test(test_bad_defs_and_calls_are_refused),
