@@ -102,6 +102,10 @@ typedef struct app_agones {
 
     uint32_t players_sent; ///< The count the Counter holds; UINT32_MAX: unknown.
     bool players_in_flight, counter_missing;
+    uint32_t players_fails;   ///< PATCHes refused in a row (backoff).
+    uint64_t players_due_ns;  ///< Not before then, after a refusal.
+    int64_t players_capacity; ///< The Counter's capacity as watched; −1: not known.
+    bool over_capacity;       ///< Said once while more play than it holds.
 
     char state[32];       ///< The GameServer's state, as last watched.
     bool allocated;       ///< Its match's world was made (or refused).
@@ -149,6 +153,20 @@ static uint64_t backoff(uint32_t fails) {
         ns *= 2;
     }
     return ns < BACKOFF_MAX_NS ? ns : BACKOFF_MAX_NS;
+}
+
+// The sessions that count as players: with an auth file, those with a
+// token (anonymous viewers neither fill the Counter nor keep a match
+// alive); without one, every session.
+static uint32_t players_now(const app_server* app) {
+    if (app->cfg.auth == NULL) {
+        return app->clients;
+    }
+    uint32_t n = 0;
+    for (const app_client* c = app->client_list; c != NULL; c = c->next) {
+        n += c->entry != NULL;
+    }
+    return n;
 }
 
 // ---------------------------------------------------------------------------
@@ -377,6 +395,27 @@ bool app__agones_state(const char* json, size_t len, char* state, size_t cap) {
     return true;
 }
 
+int64_t app__agones_capacity(const char* json, size_t len, const char* counter) {
+    cJSON* root = cJSON_ParseWithLength(json, len);
+    const cJSON* status = cJSON_GetObjectItemCaseSensitive(game_server(root), "status");
+    const cJSON* c = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(status, "counters"), counter);
+    const cJSON* cap = cJSON_GetObjectItemCaseSensitive(c, "capacity");
+    int64_t out = -1;
+    // int64 fields come as strings in the SDK's JSON (the proto3 mapping).
+    if (cJSON_IsString(cap)) {
+        char* end = NULL;
+        long long v = strtoll(cap->valuestring, &end, 10);
+        if (end != cap->valuestring && *end == '\0' && v >= 0) {
+            out = (int64_t)v;
+        }
+    } else if (cJSON_IsNumber(cap) && cap->valuedouble >= 0.0 && cap->valuedouble < 9e18) {
+        out = (int64_t)cap->valuedouble;
+    }
+    cJSON_Delete(root);
+    return out;
+}
+
 // The value of key in the GameServer's annotations, else its labels, else NULL.
 static const char* meta(const cJSON* gs, const char* key) {
     const cJSON* m = cJSON_GetObjectItemCaseSensitive(gs, "object_meta");
@@ -568,7 +607,7 @@ static bool add_players(app_agones* ag, const app_agones_match* m, const app_wor
 static void allocated(app_agones* ag, const char* json, size_t len) {
     app_server* app = ag->app;
     ag->allocated = true;
-    ag->empty_since = app->clients == 0 ? uv_hrtime() : 0;
+    ag->empty_since = players_now(app) == 0 ? uv_hrtime() : 0;
     app_agones_match m;
     char why[256] = "";
     app_world* w = NULL;
@@ -634,8 +673,9 @@ static void on_watch_line(app_agones* ag, const char* line, size_t len) {
     }
     if (strcmp(state, ag->state) != 0) {
         snprintf(ag->state, sizeof ag->state, "%s", state);
-        say(ag, APP_LOG_INFO, "agones_state", "state", state);
+        say(ag, APP_LOG_INFO, "agones_state", "state", state[0] != '\0' ? state : "(none)");
     }
+    ag->players_capacity = app__agones_capacity(line, len, APP_AGONES_PLAYERS_COUNTER);
     if (strcmp(state, "Allocated") == 0 && !ag->allocated && !ag->closing) {
         allocated(ag, line, len);
     }
@@ -694,14 +734,22 @@ static void landed(app_agones* ag, call* c, CURLcode rc, long status) {
     case CALL_PLAYERS:
         ag->players_in_flight = false;
         if (!ok) {
-            ag->players_sent = UINT32_MAX; // sent again at the next pulse
+            ag->players_sent = UINT32_MAX;
+            ag->players_capacity = -1; // sent again, after a backoff
             if (rc == CURLE_OK && c->data != NULL && strstr(c->data, "not found") != NULL) {
                 ag->counter_missing = true;
                 say(ag, APP_LOG_WARN, "agones_counter_missing", "counter",
                     APP_AGONES_PLAYERS_COUNTER);
+            } else {
+                ag->players_fails++;
+                ag->players_due_ns = now + backoff(ag->players_fails);
+                if (!ag->closing) {
+                    say_failed(ag, CALL_PLAYERS, ag->players_fails, why);
+                }
             }
         } else {
             ag->players_sent = c->value;
+            ag->players_fails = 0;
         }
         break;
     case CALL_SHUTDOWN:
@@ -818,20 +866,36 @@ static void on_pulse(uv_timer_t* t) {
             }
         }
     }
-    // Connected sessions, to the Counter fleet autoscaling reads.
-    if (!ag->counter_missing && !ag->players_in_flight && app->clients != ag->players_sent) {
+    // Players, to the Counter fleet autoscaling reads: never more than its
+    // capacity (the sidecar refuses a count above it).
+    const uint32_t players = players_now(app);
+    uint32_t count = players;
+    if (ag->players_capacity >= 0 && (int64_t)count > ag->players_capacity) {
+        count = (uint32_t)ag->players_capacity;
+        if (!ag->over_capacity) {
+            ag->over_capacity = true;
+            char what[96];
+            snprintf(what, sizeof what, "%u players, the Counter holds %" PRId64, players,
+                     ag->players_capacity);
+            say(ag, APP_LOG_WARN, "agones_players_over_capacity", "reason", what);
+        }
+    } else {
+        ag->over_capacity = false;
+    }
+    if (!ag->counter_missing && !ag->players_in_flight && count != ag->players_sent &&
+        now >= ag->players_due_ns) {
         char body[48];
-        snprintf(body, sizeof body, "{\"count\":\"%u\"}", app->clients);
+        snprintf(body, sizeof body, "{\"count\":\"%u\"}", count);
         call* c = send_call(ag, CALL_PLAYERS, "PATCH",
                             "/v1beta1/counters/" APP_AGONES_PLAYERS_COUNTER, body);
         if (c != NULL) {
-            c->value = app->clients;
+            c->value = count;
             ag->players_in_flight = true;
         }
     }
-    // The match is over when nobody has been connected for the timeout.
+    // The match is over when no player has been connected for the timeout.
     if (ag->allocated && app->cfg.agones_empty_s > 0 && !ag->shutdown.wanted) {
-        if (app->clients > 0) {
+        if (players > 0) {
             ag->empty_since = 0;
         } else if (ag->empty_since == 0) {
             ag->empty_since = now;

@@ -23,8 +23,11 @@
  *                                    /player-tokens: tokens that may play
  *                                    in that world only); its id is
  *                                    annotated back as agones.dev/sdk-world
- *   sessions open or close           the Counter "players" set to the count
- *   no session for
+ *   sessions open or close           the Counter "players" set to the
+ *                                    sessions with a token (with an auth
+ *                                    file; else every session), at most
+ *                                    its capacity; refusals backed off
+ *   no such session for
  *   --agones-empty-timeout s
  *   after allocation                 Shutdown
  *   SIGINT/SIGTERM                   after the clients are closed and the
@@ -70,6 +73,10 @@ typedef struct app_agones_match {
 /// itself), in state (cap bytes); "" when it has none. Returns false when
 /// json is not an object.
 bool app__agones_state(const char* json, size_t len, char* state, size_t cap);
+
+/// The capacity of the GameServer's Counter `counter` (status.counters,
+/// the int64 as a string or a number), or -1 when it has none.
+int64_t app__agones_capacity(const char* json, size_t len, const char* counter);
 
 /// The world an allocated GameServer (JSON, as above) asks for: each
 /// setting from object_meta.annotations, else object_meta.labels, else its

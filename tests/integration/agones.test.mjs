@@ -205,6 +205,57 @@ test('bad player tokens in an allocation are refused without echoing them, and n
   }
 });
 
+test('players: sessions with a token count, anonymous viewers do not; never above the capacity; refused updates back off', async () => {
+  const admin = 'admin-token-0123456789abcdef';
+  const player = 'player-token-0123456789abcdef';
+  const dir = fs.mkdtempSync('/tmp/ragdolld-agones-');
+  const authFile = `${dir}/tokens`;
+  fs.writeFileSync(authFile, `${admin} admin\n${player} player\n`);
+  const stub = await startStub({ counters: { players: { count: '0', capacity: '1' } } });
+  const s = await agones(stub, ['--auth-file', authFile, '--anonymous', 'viewer']);
+  const open = [];
+  try {
+    await stub.until(() => stub.of('/watch/gameserver').length > 0, 10000, 'a watch');
+    // Two anonymous viewers: still no player.
+    for (let i = 0; i < 2; i++) open.push(await Client.connect(s.url));
+    await sleep(800);
+    assert.equal(stub.gs.status.counters.players.count, '0');
+    assert.ok(stub.of('/v1beta1/counters/players', 'PATCH').every((x) => JSON.parse(x.body).count === '0'));
+    // A player: 1. A second: still 1, the capacity, and said once.
+    open.push(await Client.connect(s.url, ['ragdolld.v1', `ragdolld.auth.${player}`]));
+    await stub.until(() => stub.gs.status.counters.players.count === '1', 5000, 'players = 1');
+    open.push(await Client.connect(s.url, ['ragdolld.v1', `ragdolld.auth.${admin}`]));
+    const end = Date.now() + 5000;
+    while (!/agones_players_over_capacity/.test(s.stderr()) && Date.now() < end) await sleep(50);
+    assert.match(s.stderr(), /level=warn event=agones_players_over_capacity reason="2 players, the Counter holds 1"/);
+    await sleep(500);
+    assert.ok(stub.of('/v1beta1/counters/players', 'PATCH').every((x) => Number(JSON.parse(x.body).count) <= 1),
+      'a count above the capacity was sent');
+  } finally {
+    for (const c of open) c.close();
+    await s.stop();
+    await stub.close();
+  }
+  // A sidecar that refuses every update: retried with backoff (0.25, 0.5,
+  // 1, 2 s...), not ten times a second, and logged.
+  const refusing = await startStub({ failCounters: true });
+  const t = await agones(refusing);
+  const c = await Client.connect(t.url);
+  try {
+    await refusing.until(() => refusing.of('/v1beta1/counters/players', 'PATCH').length > 0, 10000, 'a PATCH');
+    const first = Date.now();
+    await sleep(3000);
+    const n = refusing.of('/v1beta1/counters/players', 'PATCH').filter((x) => x.at >= first - 50).length;
+    assert.ok(n <= 6, `${n} refused PATCHes in 3 s`);
+    assert.match(t.stderr(), /event=agones_call_failed call=players failures=1 reason="HTTP 500: .*CountsAndLists not enabled/);
+  } finally {
+    c.close();
+    await t.stop();
+    await refusing.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('an allocation that asks for a bad world is refused with the key named, and nothing is made', async () => {
   const stub = await startStub();
   const s = await agones(stub);

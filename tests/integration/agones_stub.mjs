@@ -11,10 +11,12 @@
 //   PATCH /v1beta1/counters/NAME              {"count"} | {"countDiff"} | {"capacity"} → Counter
 //
 // mode: 'ok'; 'hang' (requests are read and never answered); 'error' (every
-// call answered 500 {"code":2,"message":...}).
+// call answered 500 {"code":2,"message":...}). failCounters: every Counter
+// PATCH refused (as an Agones without the CountsAndLists feature does); a
+// count above the Counter's capacity is refused in any case.
 import http from 'node:http';
 
-export async function startStub({ mode = 'ok', counters = { players: { count: '0', capacity: '100' } } } = {}) {
+export async function startStub({ mode = 'ok', counters = { players: { count: '0', capacity: '100' } }, failCounters = false } = {}) {
   const calls = [];
   const watchers = new Set();
   const gs = {
@@ -81,6 +83,11 @@ export async function startStub({ mode = 'ok', counters = { players: { count: '0
         if (!c) return json(500, { code: 2, message: `counter not found: ${counter[1]}`, details: [] });
         if (req.method === 'PATCH') {
           if (!parsed) return json(400, { code: 3, message: 'body', details: [] });
+          if (failCounters) return json(500, { code: 9, message: 'CountsAndLists not enabled', details: [] });
+          // As the SDK server: a count outside [0, capacity] is refused.
+          if (parsed.count !== undefined && (Number(parsed.count) < 0 || Number(parsed.count) > Number(c.capacity))) {
+            return json(500, { code: 11, message: `out of range: count ${parsed.count} exceeds capacity ${c.capacity}`, details: [] });
+          }
           if (parsed.count !== undefined) c.count = String(parsed.count);
           if (parsed.capacity !== undefined) c.capacity = String(parsed.capacity);
           if (parsed.countDiff !== undefined) c.count = String(Number(c.count) + Number(parsed.countDiff));
