@@ -531,7 +531,7 @@ int app__agones_match(const char* json, size_t len, sim_solver default_solver,
     if (rc == 0 && hz != NULL) {
         char* end = NULL;
         long v = strtol(hz, &end, 10);
-        if (end == hz || *end != '\0' || v < 1 || v > 240) {
+        if (!(hz[0] >= '0' && hz[0] <= '9') || *end != '\0' || v < 1 || v > 240) {
             snprintf(why, cap,
                      "ragdolld.dev/tick-hz must be a whole number from 1 to 240, not "
                      "\"%.40s\"",
@@ -603,6 +603,19 @@ static bool add_players(app_agones* ag, const app_agones_match* m, const app_wor
     return true;
 }
 
+// Sets the annotation to send (PUT /metadata/annotation; Agones prefixes
+// the key with agones.dev/sdk-), retried until it lands.
+static void annotate(app_agones* ag, const char* key, const char* value) {
+    cJSON* o = cJSON_CreateObject();
+    if (o != NULL && cJSON_AddStringToObject(o, "key", key) != NULL &&
+        cJSON_AddStringToObject(o, "value", value) != NULL) {
+        free(ag->annotation);
+        ag->annotation = cJSON_PrintUnformatted(o);
+        ag->annotate = (retry){.wanted = ag->annotation != NULL};
+    }
+    cJSON_Delete(o);
+}
+
 // The GameServer was allocated: its match's world is made.
 static void allocated(app_agones* ag, const char* json, size_t len) {
     app_server* app = ag->app;
@@ -640,7 +653,18 @@ static void allocated(app_agones* ag, const char* json, size_t len) {
         }
     }
     if (w == NULL) {
-        say(ag, APP_LOG_ERROR, "agones_allocation_refused", "reason", why);
+        app_log_line l;
+        if (app__log_begin(&app->log, &l, APP_LOG_ERROR, APP_LOGK_ALWAYS,
+                           "agones_allocation_refused", uv_hrtime())) {
+            if (m.match_id[0] != '\0') {
+                app__log_str(&l, "match", m.match_id);
+            }
+            app__log_str(&l, "reason", why);
+            app__log_end(&l);
+        }
+        // The reason on the GameServer (agones.dev/sdk-world-error), so the
+        // matchmaker waiting for agones.dev/sdk-world learns it will not come.
+        annotate(ag, "world-error", why);
         return;
     }
     ag->match_world = w->id;
@@ -658,11 +682,9 @@ static void allocated(app_agones* ag, const char* json, size_t len) {
     }
     // The world's id on the GameServer (agones.dev/sdk-world), for whoever
     // allocated it and tells the players where to go.
-    char body[96];
-    snprintf(body, sizeof body, "{\"key\":\"world\",\"value\":\"%" PRIu64 "\"}", w->id);
-    free(ag->annotation);
-    ag->annotation = strdup(body);
-    ag->annotate = (retry){.wanted = ag->annotation != NULL};
+    char id[24];
+    snprintf(id, sizeof id, "%" PRIu64, w->id);
+    annotate(ag, "world", id);
 }
 
 static void on_watch_line(app_agones* ag, const char* line, size_t len) {

@@ -268,6 +268,11 @@ test('an allocation that asks for a bad world is refused with the key named, and
     while (!/agones_allocation_refused/.test(s.stderr()) && Date.now() < end) await sleep(50);
     assert.match(s.stderr(), /level=error event=agones_allocation_refused reason="ragdolld.dev\/tick-hz must be a whole number from 1 to 240, not \\"fast\\""/);
     assert.equal((await ok(c, { op: 'list_worlds' })).worlds.length, before);
+    // The matchmaker waiting for sdk-world learns why it will not come.
+    await stub.until(() => 'agones.dev/sdk-world-error' in stub.gs.object_meta.annotations, 5000, 'the error annotated');
+    assert.equal(stub.gs.object_meta.annotations['agones.dev/sdk-world-error'],
+      'ragdolld.dev/tick-hz must be a whole number from 1 to 240, not "fast"');
+    assert.ok(!('agones.dev/sdk-world' in stub.gs.object_meta.annotations));
   } finally {
     c.close();
     await s.stop();

@@ -304,6 +304,8 @@ static void test_app_agones_reads_an_allocated_game_server(void** state) {
         {"{\"object_meta\":{\"annotations\":{\"ragdolld.dev/tick-hz\":\"0\"}}}",
          "ragdolld.dev/tick-hz must be a whole number from 1 to 240, not \"0\""},
         {"{\"object_meta\":{\"labels\":{\"ragdolld.dev/tick-hz\":\"60Hz\"}}}", "not \"60Hz\""},
+        {"{\"object_meta\":{\"labels\":{\"ragdolld.dev/tick-hz\":\" 60\"}}}", "not \" 60\""},
+        {"{\"object_meta\":{\"labels\":{\"ragdolld.dev/tick-hz\":\"+60\"}}}", "not \"+60\""},
         {"{\"object_meta\":{\"annotations\":{\"ragdolld.dev/solver\":\"pbd\"}}}",
          "ragdolld.dev/solver must be xpbd or soft_step, not \"pbd\""},
         {"{\"object_meta\":{\"annotations\":{\"ragdolld.dev/world-name\":\"\"}}}",
