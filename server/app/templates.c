@@ -13,11 +13,14 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 // The ops a template's commands may be: what fills a new world, nothing
 // that names an entity (there are none yet).
@@ -103,10 +106,16 @@ static int parse(const char* text, size_t len, app_template* t, char* why, size_
             snprintf(t->description, sizeof t->description, "%s", desc->valuestring);
         }
     }
+    // What a world holds (sim_world_def_default(): every world's box
+    // limit and extent; neither can be set per world): a template beyond
+    // them could never make one.
+    const sim_world_def wd = sim_world_def_default();
+    const int max_boxes =
+        (int)(wd.max_boxes < APP_TEMPLATE_MAX_BOXES ? wd.max_boxes : APP_TEMPLATE_MAX_BOXES);
     if (rc == 0 && boxes != NULL &&
-        (!cJSON_IsArray(boxes) || cJSON_GetArraySize(boxes) > APP_TEMPLATE_MAX_BOXES)) {
-        snprintf(why, cap, "\"boxes\" must be an array of at most %d boxes",
-                 APP_TEMPLATE_MAX_BOXES);
+        (!cJSON_IsArray(boxes) || cJSON_GetArraySize(boxes) > max_boxes)) {
+        snprintf(why, cap, "\"boxes\" must be an array of at most %d boxes (what a world holds)",
+                 max_boxes);
         rc = -1;
     }
     if (rc == 0 && cmds != NULL &&
@@ -127,13 +136,15 @@ static int parse(const char* text, size_t len, app_template* t, char* why, size_
         const cJSON* b = cJSON_GetArrayItem(boxes, i);
         sim_box* box = &t->boxes[t->box_count];
         if (!cJSON_IsObject(b) || cJSON_GetArraySize(b) != 2 ||
-            !vec3(cJSON_GetObjectItemCaseSensitive(b, "center"), -1e4f, 1e4f, &box->center) ||
-            !vec3(cJSON_GetObjectItemCaseSensitive(b, "half_extents"), 1e-3f, 1e3f,
+            !vec3(cJSON_GetObjectItemCaseSensitive(b, "center"), -wd.half_extent, wd.half_extent,
+                  &box->center) ||
+            !vec3(cJSON_GetObjectItemCaseSensitive(b, "half_extents"), 1e-3f, wd.half_extent,
                   &box->half_extents)) {
             snprintf(why, cap,
                      "boxes[%d] must be {\"center\": [x, y, z], \"half_extents\": [x, y, z]}: "
-                     "|center| up to 10^4 m, half extents from 10^-3 to 10^3 m",
-                     i);
+                     "each centre coordinate within ±%g m (the world), half extents from "
+                     "10^-3 to %g m",
+                     i, (double)wd.half_extent, (double)wd.half_extent);
             rc = -1;
             break;
         }
@@ -210,7 +221,20 @@ int app_templates_load(const char* dir, bool required, app_templates** out, char
             rc = -1;
             break;
         }
-        FILE* f = fopen(path, "rb");
+        // Without blocking (a FIFO would hang the start), and only a
+        // regular file.
+        const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        struct stat st;
+        if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+            close(fd);
+            snprintf(why, cap, "%s: not a regular file", path);
+            rc = -1;
+            break;
+        }
+        FILE* f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+        if (fd >= 0 && f == NULL) {
+            close(fd);
+        }
         char* text = NULL;
         long len = -1;
         if (f != NULL && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && len <= (1 << 20) &&

@@ -1091,11 +1091,28 @@ static void test_bad_templates_are_refused_with_file_and_reason(void** state) {
         {"f.json", "{\"commands\": [{\"op\": \"spawn_ball\", \"world\": 3}]}",
          "f.json: commands[0] must be a command object without \"world\""},
         {"Bad Name.json", "{}", "Bad Name.json: a template is NAME.json"},
+        // Beyond what any world holds (64 boxes, ±1000 m): it could never
+        // make one, so it is refused at the start.
+        {"g.json", "{\"boxes\": [{\"center\": [1500, 0, 0], \"half_extents\": [1, 1, 1]}]}",
+         "g.json: boxes[0] must be"},
+        {"h.json", NULL, "h.json: \"boxes\" must be an array of at most 64 boxes"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
         char dir[64];
         new_dir(dir, sizeof dir);
-        write_file(dir, bad[i].file, (const uint8_t*)bad[i].text, strlen(bad[i].text));
+        if (bad[i].text != NULL) {
+            write_file(dir, bad[i].file, (const uint8_t*)bad[i].text, strlen(bad[i].text));
+        } else { // 65 boxes
+            char many[65 * 64 + 32];
+            size_t at = (size_t)snprintf(many, sizeof many, "{\"boxes\": [");
+            for (int k = 0; k < 65; ++k) {
+                at += (size_t)snprintf(many + at, sizeof many - at,
+                                       "%s{\"center\": [%d, 1, 0], \"half_extents\": [0.4, 1, 1]}",
+                                       k > 0 ? ", " : "", k);
+            }
+            at += (size_t)snprintf(many + at, sizeof many - at, "]}");
+            write_file(dir, bad[i].file, (const uint8_t*)many, at);
+        }
         write_file(dir, "good.json", (const uint8_t*)"{}", 2);
         app_templates* t = NULL;
         char why[512] = "";
@@ -1104,6 +1121,20 @@ static void test_bad_templates_are_refused_with_file_and_reason(void** state) {
         if (strstr(why, bad[i].says) == NULL) {
             fail_msg("case %zu: \"%s\" does not say \"%s\"", i, why, bad[i].says);
         }
+        remove_dir(dir);
+    }
+    // A FIFO is refused, not read (that would block the start for ever).
+    {
+        char dir[64];
+        new_dir(dir, sizeof dir);
+        char fifo[128];
+        snprintf(fifo, sizeof fifo, "%s/pipe.json", dir);
+        assert_int_equal(mkfifo(fifo, 0600), 0);
+        app_templates* t = NULL;
+        char why[512] = "";
+        assert_int_equal(app_templates_load(dir, true, &t, why, sizeof why), -1);
+        assert_non_null(strstr(why, "pipe.json: not a regular file"));
+        unlink(fifo);
         remove_dir(dir);
     }
     app_templates* none = NULL;
