@@ -1,8 +1,8 @@
 # ragdolld in a container: build on Debian 12, run on debian:bookworm-slim.
 #
 #   docker build -t ragdolld .
-#   docker run --rm -p 8080:8080 -v "$PWD/tokens:/run/secrets/ragdolld:ro" \
-#       -e RAGDOLLD_AUTH_FILE=/run/secrets/ragdolld ragdolld --anonymous viewer
+#   docker run --rm -p 8080:8080 -v "$PWD/tokens:/run/secrets/ragdolld/tokens:ro" \
+#       -e RAGDOLLD_AUTH_FILE=/run/secrets/ragdolld/tokens ragdolld --anonymous viewer
 #   # then open http://localhost:8080/#token=TOKEN (or without one, to watch)
 #
 # The server binds 0.0.0.0 inside the container (its loopback is not
