@@ -75,6 +75,7 @@ struct sim_artic {
     uint32_t box_count;
     sim_box boxes[SIM_ARTIC_MAX_BOXES];
     uint32_t contacts; // last step's
+    bool any_limits;   // a hinge range or a cone is set on some link
     artic_link* links;
     sp_mat6* scratch; // count composite inertias (momentum())
 };
@@ -893,13 +894,21 @@ static void solve_limits(sim_artic* a, float dt) {
     limit_row rows[M];
     double b[M], mu[M];
     int m = 0;
+    if (!a->any_limits) {
+        return;
+    }
     for (uint32_t i = 0; i < a->count; ++i) {
         artic_link* l = &a->links[i];
         l->limit_impulse = 0.0f;
-        memcpy(l->qdf, l->qd, sizeof l->qdf);
         if (l->limited || l->coned) {
             m += link_rows(l, i, dt, l->qd, true, rows + m, M - m);
         }
+    }
+    if (m == 0) {
+        return;
+    }
+    for (uint32_t i = 0; i < a->count; ++i) {
+        memcpy(a->links[i].qdf, a->links[i].qd, sizeof a->links[i].qdf);
     }
     double K[M * M]; // 32 KiB of stack at M = 64
     for (int pass = 0; m > 0 && pass < SIM_ARTIC_LIMIT_PASSES; ++pass) {
@@ -1064,12 +1073,16 @@ static int find_contacts(const sim_artic* a, float dt, contact_row* rows) {
 static void solve_contacts(sim_artic* a, float dt, momentum6* external, sim_vec3 com) {
     enum { R = 3 * SIM_ARTIC_MAX_CONTACTS };
     contact_row rows[R];
-    velocities(a);
+    a->contacts = 0;
+    if (!a->ground && a->box_count == 0) {
+        return;
+    }
     const int m = find_contacts(a, dt, rows);
     a->contacts = (uint32_t)(m / 3);
     if (m == 0) {
         return;
     }
+    velocities(a);
     float K[R * R]; // 36 KiB of stack
     float rate0[R], lambda[R];
     for (int c = 0; c < m; ++c) {
@@ -1455,6 +1468,7 @@ int sim_artic_set_limits(sim_artic* a, uint32_t link, float lower, float upper) 
     l->limited = true;
     l->lower = lower;
     l->upper = upper;
+    a->any_limits = true;
     return SIM_OK;
 }
 
@@ -1488,6 +1502,7 @@ int sim_artic_set_cone(sim_artic* a, uint32_t link, sim_vec3 bone, sim_vec3 axis
     l->swing2 = swing2;
     l->twist_min = twist_min;
     l->twist_max = twist_max;
+    a->any_limits = true;
     return SIM_OK;
 }
 
