@@ -21,6 +21,7 @@
  * Usage: ragdoll-artic-bench [--runs N] [--assets DIR]
  */
 #include "assets.h"
+#include "bench_time.h"
 #include "sim.h"
 #include "sim_articulation.h"
 
@@ -29,22 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void* a, const void* b) {
-    double x = *(const double*)a, y = *(const double*)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double* v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static const sim_vec3 GRAVITY = {0.0f, -9.81f, 0.0f};
 
@@ -86,14 +71,14 @@ static double time_chain(uint32_t n, int steps) {
         fprintf(stderr, "ragdoll-artic-bench: cannot build a chain of %u\n", n);
         exit(1);
     }
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int s = 0; s < steps; ++s) {
         if (sim_artic_step(a, 1.0f / 240.0f, GRAVITY) != SIM_OK) {
             fprintf(stderr, "ragdoll-artic-bench: the chain of %u blew up\n", n);
             exit(1);
         }
     }
-    double dt = (now_s() - t0) / steps;
+    double dt = (bench_now_s() - t0) / steps;
     if (!isfinite(sim_artic_energy(a, GRAVITY))) {
         fprintf(stderr, "ragdoll-artic-bench: the chain of %u is not finite\n", n);
         exit(1);
@@ -122,11 +107,11 @@ static void chains(int runs) {
     printf("  %-6s %14s %16s %18s\n", "links", "us per step", "ns per link-step",
            "ms per 60 Hz tick*");
     for (int k = 0; k < 3; ++k) {
-        double m = median(t[k], runs);
+        double m = bench_median(t[k], runs);
         printf("  %-6u %14.2f %16.1f %18.3f\n", sizes[k], m * 1e6, m * 1e9 / sizes[k], m * 4e3);
     }
     printf("  (* 4 substeps)  t(100)/t(10) %.2f   t(1000)/t(100) %.2f   (linear in N: 10)\n",
-           median(ratio[0], runs), median(ratio[1], runs));
+           bench_median(ratio[0], runs), bench_median(ratio[1], runs));
 }
 
 // ---------------------------------------------------------------------------
@@ -174,13 +159,13 @@ static double time_reduced(const sim_skeleton_def* sk, int ticks) {
     // A tumble: the pelvis spinning and moving as a kill would leave it.
     sim_artic_set_base(a, (sim_vec3){0.0f, 101.0f, 0.0f}, (sim_quat){0, 0, 0, 1},
                        (sim_vec3){2.0f, 1.0f, 0.0f}, (sim_vec3){1.0f, 0.0f, 3.0f});
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int t = 0; t < ticks; ++t) {
         for (int s = 0; s < 4; ++s) {
             sim_artic_step(a, 1.0f / 240.0f, GRAVITY);
         }
     }
-    double dt = (now_s() - t0) / ticks;
+    double dt = (bench_now_s() - t0) / ticks;
     sim_artic_destroy(a);
     return dt;
 }
@@ -199,11 +184,11 @@ static double time_maximal(sim_library* lib, int ticks) {
         fprintf(stderr, "ragdoll-artic-bench: cannot build the maximal humanoid\n");
         exit(1);
     }
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int t = 0; t < ticks; ++t) {
         sim_world_step(w);
     }
-    double dt = (now_s() - t0) / ticks;
+    double dt = (bench_now_s() - t0) / ticks;
     sim_world_destroy(w);
     return dt;
 }
@@ -224,10 +209,10 @@ static void humanoids(sim_library* lib, int runs) {
     printf("humanoid: %u bones falling through the air (no contacts), 60 Hz, 4 substeps, %d ticks; "
            "median of %d runs, in turn\n",
            sk->bone_count, ticks, runs);
-    printf("  reduced (articulation)       %8.3f ms per tick\n", median(red, runs) * 1e3);
+    printf("  reduced (articulation)       %8.3f ms per tick\n", bench_median(red, runs) * 1e3);
     printf("  maximal (ragdoll, world)     %8.3f ms per tick   (the whole world's tick)\n",
-           median(max, runs) * 1e3);
-    printf("  reduced / maximal            %8.3fx\n", median(ratio, runs));
+           bench_median(max, runs) * 1e3);
+    printf("  reduced / maximal            %8.3fx\n", bench_median(ratio, runs));
 }
 
 int main(int argc, char** argv) {

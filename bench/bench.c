@@ -61,6 +61,7 @@
  */
 #include "assets.h"
 #include "bench_solver.h"
+#include "bench_time.h"
 #include "json_ref.h"
 #include "rdp.h"
 #include "scenes.h"
@@ -74,30 +75,6 @@
 
 // The simulator's switch for AVX cloth lanes (server/sim/world.h, internal).
 extern bool sim__cloth_lanes_avx;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-// This thread's CPU time, s: on a machine shared with other work it counts
-// only the time this thread ran (wall time counts the waits too).
-static double thread_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void* a, const void* b) {
-    double x = *(const double*)a, y = *(const double*)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double* v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 typedef int (*scene_fn)(sim_world* w);
 
@@ -135,11 +112,11 @@ static double time_scene(scene_fn scene, int iterations, int ticks, int runs, ui
         for (int t = 0; t < 30; ++t) {
             sim_world_step(w);
         }
-        double t0 = now_s();
+        double t0 = bench_now_s();
         for (int t = 0; t < ticks; ++t) {
             sim_world_step(w);
         }
-        per_tick[r] = (now_s() - t0) / ticks;
+        per_tick[r] = (bench_now_s() - t0) / ticks;
         *particles = sim_world_particle_count(w);
         *constraints = sim_world_constraint_count(w);
         if (!sim_world_is_finite(w)) {
@@ -148,7 +125,7 @@ static double time_scene(scene_fn scene, int iterations, int ticks, int runs, ui
         }
         sim_world_destroy(w);
     }
-    double m = median(per_tick, runs);
+    double m = bench_median(per_tick, runs);
     free(per_tick);
     return m;
 }
@@ -287,15 +264,15 @@ static void cloth_figures(int ticks, int runs) {
             sim_world_step(w);
             plain_tick(&pc, iterations, dt, prm.damping, prm.gravity);
         }
-        double t0 = thread_s();
+        double t0 = bench_thread_s();
         for (int t = 0; t < ticks; ++t) {
             sim_world_step(w);
         }
-        double t1 = thread_s();
+        double t1 = bench_thread_s();
         for (int t = 0; t < ticks; ++t) {
             plain_tick(&pc, iterations, dt, prm.damping, prm.gravity);
         }
-        double t2 = thread_s();
+        double t2 = bench_thread_s();
         const double projections = (double)nc * iterations * ticks;
         rd[r] = (t1 - t0) * 1e9 / projections;
         pl[r] = (t2 - t1) * 1e9 / projections;
@@ -314,7 +291,8 @@ static void cloth_figures(int ticks, int runs) {
         plain_free(&pc);
         sim_world_destroy(w);
     }
-    double r_ns = median(rd, runs), p_ns = median(pl, runs), q = median(ratio, runs);
+    double r_ns = bench_median(rd, runs), p_ns = bench_median(pl, runs),
+           q = bench_median(ratio, runs);
     printf("cloth64: 64x64 cloth, %u particles, %u constraints (structural+shear+bend), "
            "%d iterations, 1 substep; median of %d runs x %d ticks, in turn with a plain loop; "
            "thread CPU time\n",
@@ -374,11 +352,11 @@ static rigid_run run_rigid(sim_world* w, int ticks) {
     double asleep_s = 0.0;
     int asleep_ticks = 0;
     uint64_t substeps = 0;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int t = 0; t < ticks; ++t) {
-        double a = now_s();
+        double a = bench_now_s();
         sim_world_step(w);
-        double d = now_s() - a;
+        double d = bench_now_s() - a;
         substeps += sim_world_tick_stats(w).body_substeps;
         if (sim_world_awake_body_count(w) == 0) {
             asleep_s += d;
@@ -388,7 +366,7 @@ static rigid_run run_rigid(sim_world* w, int ticks) {
             }
         }
     }
-    r.s_per_tick = (now_s() - t0) / ticks;
+    r.s_per_tick = (bench_now_s() - t0) / ticks;
     r.s_per_tick_asleep = asleep_ticks > 0 ? asleep_s / asleep_ticks : 0.0;
     r.body_substeps = (double)substeps / ticks;
     r.awake_end = sim_world_awake_body_count(w);
@@ -495,7 +473,7 @@ static sim_world* rain_world(void) {
     return w;
 }
 
-// The rain is timed in thread CPU time (thread_s()): the machine is shared,
+// The rain is timed in thread CPU time (bench_thread_s()): the machine is shared,
 // and CPU time is what both engines are compared by (Box3D's figure too).
 typedef struct rain_figures {
     double ms_all;  ///< CPU ms per step over steps 1..399 (Box3D's TOTAL/399).
@@ -516,13 +494,13 @@ static rain_figures run_rain(void) {
     double all = 0.0, full = 0.0;
     uint64_t substeps = 0;
     for (int step = 0; step < 400; ++step) {
-        double t0 = thread_s();
+        double t0 = bench_thread_s();
         if ((step & 0x2F) == 0) {
             rain_spawn_column(&rs, rs.next_column % 10);
             rs.next_column++;
         }
         sim_world_step(rs.w);
-        double d = thread_s() - t0;
+        double d = bench_thread_s() - t0;
         if (step >= 1) {
             all += d;
         }
@@ -592,8 +570,8 @@ static void rain(int runs) {
         all[r] = f.ms_all;
         full[r] = f.ms_full;
     }
-    qsort(all, (size_t)rr, sizeof all[0], cmp_double);
-    qsort(full, (size_t)rr, sizeof full[0], cmp_double);
+    qsort(all, (size_t)rr, sizeof all[0], bench_cmp_double);
+    qsort(full, (size_t)rr, sizeof full[0], bench_cmp_double);
     printf("rain: Box3D's rain scene as ragdolld expresses it (see bench.c), 400 steps, solver %s; "
            "thread CPU time, %d runs\n",
            bench_solver_name(g_solver), rr);
@@ -628,13 +606,13 @@ static void compare_row(const char* what, const double* x, const double* s, int 
     }
     char bx[32] = "-", bs[32] = "-", br[32] = "-";
     if (nx > 0) {
-        snprintf(bx, sizeof bx, "%.*f", decimals, median(vx, nx));
+        snprintf(bx, sizeof bx, "%.*f", decimals, bench_median(vx, nx));
     }
     if (ns > 0) {
-        snprintf(bs, sizeof bs, "%.*f", decimals, median(vs, ns));
+        snprintf(bs, sizeof bs, "%.*f", decimals, bench_median(vs, ns));
     }
     if (nr > 0) {
-        snprintf(br, sizeof br, "%.3fx", median(ratio, nr));
+        snprintf(br, sizeof br, "%.3fx", bench_median(ratio, nr));
     }
     printf("  %-34s %11s %11s %10s", what, bx, bs, br);
     if (nx < n || ns < n) {
@@ -1055,7 +1033,7 @@ static void stream_figures(void) {
 static double time_json(const rdp_snapshot* s, bool topology, bool cjson, rdp_buf* buf,
                         size_t* bytes) {
     long reps = 0;
-    double t0 = now_s(), t = 0.0;
+    double t0 = bench_now_s(), t = 0.0;
     do {
         if (cjson) {
             char* text = rdp_ref_snapshot_json(s, topology, bytes);
@@ -1071,7 +1049,7 @@ static double time_json(const rdp_snapshot* s, bool topology, bool cjson, rdp_bu
             *bytes = buf->len;
         }
         reps++;
-        t = now_s() - t0;
+        t = bench_now_s() - t0;
     } while (t < 0.05);
     return t / (double)reps;
 }
@@ -1122,9 +1100,9 @@ static void json_figures(int runs) {
                 ratio[r] = old_t[r] / new_t[r];
             }
             rdp_buf_free(&buf);
-            double old_s = median(old_t, runs);
-            double new_s = median(new_t, runs);
-            double speedup = median(ratio, runs);
+            double old_s = bench_median(old_t, runs);
+            double new_s = bench_median(new_t, runs);
+            double speedup = bench_median(ratio, runs);
             free(old_t);
             char name[64];
             snprintf(name, sizeof name, "%s, %s", scene == 0 ? "demo world" : "64x64 cloth",
@@ -1180,14 +1158,14 @@ static double cloth_run(cloth_case k, int ticks) {
     for (int t = 0; !fold && t < 30; ++t) {
         sim_world_step(w);
     }
-    double t0 = thread_s();
+    double t0 = bench_thread_s();
     for (int t = 0; t < ticks; ++t) {
         if (fold && t == 20 && sim_scene_cloth_over_bar_fold(w, id) != SIM_OK) {
             exit(1);
         }
         sim_world_step(w);
     }
-    double s = (thread_s() - t0) / ticks;
+    double s = (bench_thread_s() - t0) / ticks;
     if (!sim_world_is_finite(w)) {
         fprintf(stderr, "ragdoll-bench: the cloth scene blew up\n");
         exit(1);
@@ -1207,8 +1185,9 @@ static void cloth_pair(const char* what, cloth_case a, cloth_case b, int ticks, 
         y[r] = cloth_run(b, ticks);
         q[r] = y[r] / x[r];
     }
-    double mq = median(q, runs);
-    printf("  %-44s %8.3f %8.3f   %.2fx\n", what, median(x, runs) * 1e3, median(y, runs) * 1e3, mq);
+    double mq = bench_median(q, runs);
+    printf("  %-44s %8.3f %8.3f   %.2fx\n", what, bench_median(x, runs) * 1e3,
+           bench_median(y, runs) * 1e3, mq);
     free(x);
     free(y);
     free(q);

@@ -32,6 +32,7 @@
 #define _DEFAULT_SOURCE // mkdtemp
 
 #include "app_internal.h"
+#include "bench_time.h"
 #include "persist.h"
 #include "scenes.h"
 
@@ -48,17 +49,6 @@ typedef struct bench {
 } bench;
 
 static sim_library* g_lib;
-
-static int cmp_double(const void* a, const void* b) {
-    double x = *(const double*)a, y = *(const double*)b;
-    return (x > y) - (x < y);
-}
-
-static double pct(double* v, int n, double p) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    int i = (int)(p * (n - 1) + 0.5);
-    return v[i];
-}
 
 static void settle(bench* b) {
     while (app__sched_in_flight(b->app) > 0 || b->app->saves_in_flight > 0 ||
@@ -115,7 +105,8 @@ static void save_load(bench* b, app_world* w, const char* what, int runs) {
         bytes = len;
     }
     printf("%-28s %10.2f MB  encode %7.2f ms  write+fsync %7.2f ms  decode %7.2f ms\n", what,
-           (double)bytes / 1e6, pct(enc, runs, 0.5), pct(wr, runs, 0.5), pct(dec, runs, 0.5));
+           (double)bytes / 1e6, bench_quantile(enc, runs, 0.5), bench_quantile(wr, runs, 0.5),
+           bench_quantile(dec, runs, 0.5));
 }
 
 static void enqueue(app_world* w, const char* text) {
@@ -210,7 +201,7 @@ int main(int argc, char** argv) {
         b.app->cfg.state_dir = kept;
         (journal ? on : off)[k / 2] = (double)(t1 - t0) / 1e3 / PER;
     }
-    const double jon = pct(on, BLOCKS, 0.5), joff = pct(off, BLOCKS, 0.5);
+    const double jon = bench_quantile(on, BLOCKS, 0.5), joff = bench_quantile(off, BLOCKS, 0.5);
     // And the journal alone: records buffered and written 20 at a time.
     app_cmd e;
     memset(&e, 0, sizeof e);
@@ -254,9 +245,10 @@ int main(int argc, char** argv) {
     printf("autosave every 60 ticks, %u ragdolls falling into a pile (%u bodies awake at the end): "
            "tick p50 %.2f ms, p99 %.2f ms, max %.2f ms; the same pile without: p50 %.2f ms, p99 "
            "%.2f ms, max %.2f ms (%d ticks)\n",
-           ragdolls, sim_world_awake_body_count(pa->sim), pct(with, TICKS, 0.5),
-           pct(with, TICKS, 0.99), pct(with, TICKS, 1.0), pct(without, TICKS, 0.5),
-           pct(without, TICKS, 0.99), pct(without, TICKS, 1.0), TICKS);
+           ragdolls, sim_world_awake_body_count(pa->sim), bench_quantile(with, TICKS, 0.5),
+           bench_quantile(with, TICKS, 0.99), bench_quantile(with, TICKS, 1.0),
+           bench_quantile(without, TICKS, 0.5), bench_quantile(without, TICKS, 0.99),
+           bench_quantile(without, TICKS, 1.0), TICKS);
     if (sim_world_hash(pa->sim) != sim_world_hash(pb->sim)) {
         printf("(the two piles differ: saving changed the world!)\n");
     }

@@ -27,6 +27,7 @@
 
 #include "assets.h"
 #include "bench_solver.h"
+#include "bench_time.h"
 #include "sim.h"
 
 #include <stdio.h>
@@ -43,12 +44,6 @@ static const char* verdict(bool ok) {
     return ok ? "ok  " : "MISS";
 }
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static void stairs(const sim_library* lib, int seeds, float seconds) {
     printf("1. 20 ragdolls thrown onto stairs with random spin (%.0f s each)\n", (double)seconds);
     printf("   speed  seed | gap max (target)         | gap from 1 s     | hinge over      |"
@@ -58,9 +53,9 @@ static void stairs(const sim_library* lib, int seeds, float seconds) {
         const double gap_target = speeds[s] <= 5.0f ? 0.005 : 0.02;
         for (int seed = 1; seed <= seeds; ++seed) {
             sim_impact_figures f;
-            double t0 = now_s();
+            double t0 = bench_now_s();
             int rc = sim_impact_stairs(lib, g_solver, speeds[s], (uint32_t)seed, 20, seconds, &f);
-            double t1 = now_s();
+            double t1 = bench_now_s();
             if (rc != SIM_OK) {
                 printf("   %3.0f m/s %4d: cannot build the scene: %s\n", (double)speeds[s], seed,
                        sim_strerror(rc));

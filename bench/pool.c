@@ -31,6 +31,7 @@
  * (--worlds: the throughput part's worlds, 2 by default.)
  */
 #include "app_internal.h"
+#include "bench_time.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,16 +51,6 @@ typedef struct bench {
 } bench;
 
 static sim_library* g_lib;
-
-static int cmp_double(const void* a, const void* b) {
-    double x = *(const double*)a, y = *(const double*)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double* v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 // ---------------------------------------------------------------------------
 // Other processes: the build machine is shared, and a figure taken while
@@ -422,8 +413,8 @@ int main(int argc, char** argv) {
             }
             any_disturbed |= disturbed;
         }
-        rate[workers - 1] = median(r, runs);
-        step[workers - 1] = median(m, runs);
+        rate[workers - 1] = bench_median(r, runs);
+        step[workers - 1] = bench_median(m, runs);
         printf("  %u worker%s  %8.1f ticks/s over all worlds    %6.2f ms per tick%s\n", workers,
                workers == 1 ? " " : "s", rate[workers - 1], step[workers - 1],
                any_disturbed ? "   * disturbed" : "");

@@ -440,17 +440,22 @@ static bool printable_name(const char* s) {
     return printable;
 }
 
+// 0, or -1 with why naming key, when value is no world name.
+static int name_value(const char* key, const char* value, char* why, size_t cap) {
+    if (printable_name(value)) {
+        return 0;
+    }
+    snprintf(why, cap, "%s must be 1 to %d printable ASCII characters, not \"%.40s\"", key,
+             RDP_MAX_NAME, value);
+    return -1;
+}
+
 // Checks ragdolld.dev/player-tokens and keeps it in out. A token is never
 // echoed in why: annotations are read by more people than its players.
 static int player_tokens(const char* list, app_agones_match* out, char* why, size_t cap) {
     uint32_t n = 0;
-    size_t at = 0;
-    for (const char* p = list; *p != '\0';) {
-        p += strspn(p, " ,");
-        size_t len = strcspn(p, " ,");
-        if (len == 0) {
-            break;
-        }
+    size_t at = 0, len = 0;
+    for (const char *cursor = list, *p; (p = app__token_list_next(&cursor, &len)) != NULL;) {
         if (!app__token_well_formed(p, len)) {
             snprintf(why, cap,
                      "ragdolld.dev/player-tokens: token %u is not %d to %d characters of A-Z a-z "
@@ -479,7 +484,6 @@ static int player_tokens(const char* list, app_agones_match* out, char* why, siz
         at += len;
         out->player_tokens[at] = '\0';
         n++;
-        p += len;
     }
     out->player_token_count = n;
     return 0;
@@ -505,28 +509,13 @@ int app__agones_match(const char* json, size_t len, sim_solver default_solver,
     const char* tpl = meta(gs, "ragdolld.dev/template");
     const char* match_id = meta(gs, "ragdolld.dev/match-id");
     const char* tokens = meta(gs, "ragdolld.dev/player-tokens");
-    if (match_id != NULL) {
-        if (!printable_name(match_id)) {
-            snprintf(why, cap,
-                     "ragdolld.dev/match-id must be 1 to %d printable ASCII characters, not "
-                     "\"%.40s\"",
-                     RDP_MAX_NAME, match_id);
-            rc = -1;
-        } else {
-            snprintf(out->match_id, sizeof out->match_id, "%s", match_id);
-            snprintf(out->name, sizeof out->name, "%s", match_id);
-        }
+    if (match_id != NULL && (rc = name_value("ragdolld.dev/match-id", match_id, why, cap)) == 0) {
+        snprintf(out->match_id, sizeof out->match_id, "%s", match_id);
+        snprintf(out->name, sizeof out->name, "%s", match_id);
     }
-    if (rc == 0 && name != NULL) {
-        if (!printable_name(name)) {
-            snprintf(why, cap,
-                     "ragdolld.dev/world-name must be 1 to %d printable ASCII characters, not "
-                     "\"%.40s\"",
-                     RDP_MAX_NAME, name);
-            rc = -1;
-        } else {
-            snprintf(out->name, sizeof out->name, "%s", name);
-        }
+    if (rc == 0 && name != NULL &&
+        (rc = name_value("ragdolld.dev/world-name", name, why, cap)) == 0) {
+        snprintf(out->name, sizeof out->name, "%s", name);
     }
     if (rc == 0 && hz != NULL) {
         char* end = NULL;

@@ -651,6 +651,11 @@ const app_auth_entry* app__auth_lookup(const app_auth* a, const char* token, siz
 /// The first entry of a's array (for ownership keys).
 const app_auth_entry* app__auth_entries(const app_auth* a);
 
+/// The next item of a comma- or blank-separated token list at *cursor: its
+/// start (not NUL-terminated) and *len, and *cursor moved past it; NULL at
+/// the list's end.
+const char* app__token_list_next(const char** cursor, size_t* len);
+
 /// Adds the tokens of list (blank- or comma-separated) to app->cfg.auth
 /// (not NULL) with role, each for the one world named `world`: an
 /// allocation's players (agones.c). All or none: returns 0 with *added,

@@ -400,18 +400,21 @@ const app_auth_entry* app__auth_entries(const app_auth* a) {
     return a->entries;
 }
 
+const char* app__token_list_next(const char** cursor, size_t* len) {
+    const char* p = *cursor + strspn(*cursor, " ,");
+    *len = strcspn(p, " ,");
+    *cursor = p + *len;
+    return *len > 0 ? p : NULL;
+}
+
 int app__auth_add_tokens(app_server* app, const char* list, app_role role, const char* world,
                          uint32_t* added, char* why, size_t cap) {
     app_auth* a = app->cfg.auth;
     *added = 0;
     // Count and check them all before anything changes.
     uint32_t n = 0;
-    for (const char* p = list; *p != '\0';) {
-        p += strspn(p, " ,");
-        size_t len = strcspn(p, " ,");
-        if (len == 0) {
-            break;
-        }
+    size_t len = 0;
+    for (const char *at = list, *p; (p = app__token_list_next(&at, &len)) != NULL;) {
         if (!app__token_well_formed(p, len)) {
             snprintf(why, cap, "token %u is not %d to %d characters of A-Z a-z 0-9 . _ ~ -", n + 1,
                      APP_TOKEN_MIN, APP_TOKEN_MAX);
@@ -423,7 +426,6 @@ int app__auth_add_tokens(app_server* app, const char* list, app_role role, const
             return -1;
         }
         n++;
-        p += len;
     }
     if (n == 0) {
         return 0;
@@ -441,12 +443,7 @@ int app__auth_add_tokens(app_server* app, const char* list, app_role role, const
     }
     memcpy(grown, a->entries, a->count * sizeof *grown);
     uint32_t k = a->count;
-    for (const char* p = list; *p != '\0';) {
-        p += strspn(p, " ,");
-        size_t len = strcspn(p, " ,");
-        if (len == 0) {
-            break;
-        }
+    for (const char *at = list, *p; (p = app__token_list_next(&at, &len)) != NULL;) {
         app_auth_entry* e = &grown[k++];
         memcpy(e->token, p, len);
         e->len = len;
@@ -454,7 +451,6 @@ int app__auth_add_tokens(app_server* app, const char* list, app_role role, const
         e->line = 0;
         e->world_count = 1;
         snprintf(e->worlds[0], sizeof e->worlds[0], "%s", world);
-        p += len;
     }
     for (app_client* c = app->client_list; c != NULL; c = c->next) {
         if (c->entry != NULL) {
