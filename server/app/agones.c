@@ -745,8 +745,7 @@ static void landed(app_agones* ag, call* c, CURLcode rc, long status) {
     case CALL_PLAYERS:
         ag->players_in_flight = false;
         if (!ok) {
-            ag->players_sent = UINT32_MAX;
-            ag->players_capacity = -1; // sent again, after a backoff
+            ag->players_sent = UINT32_MAX; // sent again, after a backoff
             if (rc == CURLE_OK && c->data != NULL && strstr(c->data, "not found") != NULL) {
                 ag->counter_missing = true;
                 say(ag, APP_LOG_WARN, "agones_counter_missing", "counter",
@@ -952,6 +951,7 @@ int app__agones_start(app_server* app) {
     ag->pulse.data = ag;
     ag->open_handles = 2;
     ag->players_sent = UINT32_MAX;
+    ag->players_capacity = -1; // until a watched GameServer says
     ag->ready = (retry){.wanted = true, .due_ns = 0};
     app->agones = ag;
     say(ag, APP_LOG_INFO, "agones_started", "sidecar", ag->base);

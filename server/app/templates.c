@@ -139,10 +139,13 @@ static int parse(const char* text, size_t len, app_template* t, char* why, size_
             !vec3(cJSON_GetObjectItemCaseSensitive(b, "center"), -wd.half_extent, wd.half_extent,
                   &box->center) ||
             !vec3(cJSON_GetObjectItemCaseSensitive(b, "half_extents"), 1e-3f, wd.half_extent,
-                  &box->half_extents)) {
+                  &box->half_extents) ||
+            fabsf(box->center.x) + box->half_extents.x > wd.half_extent ||
+            fabsf(box->center.y) + box->half_extents.y > wd.half_extent ||
+            fabsf(box->center.z) + box->half_extents.z > wd.half_extent) {
             snprintf(why, cap,
                      "boxes[%d] must be {\"center\": [x, y, z], \"half_extents\": [x, y, z]}: "
-                     "each centre coordinate within ±%g m (the world), half extents from "
+                     "the whole box within +/-%g m on each axis (the world), half extents from "
                      "10^-3 to %g m",
                      i, (double)wd.half_extent, (double)wd.half_extent);
             rc = -1;

@@ -229,6 +229,17 @@ test('players: sessions with a token count, anonymous viewers do not; never abov
     while (!/agones_players_over_capacity/.test(s.stderr()) && Date.now() < end) await sleep(50);
     assert.match(s.stderr(), /level=warn event=agones_players_over_capacity reason="2 players, the Counter holds 1"/);
     await sleep(500);
+    // A refused update does not lift the cap: after the sidecar refuses for
+    // a while, the count it takes is still the capacity.
+    stub.failCounters(true);
+    open.pop().close();
+    open.pop().close(); // no player: 0, refused
+    await sleep(800);
+    open.push(await Client.connect(s.url, ['ragdolld.v1', `ragdolld.auth.${player}`]));
+    open.push(await Client.connect(s.url, ['ragdolld.v1', `ragdolld.auth.${admin}`]));
+    await sleep(400);
+    stub.failCounters(false);
+    await stub.until(() => stub.gs.status.counters.players.count === '1', 8000, 'players = 1 again');
     assert.ok(stub.of('/v1beta1/counters/players', 'PATCH').every((x) => Number(JSON.parse(x.body).count) <= 1),
       'a count above the capacity was sent');
   } finally {

@@ -115,6 +115,8 @@ export async function startStub({ mode = 'ok', counters = { players: { count: '0
       }
       throw new Error(`the stub sidecar did not see ${what} in ${ms} ms; calls: ${JSON.stringify(calls.map((c) => `${c.method} ${c.path} ${c.body}`))}`);
     },
+    /** Counter PATCHes refused (true) or taken (false) from now on. */
+    failCounters(on) { failCounters = on; },
     /** Allocates the GameServer (GameServerAllocation: metadata, then state). */
     allocate({ labels = {}, annotations = {} } = {}) {
       Object.assign(gs.object_meta.labels, labels);

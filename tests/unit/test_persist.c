@@ -1095,6 +1095,9 @@ static void test_bad_templates_are_refused_with_file_and_reason(void** state) {
         // make one, so it is refused at the start.
         {"g.json", "{\"boxes\": [{\"center\": [1500, 0, 0], \"half_extents\": [1, 1, 1]}]}",
          "g.json: boxes[0] must be"},
+        {"i.json", "{\"boxes\": [{\"center\": [999, 0, 0], \"half_extents\": [1000, 1, 1]}]}",
+         "i.json: boxes[0] must be {\"center\": [x, y, z], \"half_extents\": [x, y, z]}: the whole "
+         "box within +/-1000 m"},
         {"h.json", NULL, "h.json: \"boxes\" must be an array of at most 64 boxes"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
