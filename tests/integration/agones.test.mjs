@@ -61,6 +61,9 @@ test('Ready once the server listens, Health at its interval, the players counter
     await stub.until(() => acceptedAtReady !== false, 3000, 'a connection after Ready');
     assert.equal(acceptedAtReady, true, 'Ready came before the server listened');
     assert.equal(stub.of('/ready')[0].body, '{}');
+    // The stub records the call before the server has read its answer.
+    const logged = Date.now() + 5000;
+    while (!/event=agones_ready /.test(s.stderr()) && Date.now() < logged) await sleep(25);
     assert.match(s.stderr(), /event=agones_ready /);
     // Health every 0.2 s (the flag): about 10 in 2 s; wide margins.
     await stub.until(() => stub.of('/health').length > 0, 5000, 'a first Health');
