@@ -51,10 +51,6 @@ static inline sp_vec sp_add(sp_vec a, sp_vec b) {
     return sp(v3_add(a.ang, b.ang), v3_add(a.lin, b.lin));
 }
 
-static inline sp_vec sp_sub(sp_vec a, sp_vec b) {
-    return sp(v3_sub(a.ang, b.ang), v3_sub(a.lin, b.lin));
-}
-
 static inline sp_vec sp_scale(sp_vec a, float s) {
     return sp(v3_scale(a.ang, s), v3_scale(a.lin, s));
 }
@@ -171,13 +167,6 @@ static inline sp_vec sp_xform_motion(const sp_xform* x, sp_vec m) {
 static inline sp_vec sp_xform_force_back(const sp_xform* x, sp_vec f) {
     sim_vec3 lin = m3_tmul_v(&x->E, f.lin);
     return sp(v3_add(m3_tmul_v(&x->E, f.ang), v3_cross(x->r, lin)), lin);
-}
-
-/// X^-1 m: a motion vector in B coordinates expressed in A coordinates
-/// (E^T ω, E^T v + r × E^T ω).
-static inline sp_vec sp_xform_motion_back(const sp_xform* x, sp_vec m) {
-    sim_vec3 ang = m3_tmul_v(&x->E, m.ang);
-    return sp(ang, v3_add(m3_tmul_v(&x->E, m.lin), v3_cross(x->r, ang)));
 }
 
 /// b ∘ a: first a (A → B), then b (B → C); the result takes A to C.
