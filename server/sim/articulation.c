@@ -14,71 +14,9 @@
  * axes; free: S = 1, the body-frame spatial velocity) and gravity as the
  * fictitious base acceleration a_0 = −g (§5.3).
  */
-#include "rigid.h"
-#include "sim_articulation.h"
-#include "spatial.h"
+#include "artic.h"
 
 #include <string.h>
-
-typedef struct artic_link {
-    sim_artic_link_def def; // normalised
-    int dof;
-    sp_vec S[6]; // motion subspace, link coordinates (constant for these joints)
-    sp_xform XT; // parent frame → joint frame (fixed)
-    sp_mat6 I;   // rigid-body inertia about the link's origin, link coordinates
-    // Coordinates and velocities.
-    float angle;  // REVOLUTE
-    sim_quat rot; // SPHERICAL, FREE: the link's axes in the joint frame
-    sim_vec3 pos; // FREE: the link's origin in the joint frame (the world)
-    float qd[6];
-    float qd0[6]; // qd at the start of the step (the drive's explicit part)
-    // Drive.
-    float kp, kd;
-    float target_angle;
-    sim_quat target_rot;
-    float drive_torque;
-    // Hinge range (sim_artic_set_limits()).
-    bool limited;
-    float lower, upper;
-    // Ball joint cone (sim_artic_set_cone()): twist about `bone`, an
-    // elliptic swing cone of half-angles swing1 about axis1 and swing2
-    // about axis2 = bone × axis1 (all unit, the joint frame's = the link's
-    // at rotation identity).
-    bool coned;
-    sim_vec3 bone, axis1, axis2;
-    float swing1, swing2, twist_min, twist_max;
-    float limit_impulse; // accumulated this step, N·m·s
-    float dq[6];         // scratch: a joint impulse's velocity change
-    float qdf[6];        // the velocities before the limits' impulses
-    // Kinematics of the current coordinates (kinematics()).
-    sp_xform X;  // parent (or world) → link
-    sp_xform Xw; // world → link
-    sim_quat qw; // the link's rotation in the world
-    sp_vec v;    // spatial velocity, link coordinates
-    // The ABA's per-step quantities.
-    sp_vec c, pA, a;
-    sp_mat6 IA;
-    sp_mat6 Ia; // IA − U D^-1 U^T, what the parent inherits
-    sp_vec U[6];
-    float Dinv[6][6];
-    float u[6];
-    float qdd[6];
-} artic_link;
-
-struct sim_artic {
-    sim_allocator alloc;
-    size_t bytes;
-    uint32_t count;
-    // What the links collide with (sim_artic_set_env()).
-    bool ground;
-    float friction;
-    uint32_t box_count;
-    sim_box boxes[SIM_ARTIC_MAX_BOXES];
-    uint32_t contacts; // last step's
-    bool any_limits;   // a hinge range or a cone is set on some link
-    artic_link* links;
-    sp_mat6* scratch; // count composite inertias (momentum())
-};
 
 sim_artic_link_def sim_artic_link_def_default(void) {
     sim_artic_link_def d;
@@ -151,14 +89,6 @@ static bool invert(int n, float m[6][6], float inv[6][6]) {
     return true;
 }
 
-static bool finite3(sim_vec3 v) {
-    return isfinite(v.x) && isfinite(v.y) && isfinite(v.z);
-}
-
-static bool finite4(sim_quat q) {
-    return isfinite(q.x) && isfinite(q.y) && isfinite(q.z) && isfinite(q.w);
-}
-
 // ---------------------------------------------------------------------------
 // Creation
 // ---------------------------------------------------------------------------
@@ -174,9 +104,10 @@ static int check_def(const sim_artic_link_def* d, uint32_t i) {
     if (d->joint == SIM_ARTIC_FREE && i != 0) {
         return SIM_E_INVALID_ARG;
     }
-    if (!finite3(d->anchor) || !finite4(d->frame) || !finite3(d->axis) || !isfinite(d->mass) ||
-        !finite3(d->com) || !finite3(d->inertia) || !isfinite(d->damping) ||
-        !finite3(d->capsule_a) || !finite3(d->capsule_b) || !isfinite(d->radius)) {
+    if (!sim__finite3(d->anchor) || !sim__finite4(d->frame) || !sim__finite3(d->axis) ||
+        !isfinite(d->mass) || !sim__finite3(d->com) || !sim__finite3(d->inertia) ||
+        !isfinite(d->damping) || !sim__finite3(d->capsule_a) || !sim__finite3(d->capsule_b) ||
+        !isfinite(d->radius)) {
         return SIM_E_NOT_FINITE;
     }
     if (q_dot(d->frame, d->frame) < 1e-12f ||
@@ -219,8 +150,6 @@ static void joint_subspace(artic_link* l) {
     }
 }
 
-static void kinematics(sim_artic* a);
-
 int sim_artic_create(const sim_artic_link_def* links, uint32_t count, const sim_allocator* alloc,
                      sim_artic** out) {
     if (links == NULL || out == NULL || count == 0 || count > SIM_ARTIC_MAX_LINKS) {
@@ -247,6 +176,7 @@ int sim_artic_create(const sim_artic_link_def* links, uint32_t count, const sim_
     a->count = count;
     a->links = (artic_link*)(void*)((char*)a + head);
     a->friction = 0.6f;
+    a->last_h = 1.0f / 240.0f;
     a->scratch = (sp_mat6*)(void*)(a->links + count);
     for (uint32_t i = 0; i < count; ++i) {
         artic_link* l = &a->links[i];
@@ -262,7 +192,7 @@ int sim_artic_create(const sim_artic_link_def* links, uint32_t count, const sim_
         l->rot = q_identity();
         l->target_rot = q_identity();
     }
-    kinematics(a);
+    sim__artic_kinematics(a);
     *out = a;
     return SIM_OK;
 }
@@ -309,7 +239,7 @@ static sp_vec joint_velocity(const artic_link* l) {
 }
 
 // Transforms and velocities of every link from the coordinates (outward).
-static void kinematics(sim_artic* a) {
+void sim__artic_kinematics(sim_artic* a) {
     for (uint32_t i = 0; i < a->count; ++i) {
         artic_link* l = &a->links[i];
         sim_quat qj;
@@ -330,7 +260,7 @@ static void kinematics(sim_artic* a) {
 }
 
 // The links' velocities from the joint velocities, the transforms as they are.
-static void velocities(sim_artic* a) {
+void sim__artic_velocities(sim_artic* a) {
     for (uint32_t i = 0; i < a->count; ++i) {
         artic_link* l = &a->links[i];
         const sp_vec vj = joint_velocity(l);
@@ -503,13 +433,6 @@ static sim_vec3 centre_of_mass(const sim_artic* a, float* mass) {
     return v3_scale(c, 1.0f / m);
 }
 
-// Momentum summed in double: each link's part is small, the whole may not
-// be, and a free base's correction below is only as good as this sum.
-typedef struct momentum6 {
-    double ang[3]; // about the point it was taken at, kg·m²/s
-    double lin[3]; // kg·m/s
-} momentum6;
-
 // Linear momentum, and angular momentum about `point` (world), taken link
 // by link about each one's centre of mass: Σ R·Ic·Rᵀω + m·(x − point) × v.
 // (About a point near the tree, not the world origin, the sum does not
@@ -583,28 +506,11 @@ static void keep_momentum(sim_artic* a, const momentum6* target) {
 }
 
 // ---------------------------------------------------------------------------
-// Joint-space impulses and limits
+// Joint-space impulses
 // ---------------------------------------------------------------------------
 
-static void link_impulse(sim_artic* a, uint32_t j, const float dir[3], const sp_vec* force,
-                         float lambda, bool add);
-
-// The change of every joint velocity that an impulse `lambda` (N·m·s) on
-// link j's joint along `dir` (its DOFs' components: (1) for a hinge, an
-// axis in the link's frame for a ball joint) causes, through the articulated inertias of the step's
-// first ABA pass (Featherstone 2008 §7.3 with the velocities, gravity and
-// other forces zero: Mirtich 1996's impulse propagation, and the implicit
-// drives' stiffness in D as the step has it), into each link's dq; added
-// to qd when `add`. O(n).
-static void joint_impulse(sim_artic* a, uint32_t j, const float dir[3], float lambda, bool add) {
-    link_impulse(a, j, dir, NULL, lambda, add);
-}
-
-// As joint_impulse(), for either a joint impulse along dir or, when force
-// is not NULL, a spatial impulse lambda·force (link j's coordinates) from
-// outside the tree (a contact), which enters as a bias of −force.
-static void link_impulse(sim_artic* a, uint32_t j, const float dir[3], const sp_vec* force,
-                         float lambda, bool add) {
+void sim__artic_link_impulse(sim_artic* a, uint32_t j, const float dir[3], const sp_vec* force,
+                             float lambda, bool add) {
     const uint32_t n = a->count;
     // Inward, from j to the root: the bias impulses p and the u they leave.
     for (uint32_t i = 0; i < n; ++i) {
@@ -660,493 +566,6 @@ static void link_impulse(sim_artic* a, uint32_t j, const float dir[3], const sp_
     }
 }
 
-// In-place Cholesky factorisation of the n×n SPD matrix m (row stride ld)
-// and a solve of m x = b into x. False when m is not positive definite.
-static bool cholesky_solve(double* m, int n, int ld, const double* b, double* x) {
-    for (int j = 0; j < n; ++j) {
-        double d = m[j * ld + j];
-        for (int k = 0; k < j; ++k) {
-            d -= m[j * ld + k] * m[j * ld + k];
-        }
-        if (!(d > 1e-30)) {
-            return false;
-        }
-        d = sqrt(d);
-        m[j * ld + j] = d;
-        for (int i = j + 1; i < n; ++i) {
-            double v = m[i * ld + j];
-            for (int k = 0; k < j; ++k) {
-                v -= m[i * ld + k] * m[j * ld + k];
-            }
-            m[i * ld + j] = v / d;
-        }
-    }
-    for (int i = 0; i < n; ++i) { // L y = b
-        double v = b[i];
-        for (int k = 0; k < i; ++k) {
-            v -= m[i * ld + k] * x[k];
-        }
-        x[i] = v / m[i * ld + i];
-    }
-    for (int i = n; i-- > 0;) { // L^T x = y
-        double v = x[i];
-        for (int k = i + 1; k < n; ++k) {
-            v -= m[k * ld + i] * x[k];
-        }
-        x[i] = v / m[i * ld + i];
-    }
-    return true;
-}
-
-// Hinge limits as one-sided velocity constraints in joint space, solved
-// together and exactly: each hinge that could reach a bound this step (its
-// free next angle θ + h·θ̇ beyond the bound, or inside within the distance
-// its rate covers in a step) is a candidate on that side, with the rate
-// w = (bound − θ)/h that lands on the bound. With K = the joint-space
-// inverse inertia among the candidates (one impulse propagation each), the
-// impulses μ >= 0 (signed to push away from the bound) solve the linear
-// complementarity problem K·μ >= b, μ >= 0, μ·(K·μ − b) = 0 (by active
-// sets, below), then are applied. More than
-// SIM_ARTIC_MAX_LIMIT_ROWS candidates: the nearest are solved, and the
-// rest wait for the next step.
-// min ½ μ·K·μ − b·μ over μ >= 0 for the m×m SPD K (row stride
-// SIM_ARTIC_MAX_LIMIT_ROWS), which is the complementarity problem
-// K·μ >= b, μ >= 0, μ·(K·μ − b) = 0: Lawson and Hanson's active-set method
-// ("Solving Least Squares Problems", 1974, ch. 23), finite.
-static void nonnegative_solve(const double* K, const double* b, int m, double* mu) {
-    enum { M = SIM_ARTIC_MAX_LIMIT_ROWS };
-    bool free_set[M];
-    for (int r = 0; r < m; ++r) {
-        free_set[r] = false;
-        mu[r] = 0.0;
-    }
-    double A[M * M]; // 32 KiB of stack at M = 64
-    const double tol = 1e-9;
-    for (int outer = 0; outer < 3 * m; ++outer) {
-        // The most negative gradient among the bound (zero) impulses.
-        int t = -1;
-        double best = tol;
-        for (int r = 0; r < m; ++r) {
-            if (free_set[r]) {
-                continue;
-            }
-            double w = b[r];
-            for (int c = 0; c < m; ++c) {
-                w -= K[r * M + c] * mu[c];
-            }
-            if (w > best) {
-                best = w;
-                t = r;
-            }
-        }
-        if (t < 0) {
-            break; // optimal: every bound one would pull
-        }
-        free_set[t] = true;
-        for (int inner = 0; inner < m + 1; ++inner) {
-            int idx[M], nf = 0;
-            for (int r = 0; r < m; ++r) {
-                if (free_set[r]) {
-                    idx[nf++] = r;
-                }
-            }
-            double bb[M], z[M];
-            for (int r = 0; r < nf; ++r) {
-                bb[r] = b[idx[r]];
-                for (int c = 0; c < nf; ++c) {
-                    A[r * M + c] = K[idx[r] * M + idx[c]];
-                }
-            }
-            if (!cholesky_solve(A, nf, M, bb, z)) {
-                free_set[t] = false; // cannot happen for an SPD K
-                break;
-            }
-            double alpha = 1.0;
-            for (int r = 0; r < nf; ++r) {
-                if (z[r] <= 0.0) {
-                    const double mr = mu[idx[r]];
-                    const double ar = mr / (mr - z[r]);
-                    alpha = fmin(alpha, ar);
-                }
-            }
-            for (int r = 0; r < nf; ++r) {
-                mu[idx[r]] += alpha * (z[r] - mu[idx[r]]);
-            }
-            if (alpha >= 1.0) {
-                break; // all free impulses positive
-            }
-            for (int r = 0; r < nf; ++r) {
-                if (mu[idx[r]] <= tol * 1e-3) {
-                    mu[idx[r]] = 0.0;
-                    free_set[idx[r]] = false;
-                }
-            }
-        }
-    }
-}
-
-// One limit a joint could reach this step, as a row of the solve below: a
-// value (a hinge's angle, a ball joint's twist angle or swing amount), the
-// rate it changes at (dir · the joint's velocity), and its range.
-typedef struct limit_row {
-    uint32_t link;
-    uint8_t kind; // 0 hinge, 1 twist, 2 swing
-    float dir[3];
-    float value, lower, upper;
-    float side; // +1 held at the lower bound, −1 at the upper
-} limit_row;
-
-static float row_rate(const artic_link* l, const float dir[3], const float* qd) {
-    float r = 0.0f;
-    for (int k = 0; k < l->dof && k < 3; ++k) {
-        r += dir[k] * qd[k];
-    }
-    return r;
-}
-
-// A ball joint's rotation as twist about its bone and swing: the twist
-// angle (rad, in [−π, π]) and the swing's rotation vector, perpendicular
-// to the bone (joint-frame axes). q and −q give the same (q_swing_twist()
-// takes w >= 0 first).
-static void cone_angles(const artic_link* l, float* twist, sim_vec3* swing) {
-    const sim_quat F = q_from_to(v3(1.0f, 0.0f, 0.0f), l->bone);
-    const sim_quat q = q_mul(q_conj(F), q_mul(l->rot, F)); // bone along x
-    sim_quat sw, tw;
-    q_swing_twist(q, &sw, &tw);
-    *twist = 2.0f * atan2f(tw.x, tw.w);
-    *swing = q_rotate(F, q_to_rotvec(sw));
-}
-
-// The rows of link i whose value passes a bound this step at the rate
-// `qd` gives, or (near) could reach it; appended to rows (at most cap).
-static int link_rows(const artic_link* l, uint32_t i, float dt, const float* qd, bool near,
-                     limit_row* rows, int cap) {
-    limit_row cand[2];
-    int n = 0;
-    if (l->limited) {
-        cand[n++] = (limit_row){i, 0, {1.0f, 0.0f, 0.0f}, l->angle, l->lower, l->upper, 0.0f};
-    }
-    if (l->coned) {
-        float twist;
-        sim_vec3 r;
-        cone_angles(l, &twist, &r);
-        // The full turn either way is no twist limit: the twist angle wraps
-        // at ±π, and a bound there would stop a free spin.
-        if (l->twist_min > -3.14159f || l->twist_max < 3.14159f) {
-            cand[n++] = (limit_row){
-                i, 1, {l->bone.x, l->bone.y, l->bone.z}, twist, l->twist_min, l->twist_max, 0.0f};
-        }
-        const float len = v3_len(r);
-        if (len > 1e-6f && (l->swing1 < 3.14159f || l->swing2 < 3.14159f)) {
-            // The cone's radius along the swing's direction u (an ellipse
-            // in the swing1, swing2 plane), and the axis the swing grows
-            // about, in the link's frame.
-            const sim_vec3 u = v3_scale(r, 1.0f / len);
-            const float c1 = v3_dot(u, l->axis1) / l->swing1;
-            const float c2 = v3_dot(u, l->axis2) / l->swing2;
-            const float radius = 1.0f / sqrtf(c1 * c1 + c2 * c2);
-            const sim_vec3 du = q_rotate_inv(l->rot, u);
-            cand[n++] = (limit_row){i, 2, {du.x, du.y, du.z}, len, -1e30f, radius, 0.0f};
-        }
-    }
-    int added = 0;
-    for (int c = 0; c < n && added < cap; ++c) {
-        limit_row* row = &cand[c];
-        const float step = dt * row_rate(l, row->dir, qd);
-        const float next = row->value + step;
-        float side = 0.0f;
-        if (next < row->lower) {
-            side = 1.0f;
-        } else if (next > row->upper) {
-            side = -1.0f;
-        } else if (near) {
-            const float reach = fabsf(step);
-            if (next - row->lower <= reach && next < 0.5f * (row->lower + row->upper)) {
-                side = 1.0f;
-            } else if (row->upper - next <= reach) {
-                side = -1.0f;
-            }
-        }
-        if (side != 0.0f) {
-            row->side = side;
-            rows[added++] = *row;
-        }
-    }
-    return added;
-}
-
-// Joint limits (hinge ranges, ball joints' twist ranges and swing cones) as
-// one-sided velocity constraints in joint space, solved together and
-// exactly. Each limit whose value passes a bound this step, or could reach
-// it, is a row on that side, with the rate w = (bound − value)/h that lands
-// on the bound. With K the joint-space inverse inertia among the rows (one
-// impulse propagation each), the impulses μ >= 0 (signed to push away from
-// the bound) solve K·μ >= b, μ >= 0, μ·(K·μ − b) = 0 (nonnegative_solve()),
-// and are applied to the free velocities. Their push can carry another
-// limit past its bound: the rows are then amended and the problem solved
-// again from the free velocities (at most SIM_ARTIC_LIMIT_PASSES times).
-// More than SIM_ARTIC_MAX_LIMIT_ROWS rows: the first are solved, the rest
-// wait for the next step. A swing row's value is linearised (its rate is
-// the angular velocity about the swing's direction), so a cone is held to
-// within that step's curvature, not exactly.
-static void solve_limits(sim_artic* a, float dt) {
-    enum { M = SIM_ARTIC_MAX_LIMIT_ROWS };
-    limit_row rows[M];
-    double b[M], mu[M];
-    int m = 0;
-    if (!a->any_limits) {
-        return;
-    }
-    for (uint32_t i = 0; i < a->count; ++i) {
-        artic_link* l = &a->links[i];
-        l->limit_impulse = 0.0f;
-        if (l->limited || l->coned) {
-            m += link_rows(l, i, dt, l->qd, true, rows + m, M - m);
-        }
-    }
-    if (m == 0) {
-        return;
-    }
-    for (uint32_t i = 0; i < a->count; ++i) {
-        memcpy(a->links[i].qdf, a->links[i].qd, sizeof a->links[i].qdf);
-    }
-    double K[M * M]; // 32 KiB of stack at M = 64
-    for (int pass = 0; m > 0 && pass < SIM_ARTIC_LIMIT_PASSES; ++pass) {
-        for (int c = 0; c < m; ++c) {
-            joint_impulse(a, rows[c].link, rows[c].dir, 1.0f, false);
-            for (int r = 0; r < m; ++r) {
-                const artic_link* l = &a->links[rows[r].link];
-                K[r * M + c] =
-                    (double)(rows[r].side * rows[c].side * row_rate(l, rows[r].dir, l->dq));
-            }
-        }
-        for (int r = 0; r < m; ++r) { // symmetric but for round-off
-            for (int c = r + 1; c < m; ++c) {
-                const double v = 0.5 * (K[r * M + c] + K[c * M + r]);
-                K[r * M + c] = v;
-                K[c * M + r] = v;
-            }
-            const limit_row* row = &rows[r];
-            const artic_link* l = &a->links[row->link];
-            const float w = ((row->side > 0.0f ? row->lower : row->upper) - row->value) / dt;
-            b[r] = (double)row->side * ((double)w - (double)row_rate(l, row->dir, l->qdf));
-        }
-        nonnegative_solve(K, b, m, mu);
-        for (uint32_t i = 0; i < a->count; ++i) {
-            artic_link* l = &a->links[i];
-            memcpy(l->qd, l->qdf, sizeof l->qd);
-            l->limit_impulse = 0.0f;
-        }
-        for (int r = 0; r < m; ++r) {
-            if (mu[r] > 0.0) {
-                const float lambda = rows[r].side * (float)mu[r];
-                a->links[rows[r].link].limit_impulse += lambda;
-                joint_impulse(a, rows[r].link, rows[r].dir, lambda, true);
-            }
-        }
-        // Amend the rows: a limit now past a bound it has no row for.
-        bool changed = false;
-        for (uint32_t i = 0; i < a->count && m < M; ++i) {
-            const artic_link* l = &a->links[i];
-            if (!l->limited && !l->coned) {
-                continue;
-            }
-            limit_row now[3];
-            const int n = link_rows(l, i, dt, l->qd, false, now, 3);
-            for (int k = 0; k < n; ++k) {
-                int r = 0;
-                while (r < m && !(rows[r].link == i && rows[r].kind == now[k].kind)) {
-                    r++;
-                }
-                if (r < m && rows[r].side != now[k].side) {
-                    rows[r].side = now[k].side;
-                    changed = true;
-                } else if (r == m && m < M) {
-                    rows[m++] = now[k];
-                    changed = true;
-                }
-            }
-        }
-        if (!changed) {
-            break;
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Contacts
-// ---------------------------------------------------------------------------
-
-// One contact row: a unit spatial force on a link (its coordinates), the
-// rate it pairs with (sp_dot(v, f): the point's velocity along the row's
-// direction), and what the row wants.
-typedef struct contact_row {
-    uint32_t link;
-    sp_vec f;
-    float want;     // normal: the rate that lands on the surface; friction: 0
-    int normal_row; // friction rows: their contact's normal row; normal rows: −1
-} contact_row;
-
-// A contact of link l at world point p (on the link's surface) with normal
-// n (out of the obstacle) and signed gap (negative: penetrating): its
-// normal row and two friction rows.
-static int add_contact_rows(const artic_link* l, uint32_t link, sim_vec3 p, sim_vec3 n, float gap,
-                            float dt, contact_row* rows, int at) {
-    const sim_vec3 r = q_rotate_inv(l->qw, v3_sub(p, l->Xw.r));
-    const sim_vec3 t1w = fabsf(n.y) < 0.9f ? v3_normalize(v3_cross(n, v3(0.0f, 1.0f, 0.0f)))
-                                           : v3_normalize(v3_cross(n, v3(1.0f, 0.0f, 0.0f)));
-    const sim_vec3 dirs[3] = {n, t1w, v3_cross(n, t1w)};
-    const float slop = 0.005f;
-    float want = (-slop - gap) / dt; // lands on the surface, or approaches it
-    want = fminf(want, 2.0f);        // a penetration is left at up to 2 m/s
-    for (int k = 0; k < 3; ++k) {
-        const sim_vec3 d = q_rotate_inv(l->qw, dirs[k]);
-        rows[at + k] =
-            (contact_row){link, sp(v3_cross(r, d), d), k == 0 ? want : 0.0f, k == 0 ? -1 : at};
-    }
-    return at + 3;
-}
-
-// The contact rows of every link's capsule against the ground and the
-// boxes; at most SIM_ARTIC_MAX_CONTACTS contacts.
-static int find_contacts(const sim_artic* a, float dt, contact_row* rows) {
-    const float margin = 0.05f;
-    int m = 0;
-    for (uint32_t i = 0; i < a->count && m < 3 * SIM_ARTIC_MAX_CONTACTS; ++i) {
-        const artic_link* l = &a->links[i];
-        const float rad = l->def.radius;
-        if (!(rad > 0.0f)) {
-            continue;
-        }
-        const sim_vec3 p0 = v3_add(l->Xw.r, q_rotate(l->qw, l->def.capsule_a));
-        const sim_vec3 p1 = v3_add(l->Xw.r, q_rotate(l->qw, l->def.capsule_b));
-        const bool seg = v3_len(v3_sub(p1, p0)) > 1e-6f;
-        if (a->ground) {
-            for (int e = 0; e < (seg ? 2 : 1) && m < 3 * SIM_ARTIC_MAX_CONTACTS; ++e) {
-                const sim_vec3 p = e == 0 ? p0 : p1;
-                if (p.y < rad + margin) {
-                    const sim_vec3 n = v3(0.0f, 1.0f, 0.0f);
-                    m = add_contact_rows(l, i, v3(p.x, p.y - rad, p.z), n, p.y - rad, dt, rows, m);
-                }
-            }
-        }
-        for (uint32_t k = 0; k < a->box_count && m < 3 * SIM_ARTIC_MAX_CONTACTS; ++k) {
-            const sim_box* bx = &a->boxes[k];
-            const sim_vec3 lo = v3_sub(bx->center, bx->half_extents);
-            const sim_vec3 hi = v3_add(bx->center, bx->half_extents);
-            for (int e = 0; e < (seg ? 3 : 1) && m < 3 * SIM_ARTIC_MAX_CONTACTS; ++e) {
-                sim_vec3 p = e == 0 ? p0 : p1;
-                if (e == 2) {
-                    // The segment's point nearest the box (a capsule lying
-                    // across an edge touches it between its ends).
-                    const sim_vec3 d = v3_sub(p1, p0);
-                    float t = 0.5f;
-                    for (int it = 0; it < 4; ++it) {
-                        const sim_vec3 c = v3_add(p0, v3_scale(d, t));
-                        const sim_vec3 q =
-                            v3(fminf(fmaxf(c.x, lo.x), hi.x), fminf(fmaxf(c.y, lo.y), hi.y),
-                               fminf(fmaxf(c.z, lo.z), hi.z));
-                        t = fminf(fmaxf(v3_dot(v3_sub(q, p0), d) / v3_dot(d, d), 0.0f), 1.0f);
-                    }
-                    if (t <= 0.0f || t >= 1.0f) {
-                        break; // an end: done above
-                    }
-                    p = v3_add(p0, v3_scale(d, t));
-                }
-                sim_vec3 n, on_box;
-                float depth;
-                if (sim__sphere_box(p, rad + margin, bx, &n, &depth, &on_box)) {
-                    m = add_contact_rows(l, i, v3_sub(p, v3_scale(n, rad)), n, margin - depth, dt,
-                                         rows, m);
-                }
-            }
-        }
-    }
-    return m;
-}
-
-// The contacts, solved together through the articulated inertia: the
-// dense matrix K of every row's response to a unit impulse on every row
-// (one propagation per row), projected Gauss-Seidel over it, then one
-// propagation per touched link to apply the impulses. See
-// sim_artic_set_env().
-static void solve_contacts(sim_artic* a, float dt, momentum6* external, sim_vec3 com) {
-    enum { R = 3 * SIM_ARTIC_MAX_CONTACTS };
-    contact_row rows[R];
-    a->contacts = 0;
-    if (!a->ground && a->box_count == 0) {
-        return;
-    }
-    const int m = find_contacts(a, dt, rows);
-    a->contacts = (uint32_t)(m / 3);
-    if (m == 0) {
-        return;
-    }
-    velocities(a);
-    float K[R * R]; // 36 KiB of stack
-    float rate0[R], lambda[R];
-    for (int c = 0; c < m; ++c) {
-        link_impulse(a, rows[c].link, NULL, &rows[c].f, 1.0f, false);
-        for (int r = 0; r < m; ++r) {
-            K[r * R + c] = sp_dot(a->links[rows[r].link].a, rows[r].f);
-        }
-    }
-    for (int r = 0; r < m; ++r) {
-        rate0[r] = sp_dot(a->links[rows[r].link].v, rows[r].f);
-        lambda[r] = 0.0f;
-    }
-    for (int sweep = 0; sweep < SIM_ARTIC_CONTACT_SWEEPS; ++sweep) {
-        for (int r = 0; r < m; ++r) {
-            const float k = K[r * R + r];
-            if (!(k > 1e-12f)) {
-                continue;
-            }
-            float rate = rate0[r];
-            for (int c = 0; c < m; ++c) {
-                rate += K[r * R + c] * lambda[c];
-            }
-            float next = lambda[r] + (rows[r].want - rate) / k;
-            if (rows[r].normal_row < 0) {
-                next = fmaxf(next, 0.0f);
-            } else {
-                const float cap = a->friction * lambda[rows[r].normal_row];
-                next = fminf(fmaxf(next, -cap), cap);
-            }
-            lambda[r] = next;
-        }
-    }
-    // One propagation per touched link, of the sum of its rows' impulses.
-    for (int r = 0; r < m; ++r) {
-        if (lambda[r] == 0.0f) {
-            continue;
-        }
-        sp_vec total = sp_zero();
-        const uint32_t link = rows[r].link;
-        for (int c = r; c < m; ++c) {
-            if (rows[c].link == link && lambda[c] != 0.0f) {
-                total = sp_add(total, sp_scale(rows[c].f, lambda[c]));
-                lambda[c] = 0.0f;
-            }
-        }
-        link_impulse(a, link, NULL, &total, 1.0f, true);
-        if (external != NULL) {
-            // The impulse from outside, for the momentum a free base keeps:
-            // in world axes, about the centre of mass at the step's start.
-            const artic_link* l = &a->links[link];
-            const sim_vec3 f = q_rotate(l->qw, total.lin);
-            const sim_vec3 n =
-                v3_add(q_rotate(l->qw, total.ang), v3_cross(v3_sub(l->Xw.r, com), f));
-            external->ang[0] += (double)n.x;
-            external->ang[1] += (double)n.y;
-            external->ang[2] += (double)n.z;
-            external->lin[0] += (double)f.x;
-            external->lin[1] += (double)f.y;
-            external->lin[2] += (double)f.z;
-        }
-    }
-    velocities(a);
-}
-
 // ---------------------------------------------------------------------------
 // Step
 // ---------------------------------------------------------------------------
@@ -1180,13 +599,43 @@ static void cap_rates(artic_link* l, float dt) {
 }
 
 int sim_artic_step(sim_artic* a, float dt, sim_vec3 gravity) {
-    if (!isfinite(dt) || !finite3(gravity)) {
+    return sim_artic_step_among(a, dt, gravity, NULL, 0);
+}
+
+static int check_partners(const sim_artic_partner* p, uint32_t count) {
+    if (count > SIM_ARTIC_MAX_PARTNERS || (count > 0 && p == NULL)) {
+        return SIM_E_INVALID_ARG;
+    }
+    for (uint32_t k = 0; k < count; ++k) {
+        if (!sim__finite3(p[k].a) || !sim__finite3(p[k].b) || !isfinite(p[k].radius) ||
+            !sim__finite3(p[k].com) || !sim__finite3(p[k].v) || !sim__finite3(p[k].w) ||
+            !isfinite(p[k].inv_mass) || !sim__finite4(p[k].rotation) ||
+            !sim__finite3(p[k].inv_inertia)) {
+            return SIM_E_NOT_FINITE;
+        }
+        if (!(p[k].radius > 0.0f && p[k].radius <= 10.0f) || p[k].inv_mass < 0.0f ||
+            p[k].inv_inertia.x < 0.0f || p[k].inv_inertia.y < 0.0f || p[k].inv_inertia.z < 0.0f ||
+            fabsf(q_dot(p[k].rotation, p[k].rotation) - 1.0f) > 1e-3f) {
+            return SIM_E_OUT_OF_RANGE;
+        }
+    }
+    return SIM_OK;
+}
+
+int sim_artic_step_among(sim_artic* a, float dt, sim_vec3 gravity, sim_artic_partner* partners,
+                         uint32_t partner_count) {
+    if (!isfinite(dt) || !sim__finite3(gravity)) {
         return SIM_E_NOT_FINITE;
     }
     if (!(dt > 0.0f && dt <= 0.1f) || fabsf(gravity.x) > 1000.0f || fabsf(gravity.y) > 1000.0f ||
         fabsf(gravity.z) > 1000.0f) {
         return SIM_E_OUT_OF_RANGE;
     }
+    int rc = check_partners(partners, partner_count);
+    if (rc != SIM_OK) {
+        return rc;
+    }
+    a->last_h = dt;
     const bool free_base = a->links[0].def.joint == SIM_ARTIC_FREE;
     momentum6 target = {{0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
     sim_vec3 com_before = v3(0.0f, 0.0f, 0.0f);
@@ -1217,7 +666,7 @@ int sim_artic_step(sim_artic* a, float dt, sim_vec3 gravity) {
                 l->qd[k] = l->qd0[k] + 0.5f * dt * l->qdd[k];
             }
         }
-        velocities(a);
+        sim__artic_velocities(a);
         ok = aba(a, dt, gravity, false);
     }
     for (uint32_t i = 0; ok && i < a->count; ++i) {
@@ -1230,7 +679,7 @@ int sim_artic_step(sim_artic* a, float dt, sim_vec3 gravity) {
         for (uint32_t i = 0; i < a->count; ++i) {
             memcpy(a->links[i].qd, a->links[i].qd0, sizeof a->links[i].qd);
         }
-        velocities(a);
+        sim__artic_velocities(a);
         return SIM_E_NOT_FINITE;
     }
     // Velocities; the limits' impulses; then coordinates with the new
@@ -1245,8 +694,9 @@ int sim_artic_step(sim_artic* a, float dt, sim_vec3 gravity) {
     // other's (a limit's push can slide a foot), and a second round takes
     // most of that out.
     for (int round = 0; round < 2; ++round) {
-        solve_contacts(a, dt, free_base ? &target : NULL, com_before);
-        solve_limits(a, dt);
+        sim__artic_solve_contacts(a, dt, partners, partner_count, free_base ? &target : NULL,
+                                  com_before);
+        sim__artic_solve_limits(a, dt);
     }
     for (uint32_t i = 0; i < a->count; ++i) {
         artic_link* l = &a->links[i];
@@ -1273,13 +723,13 @@ int sim_artic_step(sim_artic* a, float dt, sim_vec3 gravity) {
             break;
         }
     }
-    kinematics(a);
+    sim__artic_kinematics(a);
     if (free_base) {
         // Twice: the second takes out what float round-off left of the
         // first (about 10^-5 of the momentum a step, which would otherwise
         // wander).
         keep_momentum(a, &target);
-        kinematics(a);
+        sim__artic_kinematics(a);
         keep_momentum(a, &target);
         // The centre of mass moves as a particle of the whole mass would
         // (semi-implicit Euler, c' = c + h·p'/M); the base is moved by what
@@ -1291,7 +741,7 @@ int sim_artic_step(sim_artic* a, float dt, sim_vec3 gravity) {
         const sim_vec3 off = v3_sub(want, centre_of_mass(a, &m));
         artic_link* base = &a->links[0];
         base->pos = v3_add(base->pos, q_rotate_inv(base->def.frame, off));
-        kinematics(a);
+        sim__artic_kinematics(a);
     }
     return SIM_OK;
 }
@@ -1317,7 +767,7 @@ int sim_artic_set_angle(sim_artic* a, uint32_t link, float angle, float rate) {
     }
     a->links[link].angle = angle;
     a->links[link].qd[0] = rate;
-    kinematics(a);
+    sim__artic_kinematics(a);
     return SIM_OK;
 }
 
@@ -1335,7 +785,7 @@ int sim_artic_set_rotation(sim_artic* a, uint32_t link, sim_quat rotation, sim_v
     if (rc != SIM_OK) {
         return rc;
     }
-    if (!finite4(rotation) || !finite3(omega)) {
+    if (!sim__finite4(rotation) || !sim__finite3(omega)) {
         return SIM_E_NOT_FINITE;
     }
     if (q_dot(rotation, rotation) < 1e-12f) {
@@ -1346,7 +796,7 @@ int sim_artic_set_rotation(sim_artic* a, uint32_t link, sim_quat rotation, sim_v
     l->qd[0] = omega.x;
     l->qd[1] = omega.y;
     l->qd[2] = omega.z;
-    kinematics(a);
+    sim__artic_kinematics(a);
     return SIM_OK;
 }
 
@@ -1366,7 +816,8 @@ int sim_artic_set_base(sim_artic* a, sim_vec3 position, sim_quat rotation, sim_v
     if (rc != SIM_OK) {
         return rc;
     }
-    if (!finite3(position) || !finite4(rotation) || !finite3(velocity) || !finite3(omega)) {
+    if (!sim__finite3(position) || !sim__finite4(rotation) || !sim__finite3(velocity) ||
+        !sim__finite3(omega)) {
         return SIM_E_NOT_FINITE;
     }
     if (q_dot(rotation, rotation) < 1e-12f) {
@@ -1386,7 +837,7 @@ int sim_artic_set_base(sim_artic* a, sim_vec3 position, sim_quat rotation, sim_v
     l->qd[3] = vb.x;
     l->qd[4] = vb.y;
     l->qd[5] = vb.z;
-    kinematics(a);
+    sim__artic_kinematics(a);
     return SIM_OK;
 }
 
@@ -1399,7 +850,8 @@ int sim_artic_set_drive(sim_artic* a, uint32_t link, float kp, float kd, float t
     if (l->def.joint != SIM_ARTIC_REVOLUTE && l->def.joint != SIM_ARTIC_SPHERICAL) {
         return SIM_E_INVALID_ARG;
     }
-    if (!isfinite(kp) || !isfinite(kd) || !isfinite(target_angle) || !finite4(target_rotation)) {
+    if (!isfinite(kp) || !isfinite(kd) || !isfinite(target_angle) ||
+        !sim__finite4(target_rotation)) {
         return SIM_E_NOT_FINITE;
     }
     if (!(kp >= 0.0f && kp <= 1e9f && kd >= 0.0f && kd <= 1e9f)) {
@@ -1428,7 +880,7 @@ int sim_artic_set_env(sim_artic* a, bool ground, const sim_box* boxes, uint32_t 
         return SIM_E_OUT_OF_RANGE;
     }
     for (uint32_t k = 0; k < count; ++k) {
-        if (!finite3(boxes[k].center) || !finite3(boxes[k].half_extents)) {
+        if (!sim__finite3(boxes[k].center) || !sim__finite3(boxes[k].half_extents)) {
             return SIM_E_NOT_FINITE;
         }
         if (!(boxes[k].half_extents.x > 0.0f && boxes[k].half_extents.y > 0.0f &&
@@ -1478,7 +930,7 @@ int sim_artic_set_cone(sim_artic* a, uint32_t link, sim_vec3 bone, sim_vec3 axis
     if (rc != SIM_OK) {
         return rc;
     }
-    if (!finite3(bone) || !finite3(axis1) || !isfinite(swing1) || !isfinite(swing2) ||
+    if (!sim__finite3(bone) || !sim__finite3(axis1) || !isfinite(swing1) || !isfinite(swing2) ||
         !isfinite(twist_min) || !isfinite(twist_max)) {
         return SIM_E_NOT_FINITE;
     }
@@ -1516,7 +968,7 @@ int sim_artic_cone_angles(const sim_artic* a, uint32_t link, float* twist, float
         return SIM_E_BAD_STATE;
     }
     sim_vec3 r;
-    cone_angles(l, twist, &r);
+    sim__artic_cone_angles(l, twist, &r);
     // How far out of its cone the swing is: 1 on the ellipse.
     const float c1 = v3_dot(r, l->axis1) / l->swing1;
     const float c2 = v3_dot(r, l->axis2) / l->swing2;
@@ -1580,4 +1032,83 @@ void sim_artic_momentum(const sim_artic* a, sim_vec3* linear, sim_vec3* angular)
     const sp_vec h = momentum(a);
     *linear = h.lin;
     *angular = h.ang;
+}
+
+// ---------------------------------------------------------------------------
+// Impulses and state
+// ---------------------------------------------------------------------------
+
+int sim_artic_apply_impulse(sim_artic* a, uint32_t link, sim_vec3 point, sim_vec3 impulse) {
+    if (link >= a->count) {
+        return SIM_E_BAD_INDEX;
+    }
+    if (!sim__finite3(point) || !sim__finite3(impulse)) {
+        return SIM_E_NOT_FINITE;
+    }
+    artic_link* l = &a->links[link];
+    const sim_vec3 r = v3_sub(point, l->Xw.r);
+    if (fabsf(impulse.x) > SIM_MAX_IMPULSE || fabsf(impulse.y) > SIM_MAX_IMPULSE ||
+        fabsf(impulse.z) > SIM_MAX_IMPULSE || !(v3_len(r) <= 100.0f)) {
+        return SIM_E_OUT_OF_RANGE;
+    }
+    // The articulated inertias of the coordinates as they are (the last
+    // step's may be of other coordinates, or there was none), with the
+    // implicit drives' stiffness of the last step's length.
+    for (uint32_t i = 0; i < a->count; ++i) {
+        memcpy(a->links[i].qd0, a->links[i].qd, sizeof a->links[i].qd0);
+    }
+    if (!aba(a, a->last_h, v3(0.0f, 0.0f, 0.0f), true)) {
+        return SIM_E_NOT_FINITE;
+    }
+    // The impulse in link coordinates: (r × p, p) about the link's origin.
+    const sim_vec3 pl = q_rotate_inv(l->qw, impulse);
+    const sim_vec3 rl = q_rotate_inv(l->qw, r);
+    const sp_vec f = sp(v3_cross(rl, pl), pl);
+    sim__artic_link_impulse(a, link, NULL, &f, 1.0f, true);
+    sim__artic_velocities(a);
+    return SIM_OK;
+}
+
+uint32_t sim_artic_get_state(const sim_artic* a, float* out, uint32_t cap) {
+    const uint32_t need = a->count * SIM_ARTIC_STATE_FLOATS;
+    if (out == NULL || cap < need) {
+        return need;
+    }
+    for (uint32_t i = 0; i < a->count; ++i) {
+        const artic_link* l = &a->links[i];
+        float* o = out + (size_t)i * SIM_ARTIC_STATE_FLOATS;
+        const float v[SIM_ARTIC_STATE_FLOATS] = {l->angle, l->rot.x, l->rot.y, l->rot.z, l->rot.w,
+                                                 l->pos.x, l->pos.y, l->pos.z, l->qd[0], l->qd[1],
+                                                 l->qd[2], l->qd[3], l->qd[4], l->qd[5]};
+        memcpy(o, v, sizeof v);
+    }
+    return need;
+}
+
+int sim_artic_set_state(sim_artic* a, const float* state, uint32_t count) {
+    if (state == NULL || count != a->count * SIM_ARTIC_STATE_FLOATS) {
+        return SIM_E_INVALID_ARG;
+    }
+    for (uint32_t k = 0; k < count; ++k) {
+        if (!isfinite(state[k])) {
+            return SIM_E_NOT_FINITE;
+        }
+    }
+    for (uint32_t i = 0; i < a->count; ++i) {
+        const float* s = state + (size_t)i * SIM_ARTIC_STATE_FLOATS;
+        const float n2 = s[1] * s[1] + s[2] * s[2] + s[3] * s[3] + s[4] * s[4];
+        if (!(fabsf(n2 - 1.0f) < 1e-3f)) {
+            return SIM_E_OUT_OF_RANGE;
+        }
+    }
+    for (uint32_t i = 0; i < a->count; ++i) {
+        artic_link* l = &a->links[i];
+        const float* s = state + (size_t)i * SIM_ARTIC_STATE_FLOATS;
+        l->angle = s[0];
+        l->rot = (sim_quat){s[1], s[2], s[3], s[4]};
+        l->pos = v3(s[5], s[6], s[7]);
+        memcpy(l->qd, s + 8, sizeof l->qd);
+    }
+    sim__artic_kinematics(a);
+    return SIM_OK;
 }

@@ -30,6 +30,10 @@ static sim_vec3 vec(float x, float y, float z) {
     return v;
 }
 
+static sim_vec3 v3_add_(sim_vec3 a, sim_vec3 b, float s) {
+    return vec(a.x + b.x * s, a.y + b.y * s, a.z + b.z * s);
+}
+
 static sim_quat quat_axis(sim_vec3 axis, float angle) {
     float n = sqrtf(axis.x * axis.x + axis.y * axis.y + axis.z * axis.z);
     float s = sinf(0.5f * angle) / n;
@@ -858,6 +862,126 @@ static void test_ball_joint_q_and_minus_q_agree(void** state) {
 }
 
 // ---------------------------------------------------------------------------
+// Impulses, partners, state
+// ---------------------------------------------------------------------------
+
+// A free body of mass 2 kg and principal moments (0.1, 0.2, 0.3) kg·m² hit
+// by p = (0, 0, 4) N·s at r = (1, 0, 0) m from its centre: Δv = p/m =
+// (0, 0, 2) m/s and Δω = I⁻¹(r × p) = I⁻¹(0, −4, 0) = (0, −20, 0) rad/s.
+static void test_impulse_on_a_free_body(void** state) {
+    (void)state;
+    sim_artic_link_def d = sim_artic_link_def_default();
+    d.joint = SIM_ARTIC_FREE;
+    d.mass = 2.0f;
+    d.inertia = vec(0.1f, 0.2f, 0.3f);
+    sim_artic* a = NULL;
+    assert_int_equal(sim_artic_create(&d, 1, NULL, &a), SIM_OK);
+    assert_int_equal(sim_artic_apply_impulse(a, 0, vec(1.0f, 0.0f, 0.0f), vec(0.0f, 0.0f, 4.0f)),
+                     SIM_OK);
+    sim_vec3 c, v, w;
+    sim_artic_link_motion(a, 0, &c, &v, &w);
+    assert_true(fabsf(v.x) < 1e-5f && fabsf(v.y) < 1e-5f && fabsf(v.z - 2.0f) < 1e-5f);
+    assert_true(fabsf(w.x) < 1e-4f && fabsf(w.y + 20.0f) < 1e-4f && fabsf(w.z) < 1e-4f);
+    assert_int_equal(sim_artic_apply_impulse(a, 1, vec(0, 0, 0), vec(0, 0, 1)), SIM_E_BAD_INDEX);
+    assert_int_equal(sim_artic_apply_impulse(a, 0, vec(NAN, 0, 0), vec(0, 0, 1)), SIM_E_NOT_FINITE);
+    assert_int_equal(sim_artic_apply_impulse(a, 0, vec(500, 0, 0), vec(0, 0, 1)),
+                     SIM_E_OUT_OF_RANGE);
+    sim_artic_destroy(a);
+}
+
+// A 1 kg ball at 10 m/s hits a free 3 kg rod in its middle, through its
+// centre of mass, in zero gravity. The contact is inelastic, so the two
+// leave together: v' = m_ball·v / (m_ball + m_rod) = 2.5 m/s, the rod not
+// turning; linear and angular momentum of the two together are kept.
+static void test_ball_partner_hits_a_free_rod(void** state) {
+    (void)state;
+    sim_artic_link_def d = sim_artic_link_def_default();
+    d.joint = SIM_ARTIC_FREE;
+    d.mass = 3.0f;
+    d.inertia = vec(0.5f * 3.0f * 0.0025f, 0.25f, 0.25f);
+    d.capsule_a = vec(-0.5f, 0.0f, 0.0f);
+    d.capsule_b = vec(0.5f, 0.0f, 0.0f);
+    d.radius = 0.05f;
+    sim_artic* a = NULL;
+    assert_int_equal(sim_artic_create(&d, 1, NULL, &a), SIM_OK);
+    sim_artic_partner ball;
+    memset(&ball, 0, sizeof ball);
+    ball.a = ball.b = ball.com = vec(0.0f, 0.5f, 0.0f);
+    ball.radius = 0.1f;
+    ball.v = vec(0.0f, -10.0f, 0.0f);
+    ball.inv_mass = 1.0f;
+    ball.rotation = quat_axis(vec(0, 1, 0), 0.0f);
+    const float Ib = 0.4f * 1.0f * 0.01f;
+    ball.inv_inertia = vec(1.0f / Ib, 1.0f / Ib, 1.0f / Ib);
+    const float h = 1.0f / 240.0f;
+    for (int s = 0; s < 240; ++s) {
+        assert_int_equal(sim_artic_step_among(a, h, vec(0, 0, 0), &ball, 1), SIM_OK);
+        ball.com = v3_add_(ball.com, ball.v, h);
+        ball.a = ball.b = ball.com;
+        sim_vec3 p, L;
+        sim_artic_momentum(a, &p, &L);
+        // Momentum of the two: the rod's plus the ball's (its spin is zero).
+        assert_true(fabsf(p.y + ball.v.y * 1.0f + 10.0f) < 1e-3f);
+        assert_true(fabsf(p.x + ball.v.x) < 1e-3f && fabsf(p.z + ball.v.z) < 1e-3f);
+    }
+    sim_vec3 c, v, w;
+    sim_artic_link_motion(a, 0, &c, &v, &w);
+    printf("ball on free rod: ball %.4f m/s, rod %.4f m/s (2.5 expected), rod spin %.2e rad/s\n",
+           ball.v.y, v.y, sqrtf(w.x * w.x + w.y * w.y + w.z * w.z));
+    assert_true(fabsf(ball.v.y + 2.5f) < 0.05f);
+    assert_true(fabsf(v.y + 2.5f) < 0.05f);
+    assert_true(sqrtf(w.x * w.x + w.y * w.y + w.z * w.z) < 1e-2f);
+    // Bad partners change nothing.
+    sim_artic_partner bad = ball;
+    bad.radius = 0.0f;
+    assert_int_equal(sim_artic_step_among(a, h, vec(0, 0, 0), &bad, 1), SIM_E_OUT_OF_RANGE);
+    bad = ball;
+    bad.v.x = NAN;
+    assert_int_equal(sim_artic_step_among(a, h, vec(0, 0, 0), &bad, 1), SIM_E_NOT_FINITE);
+    assert_int_equal(sim_artic_step_among(a, h, vec(0, 0, 0), NULL, 1), SIM_E_INVALID_ARG);
+    assert_int_equal(sim_artic_step_among(a, h, vec(0, 0, 0), &ball, SIM_ARTIC_MAX_PARTNERS + 1),
+                     SIM_E_INVALID_ARG);
+    sim_vec3 c2, v2, w2;
+    sim_artic_link_motion(a, 0, &c2, &v2, &w2);
+    assert_memory_equal(&c, &c2, sizeof c);
+    sim_artic_destroy(a);
+}
+
+// A double pendulum copied by sim_artic_get_state() into a fresh one
+// continues exactly as the original does.
+static void test_state_copy_continues_bit_for_bit(void** state) {
+    (void)state;
+    sim_artic_link_def d[2] = {rod(-1, vec(0, 0, 0), 1.0f, 1.0f),
+                               rod(0, vec(0.0f, -1.0f, 0.0f), 1.0f, 1.0f)};
+    sim_artic *a = NULL, *b = NULL;
+    assert_int_equal(sim_artic_create(d, 2, NULL, &a), SIM_OK);
+    assert_int_equal(sim_artic_create(d, 2, NULL, &b), SIM_OK);
+    assert_int_equal(sim_artic_set_angle(a, 0, 2.0f, 0.0f), SIM_OK);
+    for (int s = 0; s < 100; ++s) {
+        sim_artic_step(a, 1.0f / 240.0f, vec(0.0f, -G, 0.0f));
+    }
+    float sa[2 * SIM_ARTIC_STATE_FLOATS], sb[2 * SIM_ARTIC_STATE_FLOATS];
+    assert_int_equal(sim_artic_get_state(a, NULL, 0), 2 * SIM_ARTIC_STATE_FLOATS);
+    assert_int_equal(sim_artic_get_state(a, sa, 2 * SIM_ARTIC_STATE_FLOATS),
+                     2 * SIM_ARTIC_STATE_FLOATS);
+    assert_int_equal(sim_artic_set_state(b, sa, 2 * SIM_ARTIC_STATE_FLOATS - 1), SIM_E_INVALID_ARG);
+    float bad[2 * SIM_ARTIC_STATE_FLOATS];
+    memcpy(bad, sa, sizeof bad);
+    bad[3] = NAN;
+    assert_int_equal(sim_artic_set_state(b, bad, 2 * SIM_ARTIC_STATE_FLOATS), SIM_E_NOT_FINITE);
+    assert_int_equal(sim_artic_set_state(b, sa, 2 * SIM_ARTIC_STATE_FLOATS), SIM_OK);
+    for (int s = 0; s < 100; ++s) {
+        sim_artic_step(a, 1.0f / 240.0f, vec(0.0f, -G, 0.0f));
+        sim_artic_step(b, 1.0f / 240.0f, vec(0.0f, -G, 0.0f));
+    }
+    sim_artic_get_state(a, sa, 2 * SIM_ARTIC_STATE_FLOATS);
+    sim_artic_get_state(b, sb, 2 * SIM_ARTIC_STATE_FLOATS);
+    assert_memory_equal(sa, sb, sizeof sa);
+    sim_artic_destroy(a);
+    sim_artic_destroy(b);
+}
+
+// ---------------------------------------------------------------------------
 // Bad input
 // ---------------------------------------------------------------------------
 
@@ -959,6 +1083,9 @@ int main(void) {
         cmocka_unit_test(test_humanoid_articulation_rests_on_stairs),
         cmocka_unit_test(test_ball_cone_and_twist_hold),
         cmocka_unit_test(test_ball_joint_q_and_minus_q_agree),
+        cmocka_unit_test(test_impulse_on_a_free_body),
+        cmocka_unit_test(test_ball_partner_hits_a_free_rod),
+        cmocka_unit_test(test_state_copy_continues_bit_for_bit),
         cmocka_unit_test(test_bad_defs_and_calls_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -124,6 +124,70 @@ uint32_t sim_artic_link_count(const sim_artic* a);
 /// then unchanged).
 int sim_artic_step(sim_artic* a, float dt, sim_vec3 gravity);
 
+/// Something that moves and that the links may touch: a capsule (the
+/// segment a–b, world, m, a = b for a sphere, of `radius` m > 0) of a rigid
+/// body with centre of mass `com` (world, m), velocity `v` (m/s) and
+/// angular velocity `w` (rad/s, world axes), inverse mass `inv_mass`
+/// (1/kg; 0: it is not moved, as an animated bone) and inverse principal
+/// moments `inv_inertia` (1/(kg·m²)) along the axes of `rotation` (unit).
+/// sim_artic_step_among() solves its contacts with the links together
+/// with the environment's and writes its new v and w back: the impulses
+/// the links take, it takes opposite (Newton's third law), so the two
+/// together keep their momentum. `user` is the caller's.
+typedef struct sim_artic_partner {
+    sim_vec3 a, b;
+    float radius;
+    sim_vec3 com, v, w;
+    float inv_mass;
+    sim_quat rotation;
+    sim_vec3 inv_inertia;
+    uint32_t user;
+} sim_artic_partner;
+
+/// Most partners one step looks at.
+#define SIM_ARTIC_MAX_PARTNERS 64
+
+/// sim_artic_step() among `count` partners (at most SIM_ARTIC_MAX_PARTNERS;
+/// NULL with 0 is sim_artic_step()): a link capsule within 5 cm of a
+/// partner's makes one contact at their closest points, solved with the
+/// ground's and the boxes' (sim_artic_set_env(); its friction), the
+/// partner's inverse mass and inertia in the contact's matrix, so a light
+/// ball bounces off a heavy limb and a heavy one carries a light limb away.
+/// Partners are read for their state at the step's start (they do not
+/// move during it) and only their v and w change. Errors as
+/// sim_artic_step(), and SIM_E_INVALID_ARG (too many, NULL with a count),
+/// SIM_E_NOT_FINITE or SIM_E_OUT_OF_RANGE (a partner's radius not in (0,
+/// 10], an inverse mass or moment negative): then nothing changes.
+int sim_artic_step_among(sim_artic* a, float dt, sim_vec3 gravity, sim_artic_partner* partners,
+                         uint32_t count);
+
+/// Applies an impulse (N·s, world axes) at a world point (m) on a link:
+/// every joint velocity changes by the joint-space response M⁻¹·Jᵀ·p
+/// (impulse propagation through the articulated inertias, Mirtich 1996,
+/// O(n)), as a hit would. SIM_E_BAD_INDEX, SIM_E_NOT_FINITE,
+/// SIM_E_OUT_OF_RANGE (a component over SIM_MAX_IMPULSE or the point more
+/// than 100 m from the link).
+int sim_artic_apply_impulse(sim_artic* a, uint32_t link, sim_vec3 point, sim_vec3 impulse);
+
+/// Floats per link in sim_artic_get_state(): a hinge's angle, a ball
+/// joint's or the base's rotation (x, y, z, w), the base's position (x, y,
+/// z) and the joint's velocities (six, the DOFs' first ones used).
+#define SIM_ARTIC_STATE_FLOATS 14
+
+/// Copies the coordinates and velocities of every link (link order,
+/// SIM_ARTIC_STATE_FLOATS each) into out[0 .. cap): what a step continues
+/// from, besides the drives and limits (set by their own calls) and the
+/// environment. Returns the floats a whole copy needs (copying only when
+/// cap is at least that).
+uint32_t sim_artic_get_state(const sim_artic* a, float* out, uint32_t cap);
+
+/// Puts back what sim_artic_get_state() copied, so the next steps are the
+/// ones the copy's articulation would have taken, bit for bit.
+/// SIM_E_INVALID_ARG for a count that is not the articulation's,
+/// SIM_E_NOT_FINITE, SIM_E_OUT_OF_RANGE (a rotation not near unit): then
+/// nothing changes.
+int sim_artic_set_state(sim_artic* a, const float* state, uint32_t count);
+
 /// A hinge's angle (rad) and rate (rad/s). SIM_E_BAD_INDEX for no such
 /// link, SIM_E_INVALID_ARG for a link whose joint is not REVOLUTE,
 /// SIM_E_NOT_FINITE.
