@@ -15,6 +15,7 @@
 typedef struct artic_link {
     sim_artic_link_def def; // normalised
     int dof;
+    uint32_t at; // its first DOF among the articulation's (link order)
     sp_vec S[6]; // motion subspace, link coordinates (constant for these joints)
     sp_xform XT; // parent frame → joint frame (fixed)
     sp_mat6 I;   // rigid-body inertia about the link's origin, link coordinates
@@ -71,6 +72,14 @@ struct sim_artic {
     float last_h;      // the last step's length, s (1/240 before the first)
     artic_link* links;
     sp_mat6* scratch; // count composite inertias (momentum())
+    uint32_t ndof;    // DOFs of all joints
+    // Contact rows (artic_contact.c), 3 × SIM_ARTIC_MAX_CONTACTS × ndof each:
+    // each row's Jacobian (its rate = jac·qd) and response (the joint
+    // velocity change per unit impulse, M⁻¹·jacᵀ); and ndof floats of the
+    // solve's velocity change.
+    float* jac;
+    float* resp;
+    float* dqsum;
 };
 
 static inline bool sim__finite3(sim_vec3 v) {

@@ -57,46 +57,64 @@ static int find_contacts(const sim_artic* a, float dt, const sim_artic_partner* 
         const sim_vec3 p0 = v3_add(l->Xw.r, q_rotate(l->qw, l->def.capsule_a));
         const sim_vec3 p1 = v3_add(l->Xw.r, q_rotate(l->qw, l->def.capsule_b));
         const bool seg = v3_len(v3_sub(p1, p0)) > 1e-6f;
-        if (a->ground) {
-            for (int e = 0; e < (seg ? 2 : 1) && m < 3 * SIM_ARTIC_MAX_CONTACTS; ++e) {
-                const sim_vec3 p = e == 0 ? p0 : p1;
-                if (p.y < rad + margin) {
-                    const sim_vec3 n = v3(0.0f, 1.0f, 0.0f);
-                    m = add_contact_rows(l, i, v3(p.x, p.y - rad, p.z), n, p.y - rad, dt, rows, m,
-                                         -1, v3(0.0f, 0.0f, 0.0f));
+        // Each end of the capsule touches at most one thing, the one it is
+        // deepest into (the ground or a box); the segment's middle, the
+        // box whose edge it lies across deepest. Three contacts a link at
+        // most, so a lying body's every link keeps its support.
+        for (int e = 0; e < (seg ? 2 : 1) && m < 3 * SIM_ARTIC_MAX_CONTACTS; ++e) {
+            const sim_vec3 p = e == 0 ? p0 : p1;
+            float best = margin; // gap of the deepest so far (below the margin)
+            sim_vec3 bn = v3(0.0f, 1.0f, 0.0f), bat = p;
+            if (a->ground && p.y - rad < best) {
+                best = p.y - rad;
+                bat = v3(p.x, p.y - rad, p.z);
+            }
+            for (uint32_t k = 0; k < a->box_count; ++k) {
+                sim_vec3 n, on_box;
+                float depth;
+                if (sim__sphere_box(p, rad + margin, &a->boxes[k], &n, &depth, &on_box) &&
+                    margin - depth < best) {
+                    best = margin - depth;
+                    bn = n;
+                    bat = v3_sub(p, v3_scale(n, rad));
                 }
             }
+            if (best < margin) {
+                m = add_contact_rows(l, i, bat, bn, best, dt, rows, m, -1, v3(0.0f, 0.0f, 0.0f));
+            }
         }
-        for (uint32_t k = 0; k < a->box_count && m < 3 * SIM_ARTIC_MAX_CONTACTS; ++k) {
+        float mid_best = margin;
+        sim_vec3 mid_n = v3(0.0f, 1.0f, 0.0f), mid_at = p0;
+        for (uint32_t k = 0; seg && k < a->box_count; ++k) {
             const sim_box* bx = &a->boxes[k];
             const sim_vec3 lo = v3_sub(bx->center, bx->half_extents);
             const sim_vec3 hi = v3_add(bx->center, bx->half_extents);
-            for (int e = 0; e < (seg ? 3 : 1) && m < 3 * SIM_ARTIC_MAX_CONTACTS; ++e) {
-                sim_vec3 p = e == 0 ? p0 : p1;
-                if (e == 2) {
-                    // The segment's point nearest the box (a capsule lying
-                    // across an edge touches it between its ends).
-                    const sim_vec3 d = v3_sub(p1, p0);
-                    float t = 0.5f;
-                    for (int it = 0; it < 4; ++it) {
-                        const sim_vec3 c = v3_add(p0, v3_scale(d, t));
-                        const sim_vec3 q =
-                            v3(fminf(fmaxf(c.x, lo.x), hi.x), fminf(fmaxf(c.y, lo.y), hi.y),
-                               fminf(fmaxf(c.z, lo.z), hi.z));
-                        t = fminf(fmaxf(v3_dot(v3_sub(q, p0), d) / v3_dot(d, d), 0.0f), 1.0f);
-                    }
-                    if (t <= 0.0f || t >= 1.0f) {
-                        break; // an end: done above
-                    }
-                    p = v3_add(p0, v3_scale(d, t));
-                }
-                sim_vec3 n, on_box;
-                float depth;
-                if (sim__sphere_box(p, rad + margin, bx, &n, &depth, &on_box)) {
-                    m = add_contact_rows(l, i, v3_sub(p, v3_scale(n, rad)), n, margin - depth, dt,
-                                         rows, m, -1, v3(0.0f, 0.0f, 0.0f));
-                }
+            // The segment's point nearest the box (a capsule lying across
+            // an edge touches it between its ends).
+            const sim_vec3 d = v3_sub(p1, p0);
+            float t = 0.5f;
+            for (int it = 0; it < 4; ++it) {
+                const sim_vec3 c = v3_add(p0, v3_scale(d, t));
+                const sim_vec3 q = v3(fminf(fmaxf(c.x, lo.x), hi.x), fminf(fmaxf(c.y, lo.y), hi.y),
+                                      fminf(fmaxf(c.z, lo.z), hi.z));
+                t = fminf(fmaxf(v3_dot(v3_sub(q, p0), d) / v3_dot(d, d), 0.0f), 1.0f);
             }
+            if (t <= 0.1f || t >= 0.9f) {
+                continue; // at an end: the end's contact holds it
+            }
+            const sim_vec3 p = v3_add(p0, v3_scale(d, t));
+            sim_vec3 n, on_box;
+            float depth;
+            if (sim__sphere_box(p, rad + margin, bx, &n, &depth, &on_box) &&
+                margin - depth < mid_best) {
+                mid_best = margin - depth;
+                mid_n = n;
+                mid_at = v3_sub(p, v3_scale(n, rad));
+            }
+        }
+        if (mid_best < margin && m < 3 * SIM_ARTIC_MAX_CONTACTS) {
+            m = add_contact_rows(l, i, mid_at, mid_n, mid_best, dt, rows, m, -1,
+                                 v3(0.0f, 0.0f, 0.0f));
         }
         // Partners: one contact at the closest points of the two capsules.
         for (uint32_t k = 0; k < partner_count && m < 3 * SIM_ARTIC_MAX_CONTACTS; ++k) {
@@ -143,44 +161,74 @@ void sim__artic_solve_contacts(sim_artic* a, float dt, sim_artic_partner* partne
         return;
     }
     sim__artic_velocities(a);
-    float K[R * R]; // 36 KiB of stack
-    float rate0[R], lambda[R];
-    for (int c = 0; c < m; ++c) {
-        sim__artic_link_impulse(a, rows[c].link, NULL, &rows[c].f, 1.0f, false);
-        for (int r = 0; r < m; ++r) {
-            K[r * R + c] = sp_dot(a->links[rows[r].link].a, rows[r].f);
-        }
-    }
-    // A partner's own response: K_rc += m⁻¹ d_r·d_c + (l_r × d_r)·I⁻¹(l_c × d_c)
-    // for two rows on one partner (the impulse λ_c d_c on the link is −λ_c d_c
-    // on the partner, at lever l_c from its centre of mass).
+    // Each row's Jacobian J_r (its rate is J_r·qd: the unit force carried
+    // back to each joint on its path, S_k·X*f) and its response W_r =
+    // M⁻¹J_rᵀ (one impulse propagation). Projected Gauss-Seidel then works
+    // on the joint velocities: a row's rate is J_r·Δq̇ + its start, an
+    // impulse adds W_r·Δλ, O(DOFs) a row (Bullet's btMultiBody solver does
+    // the same), not O(rows) over a dense row-by-row matrix.
+    const uint32_t nd = a->ndof;
+    float rate0[R], lambda[R], diag[R];
     for (int r = 0; r < m; ++r) {
-        const int pr = rows[r].partner;
-        rate0[r] = sp_dot(a->links[rows[r].link].v, rows[r].f);
-        lambda[r] = 0.0f;
-        if (pr < 0) {
-            continue;
+        float* J = a->jac + (size_t)r * nd;
+        float* W = a->resp + (size_t)r * nd;
+        memset(J, 0, nd * sizeof *J);
+        sp_vec f = rows[r].f;
+        for (int32_t i = (int32_t)rows[r].link; i >= 0; i = a->links[i].def.parent) {
+            const artic_link* l = &a->links[i];
+            for (int k = 0; k < l->dof; ++k) {
+                J[l->at + (uint32_t)k] = sp_dot(l->S[k], f);
+            }
+            f = sp_xform_force_back(&l->X, f);
         }
-        const sim_artic_partner* pt = &partners[pr];
-        const sim_vec3 vp = v3_add(pt->v, v3_cross(pt->w, rows[r].lever));
-        rate0[r] -= v3_dot(vp, rows[r].dir);
-        const sim_vec3 ar = v3_cross(rows[r].lever, rows[r].dir);
-        for (int c = 0; c < m; ++c) {
-            if (rows[c].partner == pr) {
-                const sim_vec3 ac = partner_inv_inertia(pt, v3_cross(rows[c].lever, rows[c].dir));
-                K[r * R + c] += pt->inv_mass * v3_dot(rows[r].dir, rows[c].dir) + v3_dot(ar, ac);
+        sim__artic_link_impulse(a, rows[r].link, NULL, &rows[r].f, 1.0f, false);
+        for (uint32_t i = 0; i < a->count; ++i) {
+            const artic_link* l = &a->links[i];
+            for (int k = 0; k < l->dof; ++k) {
+                W[l->at + (uint32_t)k] = l->dq[k];
             }
         }
+        float d = 0.0f;
+        for (uint32_t k = 0; k < nd; ++k) {
+            d += J[k] * W[k];
+        }
+        rate0[r] = sp_dot(a->links[rows[r].link].v, rows[r].f);
+        lambda[r] = 0.0f;
+        // A partner's own response (the impulse λ d on the link is −λ d on
+        // the partner, at lever l from its centre of mass): its rate falls
+        // by λ (m⁻¹ + (l × d)·I⁻¹(l × d)).
+        const int pr = rows[r].partner;
+        if (pr >= 0) {
+            const sim_artic_partner* pt = &partners[pr];
+            const sim_vec3 vp = v3_add(pt->v, v3_cross(pt->w, rows[r].lever));
+            rate0[r] -= v3_dot(vp, rows[r].dir);
+            const sim_vec3 ar = v3_cross(rows[r].lever, rows[r].dir);
+            d += pt->inv_mass + v3_dot(ar, partner_inv_inertia(pt, ar));
+        }
+        diag[r] = d;
+    }
+    float* dq = a->dqsum;
+    memset(dq, 0, nd * sizeof *dq);
+    sim_vec3 pv[SIM_ARTIC_MAX_PARTNERS], pw[SIM_ARTIC_MAX_PARTNERS]; // partners' changes
+    for (uint32_t k = 0; k < partner_count; ++k) {
+        pv[k] = v3(0.0f, 0.0f, 0.0f);
+        pw[k] = v3(0.0f, 0.0f, 0.0f);
     }
     for (int sweep = 0; sweep < SIM_ARTIC_CONTACT_SWEEPS; ++sweep) {
+        float moved = 0.0f; // largest rate change this sweep, m/s
         for (int r = 0; r < m; ++r) {
-            const float k = K[r * R + r];
+            const float k = diag[r];
             if (!(k > 1e-12f)) {
                 continue;
             }
+            const float* J = a->jac + (size_t)r * nd;
             float rate = rate0[r];
-            for (int c = 0; c < m; ++c) {
-                rate += K[r * R + c] * lambda[c];
+            for (uint32_t i = 0; i < nd; ++i) {
+                rate += J[i] * dq[i];
+            }
+            const int pr = rows[r].partner;
+            if (pr >= 0) {
+                rate -= v3_dot(v3_add(pv[pr], v3_cross(pw[pr], rows[r].lever)), rows[r].dir);
             }
             float next = lambda[r] + (rows[r].want - rate) / k;
             if (rows[r].normal_row < 0) {
@@ -189,46 +237,52 @@ void sim__artic_solve_contacts(sim_artic* a, float dt, sim_artic_partner* partne
                 const float cap = a->friction * lambda[rows[r].normal_row];
                 next = fminf(fmaxf(next, -cap), cap);
             }
+            const float delta = next - lambda[r];
+            if (delta != 0.0f) {
+                const float* W = a->resp + (size_t)r * nd;
+                for (uint32_t i = 0; i < nd; ++i) {
+                    dq[i] += W[i] * delta;
+                }
+                if (pr >= 0) {
+                    const sim_artic_partner* pt = &partners[pr];
+                    const sim_vec3 j = v3_scale(rows[r].dir, -delta);
+                    pv[pr] = v3_add(pv[pr], v3_scale(j, pt->inv_mass));
+                    pw[pr] = v3_add(pw[pr], partner_inv_inertia(pt, v3_cross(rows[r].lever, j)));
+                }
+            }
+            moved = fmaxf(moved, fabsf(delta) * k);
             lambda[r] = next;
         }
-    }
-    // The partners take the opposite impulses.
-    for (int r = 0; r < m; ++r) {
-        if (rows[r].partner >= 0 && lambda[r] != 0.0f) {
-            sim_artic_partner* pt = &partners[rows[r].partner];
-            const sim_vec3 j = v3_scale(rows[r].dir, -lambda[r]);
-            pt->v = v3_add(pt->v, v3_scale(j, pt->inv_mass));
-            pt->w = v3_add(pt->w, partner_inv_inertia(pt, v3_cross(rows[r].lever, j)));
+        if (moved < SIM_ARTIC_CONTACT_TOLERANCE) {
+            break; // converged: no row's rate would move by as much
         }
     }
-    // One propagation per touched link, of the sum of its rows' impulses.
-    for (int r = 0; r < m; ++r) {
+    for (uint32_t k = 0; k < partner_count; ++k) {
+        partners[k].v = v3_add(partners[k].v, pv[k]);
+        partners[k].w = v3_add(partners[k].w, pw[k]);
+    }
+    for (uint32_t i = 0; i < a->count; ++i) {
+        artic_link* l = &a->links[i];
+        for (int k = 0; k < l->dof; ++k) {
+            l->qd[k] += dq[l->at + (uint32_t)k];
+        }
+    }
+    // The impulse from outside, for the momentum a free base keeps: in
+    // world axes, about the centre of mass at the step's start.
+    for (int r = 0; external != NULL && r < m; ++r) {
         if (lambda[r] == 0.0f) {
             continue;
         }
-        sp_vec total = sp_zero();
-        const uint32_t link = rows[r].link;
-        for (int c = r; c < m; ++c) {
-            if (rows[c].link == link && lambda[c] != 0.0f) {
-                total = sp_add(total, sp_scale(rows[c].f, lambda[c]));
-                lambda[c] = 0.0f;
-            }
-        }
-        sim__artic_link_impulse(a, link, NULL, &total, 1.0f, true);
-        if (external != NULL) {
-            // The impulse from outside, for the momentum a free base keeps:
-            // in world axes, about the centre of mass at the step's start.
-            const artic_link* l = &a->links[link];
-            const sim_vec3 f = q_rotate(l->qw, total.lin);
-            const sim_vec3 n =
-                v3_add(q_rotate(l->qw, total.ang), v3_cross(v3_sub(l->Xw.r, com), f));
-            external->ang[0] += (double)n.x;
-            external->ang[1] += (double)n.y;
-            external->ang[2] += (double)n.z;
-            external->lin[0] += (double)f.x;
-            external->lin[1] += (double)f.y;
-            external->lin[2] += (double)f.z;
-        }
+        const artic_link* l = &a->links[rows[r].link];
+        const sp_vec total = sp_scale(rows[r].f, lambda[r]);
+        const sim_vec3 f = q_rotate(l->qw, total.lin);
+        const sim_vec3 n = v3_add(q_rotate(l->qw, total.ang), v3_cross(v3_sub(l->Xw.r, com), f));
+        external->ang[0] += (double)n.x;
+        external->ang[1] += (double)n.y;
+        external->ang[2] += (double)n.z;
+        external->lin[0] += (double)f.x;
+        external->lin[1] += (double)f.y;
+        external->lin[2] += (double)f.z;
     }
     sim__artic_velocities(a);
 }

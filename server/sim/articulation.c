@@ -162,10 +162,21 @@ int sim_artic_create(const sim_artic_link_def* links, uint32_t count, const sim_
         }
     }
     const sim_allocator al = alloc != NULL ? *alloc : sim_allocator_default();
+    uint32_t ndof = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+        const sim_artic_joint j = links[i].joint;
+        ndof += j == SIM_ARTIC_REVOLUTE    ? 1u
+                : j == SIM_ARTIC_SPHERICAL ? 3u
+                : j == SIM_ARTIC_FREE      ? 6u
+                                           : 0u;
+    }
     // One block: the header, then (from a 64-byte boundary) the links, then
-    // the scratch inertias.
+    // the scratch inertias, then the contact rows' Jacobians and responses
+    // (artic_contact.c) and a velocity change, over every DOF.
     const size_t head = (sizeof(sim_artic) + 63) & ~(size_t)63;
-    const size_t bytes = head + count * (sizeof(artic_link) + sizeof(sp_mat6));
+    const size_t rows = 3 * SIM_ARTIC_MAX_CONTACTS;
+    const size_t bytes = head + count * (sizeof(artic_link) + sizeof(sp_mat6)) +
+                         (2 * rows + 1) * (size_t)(ndof > 0 ? ndof : 1) * sizeof(float);
     sim_artic* a = al.alloc(al.ctx, bytes, 64);
     if (a == NULL) {
         return SIM_E_NOMEM;
@@ -178,12 +189,19 @@ int sim_artic_create(const sim_artic_link_def* links, uint32_t count, const sim_
     a->friction = 0.6f;
     a->last_h = 1.0f / 240.0f;
     a->scratch = (sp_mat6*)(void*)(a->links + count);
+    a->ndof = ndof;
+    a->jac = (float*)(void*)(a->scratch + count);
+    a->resp = a->jac + rows * (ndof > 0 ? ndof : 1);
+    a->dqsum = a->resp + rows * (ndof > 0 ? ndof : 1);
+    uint32_t at = 0;
     for (uint32_t i = 0; i < count; ++i) {
         artic_link* l = &a->links[i];
         l->def = links[i];
         l->def.frame = q_normalize(l->def.frame);
         l->def.axis = v3_normalize(l->def.axis);
         joint_subspace(l);
+        l->at = at;
+        at += (uint32_t)l->dof;
         l->XT = sp_xform_from(l->def.frame, l->def.anchor);
         const sp_mat3 Ic = {{{l->def.inertia.x, 0.0f, 0.0f},
                              {0.0f, l->def.inertia.y, 0.0f},
@@ -1070,13 +1088,14 @@ int sim_artic_apply_impulse(sim_artic* a, uint32_t link, sim_vec3 point, sim_vec
 }
 
 uint32_t sim_artic_get_state(const sim_artic* a, float* out, uint32_t cap) {
-    const uint32_t need = a->count * SIM_ARTIC_STATE_FLOATS;
+    const uint32_t need = 1 + a->count * SIM_ARTIC_STATE_FLOATS;
     if (out == NULL || cap < need) {
         return need;
     }
+    out[0] = a->last_h;
     for (uint32_t i = 0; i < a->count; ++i) {
         const artic_link* l = &a->links[i];
-        float* o = out + (size_t)i * SIM_ARTIC_STATE_FLOATS;
+        float* o = out + 1 + (size_t)i * SIM_ARTIC_STATE_FLOATS;
         const float v[SIM_ARTIC_STATE_FLOATS] = {l->angle, l->rot.x, l->rot.y, l->rot.z, l->rot.w,
                                                  l->pos.x, l->pos.y, l->pos.z, l->qd[0], l->qd[1],
                                                  l->qd[2], l->qd[3], l->qd[4], l->qd[5]};
@@ -1086,7 +1105,7 @@ uint32_t sim_artic_get_state(const sim_artic* a, float* out, uint32_t cap) {
 }
 
 int sim_artic_set_state(sim_artic* a, const float* state, uint32_t count) {
-    if (state == NULL || count != a->count * SIM_ARTIC_STATE_FLOATS) {
+    if (state == NULL || count != 1 + a->count * SIM_ARTIC_STATE_FLOATS) {
         return SIM_E_INVALID_ARG;
     }
     for (uint32_t k = 0; k < count; ++k) {
@@ -1094,16 +1113,20 @@ int sim_artic_set_state(sim_artic* a, const float* state, uint32_t count) {
             return SIM_E_NOT_FINITE;
         }
     }
+    if (!(state[0] > 0.0f && state[0] <= 0.1f)) {
+        return SIM_E_OUT_OF_RANGE;
+    }
     for (uint32_t i = 0; i < a->count; ++i) {
-        const float* s = state + (size_t)i * SIM_ARTIC_STATE_FLOATS;
+        const float* s = state + 1 + (size_t)i * SIM_ARTIC_STATE_FLOATS;
         const float n2 = s[1] * s[1] + s[2] * s[2] + s[3] * s[3] + s[4] * s[4];
         if (!(fabsf(n2 - 1.0f) < 1e-3f)) {
             return SIM_E_OUT_OF_RANGE;
         }
     }
+    a->last_h = state[0];
     for (uint32_t i = 0; i < a->count; ++i) {
         artic_link* l = &a->links[i];
-        const float* s = state + (size_t)i * SIM_ARTIC_STATE_FLOATS;
+        const float* s = state + 1 + (size_t)i * SIM_ARTIC_STATE_FLOATS;
         l->angle = s[0];
         l->rot = (sim_quat){s[1], s[2], s[3], s[4]};
         l->pos = v3(s[5], s[6], s[7]);

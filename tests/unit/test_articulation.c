@@ -951,6 +951,7 @@ static void test_ball_partner_hits_a_free_rod(void** state) {
 // continues exactly as the original does.
 static void test_state_copy_continues_bit_for_bit(void** state) {
     (void)state;
+    enum { N_STATE = 1 + 2 * SIM_ARTIC_STATE_FLOATS };
     sim_artic_link_def d[2] = {rod(-1, vec(0, 0, 0), 1.0f, 1.0f),
                                rod(0, vec(0.0f, -1.0f, 0.0f), 1.0f, 1.0f)};
     sim_artic *a = NULL, *b = NULL;
@@ -960,22 +961,22 @@ static void test_state_copy_continues_bit_for_bit(void** state) {
     for (int s = 0; s < 100; ++s) {
         sim_artic_step(a, 1.0f / 240.0f, vec(0.0f, -G, 0.0f));
     }
-    float sa[2 * SIM_ARTIC_STATE_FLOATS], sb[2 * SIM_ARTIC_STATE_FLOATS];
-    assert_int_equal(sim_artic_get_state(a, NULL, 0), 2 * SIM_ARTIC_STATE_FLOATS);
-    assert_int_equal(sim_artic_get_state(a, sa, 2 * SIM_ARTIC_STATE_FLOATS),
-                     2 * SIM_ARTIC_STATE_FLOATS);
-    assert_int_equal(sim_artic_set_state(b, sa, 2 * SIM_ARTIC_STATE_FLOATS - 1), SIM_E_INVALID_ARG);
-    float bad[2 * SIM_ARTIC_STATE_FLOATS];
+    float sa[N_STATE], sb[N_STATE];
+    assert_int_equal(sim_artic_get_state(a, NULL, 0), N_STATE);
+    assert_int_equal(sim_artic_get_state(a, sa, N_STATE),
+                     N_STATE);
+    assert_int_equal(sim_artic_set_state(b, sa, N_STATE - 1), SIM_E_INVALID_ARG);
+    float bad[N_STATE];
     memcpy(bad, sa, sizeof bad);
     bad[3] = NAN;
-    assert_int_equal(sim_artic_set_state(b, bad, 2 * SIM_ARTIC_STATE_FLOATS), SIM_E_NOT_FINITE);
-    assert_int_equal(sim_artic_set_state(b, sa, 2 * SIM_ARTIC_STATE_FLOATS), SIM_OK);
+    assert_int_equal(sim_artic_set_state(b, bad, N_STATE), SIM_E_NOT_FINITE);
+    assert_int_equal(sim_artic_set_state(b, sa, N_STATE), SIM_OK);
     for (int s = 0; s < 100; ++s) {
         sim_artic_step(a, 1.0f / 240.0f, vec(0.0f, -G, 0.0f));
         sim_artic_step(b, 1.0f / 240.0f, vec(0.0f, -G, 0.0f));
     }
-    sim_artic_get_state(a, sa, 2 * SIM_ARTIC_STATE_FLOATS);
-    sim_artic_get_state(b, sb, 2 * SIM_ARTIC_STATE_FLOATS);
+    sim_artic_get_state(a, sa, N_STATE);
+    sim_artic_get_state(b, sb, N_STATE);
     assert_memory_equal(sa, sb, sizeof sa);
     sim_artic_destroy(a);
     sim_artic_destroy(b);

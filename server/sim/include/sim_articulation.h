@@ -174,11 +174,13 @@ int sim_artic_apply_impulse(sim_artic* a, uint32_t link, sim_vec3 point, sim_vec
 /// z) and the joint's velocities (six, the DOFs' first ones used).
 #define SIM_ARTIC_STATE_FLOATS 14
 
-/// Copies the coordinates and velocities of every link (link order,
-/// SIM_ARTIC_STATE_FLOATS each) into out[0 .. cap): what a step continues
-/// from, besides the drives and limits (set by their own calls) and the
-/// environment. Returns the floats a whole copy needs (copying only when
-/// cap is at least that).
+/// Copies the last step's length (s; it sets the implicit drives' part of
+/// the response to sim_artic_apply_impulse()), then the coordinates and
+/// velocities of every link (link order, SIM_ARTIC_STATE_FLOATS each) into
+/// out[0 .. cap): what a step continues from, besides the drives and
+/// limits (set by their own calls) and the environment. Returns the floats
+/// a whole copy needs, 1 + links × SIM_ARTIC_STATE_FLOATS (copying only
+/// when cap is at least that).
 uint32_t sim_artic_get_state(const sim_artic* a, float* out, uint32_t cap);
 
 /// Puts back what sim_artic_get_state() copied, so the next steps are the
@@ -281,17 +283,22 @@ int sim_artic_drive_torque(const sim_artic* a, uint32_t link, float* torque);
 /// points solved in one step (the first found; each has a normal and two
 /// friction rows).
 #define SIM_ARTIC_MAX_BOXES    64
-#define SIM_ARTIC_MAX_CONTACTS 32
+#define SIM_ARTIC_MAX_CONTACTS 48
 
 /// Projected Gauss-Seidel sweeps over the contacts' dense matrix each round
-/// (contacts and limits are solved in turn, twice a step).
-#define SIM_ARTIC_CONTACT_SWEEPS 48
+/// at most (contacts and limits are solved in turn, twice a step), and the
+/// rate change (m/s) under which a sweep ends them early: no row's impulse
+/// moved its own rate by as much.
+#define SIM_ARTIC_CONTACT_SWEEPS    48
+#define SIM_ARTIC_CONTACT_TOLERANCE 1e-4f
 
 /// What an articulation's links collide with: the ground plane y = 0 and
 /// static boxes (copied, at most SIM_ARTIC_MAX_BOXES), with Coulomb
 /// friction `friction` ([0, 10]). Contacts are inelastic. Each step, after
-/// the velocities: every capsule end (and, against a box, the segment's
-/// point nearest it) within 5 cm of a surface is a contact; its normal
+/// the velocities: each capsule end within 5 cm of a surface is a contact
+/// with the surface it is deepest into, and the segment's point nearest a
+/// box whose edge it lies across (away from its ends) with the deepest such
+/// box; its normal
 /// impulse (>= 0) makes the point's normal velocity land it on the surface
 /// (pushing out of a penetration at up to 2 m/s), its friction impulses
 /// (within ±friction × the normal's, a pyramid) stop it sliding; all are
