@@ -39,6 +39,7 @@
 
 // The rigid-body solver of the scenes' worlds (--solver).
 static sim_solver g_solver = SIM_SOLVER_SOFT_STEP;
+static sim_char_solver g_chars = SIM_CHAR_SOLVER_MAXIMAL;
 
 static const char* verdict(bool ok) {
     return ok ? "ok  " : "MISS";
@@ -54,7 +55,8 @@ static void stairs(const sim_library* lib, int seeds, float seconds) {
         for (int seed = 1; seed <= seeds; ++seed) {
             sim_impact_figures f;
             double t0 = bench_now_s();
-            int rc = sim_impact_stairs(lib, g_solver, speeds[s], (uint32_t)seed, 20, seconds, &f);
+            int rc = sim_impact_stairs(lib, g_solver, g_chars, speeds[s], (uint32_t)seed, 20,
+                                       seconds, &f);
             double t1 = bench_now_s();
             if (rc != SIM_OK) {
                 printf("   %3.0f m/s %4d: cannot build the scene: %s\n", (double)speeds[s], seed,
@@ -78,7 +80,7 @@ static void stairs(const sim_library* lib, int seeds, float seconds) {
 
 static void foot_on_edge(const sim_library* lib) {
     sim_impact_figures f;
-    int rc = sim_impact_foot_on_edge(lib, g_solver, 50.0f, 2.0f, &f);
+    int rc = sim_impact_foot_on_edge(lib, g_solver, g_chars, 50.0f, 2.0f, &f);
     printf("2. a ragdoll's left foot dropped from 50 m onto a box edge\n");
     if (rc != SIM_OK) {
         printf("   cannot run the scene: %s\n", sim_strerror(rc));
@@ -109,7 +111,7 @@ static void sphere(const sim_library* lib) {
     // last-digit change of the mass changes the figures a little).
     const float mass = 523.6f;
     sim_impact_figures f;
-    int rc = sim_impact_sphere(lib, g_solver, 0.5f, mass, 100.0f, 3.0f, &f);
+    int rc = sim_impact_sphere(lib, g_solver, g_chars, 0.5f, mass, 100.0f, 3.0f, &f);
     printf("3. a 1 m, %.1f kg sphere at 100 m/s into a standing ragdoll's chest\n", (double)mass);
     if (rc != SIM_OK) {
         printf("   cannot run the scene: %s\n", sim_strerror(rc));
@@ -144,9 +146,22 @@ int main(int argc, char** argv) {
                         argv[i]);
                 return 2;
             }
+        } else if (strcmp(argv[i], "--characters") == 0 && i + 1 < argc) {
+            ++i;
+            if (strcmp(argv[i], "maximal") == 0) {
+                g_chars = SIM_CHAR_SOLVER_MAXIMAL;
+            } else if (strcmp(argv[i], "reduced") == 0) {
+                g_chars = SIM_CHAR_SOLVER_REDUCED;
+            } else {
+                fprintf(stderr,
+                        "ragdoll-impacts: --characters takes maximal or reduced, not \"%s\"\n",
+                        argv[i]);
+                return 2;
+            }
         } else {
             fprintf(stderr, "usage: ragdoll-impacts [--seeds N] [--seconds S] "
-                            "[--solver xpbd|soft_step] [--assets DIR]\n");
+                            "[--solver xpbd|soft_step] [--characters maximal|reduced] "
+                            "[--assets DIR]\n");
             return 2;
         }
     }
@@ -162,7 +177,8 @@ int main(int argc, char** argv) {
         sim_library_destroy(lib);
         return 1;
     }
-    printf("solver: %s (rigid bodies, every scene; --solver)\n", bench_solver_name(g_solver));
+    printf("solver: %s (rigid bodies, every scene; --solver); humanoids: %s (--characters)\n",
+           bench_solver_name(g_solver), sim_char_solver_name(g_chars));
     stairs(lib, seeds, seconds);
     foot_on_edge(lib);
     sphere(lib);

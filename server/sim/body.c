@@ -60,7 +60,11 @@ void sim__apply_impulse_at(sim__body* b, sim_vec3 r, sim_vec3 p) {
 
 void sim__body_push_now(sim_world* w, uint32_t i, sim_vec3 p, sim_vec3 j) {
     sim__body* b = &w->body[i];
-    if (b->inv_mass == 0.0f || sim__body_asleep(w, i)) {
+    if (b->inv_mass == 0.0f) {
+        sim__reduced_push(w, i, p, j); // a REDUCED ragdoll's bone takes it next tick
+        return;
+    }
+    if (sim__body_asleep(w, i)) {
         return;
     }
     sim_vec3 r = v3_sub(p, b->x);

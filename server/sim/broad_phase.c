@@ -44,6 +44,9 @@ static bool may_collide(const sim_world* w, uint32_t a, uint32_t b) {
     if (ia->slot == ib->slot && (ia->no_collide & (1u << ib->bone))) {
         return false;
     }
+    if (sim__reduced_bone(w, a) || sim__reduced_bone(w, b)) {
+        return false; // its articulation solves its contacts (reduced.c)
+    }
     return true;
 }
 

@@ -18,6 +18,7 @@
  * clip's pose with gains that ramp linearly (joint.c solves them).
  */
 #include "rigid.h"
+#include "sim_articulation.h"
 #include "world.h"
 
 #include <string.h>
@@ -91,6 +92,9 @@ static void set_dynamic(sim__body* b, const sim__body_info* bi, bool dynamic) {
 }
 
 static bool bone_dynamic(const sim__char* ch, uint32_t bone) {
+    if (ch->artic != NULL) {
+        return false; // REDUCED: its bones follow the articulation (reduced.c)
+    }
     switch (ch->state) {
     case SIM_CHAR_RAGDOLL:
         return true;
@@ -169,11 +173,18 @@ int sim_world_spawn_character(sim_world* w, const sim_character_def* def, sim_en
     if (!sim_world_contains(w, def->position) || fabsf(def->facing) > 1000.0f) {
         return SIM_E_OUT_OF_RANGE;
     }
+    if ((uint32_t)def->solver > SIM_CHAR_SOLVER_REDUCED) {
+        return SIM_E_INVALID_ARG;
+    }
     const sim__skel* sk = sim__library_skel(w->def.library, def->skeleton);
     const sim__clip* clip = sim__skel_clip(sk, def->clip);
     if (sk == NULL || clip == NULL) {
         return SIM_E_UNKNOWN_NAME;
     }
+    const sim_char_solver solver = def->solver != SIM_CHAR_SOLVER_DEFAULT ? def->solver
+                                   : sk->def.solver == SIM_CHAR_SOLVER_REDUCED
+                                       ? SIM_CHAR_SOLVER_REDUCED
+                                       : SIM_CHAR_SOLVER_MAXIMAL;
     const uint32_t n = sk->def.bone_count;
     sim__entity* e;
     int rc = sim__entity_begin(w, SIM_ENTITY_CHARACTER, 0, 0, 0, n, n - 1, out, &e);
@@ -237,6 +248,14 @@ int sim_world_spawn_character(sim_world* w, const sim_character_def* def, sim_en
         float len = 2.0f * sk->half_len[i];
         float f = sk->def.bones[i].friction;
         j->friction = f < 0.0f ? SIM__JOINT_FRICTION * sk->mass[i] * 9.81f * len : f;
+    }
+    if (solver == SIM_CHAR_SOLVER_REDUCED) {
+        rc = sim__reduced_create(w, out->index1 - 1);
+        if (rc != SIM_OK) {
+            sim_world_despawn(w, *out);
+            *out = (sim_entity_id){0, 0};
+            return rc;
+        }
     }
     return SIM_OK;
 }
@@ -336,9 +355,17 @@ int sim_character_kill(sim_world* w, sim_entity_id id, sim_vec3 hit_point, sim_v
         return rc;
     }
     sim__entity_wake(w, e);
-    // Every bone turns dynamic with the velocity the animation gave it.
-    for (uint32_t i = 0; i < e->b_count; ++i) {
-        set_dynamic(&w->body[e->b_first + i], &w->binfo[e->b_first + i], true);
+    if (ch->artic != NULL) {
+        // REDUCED: the articulation takes the pose and the velocities the
+        // animation gave the bones (reduced.c).
+        if (ch->state != SIM_CHAR_RAGDOLL) {
+            sim__reduced_sync(w, id.index1 - 1);
+        }
+    } else {
+        // Every bone turns dynamic with the velocity the animation gave it.
+        for (uint32_t i = 0; i < e->b_count; ++i) {
+            set_dynamic(&w->body[e->b_first + i], &w->binfo[e->b_first + i], true);
+        }
     }
     set_state(w, id, ch, SIM_CHAR_RAGDOLL);
     // The impulse goes to the bone whose centre is nearest the hit (seed 000 §4).
@@ -352,7 +379,11 @@ int sim_character_kill(sim_world* w, sim_entity_id id, sim_vec3 hit_point, sim_v
         }
     }
     sim__body* b = &w->body[e->b_first + best];
-    sim__apply_impulse_at(b, v3_sub(hit_point, b->x), impulse);
+    if (ch->artic != NULL) {
+        sim__reduced_impulse(w, id.index1 - 1, best, hit_point, impulse);
+    } else {
+        sim__apply_impulse_at(b, v3_sub(hit_point, b->x), impulse);
+    }
     if (bone != NULL) {
         *bone = best;
     }
@@ -396,6 +427,9 @@ int sim_character_apply_impulse(sim_world* w, sim_entity_id id, uint32_t bone, s
     }
     sim__entity_wake(w, e);
     sim__body* b = &w->body[e->b_first + bone];
+    if (ch->artic != NULL && ch->state == SIM_CHAR_RAGDOLL) {
+        return sim__reduced_impulse(w, id.index1 - 1, bone, point, impulse);
+    }
     if (b->inv_mass > 0.0f) {
         sim__apply_impulse_at(b, v3_sub(point, b->x), impulse);
     }
@@ -516,7 +550,7 @@ int sim_character_set_partial(sim_world* w, sim_entity_id id, const uint32_t* bo
     if (ch == NULL) {
         return SIM_E_STALE_ID;
     }
-    if (ch->state != SIM_CHAR_ANIMATED && ch->state != SIM_CHAR_PARTIAL) {
+    if ((ch->state != SIM_CHAR_ANIMATED && ch->state != SIM_CHAR_PARTIAL) || ch->artic != NULL) {
         return SIM_E_BAD_STATE;
     }
     uint32_t mask = 0;
@@ -575,6 +609,20 @@ void sim__characters_pre_tick(sim_world* w, float dt) {
         sim__bjoint* joints = &w->bjoint[e->bj_first];
         advance_clip(ch, dt);
         sim_quat local[SIM_MAX_BONES];
+        if (ch->artic != NULL && ch->state == SIM_CHAR_RAGDOLL) {
+            // REDUCED: the clip's pose is only the drives' target; the
+            // articulation says where the bones go (reduced.c).
+            clip_pose(ch, ch->t, ch->target_x, ch->target_q, local);
+            update_gains(ch, joints, n, dt);
+            set_drive_targets(ch, joints, n, local);
+            sim__reduced_tick(w, slot, dt);
+            for (uint32_t i = 0; i < n; ++i) {
+                sim__body* b = &bodies[i];
+                b->v = v3_scale(v3_sub(ch->target_x[i], b->x), 1.0f / dt);
+                b->w = v3_scale(q_to_rotvec(q_mul(ch->target_q[i], q_conj(b->q))), 1.0f / dt);
+            }
+            continue;
+        }
         if (ch->settled) {
             // Asleep (a RAGDOLL: every bone dynamic, frozen): without a
             // drive nothing reads the animated pose until it wakes, and the
@@ -658,6 +706,7 @@ int sim_character_get_view(const sim_world* w, sim_entity_id id, sim_character_v
     out->facing = ch->yaw;
     out->bone_count = e->b_count;
     out->asleep = ch->settled;
+    out->solver = ch->artic != NULL ? SIM_CHAR_SOLVER_REDUCED : SIM_CHAR_SOLVER_MAXIMAL;
     return SIM_OK;
 }
 
@@ -667,6 +716,10 @@ int sim_character_get_pose(const sim_world* w, sim_entity_id id, sim_bone_pose* 
     if (char_of(w, id, &e) == NULL) {
         return SIM_E_STALE_ID;
     }
+    const sim__char* ch = &w->chars[id.index1 - 1];
+    // A REDUCED ragdoll's bones move as its links do now (their bodies'
+    // velocities are what carried them over the last tick).
+    const bool links = ch->artic != NULL && ch->state == SIM_CHAR_RAGDOLL;
     uint32_t n = e->b_count < cap ? e->b_count : cap;
     for (uint32_t i = 0; i < n; ++i) {
         const sim__body* b = &w->body[e->b_first + i];
@@ -674,11 +727,15 @@ int sim_character_get_pose(const sim_world* w, sim_entity_id id, sim_bone_pose* 
             poses[i].p = b->x;
             poses[i].q = b->q;
         }
+        sim_vec3 c, lv = b->v, lw = b->w;
+        if (links) {
+            sim_artic_link_motion(ch->artic, i, &c, &lv, &lw);
+        }
         if (v != NULL) {
-            v[i] = b->v;
+            v[i] = lv;
         }
         if (omega != NULL) {
-            omega[i] = b->w;
+            omega[i] = lw;
         }
     }
     return (int)n;

@@ -206,6 +206,7 @@ int sim_world_despawn(sim_world* w, sim_entity_id id) {
     w->topo_epoch++;
     if (e->kind == SIM_ENTITY_CHARACTER) {
         sim__garments_despawn(w, id); // what it wore goes with it
+        sim__reduced_destroy(w, slot);
     }
     return SIM_OK;
 }

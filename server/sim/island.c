@@ -114,6 +114,13 @@ void sim__entity_wake(sim_world* w, const sim__entity* e) {
     for (uint32_t i = e->b_first; i < e->b_first + e->b_count; ++i) {
         sim__body_wake(w, i);
     }
+    if (e->kind == SIM_ENTITY_CHARACTER) {
+        sim__char* ch = &w->chars[e - w->entities];
+        if (ch->artic != NULL) { // REDUCED: its own sleep (reduced.c)
+            ch->settled = false;
+            ch->still_t = 0.0f;
+        }
+    }
 }
 
 void sim__wake_all(sim_world* w) {

@@ -21,9 +21,12 @@
  * Pointers inside elements: a character's skeleton and clip become
  * indices (1-based; 0 is none) into the "skeletons" section and the
  * skeleton's clips; an entity's particle names become 1 (a particle
- * ragdoll's) or 0.
+ * ragdoll's) or 0. A REDUCED character's articulation is not saved as a
+ * pointer: the "artic" section holds its state (sim_artic_get_state()) by
+ * entity slot, and loading builds it again from the skeleton.
  */
 #include "rigid.h"
+#include "sim_articulation.h"
 #include "world.h"
 
 #include <stdarg.h>
@@ -53,6 +56,15 @@ typedef struct section_head {
     uint32_t reserved0;
     uint64_t count;
 } section_head;
+
+/// A REDUCED character's articulation (sim_artic_get_state()).
+typedef struct state_artic {
+    uint32_t slot;  ///< The character's entity slot.
+    uint32_t count; ///< Floats used in s.
+    float s[1 + SIM_MAX_BONES * SIM_ARTIC_STATE_FLOATS];
+    uint32_t pad; ///< To a multiple of 8 bytes.
+} state_artic;
+_Static_assert(sizeof(state_artic) % 8 == 0, "sections are padded to 8 bytes");
 
 /// A skeleton the characters of a state play.
 typedef struct state_skel {
@@ -219,7 +231,7 @@ int sim_world_save(const sim_world* w, void* buf, size_t cap, size_t* len) {
         state_head head = {
             STATE_MAGIC, SIM_STATE_VERSION, SIM_PHYSICS_VERSION, layout_hash(), 0, 0};
 #define STATE_ONE(field, count) +1
-        head.sections = 2 STATE_ROWS(STATE_ONE, w);
+        head.sections = 3 STATE_ROWS(STATE_ONE, w); // world, skeletons, artic
 #undef STATE_ONE
         put(&o, &head, sizeof head);
 
@@ -261,6 +273,7 @@ int sim_world_save(const sim_world* w, void* buf, size_t cap, size_t* len) {
                 memcpy(&t, chars + (size_t)s * sizeof t, sizeof t);
                 t.sk = (const sim__skel*)(uintptr_t)si;
                 t.clip = (const sim__clip*)(uintptr_t)(is_char ? clip_index(c->sk, c->clip) : 0);
+                t.artic = NULL;
                 memcpy(chars + (size_t)s * sizeof t, &t, sizeof t);
             }
             if (ents != NULL) {
@@ -277,6 +290,32 @@ int sim_world_save(const sim_world* w, void* buf, size_t cap, size_t* len) {
             table[i].hash = used[i]->hash;
         }
         put_section(&o, "skeletons", sizeof table[0], n_used, table);
+
+        // The articulations of REDUCED characters, one record each.
+        uint64_t n_artic = 0;
+        for (uint32_t s = 0; s < w->e_used; ++s) {
+            n_artic += w->entities[s].live && w->entities[s].kind == SIM_ENTITY_CHARACTER &&
+                               w->chars[s].artic != NULL
+                           ? 1u
+                           : 0u;
+        }
+        section_head ah;
+        memset(&ah, 0, sizeof ah);
+        snprintf(ah.name, sizeof ah.name, "%s", "artic");
+        ah.elem = (uint32_t)sizeof(state_artic);
+        ah.count = n_artic;
+        put(&o, &ah, sizeof ah); // records of 8-byte multiples: no padding
+        for (uint32_t s = 0; s < w->e_used; ++s) {
+            if (w->entities[s].live && w->entities[s].kind == SIM_ENTITY_CHARACTER &&
+                w->chars[s].artic != NULL) {
+                state_artic r;
+                memset(&r, 0, sizeof r);
+                r.slot = s;
+                r.count = sim_artic_get_state(w->chars[s].artic, r.s,
+                                              (uint32_t)(sizeof r.s / sizeof r.s[0]));
+                put(&o, &r, sizeof r);
+            }
+        }
 
         if (pass == 0) {
             *len = o.len;
@@ -584,6 +623,44 @@ static int resolve_skeletons(state_in* in, sim_world* w, const sim_library* lib)
     return SIM_OK;
 }
 
+// Builds the articulation of every REDUCED character again and puts back
+// its coordinates and velocities, so it continues bit for bit.
+static int load_articulations(state_in* in, sim_world* w) {
+    uint64_t n = 0;
+    for (uint32_t s = 0; s < w->e_used; ++s) {
+        n += w->entities[s].live && w->entities[s].kind == SIM_ENTITY_CHARACTER &&
+                     w->chars[s].reduced
+                 ? 1u
+                 : 0u;
+    }
+    int rc = SIM_OK;
+    const state_section* sec = take(in, "artic", sizeof(state_artic), n, &rc);
+    if (sec == NULL) {
+        return rc;
+    }
+    for (uint64_t k = 0; k < n; ++k) {
+        state_artic r;
+        memcpy(&r, sec->data + k * sizeof r, sizeof r);
+        if (r.slot >= w->e_used || !w->entities[r.slot].live ||
+            w->entities[r.slot].kind != SIM_ENTITY_CHARACTER || !w->chars[r.slot].reduced ||
+            w->chars[r.slot].artic != NULL || r.count > sizeof r.s / sizeof r.s[0]) {
+            return fail(in, SIM_E_CORRUPT, "articulation %llu names no REDUCED character",
+                        (unsigned long long)k);
+        }
+        rc = sim__reduced_create(w, r.slot);
+        if (rc != SIM_OK) {
+            return fail(in, rc, "articulation %llu cannot be built: %s", (unsigned long long)k,
+                        sim_strerror(rc));
+        }
+        rc = sim_artic_set_state(w->chars[r.slot].artic, r.s, r.count);
+        if (rc != SIM_OK) {
+            return fail(in, SIM_E_CORRUPT, "articulation %llu: %s", (unsigned long long)k,
+                        sim_strerror(rc));
+        }
+    }
+    return SIM_OK;
+}
+
 static int load_into(state_in* in, const sim_world* img, const sim_library* lib,
                      const sim_allocator* alloc, sim_world** out) {
     sim_world_def def = img->def;
@@ -637,11 +714,18 @@ static int load_into(state_in* in, const sim_world* img, const sim_library* lib,
     }
     STATE_ROWS(STATE_FILL, w)
 #undef STATE_FILL
+    // Pointers a state holds mean nothing here: none is freed or followed.
+    for (uint32_t k = 0; k < caps[SIM__ROW_chars]; ++k) {
+        w->chars[k].artic = NULL;
+    }
     if (rc == SIM_OK) {
         rc = resolve_skeletons(in, w, lib);
     }
     if (rc == SIM_OK) {
         rc = check_entities(in, w);
+    }
+    if (rc == SIM_OK) {
+        rc = load_articulations(in, w);
     }
     if (rc != SIM_OK) {
         sim_world_destroy(w);

@@ -309,6 +309,11 @@ void sim_world_destroy(sim_world* w) {
     if (w == NULL) {
         return;
     }
+    for (uint32_t s = 0; w->chars != NULL && s < w->e_used; ++s) {
+        if (w->entities[s].live && w->entities[s].kind == SIM_ENTITY_CHARACTER) {
+            sim__reduced_destroy(w, s);
+        }
+    }
     size_t cap[SIM__ROW_COUNT];
     row_caps(&w->reserved, &w->def, cap);
 #define SIM__FREE(field, count, elem)                                                              \

@@ -173,6 +173,14 @@ typedef struct sim__char {
     sim_quat target_q[SIM_MAX_BONES];
     sim__gains gains[SIM_MAX_BONES]; ///< Drive of the joint to bone i's parent.
     bool settled;                    ///< Its bones are asleep (island.c), frozen until woken.
+    uint8_t reduced; ///< 1: spawned REDUCED (kept in a saved state; `artic` is not).
+    /// REDUCED (reduced.c): its articulation, else NULL (MAXIMAL).
+    struct sim_artic* artic;
+    float still_t; ///< REDUCED: how long every link has been slow, s.
+    /// REDUCED: what particles pushed on each bone this tick (N·s), and its
+    /// moment about the bone's centre (N·m·s), given to the articulation
+    /// the next tick.
+    sim_vec3 fb_j[SIM_MAX_BONES], fb_m[SIM_MAX_BONES];
 } sim__char;
 
 /// Kinds of distance constraint.
@@ -627,6 +635,34 @@ int sim__entity_begin(sim_world* w, sim_entity_kind kind, uint32_t particles, ui
 /// Queues an event (the oldest is dropped when the queue is full).
 void sim__push_event(sim_world* w, sim_event_kind kind, sim_entity_id id, sim_char_state state,
                      uint64_t tick);
+
+/// Characters in reduced coordinates (reduced.c). Builds the articulation
+/// of the character in `slot` from its skeleton and joints (its bodies and
+/// joints set up): 0, or SIM_E_NOMEM and no articulation.
+int sim__reduced_create(sim_world* w, uint32_t slot);
+/// Frees it (NULL allowed).
+void sim__reduced_destroy(sim_world* w, uint32_t slot);
+/// Sets its coordinates and joint rates from the bones' poses and
+/// velocities (a kill: it moves on as the animation moved it).
+void sim__reduced_sync(sim_world* w, uint32_t slot);
+/// An impulse (N·s) at a world point on a bone, through the articulation;
+/// wakes it. Errors as sim_artic_apply_impulse().
+int sim__reduced_impulse(sim_world* w, uint32_t slot, uint32_t bone, sim_vec3 point,
+                         sim_vec3 impulse);
+/// A particle's push j (N·s) at p on a kinematic body: kept for the
+/// articulation's next tick when the body is a REDUCED ragdoll's bone.
+void sim__reduced_push(sim_world* w, uint32_t body, sim_vec3 p, sim_vec3 j);
+/// True when body i is a bone of a REDUCED ragdoll: its contacts with
+/// other bodies are solved by its articulation, not the rigid solver.
+static inline bool sim__reduced_bone(const sim_world* w, uint32_t i) {
+    const uint32_t slot = w->binfo[i].slot;
+    return w->entities[slot].kind == SIM_ENTITY_CHARACTER && w->chars[slot].artic != NULL &&
+           w->chars[slot].state == SIM_CHAR_RAGDOLL;
+}
+
+/// A REDUCED ragdoll's tick before the rigid solver: its articulation
+/// stepped among the bodies near it; its bones' targets set to its pose.
+void sim__reduced_tick(sim_world* w, uint32_t slot, float dt);
 
 /// Characters before a tick: advance clips, compute the animated pose, give
 /// kinematic bones the velocities that reach it, update drives (character.c).

@@ -280,8 +280,9 @@ static void test_impacts_twenty_ragdolls_thrown_onto_stairs(void** state) {
         for (int s = 0; s < 3; ++s) {
             for (uint32_t seed = 1; seed <= 2; ++seed) {
                 sim_impact_figures f;
-                assert_int_equal(
-                    sim_impact_stairs(g_lib, solvers[k], speeds[s], seed, 20, 5.0f, &f), SIM_OK);
+                assert_int_equal(sim_impact_stairs(g_lib, solvers[k], SIM_CHAR_SOLVER_MAXIMAL,
+                                                   speeds[s], seed, 20, 5.0f, &f),
+                                 SIM_OK);
                 char what[80];
                 snprintf(what, sizeof what, "stairs %.0f m/s seed %u (%s)", (double)speeds[s], seed,
                          solver_name(solvers[k]));
@@ -327,7 +328,8 @@ static void test_impacts_twenty_ragdolls_thrown_onto_stairs(void** state) {
 
 static void foot_on_edge(sim_solver solver) {
     sim_impact_figures f;
-    assert_int_equal(sim_impact_foot_on_edge(g_lib, solver, 50.0f, 2.0f, &f), SIM_OK);
+    assert_int_equal(
+        sim_impact_foot_on_edge(g_lib, solver, SIM_CHAR_SOLVER_MAXIMAL, 50.0f, 2.0f, &f), SIM_OK);
     char what[80];
     snprintf(what, sizeof what, "foot on a box edge from 50 m (%s)", solver_name(solver));
     print_figures(what, &f);
@@ -366,7 +368,9 @@ static void test_impacts_a_foot_dropped_50_m_onto_a_box_edge(void** state) {
 static void sphere_into_chest(sim_solver solver) {
     // 1 m across at 1000 kg/m³: (4/3) · π · 0.5³ · 1000 = 523.6 kg.
     sim_impact_figures f;
-    assert_int_equal(sim_impact_sphere(g_lib, solver, 0.5f, 523.6f, 100.0f, 3.0f, &f), SIM_OK);
+    assert_int_equal(
+        sim_impact_sphere(g_lib, solver, SIM_CHAR_SOLVER_MAXIMAL, 0.5f, 523.6f, 100.0f, 3.0f, &f),
+        SIM_OK);
     char what[80];
     snprintf(what, sizeof what, "1 m sphere at 100 m/s into the chest (%s)", solver_name(solver));
     print_figures(what, &f);

@@ -973,6 +973,26 @@ const char* sim_garment_kind_name(sim_garment_kind kind);
 /// The garment kind of that name; SIM_GARMENT_NONE when it names none.
 sim_garment_kind sim_garment_kind_from_name(const char* name);
 
+/// Which solver moves a character's bones once they are dynamic (issue 13;
+/// seed 004, "Two ways to solve the motion").
+typedef enum sim_char_solver {
+    /// For a character: its skeleton's; for a skeleton: MAXIMAL.
+    SIM_CHAR_SOLVER_DEFAULT = 0,
+    /// Maximal coordinates: every bone a rigid body of the world's rigid
+    /// solver, joints as constraints (which a hard hit can stretch).
+    SIM_CHAR_SOLVER_MAXIMAL = 1,
+    /// Reduced coordinates: the bones are the links of one articulation
+    /// (sim_articulation.h: Featherstone's ABA), moved by its joint
+    /// coordinates, so its joints cannot come apart. The world's other
+    /// bodies see its bones as kinematic bodies moving with the
+    /// articulation; their contacts are solved by the articulation with
+    /// their masses (see sim_world_spawn_character()).
+    SIM_CHAR_SOLVER_REDUCED = 2,
+} sim_char_solver;
+
+/// "maximal" or "reduced" (and "default").
+const char* sim_char_solver_name(sim_char_solver s);
+
 /// A skeleton: bones in an order where every parent precedes its children.
 typedef struct sim_skeleton_def {
     char name[SIM_NAME_MAX];
@@ -985,6 +1005,8 @@ typedef struct sim_skeleton_def {
     /// at most one of each kind.
     uint32_t garment_count;
     sim_garment_def garments[SIM_MAX_GARMENTS];
+    /// The solver of characters spawned without one (DEFAULT: MAXIMAL).
+    sim_char_solver solver;
 } sim_skeleton_def;
 
 /// An animation clip for one skeleton: keyframed rotations of every bone
@@ -1120,11 +1142,12 @@ const char* sim_char_state_name(sim_char_state s);
 
 /// A character to spawn.
 typedef struct sim_character_def {
-    sim_vec3 position;    ///< The character's origin (on the ground between the feet), m.
-    float facing;         ///< Yaw about +Y, rad; 0 faces +Z.
-    const char* skeleton; ///< Skeleton name. Default "humanoid".
-    const char* clip;     ///< Clip to play. Default "idle".
-    uint32_t cookie;      ///< Set by sim_character_def_default().
+    sim_vec3 position;      ///< The character's origin (on the ground between the feet), m.
+    float facing;           ///< Yaw about +Y, rad; 0 faces +Z.
+    const char* skeleton;   ///< Skeleton name. Default "humanoid".
+    const char* clip;       ///< Clip to play. Default "idle".
+    sim_char_solver solver; ///< Default: the skeleton's.
+    uint32_t cookie;        ///< Set by sim_character_def_default().
 } sim_character_def;
 
 /// Defaults: at the origin facing +Z, "humanoid" playing "idle".
@@ -1135,7 +1158,31 @@ sim_character_def sim_character_def_default(void);
 /// SIM_E_UNKNOWN_NAME (skeleton or clip), SIM_E_CAPACITY (beyond the
 /// world's limits for bodies, joints or entities, or over the solver work
 /// budget), SIM_E_NOMEM (as for sim_world_spawn_rope()). It adds what
-/// sim_character_def_counts() says.
+/// sim_character_def_counts() says, and a REDUCED one an articulation
+/// (about 1.4 KiB a bone, from the world's allocator).
+///
+/// A REDUCED character (sim_char_solver) has the same bones, poses,
+/// states and commands as a MAXIMAL one; once killed, its bones are the
+/// links of an articulation: the root a free base, each hinge a revolute
+/// joint with its range, each ball joint a spherical joint with its twist
+/// range and swing cone, passive joint friction as viscous damping (the
+/// bone's friction torque per rad/s). Each tick it is stepped
+/// ceil(dt × 240) times before the world's rigid solver, against the
+/// ground, the boxes near it (at most 64) and, as partners, the bodies near
+/// it (at most 64; sim_artic_step_among()): a dynamic body (a ball, a
+/// MAXIMAL bone) with its mass, taking the opposite impulse; another
+/// REDUCED ragdoll's bone with that bone's own mass (each articulation
+/// solves its side); an animated bone as immovable. The rigid solver and
+/// the particles then see its bones as kinematic bodies moving to the
+/// articulation's pose; what particles push on them reaches the
+/// articulation as an impulse the next tick. Drives (sim_character_set_drive)
+/// become the articulation's implicit PD drives toward the clip's pose.
+/// Get-up blends from the pose as for MAXIMAL. It sleeps when every bone
+/// is slower than 0.05 m/s (and 0.5 rad/s) for half a
+/// second, and wakes on a command, a moving body near it or a particle's
+/// push. set_partial is refused with SIM_E_BAD_STATE: an animated parent
+/// would have to move the articulation's base by prescribed motion
+/// (hybrid dynamics, Featherstone 2008 §9.2), which it does not do.
 int sim_world_spawn_character(sim_world* w, const sim_character_def* def, sim_entity_id* out);
 
 /// Cloth worn by a character (seed 000 §10): one of its skeleton's
@@ -1237,8 +1284,8 @@ float sim_pd_torque(float kp, float kd, float theta_target, float theta, float t
 /// Makes the listed bones and all their descendants physical while the rest
 /// keep following the clip (seed 004: a shot arm flails while the legs keep
 /// walking): state PARTIAL. An empty list returns to ANIMATED. Errors:
-/// SIM_E_STALE_ID, SIM_E_BAD_STATE (a ragdoll or getting up),
-/// SIM_E_BAD_INDEX.
+/// SIM_E_STALE_ID, SIM_E_BAD_STATE (a ragdoll or getting up, or a
+/// REDUCED character: see sim_world_spawn_character()), SIM_E_BAD_INDEX.
 int sim_character_set_partial(sim_world* w, sim_entity_id id, const uint32_t* bones,
                               uint32_t count);
 
@@ -1276,6 +1323,7 @@ typedef struct sim_character_view {
     float facing;     ///< The animation's yaw about +Y, rad.
     uint32_t bone_count;
     bool asleep; ///< Its bones sleep in a resting island (RAGDOLL only), frozen until woken.
+    sim_char_solver solver; ///< MAXIMAL or REDUCED.
 } sim_character_view;
 
 /// Fills *out. Errors: SIM_E_STALE_ID (also for non-characters).

@@ -25,6 +25,7 @@ typedef struct run {
     bool resting_now[MAX_RAGDOLLS];     ///< All bones under the rest speed at this tick.
     sim_bone_pose pose[SIM_MAX_BONES];  ///< The last ragdoll measured.
     sim_impact_figures* f;
+    sim_char_solver chars; ///< The humanoids' solver.
 } run;
 
 static uint32_t next(uint32_t* s) {
@@ -37,8 +38,10 @@ static float rnd(uint32_t* s) {
     return (float)(next(s) >> 8) / 16777216.0f;
 }
 
-static int begin(run* r, const sim_library* lib, sim_solver solver, sim_impact_figures* out) {
+static int begin(run* r, const sim_library* lib, sim_solver solver, sim_char_solver chars,
+                 sim_impact_figures* out) {
     memset(r, 0, sizeof *r);
+    r->chars = chars;
     memset(out, 0, sizeof *out);
     out->finite = true;
     r->f = out;
@@ -71,6 +74,7 @@ static int spawn_limp(run* r, sim_vec3 at, float yaw) {
     sim_character_def cd = sim_character_def_default();
     cd.position = at;
     cd.facing = yaw;
+    cd.solver = r->chars;
     sim_entity_id id;
     int rc = sim_world_spawn_character(r->w, &cd, &id);
     if (rc == SIM_OK) {
@@ -86,7 +90,7 @@ static int spawn_limp(run* r, sim_vec3 at, float yaw) {
 // Sets a ragdoll moving as one rigid body: centre-of-mass velocity v and
 // spin omega about the centre of mass, by an impulse m·(v + ω × (x - c)
 // - v_now) at each bone's centre.
-static int throw_ragdoll(run* r, sim_entity_id id, sim_vec3 v, sim_vec3 omega) {
+static int throw_once(run* r, sim_entity_id id, sim_vec3 v, sim_vec3 omega) {
     sim_vec3 vel[SIM_MAX_BONES];
     int n = sim_character_get_pose(r->w, id, r->pose, vel, NULL, SIM_MAX_BONES);
     if (n < 0) {
@@ -103,6 +107,20 @@ static int throw_ragdoll(run* r, sim_entity_id id, sim_vec3 v, sim_vec3 omega) {
         sim_vec3 want = v3_add(v, v3_cross(omega, v3_sub(r->pose[i].p, com)));
         sim_vec3 j = v3_scale(v3_sub(want, vel[i]), r->sk->bones[i].mass);
         int rc = sim_character_apply_impulse(r->w, id, (uint32_t)i, r->pose[i].p, j);
+        if (rc != SIM_OK) {
+            return rc;
+        }
+    }
+    return SIM_OK;
+}
+
+// A REDUCED ragdoll's bones are not free: an impulse at one moves the
+// others, so the impulses are given again from the velocities they left,
+// Gauss-Seidel, until the motion is rigid (a MAXIMAL ragdoll's after one).
+static int throw_ragdoll(run* r, sim_entity_id id, sim_vec3 v, sim_vec3 omega) {
+    const int sweeps = r->chars == SIM_CHAR_SOLVER_REDUCED ? 30 : 1;
+    for (int sweep = 0; sweep < sweeps; ++sweep) {
+        int rc = throw_once(r, id, v, omega);
         if (rc != SIM_OK) {
             return rc;
         }
@@ -173,10 +191,10 @@ static void step_and_measure(run* r) {
 #define STEP_RISE  0.2f
 #define STAIR_HALF 7.0f // Half the width, m.
 
-int sim_impact_stairs(const sim_library* lib, sim_solver solver, float speed, uint32_t seed,
-                      uint32_t count, float seconds, sim_impact_figures* out) {
+int sim_impact_stairs(const sim_library* lib, sim_solver solver, sim_char_solver chars, float speed,
+                      uint32_t seed, uint32_t count, float seconds, sim_impact_figures* out) {
     run r;
-    int rc = begin(&r, lib, solver, out);
+    int rc = begin(&r, lib, solver, chars, out);
     if (rc != SIM_OK) {
         return rc;
     }
@@ -267,10 +285,10 @@ static float bone_length(const sim_bone_def* b) {
     return v3_len(v3_sub(b->tail, b->head));
 }
 
-int sim_impact_foot_on_edge(const sim_library* lib, sim_solver solver, float height, float after,
-                            sim_impact_figures* out) {
+int sim_impact_foot_on_edge(const sim_library* lib, sim_solver solver, sim_char_solver chars,
+                            float height, float after, sim_impact_figures* out) {
     run r;
-    int rc = begin(&r, lib, solver, out);
+    int rc = begin(&r, lib, solver, chars, out);
     if (rc != SIM_OK) {
         return rc;
     }
@@ -341,10 +359,11 @@ int sim_impact_foot_on_edge(const sim_library* lib, sim_solver solver, float hei
 // A sphere into the chest
 // ---------------------------------------------------------------------------
 
-int sim_impact_sphere(const sim_library* lib, sim_solver solver, float radius, float mass,
-                      float speed, float seconds, sim_impact_figures* out) {
+int sim_impact_sphere(const sim_library* lib, sim_solver solver, sim_char_solver chars,
+                      float radius, float mass, float speed, float seconds,
+                      sim_impact_figures* out) {
     run r;
-    int rc = begin(&r, lib, solver, out);
+    int rc = begin(&r, lib, solver, chars, out);
     if (rc != SIM_OK) {
         return rc;
     }

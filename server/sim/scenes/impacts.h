@@ -78,7 +78,9 @@ typedef struct sim_impact_figures {
 
 /// Each scene builds its world as the server does (sim_world_def_default()
 /// with `lib`, which must hold the "humanoid" skeleton) with the rigid-body
-/// solver `solver`, and frees it before returning.
+/// solver `solver`, spawns its humanoids with the character solver `chars`
+/// (MAXIMAL: bones of that rigid solver; REDUCED: articulations, issue 13),
+/// and frees it before returning.
 
 /// `count` humanoid ragdolls (at most 20) thrown onto a flight of ten
 /// 0.5 m × 0.2 m steps (static boxes, 14 m wide) at `speed` m/s, along
@@ -86,19 +88,20 @@ typedef struct sim_impact_figures {
 /// 0.3-0.5 m above its step at a random yaw with a random spin of 2-8 rad/s
 /// about a random axis, from `seed`. Runs `seconds` of world time; the
 /// impact is the first tick, so gap_late counts from 1 s.
-int sim_impact_stairs(const sim_library* lib, sim_solver solver, float speed, uint32_t seed,
-                      uint32_t count, float seconds, sim_impact_figures* out);
+int sim_impact_stairs(const sim_library* lib, sim_solver solver, sim_char_solver chars, float speed,
+                      uint32_t seed, uint32_t count, float seconds, sim_impact_figures* out);
 
 /// One humanoid ragdoll dropped upright from `height` m above a static box
 /// (top at y = 1 m) so that its left foot lands across the box's edge: the
 /// box spans x in [0, 1] (under the left leg only) and z from the middle
 /// of the left foot on. Runs until `after` s past the first contact
 /// (impact_tick); gap_late counts from 1 s after it.
-int sim_impact_foot_on_edge(const sim_library* lib, sim_solver solver, float height, float after,
-                            sim_impact_figures* out);
+int sim_impact_foot_on_edge(const sim_library* lib, sim_solver solver, sim_char_solver chars,
+                            float height, float after, sim_impact_figures* out);
 
 /// A sphere of radius `radius` m and `mass` kg thrown at `speed` m/s into
 /// the chest of a humanoid just killed standing (limp, facing the sphere),
 /// from 1 m away. Runs `seconds`; gap_late counts from 1 s.
-int sim_impact_sphere(const sim_library* lib, sim_solver solver, float radius, float mass,
-                      float speed, float seconds, sim_impact_figures* out);
+int sim_impact_sphere(const sim_library* lib, sim_solver solver, sim_char_solver chars,
+                      float radius, float mass, float speed, float seconds,
+                      sim_impact_figures* out);
