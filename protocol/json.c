@@ -298,6 +298,9 @@ static void add_describe(cJSON* root, const rdp_entity_state* e) {
     if (e->kind == RDP_KIND_CHARACTER) {
         cJSON_AddStringToObject(root, "skeleton", e->skeleton);
         cJSON_AddStringToObject(root, "state", e->state);
+        if (e->solver != NULL) {
+            cJSON_AddStringToObject(root, "solver", e->solver);
+        }
         cJSON_AddStringToObject(root, "clip", e->clip);
         cJSON_AddItemToObject(root, "bones", skeleton_array(e));
     } else if (e->kind == RDP_KIND_BALL) {

@@ -213,6 +213,14 @@ const char* rdp_limit_name(rdp_limit limit);
     XX(XPBD, "xpbd")                                                                               \
     XX(SOFT_STEP, "soft_step")
 
+/// A character's solver on the wire ("solver" of spawn_character): the
+/// skeleton's (absent), "maximal" or "reduced" (PROTOCOL.md §3).
+typedef enum rdp_char_solver {
+    RDP_CHAR_SOLVER_DEFAULT = 0,
+    RDP_CHAR_SOLVER_MAXIMAL = 1,
+    RDP_CHAR_SOLVER_REDUCED = 2,
+} rdp_char_solver;
+
 /// A world's rigid-body solver on the wire. RDP_SOLVER_DEFAULT (0) is "not
 /// given": the server's default (ragdolld --world-solver) applies.
 typedef enum rdp_solver {
@@ -317,6 +325,7 @@ typedef struct rdp_command {
             double facing; ///< Yaw about +Y, rad.
             char skeleton[RDP_MAX_BONE_NAME + 1];
             char clip[RDP_MAX_BONE_NAME + 1];
+            uint32_t solver; ///< rdp_char_solver.
         } spawn_character;
         struct {
             rdp_vec3 position, velocity;
@@ -618,6 +627,7 @@ typedef struct rdp_entity_state {
     uint32_t body_count;           ///< Bones of a character; 1 for a ball.
     const float* pose;             ///< 7 × body_count: x, y, z (m), qx, qy, qz, qw.
     const char* state;             ///< Character: "animated", "ragdoll", ...
+    const char* solver;            ///< Character (describe): "maximal" or "reduced".
     const char* const* bone_names; ///< Character: body_count bone names.
     const float* body_radius;      ///< Topology: body_count capsule radii, m.
     const float* body_half_length; ///< Topology: body_count half segment lengths, m.

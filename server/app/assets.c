@@ -263,6 +263,17 @@ static int parse_skeleton(const cJSON* root, sim_skeleton_def* d, char* err, siz
         return fail(err, cap, "skeleton %s: up_bone names no bone", d->name);
     }
     d->up_bone = (uint32_t)ui;
+    const cJSON* solver = cJSON_GetObjectItemCaseSensitive(root, "solver");
+    if (solver != NULL) {
+        if (cJSON_IsString(solver) && strcmp(solver->valuestring, "maximal") == 0) {
+            d->solver = SIM_CHAR_SOLVER_MAXIMAL;
+        } else if (cJSON_IsString(solver) && strcmp(solver->valuestring, "reduced") == 0) {
+            d->solver = SIM_CHAR_SOLVER_REDUCED;
+        } else {
+            return fail(err, cap, "skeleton %s: solver must be \"maximal\" or \"reduced\"",
+                        d->name);
+        }
+    }
     return parse_garments(root, d, err, cap);
 }
 

@@ -304,6 +304,7 @@ uint32_t app__rigid_state(app_world* w, sim_entity_id id, sim_entity_kind kind, 
         e->anchors = w->anchors + 6 * (size_t)first;
         e->body_count = (uint32_t)n;
         e->state = sim_char_state_name(cv.state);
+        e->solver = sim_char_solver_name(cv.solver);
         e->bone_names = w->bone_names + first;
         e->skeleton = cv.skeleton->name;
         e->clip = cv.clip;

@@ -511,6 +511,8 @@ static bool spawn_def_of(const rdp_command* cmd, spawn_def* d) {
         if (cmd->u.spawn_character.clip[0] != '\0') {
             d->u.character.clip = cmd->u.spawn_character.clip;
         }
+        // rdp_char_solver's values are sim_char_solver's.
+        d->u.character.solver = (sim_char_solver)cmd->u.spawn_character.solver;
         return true;
     case RDP_OP_SPAWN_BALL:
         d->u.ball = sim_ball_def_default();

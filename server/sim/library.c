@@ -407,6 +407,11 @@ static int validate_skeleton(const sim_library* lib, const sim_skeleton_def* d,
         issue(is, d, SIM_SKELETON_INVALID, -1, -1, "a skeleton of that name is already loaded");
         return SIM_E_INVALID_ARG;
     }
+    if ((uint32_t)d->solver > SIM_CHAR_SOLVER_REDUCED) {
+        issue(is, d, SIM_SKELETON_INVALID, -1, -1,
+              "solver %u: 0 (default), 1 (maximal) or 2 (reduced)", (unsigned)d->solver);
+        return SIM_E_OUT_OF_RANGE;
+    }
     if (d->bone_count < 1 || d->bone_count > SIM_MAX_BONES || d->up_bone >= d->bone_count) {
         issue(is, d, SIM_SKELETON_INVALID, -1, -1,
               "%u bones (1-%d allowed), up_bone %u: must name one of them", d->bone_count,

@@ -507,6 +507,49 @@ test('characters: active and partial ragdolls, balls, impulses on bones, and bad
   await c.close();
 });
 
+test('a reduced-coordinate character falls, settles and gets up like a maximal one; bad solvers are refused', async () => {
+  const c = await Client.connect(server.url);
+  const world = await freshWorld(c, 'reduced');
+  await c.send({ op: 'subscribe', world });
+  const s = await c.send({ op: 'spawn_character', world, position: [0, 0, 0], solver: 'reduced' });
+  assert.equal(s.ok, true, JSON.stringify(s));
+  const entity = s.entity;
+  const m = await c.send({ op: 'spawn_character', world, position: [3, 0, 0] });
+  assert.equal((await c.send({ op: 'describe', world, entity })).solver, 'reduced');
+  assert.equal((await c.send({ op: 'describe', world, entity: m.entity })).solver, 'maximal');
+  // Bad input: a clear error, nothing spawned, the world goes on.
+  for (const [cmd, code] of [
+    [{ op: 'spawn_character', world, position: [0, 0, 0], solver: 'featherstone' }, 'bad_request'],
+    [{ op: 'spawn_character', world, position: [0, 0, 0], solver: 2 }, 'bad_request'],
+    [{ op: 'spawn_character', world, position: [0, 0, 0], solver: null }, 'bad_request'],
+    [{ op: 'set_partial', world, entity, bones: ['upper_arm_r'] }, 'bad_state'],
+  ]) {
+    const r = await c.send(cmd);
+    assert.equal(r.error?.code, code, `${JSON.stringify(cmd)} -> ${JSON.stringify(r)}`);
+  }
+  const first = await c.next((e) => e.ev === 'snapshot' && e.tick > s.tick);
+  assert.equal(first.entities.filter((e) => e.kind === 'character').length, 2);
+  const head = bone(characterIn(first, entity), 'head');
+  const k = await c.send({ op: 'kill', world, entity, hit_point: head.p, impulse: [0, 0, -40] });
+  assert.equal(k.ok, true, JSON.stringify(k));
+  assert.equal(k.bone, 'head');
+  await c.next((e) => e.ev === 'settled' && e.entity === entity, 15000);
+  const ch = characterIn(latest(c, world), entity);
+  assert.equal(ch.state, 'ragdoll');
+  assert.ok(bone(ch, 'head').p[1] < 0.5, `the head lies at ${bone(ch, 'head').p}`);
+  // An impulse on a bone wakes it and moves it.
+  const before = bone(ch, 'pelvis').p;
+  const i = await c.send({ op: 'apply_impulse', world, entity, bone: 'pelvis', impulse: [0, 300, 0] });
+  assert.equal(i.ok, true, JSON.stringify(i));
+  await c.next((e) => e.ev === 'snapshot' && e.tick > i.tick + 10);
+  assert.ok(bone(characterIn(latest(c, world), entity), 'pelvis').p[1] > before[1] + 0.05, 'lifted');
+  await c.next((e) => e.ev === 'settled' && e.entity === entity, 15000);
+  const g = await c.send({ op: 'start_getup', world, entity });
+  assert.equal(g.ok, true, JSON.stringify(g));
+  assert.equal((await c.next((e) => e.ev === 'character_state' && e.entity === entity && e.state === 'animated', 5000)).state, 'animated');
+  await c.close();
+});
+
 test('attach_cloth dresses a character; the garment follows it, shows as a garment, and goes with it', async () => {
   const c = await Client.connect(server.url);
   const world = await freshWorld(c, 'garments');

@@ -154,6 +154,10 @@ static void test_assets_malformed_skeletons_say_what_is_wrong(void** state) {
     strcpy(d.bones[1].name, "torso");
     assert_int_equal(sim_library_add_skeleton(lib, &d, &g_report), SIM_E_INVALID_ARG);
     assert_non_null(strstr(g_report.error.message, "bone torso: the name is used twice"));
+    two_bones(&d, "bad", SIM_JOINT_HINGE);
+    d.solver = (sim_char_solver)3;
+    assert_int_equal(sim_library_add_skeleton(lib, &d, &g_report), SIM_E_OUT_OF_RANGE);
+    assert_non_null(strstr(g_report.error.message, "solver 3"));
     assert_null(sim_library_skeleton(lib, "bad"));
     sim_library_destroy(lib);
 }
@@ -332,6 +336,24 @@ static void test_assets_files_name_themselves_in_errors_and_warnings(void** stat
     assert_null(sim_library_skeleton(lib, "knee30"));
     sim_library_destroy(lib);
     remove_file("skeletons/knee.json");
+
+    // "solver" picks the solver of the skeleton's characters (issue 13);
+    // anything but "maximal" or "reduced" stops the load.
+#define LEG(solver)                                                                                \
+    "{\"name\": \"leg\", \"solver\": " solver ", \"bones\": [{\"name\": \"thigh\", \"parent\": "   \
+    "null, \"head\": [0, 1, 0], \"tail\": [0, 0.6, 0], \"radius\": 0.07, \"mass\": 7}]}"
+    write_file("skeletons/leg.json", LEG("\"reduced\""));
+    assert_int_equal(sim_library_create(&lib), SIM_OK);
+    assert_int_equal(app_assets_load(g_dir, lib, on_warning, &s, err, sizeof err), 0);
+    assert_int_equal(sim_library_skeleton(lib, "leg")->solver, SIM_CHAR_SOLVER_REDUCED);
+    sim_library_destroy(lib);
+    write_file("skeletons/leg.json", LEG("\"featherstone\""));
+    assert_int_equal(sim_library_create(&lib), SIM_OK);
+    assert_int_equal(app_assets_load(g_dir, lib, on_warning, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "skeleton leg: solver must be \"maximal\" or \"reduced\""));
+    sim_library_destroy(lib);
+    remove_file("skeletons/leg.json");
+#undef LEG
     snprintf(sub, sizeof sub, "%s/skeletons", g_dir);
     assert_int_equal(rmdir(sub), 0);
     snprintf(sub, sizeof sub, "%s/clips", g_dir);

@@ -282,6 +282,31 @@ static void test_rdp_decodes_create_world_limits(void** state) {
 #undef CW
 }
 
+// spawn_character's solver: "maximal" or "reduced" (sim_char_solver's
+// values), absent for the skeleton's; anything else, null included, is
+// bad_request naming the choices.
+static void test_rdp_decodes_spawn_character_solver(void** state) {
+    (void)state;
+    rdp_command c;
+    rdp_error e;
+#define SC(solver)                                                                                 \
+    "{\"op\":\"spawn_character\",\"world\":1,\"position\":[0,0,0],\"solver\":" solver "}"
+    assert_int_equal(decode(SC("\"maximal\""), &c, &e), RDP_OK);
+    assert_int_equal(c.u.spawn_character.solver, 1);
+    assert_int_equal(decode(SC("\"reduced\""), &c, &e), RDP_OK);
+    assert_int_equal(c.u.spawn_character.solver, 2);
+    assert_int_equal(
+        decode("{\"op\":\"spawn_character\",\"world\":1,\"position\":[0,0,0]}", &c, &e), RDP_OK);
+    assert_int_equal(c.u.spawn_character.solver, 0);
+    expect_message(SC("\"featherstone\""), RDP_E_BAD_REQUEST,
+                   "field \"solver\" must be \"maximal\" or \"reduced\", not \"featherstone\"");
+    expect_message(SC("2"), RDP_E_BAD_REQUEST,
+                   "field \"solver\" must be a string: \"maximal\" or \"reduced\"");
+    expect_message(SC("null"), RDP_E_BAD_REQUEST,
+                   "field \"solver\" must be a string: \"maximal\" or \"reduced\"");
+#undef SC
+}
+
 // create_world's solver: "xpbd" or "soft_step", absent for the server's
 // default; anything else, null included, is bad_request naming the choices.
 static void test_rdp_decodes_create_world_solver(void** state) {
@@ -1310,6 +1335,7 @@ int main(void) {
         cmocka_unit_test(test_rdp_rejects_bad_input_with_the_right_code),
         cmocka_unit_test(test_rdp_decodes_create_world_limits),
         cmocka_unit_test(test_rdp_decodes_create_world_solver),
+        cmocka_unit_test(test_rdp_decodes_spawn_character_solver),
         cmocka_unit_test(test_rdp_refuses_raw_control_bytes_as_bad_json),
         cmocka_unit_test(test_rdp_quotes_an_unknown_op_cut_between_characters),
         cmocka_unit_test(test_rdp_checks_shape_before_finiteness_before_range),

@@ -713,14 +713,17 @@ static const simple_cmd spawn_ragdoll =
                     {"mass", "mass", A_NUM, false}},
            .print_ok = print_entity);
 
-static const simple_cmd spawn_character = SIMPLE(
-    "spawn", "character WORLD --position X,Y,Z [--facing RAD] [--skeleton NAME] [--clip NAME]", "",
-    "spawn_character", .pos = {WORLD_POS},
-    .opts = {{"position", "position", A_VEC3, true},
-             {"facing", "facing", A_NUM, false},
-             {"skeleton", "skeleton", A_STR, false},
-             {"clip", "clip", A_STR, false}},
-    .print_ok = print_entity);
+static const simple_cmd spawn_character =
+    SIMPLE("spawn",
+           "character WORLD --position X,Y,Z [--facing RAD] [--skeleton NAME] [--clip NAME] "
+           "[--solver maximal|reduced]",
+           "", "spawn_character", .pos = {WORLD_POS},
+           .opts = {{"position", "position", A_VEC3, true},
+                    {"facing", "facing", A_NUM, false},
+                    {"skeleton", "skeleton", A_STR, false},
+                    {"clip", "clip", A_STR, false},
+                    {"solver", "solver", A_STR, false}},
+           .print_ok = print_entity);
 
 static const simple_cmd spawn_ball =
     SIMPLE("spawn", "ball WORLD --position X,Y,Z [--velocity X,Y,Z] [--radius M] [--mass KG]", "",
