@@ -9,14 +9,19 @@
  *              integration), ns per link-step, for N = 10, 100, 1000 in
  *              turn in one process; the ratios t(100)/t(10) and
  *              t(1000)/t(100) (linear in N: 10).
- *   humanoid   the humanoid skeleton asset (16 bones) as an articulation
- *              (free pelvis; ball and hinge joints as the asset says; each
- *              bone's inertia a solid of its capsule's length and radius)
- *              against the same humanoid as a maximal-coordinate ragdoll
- *              (sim_character_kill() in a world of its own), both falling
- *              through the air 100 m up (no contacts: joints only), at
- *              60 Hz with 4 substeps, in turn in one process: ms per tick
- *              and the median of the runs' ratios.
+ *   maximal chain N
+ *              the same chains as skeletons of N bones (at most
+ *              SIM_MAX_BONES, 32) in a world, the base bone animated and
+ *              the rest a partial ragdoll (maximal coordinates), against
+ *              the articulation at 4 steps a tick: ms per 60 Hz tick, for
+ *              N = 10 and 32 (longer skeletons do not exist).
+ *   humanoid   the humanoid skeleton asset (16 bones) spawned as a REDUCED
+ *              and as a MAXIMAL character (each in a world of its own, in
+ *              turn in one process), killed and falling through the air
+ *              100 m up (no contacts: joints only), then four of each
+ *              pushed down a flight of ten stairs (contacts with the steps
+ *              and each other) for their first 2 s: ms per tick and the
+ *              median of the runs' ratios.
  *
  * Usage: ragdoll-artic-bench [--runs N] [--assets DIR]
  */
@@ -115,73 +120,68 @@ static void chains(int runs) {
 }
 
 // ---------------------------------------------------------------------------
-// The humanoid, both ways
+// Maximal chains
 // ---------------------------------------------------------------------------
 
-static sim_artic* humanoid_articulation(const sim_skeleton_def* sk, sim_vec3 at) {
-    sim_artic_link_def d[SIM_MAX_BONES];
-    for (uint32_t i = 0; i < sk->bone_count; ++i) {
-        const sim_bone_def* b = &sk->bones[i];
-        d[i] = sim_artic_link_def_default();
-        d[i].parent = b->parent;
-        if (b->parent < 0) {
-            d[i].joint = SIM_ARTIC_FREE;
-            d[i].anchor = (sim_vec3){b->head.x + at.x, b->head.y + at.y, b->head.z + at.z};
-        } else {
-            const sim_bone_def* p = &sk->bones[b->parent];
-            d[i].joint = b->joint == SIM_JOINT_HINGE  ? SIM_ARTIC_REVOLUTE
-                         : b->joint == SIM_JOINT_BALL ? SIM_ARTIC_SPHERICAL
-                                                      : SIM_ARTIC_FIXED;
-            d[i].anchor =
-                (sim_vec3){b->head.x - p->head.x, b->head.y - p->head.y, b->head.z - p->head.z};
-            d[i].axis = b->axis;
-        }
-        const sim_vec3 seg = {b->tail.x - b->head.x, b->tail.y - b->head.y, b->tail.z - b->head.z};
-        const float L2 = seg.x * seg.x + seg.y * seg.y + seg.z * seg.z;
-        const float I = b->mass * (L2 / 12.0f + 0.5f * b->radius * b->radius);
-        d[i].mass = b->mass;
-        d[i].com = (sim_vec3){0.5f * seg.x, 0.5f * seg.y, 0.5f * seg.z};
-        d[i].inertia = (sim_vec3){I, I, I};
+// A skeleton of n bones hanging from a base bone: chain()'s links as bones
+// (0.1 m, 0.1 kg each, hinges alternating about +Z and +X), and a clip
+// "idle" of its bind pose (the links out at 1 rad, as chain() sets them).
+static int add_chain_skeleton(sim_library* lib, uint32_t n, char* name, size_t cap) {
+    snprintf(name, cap, "chain%u", n);
+    sim_skeleton_def sk;
+    memset(&sk, 0, sizeof sk);
+    snprintf(sk.name, sizeof sk.name, "%s", name);
+    sk.bone_count = n;
+    for (uint32_t i = 0; i < n; ++i) {
+        sim_bone_def* b = &sk.bones[i];
+        snprintf(b->name, sizeof b->name, "b%u", i);
+        b->parent = (int)i - 1;
+        b->head = (sim_vec3){0.0f, 10.0f - 0.1f * (float)i, 0.0f};
+        b->tail = (sim_vec3){0.0f, 10.0f - 0.1f * (float)(i + 1), 0.0f};
+        b->radius = 0.02f;
+        b->mass = 0.1f;
+        b->joint = SIM_JOINT_HINGE;
+        b->axis = i % 2 ? (sim_vec3){1.0f, 0.0f, 0.0f} : (sim_vec3){0.0f, 0.0f, 1.0f};
+        b->twist_min = -3.0f;
+        b->twist_max = 3.0f;
+        b->friction = 0.0f;
     }
-    sim_artic* a = NULL;
-    if (sim_artic_create(d, sk->bone_count, NULL, &a) != SIM_OK) {
-        return NULL;
+    int rc = sim_library_add_skeleton(lib, &sk, NULL);
+    if (rc != SIM_OK) {
+        return rc;
     }
-    return a;
+    float times[1] = {0.0f};
+    sim_vec3 root_pos[1] = {{0.0f, 9.95f, 0.0f}};
+    sim_quat root_rot[1] = {{0, 0, 0, 1}};
+    sim_quat rot[SIM_MAX_BONES];
+    for (uint32_t i = 0; i < n; ++i) {
+        rot[i] = (sim_quat){0, 0, 0, 1};
+    }
+    rot[1] = (sim_quat){0.0f, 0.0f, sinf(0.5f), cosf(0.5f)}; // 1 rad about +Z
+    sim_clip_def clip;
+    memset(&clip, 0, sizeof clip);
+    snprintf(clip.name, sizeof clip.name, "idle");
+    clip.loop = true;
+    clip.key_count = 1;
+    clip.bone_count = n;
+    clip.times = times;
+    clip.root_pos = root_pos;
+    clip.root_rot = root_rot;
+    clip.rot = rot;
+    return sim_library_add_clip(lib, name, &clip);
 }
 
-static double time_reduced(const sim_skeleton_def* sk, int ticks) {
-    sim_artic* a = humanoid_articulation(sk, (sim_vec3){0.0f, 100.0f, 0.0f});
-    if (a == NULL) {
-        fprintf(stderr, "ragdoll-artic-bench: cannot build the humanoid articulation\n");
-        exit(1);
-    }
-    // A tumble: the pelvis spinning and moving as a kill would leave it.
-    sim_artic_set_base(a, (sim_vec3){0.0f, 101.0f, 0.0f}, (sim_quat){0, 0, 0, 1},
-                       (sim_vec3){2.0f, 1.0f, 0.0f}, (sim_vec3){1.0f, 0.0f, 3.0f});
-    double t0 = bench_now_s();
-    for (int t = 0; t < ticks; ++t) {
-        for (int s = 0; s < 4; ++s) {
-            sim_artic_step(a, 1.0f / 240.0f, GRAVITY);
-        }
-    }
-    double dt = (bench_now_s() - t0) / ticks;
-    sim_artic_destroy(a);
-    return dt;
-}
-
-static double time_maximal(sim_library* lib, int ticks) {
+static double time_maximal_chain(sim_library* lib, const char* name, int ticks) {
     sim_world_def def = sim_world_def_default();
     def.library = lib;
-    def.params.substeps = 4;
     sim_world* w = NULL;
     sim_entity_id id;
     sim_character_def cd = sim_character_def_default();
-    cd.position = (sim_vec3){0.0f, 100.0f, 0.0f};
+    cd.skeleton = name;
+    const uint32_t links[1] = {1};
     if (sim_world_create(&def, &w) != SIM_OK || sim_world_spawn_character(w, &cd, &id) != SIM_OK ||
-        sim_character_kill(w, id, (sim_vec3){0.0f, 101.0f, 0.0f}, (sim_vec3){40.0f, 20.0f, 0.0f},
-                           NULL) != SIM_OK) {
-        fprintf(stderr, "ragdoll-artic-bench: cannot build the maximal humanoid\n");
+        sim_character_set_partial(w, id, links, 1) != SIM_OK) {
+        fprintf(stderr, "ragdoll-artic-bench: cannot build the maximal %s\n", name);
         exit(1);
     }
     double t0 = bench_now_s();
@@ -193,26 +193,93 @@ static double time_maximal(sim_library* lib, int ticks) {
     return dt;
 }
 
-static void humanoids(sim_library* lib, int runs) {
-    const sim_skeleton_def* sk = sim_library_skeleton(lib, "humanoid");
-    if (sk == NULL) {
-        fprintf(stderr, "ragdoll-artic-bench: no humanoid skeleton\n");
+static void maximal_chains(sim_library* lib, int runs) {
+    static const uint32_t sizes[2] = {10, 32};
+    printf("chain N as a skeleton (maximal, partial ragdoll under its animated base) against the "
+           "articulation (4 steps a tick); median of %d runs, in turn\n",
+           runs);
+    printf("  %-6s %16s %16s %10s\n", "links", "reduced ms/tick", "maximal ms/tick", "ratio");
+    for (int k = 0; k < 2; ++k) {
+        char name[SIM_NAME_MAX];
+        if (add_chain_skeleton(lib, sizes[k], name, sizeof name) != SIM_OK) {
+            fprintf(stderr, "ragdoll-artic-bench: cannot add the skeleton %s\n", name);
+            exit(1);
+        }
+        double red[64], max[64], ratio[64];
+        for (int r = 0; r < runs; ++r) {
+            red[r] = 4.0 * time_chain(sizes[k], 2400);
+            max[r] = time_maximal_chain(lib, name, 600);
+            ratio[r] = red[r] / max[r];
+        }
+        printf("  %-6u %16.4f %16.4f %9.2fx\n", sizes[k], bench_median(red, runs) * 1e3,
+               bench_median(max, runs) * 1e3, bench_median(ratio, runs));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The humanoid, both ways, as characters in a world
+// ---------------------------------------------------------------------------
+
+// Seconds per tick of `count` humanoids of that solver: in the air 100 m up
+// (stairs false) or pushed down ten stairs 0.2 m by 0.5 m (the first 2 s).
+static double time_humanoids(sim_library* lib, sim_char_solver solver, bool stairs, int count,
+                             int ticks) {
+    sim_world_def def = sim_world_def_default();
+    def.library = lib;
+    sim_world* w = NULL;
+    if (sim_world_create(&def, &w) != SIM_OK) {
         exit(1);
     }
-    double red[64], max[64], ratio[64];
-    const int ticks = 240; // 4 s: it falls 78 m, still in the air
-    for (int r = 0; r < runs; ++r) {
-        red[r] = time_reduced(sk, ticks);
-        max[r] = time_maximal(lib, ticks);
-        ratio[r] = red[r] / max[r];
+    for (int k = 0; stairs && k < 10; ++k) {
+        const float top = 2.0f - 0.2f * (float)k;
+        sim_box b = {{0.0f, 0.5f * top, 0.25f + 0.5f * (float)k}, {6.0f, 0.5f * top, 0.25f}};
+        sim_world_add_box(w, b);
     }
-    printf("humanoid: %u bones falling through the air (no contacts), 60 Hz, 4 substeps, %d ticks; "
-           "median of %d runs, in turn\n",
-           sk->bone_count, ticks, runs);
-    printf("  reduced (articulation)       %8.3f ms per tick\n", bench_median(red, runs) * 1e3);
-    printf("  maximal (ragdoll, world)     %8.3f ms per tick   (the whole world's tick)\n",
-           bench_median(max, runs) * 1e3);
-    printf("  reduced / maximal            %8.3fx\n", bench_median(ratio, runs));
+    for (int i = 0; i < count; ++i) {
+        sim_character_def cd = sim_character_def_default();
+        cd.solver = solver;
+        const float x = 1.2f * (float)i - 0.6f * (float)(count - 1);
+        cd.position = stairs ? (sim_vec3){x, 2.0f, 0.3f} : (sim_vec3){x, 100.0f, 0.0f};
+        sim_entity_id id;
+        if (sim_world_spawn_character(w, &cd, &id) != SIM_OK ||
+            sim_character_kill(w, id, (sim_vec3){x, cd.position.y + 1.3f, 0.3f},
+                               stairs ? (sim_vec3){0.0f, 0.0f, 60.0f}
+                                      : (sim_vec3){40.0f, 20.0f, 0.0f},
+                               NULL) != SIM_OK) {
+            fprintf(stderr, "ragdoll-artic-bench: cannot spawn the humanoids\n");
+            exit(1);
+        }
+    }
+    double t0 = bench_now_s();
+    for (int t = 0; t < ticks; ++t) {
+        sim_world_step(w);
+    }
+    double dt = (bench_now_s() - t0) / ticks;
+    sim_world_destroy(w);
+    return dt;
+}
+
+static void humanoids(sim_library* lib, int runs) {
+    for (int scene = 0; scene < 2; ++scene) {
+        const bool stairs = scene == 1;
+        const int count = stairs ? 4 : 1, ticks = stairs ? 120 : 240;
+        double red[64], max[64], ratio[64];
+        for (int r = 0; r < runs; ++r) {
+            red[r] = time_humanoids(lib, SIM_CHAR_SOLVER_REDUCED, stairs, count, ticks) / count;
+            max[r] = time_humanoids(lib, SIM_CHAR_SOLVER_MAXIMAL, stairs, count, ticks) / count;
+            ratio[r] = red[r] / max[r];
+        }
+        printf("humanoid %s: %d character(s) of each solver, 60 Hz, %d ticks; median of %d runs, "
+               "in turn\n",
+               stairs ? "pushed down ten stairs (contacts), the first 2 s"
+                      : "falling through the air (no contacts)",
+               count, ticks, runs);
+        printf("  reduced                      %8.3f ms per character-tick\n",
+               bench_median(red, runs) * 1e3);
+        printf("  maximal                      %8.3f ms per character-tick\n",
+               bench_median(max, runs) * 1e3);
+        printf("  reduced / maximal            %8.2fx\n", bench_median(ratio, runs));
+    }
 }
 
 int main(int argc, char** argv) {
@@ -240,6 +307,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     chains(runs);
+    maximal_chains(lib, runs);
     humanoids(lib, runs);
     sim_library_destroy(lib);
     return 0;

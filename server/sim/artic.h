@@ -70,6 +70,7 @@ struct sim_artic {
     uint32_t contacts; // last step's
     bool any_limits;   // a hinge range or a cone is set on some link
     float last_h;      // the last step's length, s (1/240 before the first)
+    float restitution; // sim_artic_set_restitution()
     artic_link* links;
     sp_mat6* scratch; // count composite inertias (momentum())
     uint32_t ndof;    // DOFs of all joints

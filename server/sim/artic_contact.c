@@ -19,6 +19,7 @@ typedef struct contact_row {
     int partner;    // the partner touched (sim_artic_step_among()), or −1
     sim_vec3 dir;   // the row's direction, world (out of the obstacle for a normal)
     sim_vec3 lever; // the contact point from the partner's centre of mass, world, m
+    float gap;      // normal rows: the signed distance to the surface, m
 } contact_row;
 
 // A contact of link l at world point p (on the link's surface) with normal
@@ -35,9 +36,14 @@ static int add_contact_rows(const artic_link* l, uint32_t link, sim_vec3 p, sim_
     want = fminf(want, 2.0f);        // a penetration is left at up to 2 m/s
     for (int k = 0; k < 3; ++k) {
         const sim_vec3 d = q_rotate_inv(l->qw, dirs[k]);
-        rows[at + k] = (contact_row){
-            link, sp(v3_cross(r, d), d), k == 0 ? want : 0.0f, k == 0 ? -1 : at, partner, dirs[k],
-            lever};
+        rows[at + k] = (contact_row){link,
+                                     sp(v3_cross(r, d), d),
+                                     k == 0 ? want : 0.0f,
+                                     k == 0 ? -1 : at,
+                                     partner,
+                                     dirs[k],
+                                     lever,
+                                     gap};
     }
     return at + 3;
 }
@@ -206,6 +212,13 @@ void sim__artic_solve_contacts(sim_artic* a, float dt, sim_artic_partner* partne
             d += pt->inv_mass + v3_dot(ar, partner_inv_inertia(pt, ar));
         }
         diag[r] = d;
+        // Restitution (sim_artic_set_restitution()): a normal row closing
+        // faster than the threshold, that would reach the surface this
+        // step, leaves at e times that speed.
+        if (rows[r].normal_row < 0 && rate0[r] < -SIM_ARTIC_BOUNCE_SPEED &&
+            rows[r].gap + rate0[r] * dt <= 0.0f) {
+            rows[r].want = fmaxf(rows[r].want, -a->restitution * rate0[r]);
+        }
     }
     float* dq = a->dqsum;
     memset(dq, 0, nd * sizeof *dq);

@@ -915,6 +915,17 @@ int sim_artic_set_env(sim_artic* a, bool ground, const sim_box* boxes, uint32_t 
     return SIM_OK;
 }
 
+int sim_artic_set_restitution(sim_artic* a, float e) {
+    if (!isfinite(e)) {
+        return SIM_E_NOT_FINITE;
+    }
+    if (!(e >= 0.0f && e <= 1.0f)) {
+        return SIM_E_OUT_OF_RANGE;
+    }
+    a->restitution = e;
+    return SIM_OK;
+}
+
 uint32_t sim_artic_contact_count(const sim_artic* a) {
     return a->contacts;
 }

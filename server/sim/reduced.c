@@ -335,6 +335,7 @@ void sim__reduced_tick(sim_world* w, uint32_t slot, float dt) {
     }
     sim_artic_set_env(ch->artic, w->def.ground, boxes, nb,
                       fminf(fmaxf(w->params.friction, 0.0f), 10.0f));
+    sim_artic_set_restitution(ch->artic, fminf(fmaxf(w->params.bounciness, 0.0f), 1.0f));
     set_drives(ch, &w->bjoint[e->bj_first], n);
     const int steps = (int)ceilf(dt * REDUCED_RATE - 1e-3f);
     const float h = dt / (float)(steps > 0 ? steps : 1);

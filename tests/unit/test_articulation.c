@@ -861,6 +861,51 @@ static void test_ball_joint_q_and_minus_q_agree(void** state) {
     sim_artic_destroy(b);
 }
 
+// A free ball link (10 cm, 1 kg) dropped from 1.1 m onto the ground hits it
+// at v = √(2·g·1.0) = 4.429 m/s; with restitution 0.5 it leaves at half
+// that, 2.215 m/s, and rises to e²·1.0 = 0.25 m above the contact height.
+static void test_restitution_bounces_by_newtons_law(void** state) {
+    (void)state;
+    sim_artic_link_def d = sim_artic_link_def_default();
+    d.joint = SIM_ARTIC_FREE;
+    d.mass = 1.0f;
+    d.inertia = vec(0.004f, 0.004f, 0.004f);
+    d.radius = 0.1f;
+    sim_artic* a = NULL;
+    assert_int_equal(sim_artic_create(&d, 1, NULL, &a), SIM_OK);
+    assert_int_equal(sim_artic_set_env(a, true, NULL, 0, 0.0f), SIM_OK);
+    assert_int_equal(sim_artic_set_restitution(a, 0.5f), SIM_OK);
+    assert_int_equal(sim_artic_set_restitution(a, 1.5f), SIM_E_OUT_OF_RANGE);
+    assert_int_equal(sim_artic_set_restitution(a, NAN), SIM_E_NOT_FINITE);
+    assert_int_equal(sim_artic_set_base(a, vec(0.0f, 1.1f, 0.0f), quat_axis(vec(0, 1, 0), 0.0f),
+                                        vec(0, 0, 0), vec(0, 0, 0)),
+                     SIM_OK);
+    const float h = 1.0f / 960.0f;
+    float v_in = 0.0f, v_out = 0.0f, top = 0.0f;
+    bool bounced = false;
+    for (int s = 0; s < 2000; ++s) {
+        sim_vec3 c0, v0, w0, c1, v1, w1;
+        sim_artic_link_motion(a, 0, &c0, &v0, &w0);
+        assert_int_equal(sim_artic_step(a, h, vec(0.0f, -G, 0.0f)), SIM_OK);
+        sim_artic_link_motion(a, 0, &c1, &v1, &w1);
+        if (!bounced && v0.y < 0.0f && v1.y > 0.0f) {
+            bounced = true;
+            v_in = -v0.y;
+            v_out = v1.y;
+        }
+        if (bounced) {
+            top = fmaxf(top, c1.y);
+        }
+    }
+    printf("bounce: in %.3f m/s (4.429), out %.3f m/s (e = 0.5: %.3f), top %.3f m (0.35)\n", v_in,
+           v_out, 0.5f * v_in, top);
+    assert_true(bounced);
+    assert_true(fabsf(v_in - 4.429f) < 0.05f);
+    assert_true(fabsf(v_out - 0.5f * v_in) < 0.03f * v_in);
+    assert_true(fabsf(top - 0.35f) < 0.02f);
+    sim_artic_destroy(a);
+}
+
 // ---------------------------------------------------------------------------
 // Impulses, partners, state
 // ---------------------------------------------------------------------------
@@ -963,8 +1008,7 @@ static void test_state_copy_continues_bit_for_bit(void** state) {
     }
     float sa[N_STATE], sb[N_STATE];
     assert_int_equal(sim_artic_get_state(a, NULL, 0), N_STATE);
-    assert_int_equal(sim_artic_get_state(a, sa, N_STATE),
-                     N_STATE);
+    assert_int_equal(sim_artic_get_state(a, sa, N_STATE), N_STATE);
     assert_int_equal(sim_artic_set_state(b, sa, N_STATE - 1), SIM_E_INVALID_ARG);
     float bad[N_STATE];
     memcpy(bad, sa, sizeof bad);
@@ -1084,6 +1128,7 @@ int main(void) {
         cmocka_unit_test(test_humanoid_articulation_rests_on_stairs),
         cmocka_unit_test(test_ball_cone_and_twist_hold),
         cmocka_unit_test(test_ball_joint_q_and_minus_q_agree),
+        cmocka_unit_test(test_restitution_bounces_by_newtons_law),
         cmocka_unit_test(test_impulse_on_a_free_body),
         cmocka_unit_test(test_ball_partner_hits_a_free_rod),
         cmocka_unit_test(test_state_copy_continues_bit_for_bit),

@@ -216,8 +216,8 @@ static sim_vec3 momentum(const sim_world* w, sim_entity_id id) {
 // A 5 kg ball at 10 m/s into a limp reduced humanoid in zero gravity, with
 // no ground: the two share the ball's momentum (50 kg·m/s along −Z) by
 // Newton's third law, so the sum is kept, the ball slows and the body
-// moves off along −Z. Their contact is inelastic: the ball does not
-// come back faster than it went. (The rigid solver leaves the pair alone:
+// moves off along −Z. The ball bounces by the world's bounciness (0.3) at
+// most: it does not come back faster than it went. (The rigid solver leaves the pair alone:
 // the articulation's solve is the only one, so nothing is counted twice.)
 static void test_ball_and_reduced_body_share_momentum(void** state) {
     (void)state;

@@ -294,7 +294,8 @@ int sim_artic_drive_torque(const sim_artic* a, uint32_t link, float* torque);
 
 /// What an articulation's links collide with: the ground plane y = 0 and
 /// static boxes (copied, at most SIM_ARTIC_MAX_BOXES), with Coulomb
-/// friction `friction` ([0, 10]). Contacts are inelastic. Each step, after
+/// friction `friction` ([0, 10]). Contacts are inelastic unless
+/// sim_artic_set_restitution() says otherwise. Each step, after
 /// the velocities: each capsule end within 5 cm of a surface is a contact
 /// with the surface it is deepest into, and the segment's point nearest a
 /// box whose edge it lies across (away from its ends) with the deepest such
@@ -313,6 +314,16 @@ int sim_artic_drive_torque(const sim_artic* a, uint32_t link, float* torque);
 /// box's extents not positive).
 int sim_artic_set_env(sim_artic* a, bool ground, const sim_box* boxes, uint32_t count,
                       float friction);
+
+/// Closing speed (m/s) over which a contact bounces.
+#define SIM_ARTIC_BOUNCE_SPEED 1.0f
+
+/// The coefficient of restitution e ([0, 1]; 0, inelastic, until set) of
+/// the links' contacts: a contact whose point closes faster than
+/// SIM_ARTIC_BOUNCE_SPEED leaves at e times its closing speed (Newton's
+/// law of restitution, as Box2D's threshold). SIM_E_NOT_FINITE,
+/// SIM_E_OUT_OF_RANGE.
+int sim_artic_set_restitution(sim_artic* a, float e);
 
 /// Contacts in the last step.
 uint32_t sim_artic_contact_count(const sim_artic* a);
