@@ -250,7 +250,10 @@ int sim_world_spawn_character(sim_world* w, const sim_character_def* def, sim_en
         j->friction = f < 0.0f ? SIM__JOINT_FRICTION * sk->mass[i] * 9.81f * len : f;
     }
     if (solver == SIM_CHAR_SOLVER_REDUCED) {
-        rc = sim__reduced_create(w, out->index1 - 1);
+        rc = sim__work_fits_counts(w, &(sim_counts){.artic_links = n}) ? SIM_OK : SIM_E_CAPACITY;
+        if (rc == SIM_OK) {
+            rc = sim__reduced_create(w, out->index1 - 1);
+        }
         if (rc != SIM_OK) {
             sim_world_despawn(w, *out);
             *out = (sim_entity_id){0, 0};

@@ -87,9 +87,16 @@ int sim_character_def_counts(const sim_library* lib, const sim_character_def* de
     if (sk == NULL || sim__skel_clip(sk, def->clip) == NULL) {
         return SIM_E_UNKNOWN_NAME;
     }
+    if ((uint32_t)def->solver > SIM_CHAR_SOLVER_REDUCED) {
+        return SIM_E_INVALID_ARG;
+    }
     *out = one_entity();
     out->bodies = sk->def.bone_count;
     out->joints = sk->def.bone_count - 1; // one to each bone's parent; the root has none
+    const bool reduced =
+        def->solver == SIM_CHAR_SOLVER_REDUCED ||
+        (def->solver == SIM_CHAR_SOLVER_DEFAULT && sk->def.solver == SIM_CHAR_SOLVER_REDUCED);
+    out->artic_links = reduced ? sk->def.bone_count : 0;
     return SIM_OK;
 }
 

@@ -50,7 +50,8 @@ int sim__entity_begin(sim_world* w, sim_entity_kind kind, uint32_t particles, ui
                        w->j_count + joints,
                        w->b_count + bodies,
                        w->bj_count + bjoints,
-                       w->sp_count};      // not a limit: reserve ignores it
+                       w->sp_count, // not limits: reserve ignores them
+                       w->artic_links};
     int rc = sim_world_reserve(w, &need); // grows only when short of room
     if (rc != SIM_OK) {
         return rc; // SIM_E_NOMEM, nothing changed

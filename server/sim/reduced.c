@@ -107,13 +107,17 @@ int sim__reduced_create(sim_world* w, uint32_t slot) {
     }
     ch->artic = a;
     ch->reduced = 1;
+    w->artic_links += n;
     return SIM_OK;
 }
 
 void sim__reduced_destroy(sim_world* w, uint32_t slot) {
     sim__char* ch = &w->chars[slot];
-    sim_artic_destroy(ch->artic);
-    ch->artic = NULL;
+    if (ch->artic != NULL) {
+        w->artic_links -= sim_artic_link_count(ch->artic);
+        sim_artic_destroy(ch->artic);
+        ch->artic = NULL;
+    }
 }
 
 // The world rotation of bone i's joint frame in its parent's link: q_p · F.

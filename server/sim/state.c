@@ -635,6 +635,7 @@ static int load_articulations(state_in* in, sim_world* w) {
     }
     int rc = SIM_OK;
     const state_section* sec = take(in, "artic", sizeof(state_artic), n, &rc);
+    w->artic_links = 0; // counted again as they are built
     if (sec == NULL) {
         return rc;
     }

@@ -214,6 +214,7 @@ static sim_counts limits_of(const sim_world_def* d) {
                     d->max_entities * SIM__JOINTS_PER_ENTITY,
                     d->max_bodies,
                     d->max_joints,
+                    0,
                     0};
     return m;
 }
@@ -236,6 +237,7 @@ int sim_world_reserve(sim_world* w, const sim_counts* t) {
                     grown(r.joint_limits, t->joint_limits, m.joint_limits, 16),
                     grown(r.bodies, t->bodies, m.bodies, 16),
                     grown(r.joints, t->joints, m.joints, 16),
+                    0,
                     0};
     if (memcmp(&n, &r, sizeof n) == 0) {
         return SIM_OK;
@@ -352,8 +354,8 @@ sim_counts sim_world_reserved(const sim_world* w) {
 }
 
 sim_counts sim_world_counts(const sim_world* w) {
-    sim_counts c = {w->order_count, w->p_count,  w->d_count, w->j_count,
-                    w->b_count,     w->bj_count, w->sp_count};
+    sim_counts c = {w->order_count, w->p_count,  w->d_count,  w->j_count,
+                    w->b_count,     w->bj_count, w->sp_count, w->artic_links};
     return c;
 }
 
@@ -388,12 +390,17 @@ static uint64_t rigid_substeps(sim_solver solver, float dt, int substeps_in) {
 // A soft-body particle costs SIM_SOFTBODY_CONTACT_WORK more per pass (its
 // contact queries) and SIM_SOFTBODY_WORK_PER_SUBSTEP per substep (shape
 // matching).
+// A REDUCED character's link costs SIM_ARTIC_LINK_WORK rigid substeps'
+// more per articulation step (reduced.c: ceil(dt × 240) a tick).
 static uint64_t solver_work(uint32_t dists, uint32_t joints, uint32_t particles, uint32_t bodies,
-                            uint32_t bjoints, uint32_t soft, const sim_params* p, uint64_t rigid) {
+                            uint32_t bjoints, uint32_t soft, const sim_params* p, uint64_t rigid,
+                            uint32_t links, float dt) {
+    const uint64_t artic_steps = (uint64_t)ceilf(dt * 240.0f - 1e-3f);
     return ((uint64_t)dists + joints + particles + (uint64_t)soft * SIM_SOFTBODY_CONTACT_WORK) *
                (uint64_t)p->iterations * (uint64_t)p->substeps +
            (uint64_t)soft * SIM_SOFTBODY_WORK_PER_SUBSTEP * (uint64_t)p->substeps +
-           SIM__RIGID_WORK * ((uint64_t)bodies + bjoints) * rigid;
+           SIM__RIGID_WORK * ((uint64_t)bodies + bjoints) * rigid +
+           SIM__RIGID_WORK * SIM_ARTIC_LINK_WORK * (uint64_t)links * artic_steps;
 }
 
 // The work of world w holding `c` more under parameters p.
@@ -401,7 +408,8 @@ static uint64_t world_work(const sim_world* w, const sim_counts* c, const sim_pa
     return solver_work(w->d_count + c->constraints, w->j_count + c->joint_limits,
                        w->p_count + c->particles, w->b_count + c->bodies, w->bj_count + c->joints,
                        w->sp_count + c->soft_particles, p,
-                       rigid_substeps(w->def.solver, w->def.dt, p->substeps));
+                       rigid_substeps(w->def.solver, w->def.dt, p->substeps),
+                       w->artic_links + c->artic_links, w->def.dt);
 }
 
 // The work of `c` alone in a world of that solver and tick, under p taken
@@ -411,7 +419,8 @@ static uint64_t counts_work(const sim_counts* c, const sim_params* p, sim_solver
     q.iterations = q.iterations < 1 ? 1 : q.iterations;
     q.substeps = q.substeps < 1 ? 1 : q.substeps;
     return solver_work(c->constraints, c->joint_limits, c->particles, c->bodies, c->joints,
-                       c->soft_particles, &q, rigid_substeps(solver, dt, q.substeps));
+                       c->soft_particles, &q, rigid_substeps(solver, dt, q.substeps),
+                       c->artic_links, dt);
 }
 
 bool sim__work_fits(const sim_world* w, uint32_t particles, uint32_t dists, uint32_t joints,

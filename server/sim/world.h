@@ -460,6 +460,7 @@ struct sim_world {
     int32_t* sm_head;     ///< Contact hash bucket heads (as many as particles), -1 empty; scratch.
     int32_t* sm_next;     ///< By particle: next particle in its bucket; scratch.
     uint32_t sp_count;    ///< Soft-body particles (sim_counts.soft_particles).
+    uint32_t artic_links; ///< Links of REDUCED characters' articulations (reduced.c).
     uint32_t soft_bodies; ///< Live soft bodies.
 
     // Broadphase and contacts.

@@ -152,7 +152,8 @@ static sim_counts added(sim_counts before, sim_counts after) {
                     after.joint_limits - before.joint_limits,
                     after.bodies - before.bodies,
                     after.joints - before.joints,
-                    after.soft_particles - before.soft_particles};
+                    after.soft_particles - before.soft_particles,
+                    after.artic_links - before.artic_links};
     return d;
 }
 
@@ -190,7 +191,7 @@ static void test_capacity_def_counts_agree_with_spawns(void** state) {
         b = sim_world_counts(w);
         work = sim_world_solver_work(w);
         assert_int_equal(sim_world_spawn_rope(w, &r, &id), SIM_OK);
-        sim_counts e = {1, segments[i] + 1, segments[i], 0, 0, 0, 0};
+        sim_counts e = {1, segments[i] + 1, segments[i], 0, 0, 0, 0, 0};
         check_spawn(w, b, work, c, e);
     }
 
@@ -207,7 +208,7 @@ static void test_capacity_def_counts_agree_with_spawns(void** state) {
         assert_int_equal(sim_world_spawn_cloth(w, &cl, &id), SIM_OK);
         uint32_t C = grids[i][0], R = grids[i][1];
         uint32_t k = (C - 1) * R + C * (R - 1) + 2 * (C - 1) * (R - 1) + (C - 2) * R + C * (R - 2);
-        sim_counts e = {1, C * R, k, 0, 0, 0, 0};
+        sim_counts e = {1, C * R, k, 0, 0, 0, 0, 0};
         check_spawn(w, b, work, c, e);
     }
     // The seed sheet, by the numbers of the header comment.
@@ -222,7 +223,7 @@ static void test_capacity_def_counts_agree_with_spawns(void** state) {
     b = sim_world_counts(w);
     work = sim_world_solver_work(w);
     assert_int_equal(sim_world_spawn_ragdoll(w, &rd, &id), SIM_OK);
-    sim_counts er = {1, 16, 37, 8, 0, 0, 0};
+    sim_counts er = {1, 16, 37, 8, 0, 0, 0, 0};
     check_spawn(w, b, work, c, er);
     sim_entity_view v;
     assert_int_equal(sim_entity_get_view(w, id, &v), SIM_OK);
@@ -240,7 +241,7 @@ static void test_capacity_def_counts_agree_with_spawns(void** state) {
         b = sim_world_counts(w);
         work = sim_world_solver_work(w);
         assert_int_equal(sim_world_spawn_character(w, &cd, &id), SIM_OK);
-        sim_counts e = {1, 0, 0, 0, skeletons[i].bones, skeletons[i].bones - 1, 0};
+        sim_counts e = {1, 0, 0, 0, skeletons[i].bones, skeletons[i].bones - 1, 0, 0};
         check_spawn(w, b, work, c, e);
     }
 
@@ -250,7 +251,7 @@ static void test_capacity_def_counts_agree_with_spawns(void** state) {
     b = sim_world_counts(w);
     work = sim_world_solver_work(w);
     assert_int_equal(sim_world_spawn_ball(w, &bd, &id), SIM_OK);
-    sim_counts eb = {1, 0, 0, 0, 1, 0, 0};
+    sim_counts eb = {1, 0, 0, 0, 1, 0, 0, 0};
     check_spawn(w, b, work, c, eb);
 
     // The world's own totals are the sums: 3 ropes, 5 cloths, a ragdoll,
@@ -261,6 +262,29 @@ static void test_capacity_def_counts_agree_with_spawns(void** state) {
     assert_int_equal(all.joints, 28); // 15 + 13
     assert_int_equal(all.joint_limits, 8);
     assert_true(sim_counts_solver_work(&all, &def.params) == sim_world_solver_work(w));
+
+    // A REDUCED humanoid: the same bodies and joints, and its 16 links
+    // priced on top (sim_counts.artic_links): at 60 Hz, 4 articulation
+    // steps a tick, 16 × 4 × SIM_ARTIC_LINK_WORK (12) × 100 = 76,800 more
+    // than the maximal one's work.
+    sim_character_def red = sim_character_def_default();
+    red.solver = SIM_CHAR_SOLVER_REDUCED;
+    red.position = (sim_vec3){-6.0f, 0.0f, -5.0f};
+    sim_counts cm;
+    sim_character_def mx = red;
+    mx.solver = SIM_CHAR_SOLVER_MAXIMAL;
+    assert_int_equal(sim_character_def_counts(g_lib, &mx, &cm), SIM_OK);
+    assert_int_equal(sim_character_def_counts(g_lib, &red, &c), SIM_OK);
+    assert_int_equal(c.artic_links, 16);
+    assert_int_equal(sim_world_counts_solver_work(w, &c, &def.params) -
+                         sim_world_counts_solver_work(w, &cm, &def.params),
+                     76800);
+    b = sim_world_counts(w);
+    work = sim_world_solver_work(w);
+    assert_int_equal(sim_world_spawn_character(w, &red, &id), SIM_OK);
+    sim_counts er2 = {1, 0, 0, 0, 16, 15, 0, 16};
+    check_spawn(w, b, work, c, er2);
+    assert_true(sim_counts_solver_work(&all, &def.params) < sim_world_solver_work(w));
     sim_world_destroy(w);
 }
 
@@ -459,7 +483,7 @@ static void test_capacity_memory_starts_small_and_follows_what_a_world_holds(voi
     // holds and at most twice that (or the first step of 128).
     assert_int_equal(sim_scene_demo(w), SIM_OK);
     sim_counts held = sim_world_counts(w), room = sim_world_reserved(w);
-    sim_counts demo = {7, 437, 2200, 16, 46, 43, 0};
+    sim_counts demo = {7, 437, 2200, 16, 46, 43, 0, 0};
     assert_true(counts_equal(held, demo));
     const uint32_t h[6] = {held.entities,     held.particles, held.constraints,
                            held.joint_limits, held.bodies,    held.joints};
@@ -513,7 +537,7 @@ static void test_capacity_reserve_grows_ahead_and_refuses_past_the_limits(void**
     sim_world_def def = counted_def(&c);
     def.max_bodies = 200;
     sim_world* w = make_world(&def);
-    sim_counts want = {100, 0, 0, 0, 100, 0, 0}; // 100 balls: entities and bodies
+    sim_counts want = {100, 0, 0, 0, 100, 0, 0, 0}; // 100 balls: entities and bodies
     assert_int_equal(sim_world_reserve(w, &want), SIM_OK);
     assert_true(sim_world_reserved(w).bodies >= 100);
     // Spawning what was reserved takes no allocation.

@@ -860,7 +860,7 @@ static void test_sim_contact_capacity_overflows_are_counted(void** state) {
     sim_world_def roomy = sim_world_def_default();
     roomy.max_bodies = 64; // 1728 entries, once it has room for 64
     sim_world* r = make_world(&roomy);
-    sim_counts room = {1, 0, 0, 0, 64, 0, 0};
+    sim_counts room = {1, 0, 0, 0, 64, 0, 0, 0};
     assert_int_equal(sim_world_reserve(r, &room), SIM_OK);
     ball_at(r, v3(0.5f, 10.5f, 0.5f), 5.0f);
     sim_world_step(r);

@@ -243,7 +243,19 @@ typedef struct sim_counts {
     /// substep (see max_solver_work). Not a limit of its own: reserve
     /// ignores it.
     uint32_t soft_particles;
+    /// Links of REDUCED characters' articulations (also counted in
+    /// `bodies`): each costs SIM_ARTIC_LINK_WORK rigid-body substeps' work
+    /// more per articulation step, ceil(dt × 240) steps a tick (see
+    /// max_solver_work). Not a limit of its own: reserve ignores it.
+    uint32_t artic_links;
 } sim_counts;
+
+/// What a REDUCED character's link costs per articulation step beyond its
+/// body, in rigid-body substeps: ragdoll-artic-bench measures a reduced
+/// humanoid at 4.4× (in the air) to 6.7× (down stairs) a maximal one's
+/// tick, whose 16 bodies and 15 joints take 4 substeps; 6 × 31 × 4 / (16
+/// links × 4 steps) ≈ 12.
+#define SIM_ARTIC_LINK_WORK 12u
 
 /// Everything needed to create a world. Always start from
 /// sim_world_def_default(); a hand-zeroed def is rejected.
