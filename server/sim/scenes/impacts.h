@@ -79,8 +79,9 @@ typedef struct sim_impact_figures {
 /// Each scene builds its world as the server does (sim_world_def_default()
 /// with `lib`, which must hold the "humanoid" skeleton) with the rigid-body
 /// solver `solver`, spawns its humanoids with the character solver `chars`
-/// (MAXIMAL: bones of that rigid solver; REDUCED: articulations, issue 13),
-/// and frees it before returning.
+/// (MAXIMAL: bones of that rigid solver; REDUCED: articulations, issue 13,
+/// with no solver-work budget: twenty are over the default one), and frees
+/// it before returning.
 
 /// `count` humanoid ragdolls (at most 20) thrown onto a flight of ten
 /// 0.5 m × 0.2 m steps (static boxes, 14 m wide) at `speed` m/s, along
