@@ -58,6 +58,17 @@ static sim_world* new_world(void) {
     return w;
 }
 
+// A world with no ground and no gravity.
+static sim_world* new_space(void) {
+    sim_world_def def = sim_world_def_default();
+    def.library = g_lib;
+    def.ground = false;
+    def.params.gravity = vec(0.0f, 0.0f, 0.0f);
+    sim_world* w = NULL;
+    assert_int_equal(sim_world_create(&def, &w), SIM_OK);
+    return w;
+}
+
 static sim_entity_id spawn(sim_world* w, sim_char_solver solver, sim_vec3 at) {
     sim_character_def cd = sim_character_def_default();
     cd.solver = solver;
@@ -217,16 +228,12 @@ static sim_vec3 momentum(const sim_world* w, sim_entity_id id) {
 // no ground: the two share the ball's momentum (50 kg·m/s along −Z) by
 // Newton's third law, so the sum is kept, the ball slows and the body
 // moves off along −Z. The ball bounces by the world's bounciness (0.3) at
-// most: it does not come back faster than it went. (The rigid solver leaves the pair alone:
-// the articulation's solve is the only one, so nothing is counted twice.)
+// most: it does not come back faster than it went. (The rigid solver
+// leaves the pair alone: the articulation's solve is the only one, so
+// nothing is counted twice.)
 static void test_ball_and_reduced_body_share_momentum(void** state) {
     (void)state;
-    sim_world_def def = sim_world_def_default();
-    def.library = g_lib;
-    def.ground = false;
-    def.params.gravity = vec(0.0f, 0.0f, 0.0f);
-    sim_world* w = NULL;
-    assert_int_equal(sim_world_create(&def, &w), SIM_OK);
+    sim_world* w = new_space();
     sim_entity_id id = spawn(w, SIM_CHAR_SOLVER_REDUCED, vec(0.0f, 0.0f, 0.0f));
     // Limp and still: killed, and the animation's velocity taken out.
     assert_int_equal(sim_character_kill(w, id, vec(0, 1, 0), vec(0, 0, 0), NULL), SIM_OK);
@@ -386,12 +393,7 @@ static void test_drives_hold_the_clip_shape(void** state) {
     (void)state;
     float spread[2];
     for (int k = 0; k < 2; ++k) {
-        sim_world_def def = sim_world_def_default();
-        def.library = g_lib;
-        def.ground = false;
-        def.params.gravity = vec(0.0f, 0.0f, 0.0f);
-        sim_world* w = NULL;
-        assert_int_equal(sim_world_create(&def, &w), SIM_OK);
+        sim_world* w = new_space();
         sim_entity_id id = spawn(w, SIM_CHAR_SOLVER_REDUCED, vec(0.0f, 0.0f, 0.0f));
         sim_bone_pose start[SIM_MAX_BONES];
         const int n = sim_character_get_pose(w, id, start, NULL, NULL, SIM_MAX_BONES);
