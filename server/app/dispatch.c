@@ -91,7 +91,17 @@ static void describe_failure(const app_world* w, const rdp_command* cmd, int rc,
                      ? " that this command applies to"
                      : "");
         break;
-    case SIM_E_BAD_STATE:
+    case SIM_E_BAD_STATE: {
+        sim_character_view cv;
+        if (cmd->op == RDP_OP_SET_PARTIAL &&
+            sim_character_get_view(w->sim, sim_entity_id_load(cmd->entity), &cv) == SIM_OK &&
+            cv.solver == SIM_CHAR_SOLVER_REDUCED && cv.state != SIM_CHAR_RAGDOLL &&
+            cv.state != SIM_CHAR_GETTING_UP) {
+            snprintf(msg, cap,
+                     "a reduced-coordinate character cannot be a partial ragdoll (PROTOCOL.md, "
+                     "\"A character's solver\"); spawn it with \"solver\": \"maximal\"");
+            break;
+        }
         snprintf(msg, cap, "%s",
                  cmd->op == RDP_OP_START_GETUP ? "only a ragdoll can get up"
                  : cmd->op == RDP_OP_DRAG
@@ -99,6 +109,7 @@ static void describe_failure(const app_world* w, const rdp_command* cmd, int rc,
                        "another of its particles"
                      : "a ragdoll or a character getting up cannot do this");
         break;
+    }
     case SIM_E_BAD_INDEX: {
         sim_entity_view v;
         sim_entity_get_view(w->sim, sim_entity_id_load(cmd->entity), &v);

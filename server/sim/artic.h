@@ -71,6 +71,7 @@ struct sim_artic {
     bool any_limits;   // a hinge range or a cone is set on some link
     float last_h;      // the last step's length, s (1/240 before the first)
     float restitution; // sim_artic_set_restitution()
+    float max_rate;    // sim_artic_set_max_rate(); 0: a quarter turn per step
     artic_link* links;
     sp_mat6* scratch; // count composite inertias (momentum())
     uint32_t ndof;    // DOFs of all joints

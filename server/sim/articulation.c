@@ -593,8 +593,10 @@ void sim__artic_link_impulse(sim_artic* a, uint32_t j, const float dir[3], const
 // rad/s at 60 Hz, and 500 m/s): beyond them the explicit velocity-product
 // terms feed energy in faster than the step can follow, and the motion
 // would blow up instead of being merely wrong.
-static void cap_rates(artic_link* l, float dt) {
-    const float max_rate = 0.25f * 3.14159265f / dt;
+static bool cap_rates(artic_link* l, float dt, float most) {
+    bool capped = false;
+    const float per_step = 0.25f * 3.14159265f / dt;
+    const float max_rate = most > 0.0f && most < per_step ? most : per_step;
     const int n = l->def.joint == SIM_ARTIC_REVOLUTE ? 1 : l->dof >= 3 ? 3 : 0;
     float sq = 0.0f;
     for (int k = 0; k < n; ++k) {
@@ -605,6 +607,7 @@ static void cap_rates(artic_link* l, float dt) {
         for (int k = 0; k < n; ++k) {
             l->qd[k] *= f;
         }
+        capped = true;
     }
     if (l->def.joint == SIM_ARTIC_FREE) {
         const float lin = sqrtf(l->qd[3] * l->qd[3] + l->qd[4] * l->qd[4] + l->qd[5] * l->qd[5]);
@@ -612,7 +615,20 @@ static void cap_rates(artic_link* l, float dt) {
             for (int k = 3; k < 6; ++k) {
                 l->qd[k] *= SIM_ARTIC_MAX_SPEED / lin;
             }
+            capped = true;
         }
+    }
+    return capped;
+}
+
+// Caps every link's rates (cap_rates()); the links' velocities follow.
+static void cap_all(sim_artic* a, float dt) {
+    bool capped = false;
+    for (uint32_t i = 0; i < a->count; ++i) {
+        capped = cap_rates(&a->links[i], dt, a->max_rate) || capped;
+    }
+    if (capped) {
+        sim__artic_velocities(a);
     }
 }
 
@@ -667,6 +683,12 @@ int sim_artic_step_among(sim_artic* a, float dt, sim_vec3 gravity, sim_artic_par
         target.lin[1] += (double)gravity.y * (double)total_mass * (double)dt;
         target.lin[2] += (double)gravity.z * (double)total_mass * (double)dt;
     }
+    // Rates over the cap (an impulse between steps can leave a limb
+    // spinning at thousands of rad/s) are capped before the dynamics see
+    // them: their velocity-product terms would swamp the step. A free
+    // base's momentum, taken above, stays whole: the cap takes spin, not
+    // the blow's momentum.
+    cap_all(a, dt);
     for (uint32_t i = 0; i < a->count; ++i) {
         memcpy(a->links[i].qd0, a->links[i].qd, sizeof a->links[i].qd0);
     }
@@ -708,6 +730,10 @@ int sim_artic_step_among(sim_artic* a, float dt, sim_vec3 gravity, sim_artic_par
             l->qd[k] = l->qd0[k] + dt * l->qdd[k];
         }
     }
+    // Capped before the contacts see them, and after: a limb hit hard
+    // must not meet the ground at thousands of m/s, or the ground's
+    // impulse (kept in a free base's momentum) would throw the body.
+    cap_all(a, dt);
     // Contacts, then limits, twice: each solve can undo a little of the
     // other's (a limit's push can slide a foot), and a second round takes
     // most of that out.
@@ -716,9 +742,9 @@ int sim_artic_step_among(sim_artic* a, float dt, sim_vec3 gravity, sim_artic_par
                                   com_before);
         sim__artic_solve_limits(a, dt);
     }
+    cap_all(a, dt);
     for (uint32_t i = 0; i < a->count; ++i) {
         artic_link* l = &a->links[i];
-        cap_rates(l, dt);
         switch (l->def.joint) {
         case SIM_ARTIC_REVOLUTE:
             // The drive's torque with its implicit part, at the new rate.
@@ -756,7 +782,13 @@ int sim_artic_step_among(sim_artic* a, float dt, sim_vec3 gravity, sim_artic_par
         float m;
         const sim_vec3 p = v3((float)target.lin[0], (float)target.lin[1], (float)target.lin[2]);
         const sim_vec3 want = v3_add(com_before, v3_scale(p, dt / total_mass));
-        const sim_vec3 off = v3_sub(want, centre_of_mass(a, &m));
+        sim_vec3 off = v3_sub(want, centre_of_mass(a, &m));
+        // A correction, never a move of its own: at most what the fastest
+        // base could go in the step.
+        const float most = SIM_ARTIC_MAX_SPEED * dt, moved = v3_len(off);
+        if (!(moved <= most)) {
+            off = moved > 0.0f ? v3_scale(off, most / moved) : v3(0.0f, 0.0f, 0.0f);
+        }
         artic_link* base = &a->links[0];
         base->pos = v3_add(base->pos, q_rotate_inv(base->def.frame, off));
         sim__artic_kinematics(a);
@@ -912,6 +944,17 @@ int sim_artic_set_env(sim_artic* a, bool ground, const sim_box* boxes, uint32_t 
     if (count > 0) {
         memcpy(a->boxes, boxes, count * sizeof *boxes);
     }
+    return SIM_OK;
+}
+
+int sim_artic_set_max_rate(sim_artic* a, float rate) {
+    if (!isfinite(rate)) {
+        return SIM_E_NOT_FINITE;
+    }
+    if (!(rate >= 0.0f && rate <= 1e4f)) {
+        return SIM_E_OUT_OF_RANGE;
+    }
+    a->max_rate = rate;
     return SIM_OK;
 }
 

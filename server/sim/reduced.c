@@ -105,6 +105,9 @@ int sim__reduced_create(sim_world* w, uint32_t slot) {
         sim_artic_destroy(a);
         return rc;
     }
+    // A maximal bone's cap, a quarter turn per 1/60 s (SIM_MAX_SPEED's
+    // companion in the rigid solver; Jolt's default).
+    sim_artic_set_max_rate(a, 0.25f * 3.14159265f * 60.0f);
     ch->artic = a;
     ch->reduced = 1;
     w->artic_links += n;
@@ -368,7 +371,27 @@ void sim__reduced_tick(sim_world* w, uint32_t slot, float dt) {
             b->w = pt->w;
         }
     }
-    // Where the bones go, and whether it is still.
+    // Where the bones go, and whether it is still. A bone that would go
+    // faster than any body may (or to a non-finite place) leaves the whole
+    // character where it is, marked for the tick's quarantine (step.c):
+    // its kinematic bodies must not sweep the broad phase across the world.
+    const float far = SIM_MAX_SPEED * dt;
+    for (uint32_t i = 0; i < n; ++i) {
+        sim_vec3 x;
+        sim_quat q;
+        bone_pose(ch, i, &x, &q);
+        if (!(v3_len(v3_sub(x, bones[i].x)) <= far) || !sim_is_finite(q.x) || !sim_is_finite(q.y) ||
+            !sim_is_finite(q.z) || !sim_is_finite(q.w)) {
+            ch->blown = 1;
+        }
+    }
+    if (ch->blown) {
+        for (uint32_t i = 0; i < n; ++i) {
+            ch->target_x[i] = bones[i].x;
+            ch->target_q[i] = bones[i].q;
+        }
+        return;
+    }
     bool still = true;
     for (uint32_t i = 0; i < n; ++i) {
         bone_pose(ch, i, &ch->target_x[i], &ch->target_q[i]);

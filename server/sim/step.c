@@ -12,6 +12,9 @@
 // True when the entity's particles and bodies are finite, not absurdly far
 // away and not faster than SIM_MAX_SPEED (a blow-up: issue 11).
 static bool entity_is_sane(const sim_world* w, const sim__entity* e) {
+    if (e->kind == SIM_ENTITY_CHARACTER && w->chars[e - w->entities].blown) {
+        return false; // a REDUCED character's articulation blew up (reduced.c)
+    }
     const float far = 10.0f * w->def.half_extent;
     // A particle's speed is its move over the last substep.
     const float step = SIM_MAX_SPEED * w->dt / (float)w->params.substeps;

@@ -177,6 +177,7 @@ typedef struct sim__char {
     /// REDUCED (reduced.c): its articulation, else NULL (MAXIMAL).
     struct sim_artic* artic;
     float still_t; ///< REDUCED: how long every link has been slow, s.
+    uint8_t blown; ///< REDUCED: its articulation went where no body may (step.c removes it).
     /// REDUCED: what particles pushed on each bone this tick (N·s), and its
     /// moment about the bone's centre (N·m·s), given to the articulation
     /// the next tick.

@@ -526,6 +526,7 @@ test('a reduced-coordinate character falls, settles and gets up like a maximal o
   ]) {
     const r = await c.send(cmd);
     assert.equal(r.error?.code, code, `${JSON.stringify(cmd)} -> ${JSON.stringify(r)}`);
+    if (cmd.op === 'set_partial') assert.match(r.error.message, /reduced-coordinate character cannot be a partial ragdoll/);
   }
   const first = await c.next((e) => e.ev === 'snapshot' && e.tick > s.tick);
   assert.equal(first.entities.filter((e) => e.kind === 'character').length, 2);
