@@ -1141,6 +1141,35 @@ int sim_artic_apply_impulse(sim_artic* a, uint32_t link, sim_vec3 point, sim_vec
     return SIM_OK;
 }
 
+int sim_artic_point_mass(sim_artic* a, uint32_t link, sim_vec3 point, sim_vec3 dir, float* mass) {
+    if (link >= a->count || mass == NULL) {
+        return SIM_E_BAD_INDEX;
+    }
+    if (!sim__finite3(point) || !sim__finite3(dir)) {
+        return SIM_E_NOT_FINITE;
+    }
+    const float n = v3_len(dir);
+    if (!(n > 1e-6f)) {
+        return SIM_E_OUT_OF_RANGE;
+    }
+    artic_link* l = &a->links[link];
+    for (uint32_t i = 0; i < a->count; ++i) {
+        memcpy(a->links[i].qd0, a->links[i].qd, sizeof a->links[i].qd0);
+    }
+    if (!aba(a, a->last_h, v3(0.0f, 0.0f, 0.0f), true)) {
+        return SIM_E_NOT_FINITE;
+    }
+    // A unit impulse along dir at the point, and the point's velocity
+    // change along dir it causes (the link's spatial velocity change, a).
+    const sim_vec3 d = q_rotate_inv(l->qw, v3_scale(dir, 1.0f / n));
+    const sim_vec3 r = q_rotate_inv(l->qw, v3_sub(point, l->Xw.r));
+    const sp_vec f = sp(v3_cross(r, d), d);
+    sim__artic_link_impulse(a, link, NULL, &f, 1.0f, false);
+    const float k = sp_dot(l->a, f);
+    *mass = k > 1e-9f ? 1.0f / k : 1e9f;
+    return SIM_OK;
+}
+
 uint32_t sim_artic_get_state(const sim_artic* a, float* out, uint32_t cap) {
     const uint32_t need = 1 + a->count * SIM_ARTIC_STATE_FLOATS;
     if (out == NULL || cap < need) {

@@ -233,7 +233,7 @@ static bool overlap(sim_vec3 alo, sim_vec3 ahi, sim_vec3 blo, sim_vec3 bhi) {
 // The bodies near the character as partners (at most
 // SIM_ARTIC_MAX_PARTNERS, in body order); returns how many, and sets
 // *moving when one of them is dynamic and faster than the sleep speed.
-static uint32_t gather_partners(const sim_world* w, const sim__entity* e, sim_vec3 lo, sim_vec3 hi,
+static uint32_t gather_partners(sim_world* w, const sim__entity* e, sim_vec3 lo, sim_vec3 hi,
                                 sim_artic_partner* out, bool* moving) {
     uint32_t n = 0;
     *moving = false;
@@ -269,14 +269,17 @@ static uint32_t gather_partners(const sim_world* w, const sim__entity* e, sim_ve
             *moving = *moving || (!sim__body_asleep(w, i) && v3_len(b->v) > REDUCED_SLEEP_SPEED);
         } else {
             const sim__entity* o = &w->entities[bi->slot];
-            const sim__char* oc = o->kind == SIM_ENTITY_CHARACTER ? &w->chars[bi->slot] : NULL;
+            sim__char* oc = o->kind == SIM_ENTITY_CHARACTER ? &w->chars[bi->slot] : NULL;
             if (oc != NULL && oc->artic != NULL && oc->state == SIM_CHAR_RAGDOLL) {
-                // Another articulation's bone: with its own mass, each
-                // articulation solving its side (its new velocity is
-                // dropped here).
-                pt->inv_mass = 1.0f / bi->mass;
-                pt->inv_inertia =
-                    v3(1.0f / bi->inertia.x, 1.0f / bi->inertia.y, 1.0f / bi->inertia.z);
+                // Another articulation's bone: with the mass its point
+                // seems to have toward this character (through its
+                // articulated inertia), each articulation solving its own
+                // side (its new velocity is dropped here).
+                float m = bi->mass;
+                const sim_vec3 toward = v3_sub(v3_scale(v3_add(lo, hi), 0.5f), b->x);
+                sim_artic_point_mass(oc->artic, bi->bone, b->x, toward, &m);
+                pt->inv_mass = 1.0f / fmaxf(m, 1e-3f);
+                pt->inv_inertia = v3(0.0f, 0.0f, 0.0f);
                 pt->user = UINT32_MAX;
                 *moving = *moving || (!oc->settled && v3_len(b->v) > REDUCED_SLEEP_SPEED);
             } else {

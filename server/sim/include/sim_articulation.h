@@ -169,6 +169,13 @@ int sim_artic_step_among(sim_artic* a, float dt, sim_vec3 gravity, sim_artic_par
 /// than 100 m from the link).
 int sim_artic_apply_impulse(sim_artic* a, uint32_t link, sim_vec3 point, sim_vec3 impulse);
 
+/// The mass (kg) a point of a link seems to have along `dir` (world; any
+/// length but zero): 1 / (the point's velocity change along dir per unit
+/// impulse along dir), through the articulated inertia, as a contact with
+/// it feels. Changes no coordinate or velocity (the step's scratch only).
+/// SIM_E_BAD_INDEX, SIM_E_NOT_FINITE, SIM_E_OUT_OF_RANGE (a zero dir).
+int sim_artic_point_mass(sim_artic* a, uint32_t link, sim_vec3 point, sim_vec3 dir, float* mass);
+
 /// Floats per link in sim_artic_get_state(): a hinge's angle, a ball
 /// joint's or the base's rotation (x, y, z, w), the base's position (x, y,
 /// z) and the joint's velocities (six, the DOFs' first ones used).
