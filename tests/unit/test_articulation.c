@@ -927,6 +927,13 @@ static void test_impulse_on_a_free_body(void** state) {
     sim_artic_link_motion(a, 0, &c, &v, &w);
     assert_true(fabsf(v.x) < 1e-5f && fabsf(v.y) < 1e-5f && fabsf(v.z - 2.0f) < 1e-5f);
     assert_true(fabsf(w.x) < 1e-4f && fabsf(w.y + 20.0f) < 1e-4f && fabsf(w.z) < 1e-4f);
+    // The mass the point (1, 0, 0) seems to have along +Z: 1/m_eff = 1/m +
+    // (r × d)·I⁻¹(r × d) = 0.5 + 1/0.2 = 5.5, m_eff = 0.1818 kg.
+    float m_eff = 0.0f;
+    assert_int_equal(sim_artic_point_mass(a, 0, vec(1, 0, 0), vec(0, 0, 3), &m_eff), SIM_OK);
+    assert_true(fabsf(m_eff - 1.0f / 5.5f) < 1e-5f);
+    assert_int_equal(sim_artic_point_mass(a, 0, vec(1, 0, 0), vec(0, 0, 0), &m_eff),
+                     SIM_E_OUT_OF_RANGE);
     assert_int_equal(sim_artic_apply_impulse(a, 1, vec(0, 0, 0), vec(0, 0, 1)), SIM_E_BAD_INDEX);
     assert_int_equal(sim_artic_apply_impulse(a, 0, vec(NAN, 0, 0), vec(0, 0, 1)), SIM_E_NOT_FINITE);
     assert_int_equal(sim_artic_apply_impulse(a, 0, vec(500, 0, 0), vec(0, 0, 1)),

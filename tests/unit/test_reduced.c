@@ -209,6 +209,35 @@ static void test_rests_on_stairs_and_gets_up(void** state) {
 // Two-way contact
 // ---------------------------------------------------------------------------
 
+// Three reduced humanoids dropped onto each other come to rest in a pile
+// and fall asleep, each, within 20 s (each solves its side of their
+// contacts with the mass the other's point seems to have).
+static void test_a_pile_of_reduced_ragdolls_falls_asleep(void** state) {
+    (void)state;
+    sim_world* w = new_world();
+    sim_entity_id ids[3];
+    for (int k = 0; k < 3; ++k) {
+        ids[k] = spawn(w, SIM_CHAR_SOLVER_REDUCED, vec(0.1f * (float)k, 2.5f * (float)k, 0.0f));
+        assert_int_equal(
+            sim_character_kill(w, ids[k], vec(0, 1.0f + 2.5f * (float)k, 0), vec(0, 0, 0), NULL),
+            SIM_OK);
+    }
+    int all_asleep_at = -1;
+    for (int t = 0; t < 20 * 60 && all_asleep_at < 0; ++t) {
+        sim_world_step(w);
+        bool all = true;
+        for (int k = 0; k < 3; ++k) {
+            sim_character_view cv;
+            sim_character_get_view(w, ids[k], &cv);
+            all = all && cv.asleep;
+        }
+        all_asleep_at = all ? t : -1;
+    }
+    printf("a pile of three reduced ragdolls: all asleep at %.2f s\n", all_asleep_at / 60.0);
+    assert_true(all_asleep_at > 0);
+    sim_world_destroy(w);
+}
+
 // Sum of m·v of the character's bones (their masses from the skeleton).
 static sim_vec3 momentum(const sim_world* w, sim_entity_id id) {
     sim_character_view cv;
@@ -642,6 +671,7 @@ int main(void) {
         cmocka_unit_test(test_no_gap_under_the_impact_scenes),
         cmocka_unit_test(test_rests_on_stairs_and_gets_up),
         cmocka_unit_test(test_ball_and_reduced_body_share_momentum),
+        cmocka_unit_test(test_a_pile_of_reduced_ragdolls_falls_asleep),
         cmocka_unit_test(test_cape_stays_outside_a_reduced_body),
         cmocka_unit_test(test_a_dropped_sheet_wakes_and_pushes_a_reduced_body),
         cmocka_unit_test(test_drives_hold_the_clip_shape),
