@@ -561,7 +561,8 @@ static bool print_describe(ctl* x, const rdc_reply* r) {
     printf("entity %.0f: %s\n", num(j, "entity"), kind);
     const cJSON* bones = cJSON_GetObjectItemCaseSensitive(j, "bones");
     if (cJSON_IsArray(bones)) {
-        printf("skeleton %s, state %s, clip %s, %d bones:\n", str(j, "skeleton"), str(j, "state"),
+        printf("skeleton %s, solver %s, state %s, clip %s, %d bones:\n", str(j, "skeleton"),
+               has_string(j, "solver") ? str(j, "solver") : "maximal", str(j, "state"),
                str(j, "clip"), cJSON_GetArraySize(bones));
         const cJSON* b;
         cJSON_ArrayForEach(b, bones) {
