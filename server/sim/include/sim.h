@@ -252,7 +252,7 @@ typedef struct sim_counts {
 
 /// What a REDUCED character's link costs per articulation step beyond its
 /// body, in rigid-body substeps: ragdoll-artic-bench measures a reduced
-/// humanoid at 4.4× (in the air) to 6.7× (down stairs) a maximal one's
+/// humanoid at 4.4-4.9× (in the air) to 6.7-7.2× (down stairs) a maximal one's
 /// tick, whose 16 bodies and 15 joints take 4 substeps; 6 × 31 × 4 / (16
 /// links × 4 steps) ≈ 12.
 #define SIM_ARTIC_LINK_WORK 12u
