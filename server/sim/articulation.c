@@ -1120,7 +1120,7 @@ int sim_artic_apply_impulse(sim_artic* a, uint32_t link, sim_vec3 point, sim_vec
     artic_link* l = &a->links[link];
     const sim_vec3 r = v3_sub(point, l->Xw.r);
     if (fabsf(impulse.x) > SIM_MAX_IMPULSE || fabsf(impulse.y) > SIM_MAX_IMPULSE ||
-        fabsf(impulse.z) > SIM_MAX_IMPULSE || !(v3_len(r) <= 100.0f)) {
+        fabsf(impulse.z) > SIM_MAX_IMPULSE || !(v3_len(r) <= 1e4f)) {
         return SIM_E_OUT_OF_RANGE;
     }
     // The articulated inertias of the coordinates as they are (the last
@@ -1179,9 +1179,12 @@ uint32_t sim_artic_get_state(const sim_artic* a, float* out, uint32_t cap) {
     for (uint32_t i = 0; i < a->count; ++i) {
         const artic_link* l = &a->links[i];
         float* o = out + 1 + (size_t)i * SIM_ARTIC_STATE_FLOATS;
-        const float v[SIM_ARTIC_STATE_FLOATS] = {l->angle, l->rot.x, l->rot.y, l->rot.z, l->rot.w,
-                                                 l->pos.x, l->pos.y, l->pos.z, l->qd[0], l->qd[1],
-                                                 l->qd[2], l->qd[3], l->qd[4], l->qd[5]};
+        const float v[SIM_ARTIC_STATE_FLOATS] = {
+            l->angle,       l->rot.x,        l->rot.y,        l->rot.z,        l->rot.w,
+            l->pos.x,       l->pos.y,        l->pos.z,        l->qd[0],        l->qd[1],
+            l->qd[2],       l->qd[3],        l->qd[4],        l->qd[5],        l->kp,
+            l->kd,          l->target_angle, l->target_rot.x, l->target_rot.y, l->target_rot.z,
+            l->target_rot.w};
         memcpy(o, v, sizeof v);
     }
     return need;
@@ -1202,7 +1205,9 @@ int sim_artic_set_state(sim_artic* a, const float* state, uint32_t count) {
     for (uint32_t i = 0; i < a->count; ++i) {
         const float* s = state + 1 + (size_t)i * SIM_ARTIC_STATE_FLOATS;
         const float n2 = s[1] * s[1] + s[2] * s[2] + s[3] * s[3] + s[4] * s[4];
-        if (!(fabsf(n2 - 1.0f) < 1e-3f)) {
+        const float t2 = s[17] * s[17] + s[18] * s[18] + s[19] * s[19] + s[20] * s[20];
+        if (!(fabsf(n2 - 1.0f) < 1e-3f) || !(fabsf(t2 - 1.0f) < 1e-3f) ||
+            !(s[14] >= 0.0f && s[14] <= 1e9f && s[15] >= 0.0f && s[15] <= 1e9f)) {
             return SIM_E_OUT_OF_RANGE;
         }
     }
@@ -1214,6 +1219,10 @@ int sim_artic_set_state(sim_artic* a, const float* state, uint32_t count) {
         l->rot = (sim_quat){s[1], s[2], s[3], s[4]};
         l->pos = v3(s[5], s[6], s[7]);
         memcpy(l->qd, s + 8, sizeof l->qd);
+        l->kp = s[14];
+        l->kd = s[15];
+        l->target_angle = s[16];
+        l->target_rot = (sim_quat){s[17], s[18], s[19], s[20]};
     }
     sim__artic_kinematics(a);
     return SIM_OK;

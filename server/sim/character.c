@@ -383,7 +383,10 @@ int sim_character_kill(sim_world* w, sim_entity_id id, sim_vec3 hit_point, sim_v
     }
     sim__body* b = &w->body[e->b_first + best];
     if (ch->artic != NULL) {
-        sim__reduced_impulse(w, id.index1 - 1, best, hit_point, impulse);
+        // Within the world a point is never 10 km from a bone
+        // (sim_artic_apply_impulse()'s bound): this cannot fail on input
+        // check_impulse() passed.
+        (void)sim__reduced_impulse(w, id.index1 - 1, best, hit_point, impulse);
     } else {
         sim__apply_impulse_at(b, v3_sub(hit_point, b->x), impulse);
     }

@@ -936,7 +936,7 @@ static void test_impulse_on_a_free_body(void** state) {
                      SIM_E_OUT_OF_RANGE);
     assert_int_equal(sim_artic_apply_impulse(a, 1, vec(0, 0, 0), vec(0, 0, 1)), SIM_E_BAD_INDEX);
     assert_int_equal(sim_artic_apply_impulse(a, 0, vec(NAN, 0, 0), vec(0, 0, 1)), SIM_E_NOT_FINITE);
-    assert_int_equal(sim_artic_apply_impulse(a, 0, vec(500, 0, 0), vec(0, 0, 1)),
+    assert_int_equal(sim_artic_apply_impulse(a, 0, vec(2e4f, 0, 0), vec(0, 0, 1)),
                      SIM_E_OUT_OF_RANGE);
     sim_artic_destroy(a);
 }

@@ -166,7 +166,7 @@ int sim_artic_step_among(sim_artic* a, float dt, sim_vec3 gravity, sim_artic_par
 /// (impulse propagation through the articulated inertias, Mirtich 1996,
 /// O(n)), as a hit would. SIM_E_BAD_INDEX, SIM_E_NOT_FINITE,
 /// SIM_E_OUT_OF_RANGE (a component over SIM_MAX_IMPULSE or the point more
-/// than 100 m from the link).
+/// than 10 km from the link).
 int sim_artic_apply_impulse(sim_artic* a, uint32_t link, sim_vec3 point, sim_vec3 impulse);
 
 /// The mass (kg) a point of a link seems to have along `dir` (world; any
@@ -178,14 +178,17 @@ int sim_artic_point_mass(sim_artic* a, uint32_t link, sim_vec3 point, sim_vec3 d
 
 /// Floats per link in sim_artic_get_state(): a hinge's angle, a ball
 /// joint's or the base's rotation (x, y, z, w), the base's position (x, y,
-/// z) and the joint's velocities (six, the DOFs' first ones used).
-#define SIM_ARTIC_STATE_FLOATS 14
+/// z), the joint's velocities (six, the DOFs' first ones used), and its
+/// drive: kp, kd, the target angle and the target rotation (x, y, z, w).
+#define SIM_ARTIC_STATE_FLOATS 21
 
 /// Copies the last step's length (s; it sets the implicit drives' part of
 /// the response to sim_artic_apply_impulse()), then the coordinates and
 /// velocities of every link (link order, SIM_ARTIC_STATE_FLOATS each) into
-/// out[0 .. cap): what a step continues from, besides the drives and
-/// limits (set by their own calls) and the environment. Returns the floats
+/// out[0 .. cap): what a step continues from, with the drives (their gains
+/// also set the articulated inertia another body's contact feels,
+/// sim_artic_point_mass()), besides the limits (set by their own calls)
+/// and the environment. Returns the floats
 /// a whole copy needs, 1 + links × SIM_ARTIC_STATE_FLOATS (copying only
 /// when cap is at least that).
 uint32_t sim_artic_get_state(const sim_artic* a, float* out, uint32_t cap);
