@@ -615,21 +615,8 @@ void sim__characters_pre_tick(sim_world* w, float dt) {
         sim__bjoint* joints = &w->bjoint[e->bj_first];
         advance_clip(ch, dt);
         sim_quat local[SIM_MAX_BONES];
-        if (ch->artic != NULL && ch->state == SIM_CHAR_RAGDOLL) {
-            // REDUCED: the clip's pose is only the drives' target; the
-            // articulation says where the bones go (reduced.c).
-            clip_pose(ch, ch->t, ch->target_x, ch->target_q, local);
-            update_gains(ch, joints, n, dt);
-            set_drive_targets(ch, joints, n, local);
-            sim__reduced_tick(w, slot, dt);
-            for (uint32_t i = 0; i < n; ++i) {
-                sim__body* b = &bodies[i];
-                b->v = v3_scale(v3_sub(ch->target_x[i], b->x), 1.0f / dt);
-                b->w = v3_scale(q_to_rotvec(q_mul(ch->target_q[i], q_conj(b->q))), 1.0f / dt);
-            }
-            continue;
-        }
-        if (ch->settled) {
+        const bool reduced_ragdoll = ch->artic != NULL && ch->state == SIM_CHAR_RAGDOLL;
+        if (ch->settled && !reduced_ragdoll) { // a REDUCED one sleeps in reduced.c
             // Asleep (a RAGDOLL: every bone dynamic, frozen): without a
             // drive nothing reads the animated pose until it wakes, and the
             // tick after that computes it again. A sleeping pile then costs
@@ -661,6 +648,11 @@ void sim__characters_pre_tick(sim_world* w, float dt) {
         }
         update_gains(ch, joints, n, dt);
         set_drive_targets(ch, joints, n, local);
+        if (reduced_ragdoll) {
+            // The clip's pose was only the drives' target: the articulation
+            // says where the bones go (reduced.c).
+            sim__reduced_tick(w, slot, dt);
+        }
         // Kinematic bones get the velocity that lands them on the pose.
         for (uint32_t i = 0; i < n; ++i) {
             sim__body* b = &bodies[i];

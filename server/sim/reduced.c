@@ -26,9 +26,6 @@
 #include <math.h>
 #include <string.h>
 
-// Articulation steps per second: a tick is cut into ceil(dt × this) steps
-// (4 at 60 Hz), the rate the articulation's tests hold a humanoid at.
-#define REDUCED_RATE 240.0f
 // Still enough to sleep: every link's centre slower than this (m/s) and
 // turning slower than REDUCED_SLEEP_SPIN (rad/s) for SIM__SLEEP_TIME.
 #define REDUCED_SLEEP_SPEED 0.05f
@@ -193,7 +190,7 @@ void sim__reduced_push(sim_world* w, uint32_t body, sim_vec3 p, sim_vec3 j) {
 // What particles pushed on the bones last tick, as one impulse per bone:
 // the sum J at the point whose lever gives the sum's moment M about the
 // bone's centre (its part across J; a twist about J itself is dropped).
-static bool apply_pushes(sim_world* w, sim__char* ch, const sim__body* bones, uint32_t n) {
+static bool apply_pushes(sim__char* ch, const sim__body* bones, uint32_t n) {
     bool any = false;
     for (uint32_t i = 0; i < n; ++i) {
         const sim_vec3 J = ch->fb_j[i], M = ch->fb_m[i];
@@ -205,7 +202,6 @@ static bool apply_pushes(sim_world* w, sim__char* ch, const sim__body* bones, ui
     }
     memset(ch->fb_j, 0, sizeof ch->fb_j);
     memset(ch->fb_m, 0, sizeof ch->fb_m);
-    (void)w;
     return any;
 }
 
@@ -324,7 +320,7 @@ void sim__reduced_tick(sim_world* w, uint32_t slot, float dt) {
     sim_artic_partner partners[SIM_ARTIC_MAX_PARTNERS];
     bool moving = false;
     uint32_t np = gather_partners(w, e, lo, hi, partners, &moving);
-    const bool pushed = apply_pushes(w, ch, bones, n);
+    const bool pushed = apply_pushes(ch, bones, n);
     if (ch->settled && !moving && !pushed) {
         for (uint32_t i = 0; i < n; ++i) {
             ch->target_x[i] = bones[i].x;
@@ -347,9 +343,9 @@ void sim__reduced_tick(sim_world* w, uint32_t slot, float dt) {
                       fminf(fmaxf(w->params.friction, 0.0f), 10.0f));
     sim_artic_set_restitution(ch->artic, fminf(fmaxf(w->params.bounciness, 0.0f), 1.0f));
     set_drives(ch, &w->bjoint[e->bj_first], n);
-    const int steps = (int)ceilf(dt * REDUCED_RATE - 1e-3f);
-    const float h = dt / (float)(steps > 0 ? steps : 1);
-    for (int s = 0; s < steps; ++s) {
+    const uint32_t steps = sim__reduced_steps(dt);
+    const float h = dt / (float)steps;
+    for (uint32_t s = 0; s < steps; ++s) {
         if (sim_artic_step_among(ch->artic, h, g, partners, np) != SIM_OK) {
             break; // left as it was: the quarantine finds it if it went bad
         }
@@ -379,14 +375,18 @@ void sim__reduced_tick(sim_world* w, uint32_t slot, float dt) {
     // character where it is, marked for the tick's quarantine (step.c):
     // its kinematic bodies must not sweep the broad phase across the world.
     const float far = SIM_MAX_SPEED * dt;
+    bool still = true;
     for (uint32_t i = 0; i < n; ++i) {
-        sim_vec3 x;
-        sim_quat q;
-        bone_pose(ch, i, &x, &q);
-        if (!(v3_len(v3_sub(x, bones[i].x)) <= far) || !sim_is_finite(q.x) || !sim_is_finite(q.y) ||
-            !sim_is_finite(q.z) || !sim_is_finite(q.w)) {
+        sim_vec3* x = &ch->target_x[i];
+        sim_quat* q = &ch->target_q[i];
+        bone_pose(ch, i, x, q);
+        if (!(v3_len(v3_sub(*x, bones[i].x)) <= far) || !sim_is_finite(q->x) ||
+            !sim_is_finite(q->y) || !sim_is_finite(q->z) || !sim_is_finite(q->w)) {
             ch->blown = 1;
         }
+        sim_vec3 c, v, om;
+        sim_artic_link_motion(ch->artic, i, &c, &v, &om);
+        still = still && v3_len(v) < REDUCED_SLEEP_SPEED && v3_len(om) < REDUCED_SLEEP_SPIN;
     }
     if (ch->blown) {
         for (uint32_t i = 0; i < n; ++i) {
@@ -394,13 +394,6 @@ void sim__reduced_tick(sim_world* w, uint32_t slot, float dt) {
             ch->target_q[i] = bones[i].q;
         }
         return;
-    }
-    bool still = true;
-    for (uint32_t i = 0; i < n; ++i) {
-        bone_pose(ch, i, &ch->target_x[i], &ch->target_q[i]);
-        sim_vec3 c, v, om;
-        sim_artic_link_motion(ch->artic, i, &c, &v, &om);
-        still = still && v3_len(v) < REDUCED_SLEEP_SPEED && v3_len(om) < REDUCED_SLEEP_SPIN;
     }
     ch->still_t = still ? ch->still_t + dt : 0.0f;
     if (ch->still_t >= SIM__SLEEP_TIME) {

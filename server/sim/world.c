@@ -395,7 +395,7 @@ static uint64_t rigid_substeps(sim_solver solver, float dt, int substeps_in) {
 static uint64_t solver_work(uint32_t dists, uint32_t joints, uint32_t particles, uint32_t bodies,
                             uint32_t bjoints, uint32_t soft, const sim_params* p, uint64_t rigid,
                             uint32_t links, float dt) {
-    const uint64_t artic_steps = (uint64_t)ceilf(dt * 240.0f - 1e-3f);
+    const uint64_t artic_steps = sim__reduced_steps(dt);
     return ((uint64_t)dists + joints + particles + (uint64_t)soft * SIM_SOFTBODY_CONTACT_WORK) *
                (uint64_t)p->iterations * (uint64_t)p->substeps +
            (uint64_t)soft * SIM_SOFTBODY_WORK_PER_SUBSTEP * (uint64_t)p->substeps +

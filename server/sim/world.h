@@ -654,6 +654,14 @@ int sim__reduced_impulse(sim_world* w, uint32_t slot, uint32_t bone, sim_vec3 po
 /// A particle's push j (N·s) at p on a kinematic body: kept for the
 /// articulation's next tick when the body is a REDUCED ragdoll's bone.
 void sim__reduced_push(sim_world* w, uint32_t body, sim_vec3 p, sim_vec3 j);
+/// Articulation steps of a REDUCED ragdoll in a tick of dt seconds (reduced.c;
+/// the solver-work budget prices them, world.c): ceil(dt × 240), the rate
+/// the articulation's tests hold a humanoid at (4 at 60 Hz), at least 1.
+static inline uint32_t sim__reduced_steps(float dt) {
+    const float s = ceilf(dt * 240.0f - 1e-3f);
+    return s >= 1.0f ? (uint32_t)s : 1u;
+}
+
 /// True when body i is a bone of a REDUCED ragdoll: its contacts with
 /// other bodies are solved by its articulation, not the rigid solver.
 static inline bool sim__reduced_bone(const sim_world* w, uint32_t i) {
