@@ -67,11 +67,12 @@ struct sim_artic {
     float friction;
     uint32_t box_count;
     sim_box boxes[SIM_ARTIC_MAX_BOXES];
-    uint32_t contacts; // last step's
-    bool any_limits;   // a hinge range or a cone is set on some link
-    float last_h;      // the last step's length, s (1/240 before the first)
-    float restitution; // sim_artic_set_restitution()
-    float max_rate;    // sim_artic_set_max_rate(); 0: a quarter turn per step
+    uint32_t contacts;   // last step's
+    bool any_limits;     // a hinge range or a cone is set on some link
+    float last_h;        // the last step's length, s (1/240 before the first)
+    float restitution;   // sim_artic_set_restitution()
+    float max_rate;      // sim_artic_set_max_rate(); 0: a quarter turn per step
+    bool inertias_valid; // U and D⁻¹ are of the coordinates and drives as they are
     artic_link* links;
     sp_mat6* scratch; // count composite inertias (momentum())
     uint32_t ndof;    // DOFs of all joints

@@ -258,6 +258,7 @@ static sp_vec joint_velocity(const artic_link* l) {
 
 // Transforms and velocities of every link from the coordinates (outward).
 void sim__artic_kinematics(sim_artic* a) {
+    a->inertias_valid = false; // of other coordinates now
     for (uint32_t i = 0; i < a->count; ++i) {
         artic_link* l = &a->links[i];
         sim_quat qj;
@@ -352,6 +353,7 @@ static bool aba(sim_artic* a, float h, sim_vec3 gravity, bool inertias) {
                 }
             }
             if (dof > 0 && !invert(dof, D, l->Dinv)) {
+                a->inertias_valid = false;
                 return false;
             }
             if (l->def.parent >= 0) {
@@ -421,7 +423,24 @@ static bool aba(sim_artic* a, float h, sim_vec3 gravity, bool inertias) {
         }
         l->a = acc;
     }
+    if (inertias) {
+        a->inertias_valid = true; // until the coordinates or the drives change
+    }
     return true;
+}
+
+// Makes the articulated inertias (U, D⁻¹) those of the coordinates as they
+// are, with the implicit drives' stiffness of the last step's length: an
+// ABA pass unless they already are (they depend on neither the velocities
+// nor gravity). False when one is singular.
+static bool current_inertias(sim_artic* a) {
+    if (a->inertias_valid) {
+        return true;
+    }
+    for (uint32_t i = 0; i < a->count; ++i) {
+        memcpy(a->links[i].qd0, a->links[i].qd, sizeof a->links[i].qd0);
+    }
+    return aba(a, a->last_h, v3(0.0f, 0.0f, 0.0f), true);
 }
 
 // ---------------------------------------------------------------------------
@@ -912,6 +931,7 @@ int sim_artic_set_drive(sim_artic* a, uint32_t link, float kp, float kd, float t
     }
     l->kp = kp;
     l->kd = kd;
+    a->inertias_valid = false; // the implicit stiffness is in D
     l->target_angle = target_angle;
     l->target_rot =
         l->def.joint == SIM_ARTIC_SPHERICAL ? q_normalize(target_rotation) : q_identity();
@@ -1123,13 +1143,7 @@ int sim_artic_apply_impulse(sim_artic* a, uint32_t link, sim_vec3 point, sim_vec
         fabsf(impulse.z) > SIM_MAX_IMPULSE || !(v3_len(r) <= 1e4f)) {
         return SIM_E_OUT_OF_RANGE;
     }
-    // The articulated inertias of the coordinates as they are (the last
-    // step's may be of other coordinates, or there was none), with the
-    // implicit drives' stiffness of the last step's length.
-    for (uint32_t i = 0; i < a->count; ++i) {
-        memcpy(a->links[i].qd0, a->links[i].qd, sizeof a->links[i].qd0);
-    }
-    if (!aba(a, a->last_h, v3(0.0f, 0.0f, 0.0f), true)) {
+    if (!current_inertias(a)) {
         return SIM_E_NOT_FINITE;
     }
     // The impulse in link coordinates: (r × p, p) about the link's origin.
@@ -1153,10 +1167,7 @@ int sim_artic_point_mass(sim_artic* a, uint32_t link, sim_vec3 point, sim_vec3 d
         return SIM_E_OUT_OF_RANGE;
     }
     artic_link* l = &a->links[link];
-    for (uint32_t i = 0; i < a->count; ++i) {
-        memcpy(a->links[i].qd0, a->links[i].qd, sizeof a->links[i].qd0);
-    }
-    if (!aba(a, a->last_h, v3(0.0f, 0.0f, 0.0f), true)) {
+    if (!current_inertias(a)) {
         return SIM_E_NOT_FINITE;
     }
     // A unit impulse along dir at the point, and the point's velocity
