@@ -1,5 +1,5 @@
 /*
- * codec.c: binary snapshots, version 2 (PROTOCOL.md §5.2): quantized,
+ * codec.c: binary snapshots, version 3 (PROTOCOL.md §5.2): quantized,
  * delta-coded against a baseline the client acknowledged, entropy-coded
  * with exp-Golomb codes in a bit stream.
  *
@@ -500,7 +500,7 @@ static void put_entity_head(bitw* w, const rdp_qsnap* q, const rdp_qentity* e) {
     if (e->kind == RDP_KIND_CHARACTER) {
         for (uint32_t i = 0; i < e->count; ++i) {
             const rdp_qbone* b = &q->skel[e->skel + i];
-            put_bits(w, (uint64_t)(b->parent + 1), 5);
+            put_bits(w, (uint64_t)(b->parent + 1), 8);
             for (int c = 0; c < 3; ++c) {
                 put_fixed(w, b->anchor_parent[c], 16);
             }
@@ -701,7 +701,7 @@ size_t rdp_encode(const rdp_qsnap* q, const rdp_qsnap* base, uint8_t* buf, size_
         return 0;
     }
     memcpy(buf, magic2, 4);
-    buf[4] = 2;
+    buf[4] = RDP_SNAPSHOT_VERSION;
     buf[5] = base != NULL ? FLAG_DELTA : 0;
     buf[6] = (uint8_t)q->tick;
     buf[7] = (uint8_t)(q->tick >> 8);
@@ -816,7 +816,7 @@ static bool get_entity_head(bitr* r, rdp_qsnap* q, rdp_qentity* e, uint32_t* ske
     // room is made for it (2^20 particles are 24 MiB).
     if (r->bad || count > 1u << 20 || 3 * count > bits_left(r) || e->kind < RDP_KIND_ROPE ||
         e->kind > RDP_KIND_SOFTBODY || (e->kind == RDP_KIND_BALL && count != 1) ||
-        (e->kind == RDP_KIND_CHARACTER && (count < 1 || count > 32))) {
+        (e->kind == RDP_KIND_CHARACTER && (count < 1 || count > RDP_MAX_SKELETON_BONES))) {
         return false;
     }
     e->count = (uint32_t)count;
@@ -827,7 +827,7 @@ static bool get_entity_head(bitr* r, rdp_qsnap* q, rdp_qentity* e, uint32_t* ske
         }
         for (uint32_t i = 0; i < e->count; ++i) {
             rdp_qbone* b = &q->skel[*skel_used + i];
-            b->parent = (int8_t)((int)get_bits(r, 5) - 1);
+            b->parent = (int8_t)((int)get_bits(r, 8) - 1);
             for (int c = 0; c < 3; ++c) {
                 b->anchor_parent[c] = (int16_t)get_fixed(r, 16);
             }
@@ -971,7 +971,7 @@ static bool get_bodies(bitr* r, rdp_qsnap* q, const rdp_qentity* e, const rdp_qs
 }
 
 rdp_code rdp_decode(rdp_decoder* d, const uint8_t* buf, size_t len, const rdp_qsnap** out) {
-    if (buf == NULL || len < 8 || memcmp(buf, magic2, 4) != 0 || buf[4] != 2) {
+    if (buf == NULL || len < 8 || memcmp(buf, magic2, 4) != 0 || buf[4] != RDP_SNAPSHOT_VERSION) {
         return RDP_E_BAD_REQUEST;
     }
     bool delta = (buf[5] & FLAG_DELTA) != 0;

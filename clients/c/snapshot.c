@@ -508,7 +508,7 @@ static void names_apply(rdc__world* w, rdc_snapshot* out, rdc_entity* ents, bool
 bool rdc__binary_peek(const uint8_t* data, size_t len, uint64_t* world, uint16_t* tick16,
                       bool* delta) {
     static const uint8_t magic[4] = {'R', 'D', 'S', '2'};
-    if (data == NULL || len < 8 || memcmp(data, magic, 4) != 0 || data[4] != 2) {
+    if (data == NULL || len < 8 || memcmp(data, magic, 4) != 0 || data[4] != RDP_SNAPSHOT_VERSION) {
         return false;
     }
     *delta = (data[5] & 1u) != 0;

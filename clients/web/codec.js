@@ -1,4 +1,4 @@
-// Binary snapshots, version 2 (protocol/PROTOCOL.md §5.2): the decoder the
+// Binary snapshots, version 3 (protocol/PROTOCOL.md §5.2): the decoder the
 // viewer and the JavaScript tests use. It mirrors protocol/codec.c step for
 // step (the same integers, the same closed-loop skeleton arithmetic in
 // double precision); the golden vectors in protocol/golden/ keep the two in
@@ -10,6 +10,7 @@ const QUAT_SCALE = 2047 * Math.SQRT2;
 const ABS_BITS = 26;
 const FLAG_DELTA = 1;
 export const BASELINES = 32; // baselines a decoder keeps
+export const MAX_SKELETON_BONES = 128; // bones of one character at most
 export const KIND = { rope: 1, cloth: 2, ragdoll: 3, character: 4, ball: 5, softbody: 6 };
 export const KIND_NAME = ['unknown', 'rope', 'cloth', 'ragdoll', 'character', 'ball', 'softbody'];
 export const STATE_NAME = ['animated', 'ragdoll', 'getting_up', 'partial'];
@@ -104,8 +105,8 @@ export class Decoder {
 
   decode(input) {
     const b = input instanceof Uint8Array ? input : new Uint8Array(input);
-    if (b.length < 8 || b[0] !== 0x52 || b[1] !== 0x44 || b[2] !== 0x53 || b[3] !== 0x32 || b[4] !== 2) {
-      throw new RangeError('not a version 2 binary snapshot');
+    if (b.length < 8 || b[0] !== 0x52 || b[1] !== 0x44 || b[2] !== 0x53 || b[3] !== 0x32 || b[4] !== 3) {
+      throw new RangeError('not a version 3 binary snapshot');
     }
     const delta = (b[5] & FLAG_DELTA) !== 0;
     const tick16 = b[6] | (b[7] << 8);
@@ -170,13 +171,13 @@ function readHead(r) {
   const hi = r.eg(0);
   const e = { entity: hi * 2 ** 32 + lo, kind: r.bits(3), state: 0, count: r.eg(0), skel: null };
   if (e.kind < 1 || e.kind > 6 || e.count > 1 << 20 || (e.kind === KIND.ball && e.count !== 1) ||
-      (e.kind === KIND.character && (e.count < 1 || e.count > 32))) {
+      (e.kind === KIND.character && (e.count < 1 || e.count > MAX_SKELETON_BONES))) {
     throw new RangeError('bad entity header');
   }
   if (e.kind === KIND.character) {
     e.skel = [];
     for (let i = 0; i < e.count; i++) {
-      const parent = r.bits(5) - 1;
+      const parent = r.bits(8) - 1;
       const ap = [r.fixed(16), r.fixed(16), r.fixed(16)].map((v) => v / ANCHOR_SCALE);
       const ac = [r.fixed(16), r.fixed(16), r.fixed(16)].map((v) => v / ANCHOR_SCALE);
       if ((i === 0) !== (parent < 0) || (i > 0 && parent >= i)) throw new RangeError('bad skeleton');

@@ -50,6 +50,11 @@ extern "C" {
 #define RDP_MAX_BONE_NAME 31
 /// Most names in a `bones` list (set_drive, set_partial).
 #define RDP_MAX_BONES 32
+/// Most bones of one character in a binary snapshot (the simulator's
+/// SIM_MAX_BONES): its parent index is coded in 8 bits.
+#define RDP_MAX_SKELETON_BONES 128
+/// The binary snapshot format's version (the byte after "RDS2").
+#define RDP_SNAPSHOT_VERSION 3
 
 // ---------------------------------------------------------------------------
 // Error codes

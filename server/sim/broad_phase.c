@@ -41,7 +41,8 @@ static bool may_collide(const sim_world* w, uint32_t a, uint32_t b) {
     if (w->body[a].inv_mass == 0.0f && w->body[b].inv_mass == 0.0f) {
         return false; // two kinematic bodies cannot push each other
     }
-    if (ia->slot == ib->slot && (ia->no_collide & (1u << ib->bone))) {
+    if (ia->slot == ib->slot && w->chars[ia->slot].sk != NULL &&
+        sim__bones_has(&w->chars[ia->slot].sk->no_collide[ia->bone], ib->bone)) {
         return false;
     }
     if (sim__reduced_bone(w, a) || sim__reduced_bone(w, b)) {

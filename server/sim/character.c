@@ -99,7 +99,7 @@ static bool bone_dynamic(const sim__char* ch, uint32_t bone) {
     case SIM_CHAR_RAGDOLL:
         return true;
     case SIM_CHAR_PARTIAL:
-        return (ch->partial >> bone) & 1u;
+        return sim__bones_has(&ch->partial, bone);
     default:
         return false;
     }
@@ -111,6 +111,18 @@ static void clip_pose(const sim__char* ch, float t, sim_vec3* x, sim_quat* q, si
     sim_quat rq;
     sim__clip_sample(ch->sk, ch->clip, t, &rp, &rq, local);
     sim__skel_pose(ch->sk, ch->origin, ch->yaw, rp, rq, local, x, q);
+}
+
+// The clip's pose at the character's time as its bones' targets (bs: its
+// bones' state, w->bone[e->b_first]).
+static void clip_targets(const sim__char* ch, sim__bone* bs, sim_quat* local) {
+    sim_vec3 x[SIM_MAX_BONES];
+    sim_quat q[SIM_MAX_BONES];
+    clip_pose(ch, ch->t, x, q, local);
+    for (uint32_t i = 0; i < ch->sk->def.bone_count; ++i) {
+        bs[i].target_x = x[i];
+        bs[i].target_q = q[i];
+    }
 }
 
 // Moves the character's origin by the clip's root displacement between two
@@ -213,10 +225,11 @@ int sim_world_spawn_character(sim_world* w, const sim_character_def* def, sim_en
         bi->inertia = sk->inertia[i];
         bi->slot = out->index1 - 1;
         bi->bone = i;
-        bi->no_collide = sk->no_collide[i];
         set_dynamic(b, bi, false);
-        ch->target_x[i] = x[i];
-        ch->target_q[i] = q[i];
+        sim__bone* bs = &w->bone[e->b_first + i];
+        memset(bs, 0, sizeof *bs);
+        bs->target_x = x[i];
+        bs->target_q = q[i];
     }
     for (uint32_t i = 1; i < n; ++i) {
         sim__bjoint* j = &w->bjoint[e->bj_first + i - 1];
@@ -482,8 +495,8 @@ int sim_character_start_getup(sim_world* w, sim_entity_id id, float blend_time,
     }
     // Snapshot the pose the blend starts from.
     for (uint32_t i = 0; i < e->b_count; ++i) {
-        ch->snap_x[i] = bodies[i].x;
-        ch->snap_q[i] = bodies[i].q;
+        w->bone[e->b_first + i].snap_x = bodies[i].x;
+        w->bone[e->b_first + i].snap_q = bodies[i].q;
     }
     // Align the clip's first frame with the body on the ground: its root
     // lands on the ragdoll's root and its root-to-up-bone direction on the
@@ -524,20 +537,17 @@ int sim_character_set_drive(sim_world* w, sim_entity_id id, float kp, float kd,
     if (kp < 0.0f || kp > 1e5f || kd < 0.0f || kd > 1e5f || ramp_time < 0.0f || ramp_time > 60.0f) {
         return SIM_E_OUT_OF_RANGE;
     }
-    uint32_t mask = 0;
+    sim__bones mask = {{0}};
     for (uint32_t k = 0; k < count; ++k) {
         if (bones[k] >= e->b_count) {
             return SIM_E_BAD_INDEX;
         }
-        mask |= 1u << bones[k];
-    }
-    if (count == 0) {
-        mask = 0xffffffffu;
+        sim__bones_add(&mask, bones[k]);
     }
     sim__entity_wake(w, e); // Muscles move it.
     for (uint32_t i = 1; i < e->b_count; ++i) {
-        if ((mask >> i) & 1u) {
-            sim__gains* g = &ch->gains[i];
+        if (count == 0 || sim__bones_has(&mask, i)) {
+            sim__gains* g = &w->bone[e->b_first + i].gains;
             g->kp_from = g->kp;
             g->kd_from = g->kd;
             g->kp_to = kp;
@@ -559,18 +569,20 @@ int sim_character_set_partial(sim_world* w, sim_entity_id id, const uint32_t* bo
     if ((ch->state != SIM_CHAR_ANIMATED && ch->state != SIM_CHAR_PARTIAL) || ch->artic != NULL) {
         return SIM_E_BAD_STATE;
     }
-    uint32_t mask = 0;
+    sim__bones mask = {{0}};
     for (uint32_t k = 0; k < count; ++k) {
         if (bones[k] >= e->b_count) {
             return SIM_E_BAD_INDEX;
         }
-        mask |= (1u << bones[k]) | ch->sk->children[bones[k]];
+        sim__bones_add(&mask, bones[k]);
+        sim__bones_merge(&mask, &ch->sk->children[bones[k]]);
     }
     ch->partial = mask;
     for (uint32_t i = 0; i < e->b_count; ++i) {
-        set_dynamic(&w->body[e->b_first + i], &w->binfo[e->b_first + i], (mask >> i) & 1u);
+        set_dynamic(&w->body[e->b_first + i], &w->binfo[e->b_first + i],
+                    sim__bones_has(&mask, i));
     }
-    set_state(w, id, ch, mask != 0 ? SIM_CHAR_PARTIAL : SIM_CHAR_ANIMATED);
+    set_state(w, id, ch, sim__bones_empty(&mask) ? SIM_CHAR_ANIMATED : SIM_CHAR_PARTIAL);
     return SIM_OK;
 }
 
@@ -578,9 +590,9 @@ int sim_character_set_partial(sim_world* w, sim_entity_id id, const uint32_t* bo
 // Ticking
 // ---------------------------------------------------------------------------
 
-static void update_gains(sim__char* ch, sim__bjoint* joints, uint32_t n, float dt) {
+static void update_gains(sim__bone* bs, sim__bjoint* joints, uint32_t n, float dt) {
     for (uint32_t i = 1; i < n; ++i) {
-        sim__gains* g = &ch->gains[i];
+        sim__gains* g = &bs[i].gains;
         g->t += dt;
         float u = g->ramp > 0.0f ? fminf(g->t / g->ramp, 1.0f) : 1.0f;
         g->kp = g->kp_from + (g->kp_to - g->kp_from) * u;
@@ -613,6 +625,7 @@ void sim__characters_pre_tick(sim_world* w, float dt) {
         const uint32_t n = e->b_count;
         sim__body* bodies = &w->body[e->b_first];
         sim__bjoint* joints = &w->bjoint[e->bj_first];
+        sim__bone* bs = &w->bone[e->b_first];
         advance_clip(ch, dt);
         sim_quat local[SIM_MAX_BONES];
         const bool reduced_ragdoll = ch->artic != NULL && ch->state == SIM_CHAR_RAGDOLL;
@@ -621,7 +634,7 @@ void sim__characters_pre_tick(sim_world* w, float dt) {
             // drive nothing reads the animated pose until it wakes, and the
             // tick after that computes it again. A sleeping pile then costs
             // no forward kinematics.
-            update_gains(ch, joints, n, dt);
+            update_gains(bs, joints, n, dt);
             bool driven = false;
             for (uint32_t i = 1; i < n && !driven; ++i) {
                 driven = joints[i - 1].kp > 0.0f;
@@ -629,24 +642,24 @@ void sim__characters_pre_tick(sim_world* w, float dt) {
             if (!driven) {
                 continue;
             }
-            clip_pose(ch, ch->t, ch->target_x, ch->target_q, local);
+            clip_targets(ch, bs, local);
             set_drive_targets(ch, joints, n, local);
             continue;
         }
-        clip_pose(ch, ch->t, ch->target_x, ch->target_q, local);
+        clip_targets(ch, bs, local);
         if (ch->state == SIM_CHAR_GETTING_UP) {
             ch->blend_t += dt;
             float a = ch->blend_time > 0.0f ? fminf(ch->blend_t / ch->blend_time, 1.0f) : 1.0f;
             for (uint32_t i = 0; i < n; ++i) {
-                sim_vec3 d = v3_sub(ch->target_x[i], ch->snap_x[i]);
-                ch->target_x[i] = v3_add(ch->snap_x[i], v3_scale(d, a));
-                ch->target_q[i] = q_slerp(ch->snap_q[i], ch->target_q[i], a);
+                sim_vec3 d = v3_sub(bs[i].target_x, bs[i].snap_x);
+                bs[i].target_x = v3_add(bs[i].snap_x, v3_scale(d, a));
+                bs[i].target_q = q_slerp(bs[i].snap_q, bs[i].target_q, a);
             }
             if (a >= 1.0f) {
                 set_state(w, id, ch, SIM_CHAR_ANIMATED);
             }
         }
-        update_gains(ch, joints, n, dt);
+        update_gains(bs, joints, n, dt);
         set_drive_targets(ch, joints, n, local);
         if (reduced_ragdoll) {
             // The clip's pose was only the drives' target: the articulation
@@ -659,8 +672,8 @@ void sim__characters_pre_tick(sim_world* w, float dt) {
             if (bone_dynamic(ch, i)) {
                 continue;
             }
-            b->v = v3_scale(v3_sub(ch->target_x[i], b->x), 1.0f / dt);
-            b->w = v3_scale(q_to_rotvec(q_mul(ch->target_q[i], q_conj(b->q))), 1.0f / dt);
+            b->v = v3_scale(v3_sub(bs[i].target_x, b->x), 1.0f / dt);
+            b->w = v3_scale(q_to_rotvec(q_mul(bs[i].target_q, q_conj(b->q))), 1.0f / dt);
         }
     }
 }
@@ -678,8 +691,8 @@ void sim__characters_post_tick(sim_world* w) {
             sim__body* b = &bodies[i];
             if (!bone_dynamic(ch, i)) {
                 // Exactly on the pose: substep integration never drifts.
-                b->x = ch->target_x[i];
-                b->q = ch->target_q[i];
+                b->x = w->bone[e->b_first + i].target_x;
+                b->q = w->bone[e->b_first + i].target_q;
             }
         }
     }

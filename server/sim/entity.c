@@ -158,6 +158,7 @@ int sim_world_despawn(sim_world* w, sim_entity_id id) {
     SIM__ERASE(w->joint, e->j_first, e->j_count, w->j_count);
     SIM__ERASE(w->body, e->b_first, e->b_count, w->b_count);
     SIM__ERASE(w->binfo, e->b_first, e->b_count, w->b_count);
+    SIM__ERASE(w->bone, e->b_first, e->b_count, w->b_count);
     SIM__ERASE(w->bsleep, e->b_first, e->b_count, w->b_count);
     SIM__ERASE(w->aabb_lo, e->b_first, e->b_count, w->b_count);
     SIM__ERASE(w->aabb_hi, e->b_first, e->b_count, w->b_count);

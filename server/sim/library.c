@@ -525,14 +525,15 @@ int sim_library_add_skeleton(sim_library* lib, const sim_skeleton_def* def,
             sim__closest_segments(a->head, a->tail, b->head, b->tail, &ca, &cb);
             float d = v3_len(v3_sub(ca, cb));
             if (family || d < a->radius + b->radius + 0.01f) {
-                sk->no_collide[i] |= 1u << j;
-                sk->no_collide[j] |= 1u << i;
+                sim__bones_add(&sk->no_collide[i], j);
+                sim__bones_add(&sk->no_collide[j], i);
             }
         }
     }
     for (uint32_t i = n; i-- > 1;) {
         uint32_t p = (uint32_t)def->bones[i].parent;
-        sk->children[p] |= sk->children[i] | (1u << i);
+        sim__bones_merge(&sk->children[p], &sk->children[i]);
+        sim__bones_add(&sk->children[p], i);
     }
     sk->hash = sim__skel_hash(sk);
     lib->skels[lib->skel_count++] = sk;

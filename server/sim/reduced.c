@@ -153,8 +153,9 @@ void sim__reduced_sync(sim_world* w, uint32_t slot) {
             sim_artic_set_rotation(a, i, rel, q_rotate_inv(b[i].q, wrel));
         }
     }
-    memset(ch->fb_j, 0, sizeof ch->fb_j);
-    memset(ch->fb_m, 0, sizeof ch->fb_m);
+    for (uint32_t i = 0; i < e->b_count; ++i) {
+        w->bone[e->b_first + i].fb_j = w->bone[e->b_first + i].fb_m = v3(0.0f, 0.0f, 0.0f);
+    }
     ch->still_t = 0.0f;
 }
 
@@ -183,25 +184,25 @@ void sim__reduced_push(sim_world* w, uint32_t body, sim_vec3 p, sim_vec3 j) {
     if (ch->artic == NULL || ch->state != SIM_CHAR_RAGDOLL) {
         return;
     }
-    ch->fb_j[bi->bone] = v3_add(ch->fb_j[bi->bone], j);
-    ch->fb_m[bi->bone] = v3_add(ch->fb_m[bi->bone], v3_cross(v3_sub(p, w->body[body].x), j));
+    sim__bone* bs = &w->bone[body];
+    bs->fb_j = v3_add(bs->fb_j, j);
+    bs->fb_m = v3_add(bs->fb_m, v3_cross(v3_sub(p, w->body[body].x), j));
 }
 
 // What particles pushed on the bones last tick, as one impulse per bone:
 // the sum J at the point whose lever gives the sum's moment M about the
 // bone's centre (its part across J; a twist about J itself is dropped).
-static bool apply_pushes(sim__char* ch, const sim__body* bones, uint32_t n) {
+static bool apply_pushes(sim__char* ch, const sim__body* bones, sim__bone* bs, uint32_t n) {
     bool any = false;
     for (uint32_t i = 0; i < n; ++i) {
-        const sim_vec3 J = ch->fb_j[i], M = ch->fb_m[i];
+        const sim_vec3 J = bs[i].fb_j, M = bs[i].fb_m;
         const float jj = v3_dot(J, J);
         if (jj > 1e-12f) {
             const sim_vec3 at = v3_add(bones[i].x, v3_scale(v3_cross(J, M), 1.0f / jj));
             any = sim_artic_apply_impulse(ch->artic, i, at, J) == SIM_OK || any;
         }
+        bs[i].fb_j = bs[i].fb_m = v3(0.0f, 0.0f, 0.0f);
     }
-    memset(ch->fb_j, 0, sizeof ch->fb_j);
-    memset(ch->fb_m, 0, sizeof ch->fb_m);
     return any;
 }
 
@@ -305,6 +306,7 @@ void sim__reduced_tick(sim_world* w, uint32_t slot, float dt) {
     sim__char* ch = &w->chars[slot];
     sim__entity* e = &w->entities[slot];
     sim__body* bones = &w->body[e->b_first];
+    sim__bone* bs = &w->bone[e->b_first];
     const uint32_t n = e->b_count;
     const sim_vec3 g = w->params.gravity;
     sim_vec3 lo, hi;
@@ -320,11 +322,11 @@ void sim__reduced_tick(sim_world* w, uint32_t slot, float dt) {
     sim_artic_partner partners[SIM_ARTIC_MAX_PARTNERS];
     bool moving = false;
     uint32_t np = gather_partners(w, e, lo, hi, partners, &moving);
-    const bool pushed = apply_pushes(ch, bones, n);
+    const bool pushed = apply_pushes(ch, bones, bs, n);
     if (ch->settled && !moving && !pushed) {
         for (uint32_t i = 0; i < n; ++i) {
-            ch->target_x[i] = bones[i].x;
-            ch->target_q[i] = bones[i].q;
+            bs[i].target_x = bones[i].x;
+            bs[i].target_q = bones[i].q;
         }
         return;
     }
@@ -377,8 +379,8 @@ void sim__reduced_tick(sim_world* w, uint32_t slot, float dt) {
     const float far = SIM_MAX_SPEED * dt;
     bool still = true;
     for (uint32_t i = 0; i < n; ++i) {
-        sim_vec3* x = &ch->target_x[i];
-        sim_quat* q = &ch->target_q[i];
+        sim_vec3* x = &bs[i].target_x;
+        sim_quat* q = &bs[i].target_q;
         bone_pose(ch, i, x, q);
         if (!(v3_len(v3_sub(*x, bones[i].x)) <= far) || !sim_is_finite(q->x) ||
             !sim_is_finite(q->y) || !sim_is_finite(q->z) || !sim_is_finite(q->w)) {
@@ -390,8 +392,8 @@ void sim__reduced_tick(sim_world* w, uint32_t slot, float dt) {
     }
     if (ch->blown) {
         for (uint32_t i = 0; i < n; ++i) {
-            ch->target_x[i] = bones[i].x;
-            ch->target_q[i] = bones[i].q;
+            bs[i].target_x = bones[i].x;
+            bs[i].target_q = bones[i].q;
         }
         return;
     }

@@ -21,6 +21,38 @@
 #define SIM__NO_BODY       UINT32_MAX
 
 // ---------------------------------------------------------------------------
+// Bone sets
+// ---------------------------------------------------------------------------
+
+/// A set of a skeleton's bones (bit i: bone i), SIM_MAX_BONES wide.
+typedef struct sim__bones {
+    uint32_t w[SIM_MAX_BONES / 32];
+} sim__bones;
+
+static inline bool sim__bones_has(const sim__bones* s, uint32_t i) {
+    return i < SIM_MAX_BONES && ((s->w[i >> 5] >> (i & 31u)) & 1u) != 0;
+}
+
+static inline void sim__bones_add(sim__bones* s, uint32_t i) {
+    s->w[i >> 5] |= 1u << (i & 31u);
+}
+
+/// s ∪= o.
+static inline void sim__bones_merge(sim__bones* s, const sim__bones* o) {
+    for (uint32_t k = 0; k < SIM_MAX_BONES / 32; ++k) {
+        s->w[k] |= o->w[k];
+    }
+}
+
+static inline bool sim__bones_empty(const sim__bones* s) {
+    uint32_t any = 0;
+    for (uint32_t k = 0; k < SIM_MAX_BONES / 32; ++k) {
+        any |= s->w[k];
+    }
+    return any == 0;
+}
+
+// ---------------------------------------------------------------------------
 // Library
 // ---------------------------------------------------------------------------
 
@@ -50,8 +82,8 @@ typedef struct sim__skel {
     sim_quat frame_p[SIM_MAX_BONES];    ///< Joint frame in the parent's body frame.
     sim_quat frame_c[SIM_MAX_BONES];    ///< Joint frame in the bone's body frame.
     sim_quat local_q[SIM_MAX_BONES];    ///< Bind orientation relative to the parent.
-    uint32_t no_collide[SIM_MAX_BONES]; ///< Bit j: bones i and j never collide.
-    uint32_t children[SIM_MAX_BONES];   ///< Bit j: j is a descendant of i.
+    sim__bones no_collide[SIM_MAX_BONES]; ///< Holds j: bones i and j never collide.
+    sim__bones children[SIM_MAX_BONES];   ///< Holds j: j is a descendant of i.
     sim__clip* clips[SIM__MAX_CLIPS];
     uint32_t clip_count;
     uint64_t hash; ///< sim__skel_hash() of it as it is: set when it or a clip is added.
@@ -129,8 +161,7 @@ typedef struct sim__body_info {
     float mass;     ///< kg, kept to restore inv_mass when a bone turns dynamic.
     sim_vec3 inertia;
     uint32_t slot;       ///< Owning entity's slot.
-    uint32_t bone;       ///< Bone index within its character (0 for a ball).
-    uint32_t no_collide; ///< Bit j: never collides with bone j of the same character.
+    uint32_t bone;  ///< Bone index within its character (0 for a ball).
 } sim__body_info;
 
 /// A joint's accumulated soft-step impulses (soft_joint.c), kept from one

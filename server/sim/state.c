@@ -96,6 +96,7 @@ typedef struct state_skel {
     XX(events, SIM__MAX_EVENTS)                                                                    \
     XX(body, (w)->b_count)                                                                         \
     XX(binfo, (w)->b_count)                                                                        \
+    XX(bone, (w)->b_count)                                                                         \
     XX(bjoint, (w)->bj_count)                                                                      \
     XX(chars, (w)->e_used)                                                                         \
     XX(softs, (w)->e_used)                                                                         \

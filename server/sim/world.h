@@ -165,24 +165,30 @@ typedef struct sim__char {
     float t;          ///< Time into the clip, s.
     sim_vec3 origin;  ///< The character frame's origin (root motion moves it).
     float yaw;        ///< The character frame's heading, rad.
-    uint32_t partial; ///< PARTIAL: bit i set when bone i is dynamic.
+    sim__bones partial; ///< PARTIAL: holds bone i when it is dynamic.
     float blend_t, blend_time;
-    sim_vec3 snap_x[SIM_MAX_BONES]; ///< Get-up: the pose the blend starts from.
-    sim_quat snap_q[SIM_MAX_BONES];
-    sim_vec3 target_x[SIM_MAX_BONES]; ///< This tick's animated pose.
-    sim_quat target_q[SIM_MAX_BONES];
-    sim__gains gains[SIM_MAX_BONES]; ///< Drive of the joint to bone i's parent.
     bool settled;                    ///< Its bones are asleep (island.c), frozen until woken.
     uint8_t reduced; ///< 1: spawned REDUCED (kept in a saved state; `artic` is not).
     /// REDUCED (reduced.c): its articulation, else NULL (MAXIMAL).
     struct sim_artic* artic;
     float still_t; ///< REDUCED: how long every link has been slow, s.
     uint8_t blown; ///< REDUCED: its articulation went where no body may (step.c removes it).
-    /// REDUCED: what particles pushed on each bone this tick (N·s), and its
+} sim__char;
+
+/// A character's per-bone state, kept by body index (w->bone[e->b_first + i]
+/// for bone i) so a character's size grows with its own bones, not with
+/// SIM_MAX_BONES.
+typedef struct sim__bone {
+    sim_vec3 snap_x; ///< Get-up: the pose the blend starts from.
+    sim_quat snap_q;
+    sim_vec3 target_x; ///< This tick's animated pose.
+    sim_quat target_q;
+    sim__gains gains; ///< Drive of the joint to the bone's parent.
+    /// REDUCED: what particles pushed on the bone this tick (N·s), and its
     /// moment about the bone's centre (N·m·s), given to the articulation
     /// the next tick.
-    sim_vec3 fb_j[SIM_MAX_BONES], fb_m[SIM_MAX_BONES];
-} sim__char;
+    sim_vec3 fb_j, fb_m;
+} sim__bone;
 
 /// Kinds of distance constraint.
 typedef enum sim__dist_kind {
@@ -451,6 +457,7 @@ struct sim_world {
     uint32_t b_count;
     sim__body* body;
     sim__body_info* binfo;
+    sim__bone* bone; ///< By body: a character's per-bone state.
     uint32_t bj_count;
     sim__bjoint* bjoint;
     sim__char* chars; ///< By entity slot (characters only).
@@ -551,6 +558,7 @@ struct sim_world {
     XX(events, SIM__MAX_EVENTS, sizeof(sim_event))                                                 \
     XX(body, (r).bodies, sizeof(sim__body))                                                        \
     XX(binfo, (r).bodies, sizeof(sim__body_info))                                                  \
+    XX(bone, (r).bodies, sizeof(sim__bone))                                                        \
     XX(bjoint, (r).joints, sizeof(sim__bjoint))                                                    \
     XX(chars, (r).entities, sizeof(sim__char))                                                     \
     XX(softs, (r).entities, sizeof(sim__softbody))                                                 \

@@ -1,5 +1,5 @@
 /*
- * golden_gen.c: writes the golden vectors of binary snapshots (version 2)
+ * golden_gen.c: writes the golden vectors of binary snapshots (version 3)
  * that the C and JavaScript decoders both check: protocol/golden/frameN.bin and
  * vectors.json, which lists each frame's file, size, wire tick and the
  * values it was encoded from (positions in m, orientations x, y, z, w).
@@ -119,8 +119,9 @@ int main(int argc, char** argv) {
         perror(path);
         return 1;
     }
-    fprintf(js, "{\"format\": \"ragdolld binary snapshots, version 2 (PROTOCOL.md 5.2)\",\n"
-                " \"frames\": [\n");
+    fprintf(js, "{\"format\": \"ragdolld binary snapshots, version %d (PROTOCOL.md 5.2)\",\n"
+                " \"frames\": [\n",
+            RDP_SNAPSHOT_VERSION);
     for (int f = 0; f < nf; ++f) {
         pose_at(f);
         rdp_entity_state e[4];

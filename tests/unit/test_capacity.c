@@ -422,9 +422,9 @@ static void test_capacity_limits_are_checked_at_creation(void** state) {
 
 // What an empty world takes, from the table in world.c: the world, the
 // arrays of a fixed size (256 events, 4096 grid bucket heads, max_boxes
-// boxes, max_drags drags, SIM_MAX_TORN torn sticks) and one element of each of the other 58 arrays
+// boxes, max_drags drags, SIM_MAX_TORN torn sticks) and one element of each of the other 59 arrays
 // (the soft step's 15 among them), which grow (14 per particle, 4 of them self-collision's, and the
-// soft bodies' 3, the constraints, the joint limits, 2 per body state, the rigid joints, the
+// soft bodies' 3, the constraints, the joint limits, 3 per body state (pose, facts, a character's bone), the rigid joints, the
 // characters and soft bodies, 2 per body's bounds, the grid, the pairs, the contacts, 3 per entity
 // slot; and the islands': per body its closing speed, sleep state, 4 indices and an island, the
 // islands' joints and pairs; the cloth blocks and their staging).
@@ -433,7 +433,7 @@ static size_t empty_world_bytes(const sim_world_def* d) {
                    SIM__GRID_BUCKETS * sizeof(int32_t) + d->max_boxes * sizeof(sim_box) +
                    d->max_drags * sizeof(sim__drag) + SIM_MAX_TORN * sizeof(sim_torn);
     size_t one = 4 * sizeof(sim_vec3) + 3 * sizeof(float) + sizeof(uint8_t) + sizeof(sim__dist) +
-                 sizeof(sim__joint) + sizeof(sim__body) + sizeof(sim__body_info) +
+                 sizeof(sim__joint) + sizeof(sim__body) + sizeof(sim__body_info) + sizeof(sim__bone) +
                  sizeof(sim__bjoint) + sizeof(sim__char) + sizeof(sim__grid_entry) +
                  2 * sizeof(sim_vec3) + sizeof(sim__pair) + sizeof(sim__contact) +
                  sizeof(sim__entity) + 2 * sizeof(uint32_t) + sizeof(sim__softbody) +
@@ -581,8 +581,8 @@ static void test_capacity_failed_growth_leaves_the_world_unchanged(void** state)
         c.allow = n;
         int rc = sim_world_create(&def, &w);
         if (rc == SIM_OK) {
-            // The world and its 63 arrays (world.c's table): 64 allocations.
-            assert_int_equal(n, 64);
+            // The world and its 64 arrays (world.c's table): 65 allocations.
+            assert_int_equal(n, 65);
             break;
         }
         assert_int_equal(rc, SIM_E_NOMEM);
@@ -624,17 +624,17 @@ static void test_capacity_failed_growth_leaves_the_world_unchanged(void** state)
         assert_int_equal(spawn_rope(w, 2, &small), SIM_OK);
         assert_int_equal(sim_world_despawn(w, small), SIM_OK);
     }
-    // A humanoid in a world without bodies: the 15 arrays sized by bodies
-    // (states, infos, both bounds, grid, pairs, contacts; the islands'
+    // A humanoid in a world without bodies: the 16 arrays sized by bodies
+    // (states, infos, characters' bones, both bounds, grid, pairs, contacts; the islands'
     // closing speeds, sleep states, 4 indices, islands and pairs) and the
-    // 2 sized by rigid joints grow together (17 allocations).
+    // 2 sized by rigid joints grow together (18 allocations).
     for (long n = 0;; ++n) {
         world_state before = state_of(w);
         c.allow = n;
         int rc = spawn_humanoid(w, 0.0f, 2.0f, &id);
         c.allow = -1;
         if (rc == SIM_OK) {
-            assert_int_equal(n, 17);
+            assert_int_equal(n, 18);
             break;
         }
         assert_int_equal(rc, SIM_E_NOMEM);

@@ -911,7 +911,7 @@ uint64_t sim_world_solver_work_with(const sim_world* w, const sim_params* p);
 // Skeletons and clips
 // ---------------------------------------------------------------------------
 
-#define SIM_MAX_BONES 32 ///< Bones per skeleton at most.
+#define SIM_MAX_BONES 128 ///< Bones per skeleton at most (a multiple of 32).
 #define SIM_NAME_MAX  32 ///< Bytes in a skeleton, clip or bone name, with the NUL.
 
 /// How a bone is joined to its parent.
