@@ -70,6 +70,8 @@ static const uint32_t pin_values[] = {RDP_PIN_TOP, RDP_PIN_LEFT, RDP_PIN_NONE};
 // A character's solver (sim_char_solver): the values are sim.h's.
 static const char* const char_solver_names[] = {"maximal", "reduced", NULL};
 static const uint32_t char_solver_values[] = {RDP_CHAR_SOLVER_MAXIMAL, RDP_CHAR_SOLVER_REDUCED};
+static const char* const spawn_state_names[] = {"animated", "ragdoll", NULL};
+static const uint32_t spawn_state_values[] = {RDP_SPAWN_ANIMATED, RDP_SPAWN_RAGDOLL};
 static const char* const solver_names[] = {
 #define RDP__SOLVER_KEY(name, key) key,
     RDP_SOLVER_MAP(RDP__SOLVER_KEY)
@@ -198,6 +200,8 @@ static const field_spec spawn_character_fields[] = {
     NAME_FIELD("clip", false, u.spawn_character.clip),
     {"solver", F_ENUM_NOT_NULL, false, 0, 0, false, 0, OFF(u.spawn_character.solver),
      char_solver_names, char_solver_values, RDP_CHAR_SOLVER_DEFAULT, 0},
+    {"state", F_ENUM_NOT_NULL, false, 0, 0, false, 0, OFF(u.spawn_character.state),
+     spawn_state_names, spawn_state_values, RDP_SPAWN_ANIMATED, 0},
 };
 static const field_spec spawn_ball_fields[] = {
     WORLD_FIELD,

@@ -226,6 +226,14 @@ typedef enum rdp_char_solver {
     RDP_CHAR_SOLVER_REDUCED = 2,
 } rdp_char_solver;
 
+/// The state a character is spawned in ("state" of spawn_character):
+/// "animated" (absent) or "ragdoll" (limp from the first tick, as if
+/// killed with no impulse).
+typedef enum rdp_spawn_state {
+    RDP_SPAWN_ANIMATED = 0,
+    RDP_SPAWN_RAGDOLL = 1,
+} rdp_spawn_state;
+
 /// A world's rigid-body solver on the wire. RDP_SOLVER_DEFAULT (0) is "not
 /// given": the server's default (ragdolld --world-solver) applies.
 typedef enum rdp_solver {
@@ -331,6 +339,7 @@ typedef struct rdp_command {
             char skeleton[RDP_MAX_BONE_NAME + 1];
             char clip[RDP_MAX_BONE_NAME + 1];
             uint32_t solver; ///< rdp_char_solver.
+            uint32_t state;  ///< rdp_spawn_state: animated (0, default) or ragdoll (1).
         } spawn_character;
         struct {
             rdp_vec3 position, velocity;

@@ -274,6 +274,29 @@ static int parse_skeleton(const cJSON* root, sim_skeleton_def* d, char* err, siz
                         d->name);
         }
     }
+    const cJSON* base = cJSON_GetObjectItemCaseSensitive(root, "base");
+    if (base != NULL) {
+        if (!cJSON_IsString(base) || (strcmp(base->valuestring, "free") != 0 &&
+                                      strcmp(base->valuestring, "fixed") != 0)) {
+            return fail(err, cap, "skeleton %s: base must be \"free\" or \"fixed\"", d->name);
+        }
+        d->fixed_base = strcmp(base->valuestring, "fixed") == 0;
+    }
+    const cJSON* drive = cJSON_GetObjectItemCaseSensitive(root, "drive");
+    if (drive != NULL) {
+        const cJSON* kp = cJSON_GetObjectItemCaseSensitive(drive, "kp");
+        const cJSON* kd = cJSON_GetObjectItemCaseSensitive(drive, "kd");
+        if (!cJSON_IsObject(drive) || cJSON_GetArraySize(drive) != 2 || !cJSON_IsNumber(kp) ||
+            !cJSON_IsNumber(kd) || !(kp->valuedouble >= 0.0 && kp->valuedouble <= 1e5) ||
+            !(kd->valuedouble >= 0.0 && kd->valuedouble <= 1e5)) {
+            return fail(err, cap,
+                        "skeleton %s: drive must be {\"kp\": N·m/rad, \"kd\": N·m·s/rad}, "
+                        "each in [0, 1e5]",
+                        d->name);
+        }
+        d->drive_kp = (float)kp->valuedouble;
+        d->drive_kd = (float)kd->valuedouble;
+    }
     return parse_garments(root, d, err, cap);
 }
 

@@ -524,6 +524,9 @@ static bool spawn_def_of(const rdp_command* cmd, spawn_def* d) {
         }
         // rdp_char_solver's values are sim_char_solver's.
         d->u.character.solver = (sim_char_solver)cmd->u.spawn_character.solver;
+        d->u.character.state = cmd->u.spawn_character.state == RDP_SPAWN_RAGDOLL
+                                   ? SIM_CHAR_RAGDOLL
+                                   : SIM_CHAR_ANIMATED;
         return true;
     case RDP_OP_SPAWN_BALL:
         d->u.ball = sim_ball_def_default();

@@ -881,7 +881,8 @@ int sim_artic_get_rotation(const sim_artic* a, uint32_t link, sim_quat* rotation
 
 int sim_artic_set_base(sim_artic* a, sim_vec3 position, sim_quat rotation, sim_vec3 velocity,
                        sim_vec3 omega) {
-    int rc = link_of(a, 0, SIM_ARTIC_FREE);
+    const bool fixed = a->links[0].def.joint == SIM_ARTIC_FIXED;
+    int rc = fixed ? SIM_OK : link_of(a, 0, SIM_ARTIC_FREE);
     if (rc != SIM_OK) {
         return rc;
     }
@@ -893,6 +894,14 @@ int sim_artic_set_base(sim_artic* a, sim_vec3 position, sim_quat rotation, sim_v
         return SIM_E_INVALID_ARG;
     }
     artic_link* l = &a->links[0];
+    if (fixed) {
+        // Its joint frame is where it is welded: moved, it stays there.
+        l->def.anchor = position;
+        l->def.frame = q_normalize(rotation);
+        l->XT = sp_xform_from(l->def.frame, l->def.anchor);
+        sim__artic_kinematics(a);
+        return SIM_OK;
+    }
     // The base's joint frame is the world turned by def.frame at def.anchor;
     // its coordinates are relative to that frame.
     const sim_quat rel = q_normalize(q_mul(q_conj(l->def.frame), rotation));

@@ -97,7 +97,7 @@ static bool bone_dynamic(const sim__char* ch, uint32_t bone) {
     }
     switch (ch->state) {
     case SIM_CHAR_RAGDOLL:
-        return true;
+        return bone != 0 || !ch->sk->def.fixed_base;
     case SIM_CHAR_PARTIAL:
         return sim__bones_has(&ch->partial, bone);
     default:
@@ -185,7 +185,8 @@ int sim_world_spawn_character(sim_world* w, const sim_character_def* def, sim_en
     if (!sim_world_contains(w, def->position) || fabsf(def->facing) > 1000.0f) {
         return SIM_E_OUT_OF_RANGE;
     }
-    if ((uint32_t)def->solver > SIM_CHAR_SOLVER_REDUCED) {
+    if ((uint32_t)def->solver > SIM_CHAR_SOLVER_REDUCED ||
+        (def->state != SIM_CHAR_ANIMATED && def->state != SIM_CHAR_RAGDOLL)) {
         return SIM_E_INVALID_ARG;
     }
     const sim__skel* sk = sim__library_skel(w->def.library, def->skeleton);
@@ -230,6 +231,8 @@ int sim_world_spawn_character(sim_world* w, const sim_character_def* def, sim_en
         memset(bs, 0, sizeof *bs);
         bs->target_x = x[i];
         bs->target_q = q[i];
+        bs->gains.kp = bs->gains.kp_from = bs->gains.kp_to = sk->def.drive_kp;
+        bs->gains.kd = bs->gains.kd_from = bs->gains.kd_to = sk->def.drive_kd;
     }
     for (uint32_t i = 1; i < n; ++i) {
         sim__bjoint* j = &w->bjoint[e->bj_first + i - 1];
@@ -272,6 +275,11 @@ int sim_world_spawn_character(sim_world* w, const sim_character_def* def, sim_en
             *out = (sim_entity_id){0, 0};
             return rc;
         }
+    }
+    if (def->state == SIM_CHAR_RAGDOLL) {
+        // Limp from its first tick: killed by nothing (which cannot fail
+        // for a character just made inside the world).
+        (void)sim_character_kill(w, *out, x[0], v3(0.0f, 0.0f, 0.0f), NULL);
     }
     return SIM_OK;
 }
@@ -378,10 +386,17 @@ int sim_character_kill(sim_world* w, sim_entity_id id, sim_vec3 hit_point, sim_v
             sim__reduced_sync(w, id.index1 - 1);
         }
     } else {
-        // Every bone turns dynamic with the velocity the animation gave it.
+        // Every bone turns dynamic with the velocity the animation gave it
+        // (a fixed base's root stays kinematic).
         for (uint32_t i = 0; i < e->b_count; ++i) {
-            set_dynamic(&w->body[e->b_first + i], &w->binfo[e->b_first + i], true);
+            set_dynamic(&w->body[e->b_first + i], &w->binfo[e->b_first + i],
+                        i != 0 || !ch->sk->def.fixed_base);
         }
+    }
+    if (ch->state != SIM_CHAR_RAGDOLL) {
+        // A fixed base holds the root where it is now (pre_tick's target).
+        w->bone[e->b_first].snap_x = w->body[e->b_first].x;
+        w->bone[e->b_first].snap_q = w->body[e->b_first].q;
     }
     set_state(w, id, ch, SIM_CHAR_RAGDOLL);
     // The impulse goes to the bone whose centre is nearest the hit (seed 000 §4).
@@ -658,6 +673,10 @@ void sim__characters_pre_tick(sim_world* w, float dt) {
             if (a >= 1.0f) {
                 set_state(w, id, ch, SIM_CHAR_ANIMATED);
             }
+        }
+        if (ch->state == SIM_CHAR_RAGDOLL && ch->sk->def.fixed_base) {
+            bs[0].target_x = bs[0].snap_x; // held where it went limp
+            bs[0].target_q = bs[0].snap_q;
         }
         update_gains(bs, joints, n, dt);
         set_drive_targets(ch, joints, n, local);

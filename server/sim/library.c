@@ -111,6 +111,10 @@ uint64_t sim__skel_hash(const sim__skel* sk) {
         // Every field after the name is 4 bytes wide: no padding to hash.
         h = sim__fnv1a(h, &b->parent, sizeof *b - offsetof(sim_bone_def, parent));
     }
+    const uint8_t fixed = d->fixed_base ? 1 : 0;
+    h = sim__fnv1a(h, &fixed, 1);
+    h = sim__fnv1a(h, &d->drive_kp, sizeof d->drive_kp);
+    h = sim__fnv1a(h, &d->drive_kd, sizeof d->drive_kd);
     h = sim__fnv1a(h, &d->garment_count, sizeof d->garment_count);
     h = sim__fnv1a(h, d->garments, d->garment_count * sizeof d->garments[0]);
     h = sim__fnv1a(h, sk->bind_x, n * sizeof sk->bind_x[0]);
@@ -412,6 +416,13 @@ static int validate_skeleton(const sim_library* lib, const sim_skeleton_def* d,
               "solver %u: 0 (default), 1 (maximal) or 2 (reduced)", (unsigned)d->solver);
         return SIM_E_OUT_OF_RANGE;
     }
+    if (!(d->drive_kp >= 0.0f && d->drive_kp <= 1e5f && d->drive_kd >= 0.0f &&
+          d->drive_kd <= 1e5f)) {
+        issue(is, d, SIM_SKELETON_INVALID, -1, -1,
+              "drive kp %g, kd %g: each must be in [0, 1e5] (N·m/rad, N·m·s/rad)",
+              (double)d->drive_kp, (double)d->drive_kd);
+        return SIM_E_OUT_OF_RANGE;
+    }
     if (d->bone_count < 1 || d->bone_count > SIM_MAX_BONES || d->up_bone >= d->bone_count) {
         issue(is, d, SIM_SKELETON_INVALID, -1, -1,
               "%u bones (1-%d allowed), up_bone %u: must name one of them", d->bone_count,
@@ -430,6 +441,9 @@ static int validate_skeleton(const sim_library* lib, const sim_skeleton_def* d,
 // Warns about every bone whose mass is more than SIM_SKELETON_MAX_MASS_RATIO
 // times its parent's or less than its inverse.
 static void check_mass_ratios(const sim_skeleton_def* d, sim_skeleton_report* r) {
+    if (d->solver == SIM_CHAR_SOLVER_REDUCED) {
+        return; // its joints are coordinates: no mass ratio stretches them
+    }
     for (uint32_t i = 1; i < d->bone_count; ++i) {
         const sim_bone_def* b = &d->bones[i];
         const sim_bone_def* p = &d->bones[b->parent];

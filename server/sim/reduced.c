@@ -69,7 +69,7 @@ int sim__reduced_create(sim_world* w, uint32_t slot) {
         l->capsule_b = v3_add(l->com, v3(sk->half_len[i], 0.0f, 0.0f));
         l->radius = b->radius;
         if (i == 0) {
-            l->joint = SIM_ARTIC_FREE;
+            l->joint = sk->def.fixed_base ? SIM_ARTIC_FIXED : SIM_ARTIC_FREE;
             continue;
         }
         const sim__bjoint* j = &w->bjoint[e->bj_first + i - 1];
@@ -105,6 +105,12 @@ int sim__reduced_create(sim_world* w, uint32_t slot) {
     // A maximal bone's cap, a quarter turn per 1/60 s (SIM_MAX_SPEED's
     // companion in the rigid solver; Jolt's default).
     sim_artic_set_max_rate(a, 0.25f * 3.14159265f * 60.0f);
+    if (sk->def.fixed_base) {
+        // Welded where the root is (again where it goes limp: reduced_sync;
+        // a loaded world's root is where the saved articulation had it).
+        const sim__body* root = &w->body[e->b_first];
+        (void)sim_artic_set_base(a, root->x, root->q, root->v, root->w);
+    }
     ch->artic = a;
     ch->reduced = 1;
     w->artic_links += n;

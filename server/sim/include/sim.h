@@ -1019,6 +1019,16 @@ typedef struct sim_skeleton_def {
     sim_garment_def garments[SIM_MAX_GARMENTS];
     /// The solver of characters spawned without one (DEFAULT: MAXIMAL).
     sim_char_solver solver;
+    /// A fixed base: the root bone stays where it is when the character
+    /// goes limp (a robot arm bolted to the floor, a tail hanging from a
+    /// beam): a RAGDOLL moves every bone but the root, which holds its pose
+    /// with zero velocity (MAXIMAL: a kinematic body; REDUCED: the
+    /// articulation's base is fixed there). False: every bone moves.
+    bool fixed_base;
+    /// The gains every joint's drive starts with (sim_character_set_drive():
+    /// kp N·m/rad and kd N·m·s/rad, each in [0, 1e5]); 0, 0: limp. A
+    /// skeleton with motors (a robot arm) holds its clip's pose once limp.
+    float drive_kp, drive_kd;
 } sim_skeleton_def;
 
 /// An animation clip for one skeleton: keyframed rotations of every bone
@@ -1074,7 +1084,8 @@ typedef enum sim_skeleton_issue_kind {
     /// Warning: a bone and its parent differ in mass by more than
     /// SIM_SKELETON_MAX_MASS_RATIO. The skeleton loads (a heavy weapon on a
     /// hand may be meant), but its joints will stretch under impacts.
-    /// `value`: the heavier mass over the lighter (> 10).
+    /// Not given for a skeleton whose solver is REDUCED (its joints are
+    /// coordinates). `value`: the heavier mass over the lighter (> 10).
     SIM_SKELETON_MASS_RATIO = 3,
 } sim_skeleton_issue_kind;
 
@@ -1159,7 +1170,11 @@ typedef struct sim_character_def {
     const char* skeleton;   ///< Skeleton name. Default "humanoid".
     const char* clip;       ///< Clip to play. Default "idle".
     sim_char_solver solver; ///< Default: the skeleton's.
-    uint32_t cookie;        ///< Set by sim_character_def_default().
+    /// ANIMATED (the default) or RAGDOLL: spawned limp at the clip's first
+    /// pose, as if killed with no impulse (with the skeleton's drives, an
+    /// active ragdoll). Other states: SIM_E_INVALID_ARG.
+    sim_char_state state;
+    uint32_t cookie; ///< Set by sim_character_def_default().
 } sim_character_def;
 
 /// Defaults: at the origin facing +Z, "humanoid" playing "idle".

@@ -213,8 +213,10 @@ int sim_artic_set_rotation(sim_artic* a, uint32_t link, sim_quat rotation, sim_v
 int sim_artic_get_rotation(const sim_artic* a, uint32_t link, sim_quat* rotation, sim_vec3* omega);
 
 /// A free base's pose in the world and its velocity: `velocity` of its
-/// frame's origin and `omega`, both in world axes. SIM_E_INVALID_ARG when
-/// the base is not FREE.
+/// frame's origin and `omega`, both in world axes. A FIXED base is welded
+/// at the new pose instead (its anchor and frame; the velocities are
+/// ignored: it does not move). SIM_E_INVALID_ARG when the base is
+/// REVOLUTE or SPHERICAL.
 int sim_artic_set_base(sim_artic* a, sim_vec3 position, sim_quat rotation, sim_vec3 velocity,
                        sim_vec3 omega);
 
