@@ -1007,7 +1007,7 @@ rdp_code rdp_decode(rdp_decoder* d, const uint8_t* buf, size_t len, const rdp_qs
     q->world = world;
     q->entity_count = 0;
     uint32_t vals = 0, skel = 0, cursor = 0;
-    double dp[3 * 32], dq[4 * 32];
+    double dp[3 * RDP_MAX_SKELETON_BONES], dq[4 * RDP_MAX_SKELETON_BONES];
     for (uint32_t k = 0; k < (uint32_t)count; ++k) {
         rdp_qentity* e = &q->ents[k];
         memset(e, 0, sizeof *e);

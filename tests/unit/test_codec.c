@@ -61,9 +61,9 @@ static double quat_angle(const float* a, const float* b) {
 typedef struct test_world {
     rdp_entity_state ents[MAX_ENTS];
     float xyz[MAX_ENTS][3 * 300];
-    float pose[MAX_ENTS][7 * 32];
-    int parents[MAX_ENTS][32];
-    float anchors[MAX_ENTS][6 * 32];
+    float pose[MAX_ENTS][7 * RDP_MAX_SKELETON_BONES];
+    int parents[MAX_ENTS][RDP_MAX_SKELETON_BONES];
+    float anchors[MAX_ENTS][6 * RDP_MAX_SKELETON_BONES];
     const char* states[MAX_ENTS];
     uint32_t count;
     rdp_snapshot snap;
@@ -86,7 +86,10 @@ static void make_world(test_world* w, uint64_t tick, double extent) {
             e->xyz = w->xyz[k];
             continue;
         }
-        e->body_count = e->kind == RDP_KIND_BALL ? 1 : 1 + (uint32_t)uniform(0, 32);
+        // Characters of every size, up to the largest skeleton (a decoder
+        // once kept 32 bones' poses on its stack).
+        e->body_count =
+            e->kind == RDP_KIND_BALL ? 1 : 1 + (uint32_t)uniform(0, RDP_MAX_SKELETON_BONES);
         for (uint32_t i = 0; i < e->body_count; ++i) {
             float* p = w->pose[k] + 7 * i;
             p[0] = (float)uniform(-extent, extent);
