@@ -101,7 +101,7 @@ FUZZ_NO_COVERAGE static void check_snapshot(const rdp_qsnap* q) {
             FUZZ_CHECK(e->count == 1);
         }
         if (e->kind == RDP_KIND_CHARACTER) {
-            FUZZ_CHECK(e->count >= 1 && e->count <= 32 && e->state <= 3);
+            FUZZ_CHECK(e->count >= 1 && e->count <= RDP_MAX_SKELETON_BONES && e->state <= 3);
             FUZZ_CHECK(e->skel == skel);
             for (uint32_t i = 0; i < e->count; ++i) {
                 int p = q->skel[e->skel + i].parent;
