@@ -11,10 +11,10 @@
  *              t(1000)/t(100) (linear in N: 10).
  *   maximal chain N
  *              the same chains as skeletons of N bones (at most
- *              SIM_MAX_BONES, 32) in a world, the base bone animated and
+ *              SIM_MAX_BONES, 128) in a world, the base bone animated and
  *              the rest a partial ragdoll (maximal coordinates), against
  *              the articulation at 4 steps a tick: ms per 60 Hz tick, for
- *              N = 10 and 32 (longer skeletons do not exist).
+ *              N = 10, 32 and 100 (1000 is past the skeletons' limit).
  *   humanoid   the humanoid skeleton asset (16 bones) spawned as a REDUCED
  *              and as a MAXIMAL character (each in a world of its own, in
  *              turn in one process), killed and falling through the air
@@ -136,8 +136,10 @@ static int add_chain_skeleton(sim_library* lib, uint32_t n, char* name, size_t c
         sim_bone_def* b = &sk.bones[i];
         snprintf(b->name, sizeof b->name, "b%u", i);
         b->parent = (int)i - 1;
-        b->head = (sim_vec3){0.0f, 10.0f - 0.1f * (float)i, 0.0f};
-        b->tail = (sim_vec3){0.0f, 10.0f - 0.1f * (float)(i + 1), 0.0f};
+        // Hung high enough that it never reaches the ground.
+        const float top = 2.0f + 0.1f * (float)n;
+        b->head = (sim_vec3){0.0f, top - 0.1f * (float)i, 0.0f};
+        b->tail = (sim_vec3){0.0f, top - 0.1f * (float)(i + 1), 0.0f};
         b->radius = 0.02f;
         b->mass = 0.1f;
         b->joint = SIM_JOINT_HINGE;
@@ -151,7 +153,7 @@ static int add_chain_skeleton(sim_library* lib, uint32_t n, char* name, size_t c
         return rc;
     }
     float times[1] = {0.0f};
-    sim_vec3 root_pos[1] = {{0.0f, 9.95f, 0.0f}};
+    sim_vec3 root_pos[1] = {{0.0f, 2.0f + 0.1f * (float)n - 0.05f, 0.0f}};
     sim_quat root_rot[1] = {{0, 0, 0, 1}};
     sim_quat rot[SIM_MAX_BONES];
     for (uint32_t i = 0; i < n; ++i) {
@@ -194,12 +196,12 @@ static double time_maximal_chain(sim_library* lib, const char* name, int ticks) 
 }
 
 static void maximal_chains(sim_library* lib, int runs) {
-    static const uint32_t sizes[2] = {10, 32};
+    static const uint32_t sizes[3] = {10, 32, 100};
     printf("chain N as a skeleton (maximal, partial ragdoll under its animated base) against the "
            "articulation (4 steps a tick); median of %d runs, in turn\n",
            runs);
     printf("  %-6s %16s %16s %10s\n", "links", "reduced ms/tick", "maximal ms/tick", "ratio");
-    for (int k = 0; k < 2; ++k) {
+    for (int k = 0; k < 3; ++k) {
         char name[SIM_NAME_MAX];
         if (add_chain_skeleton(lib, sizes[k], name, sizeof name) != SIM_OK) {
             fprintf(stderr, "ragdoll-artic-bench: cannot add the skeleton %s\n", name);

@@ -717,13 +717,14 @@ static const simple_cmd spawn_ragdoll =
 static const simple_cmd spawn_character =
     SIMPLE("spawn",
            "character WORLD --position X,Y,Z [--facing RAD] [--skeleton NAME] [--clip NAME] "
-           "[--solver maximal|reduced]",
+           "[--solver maximal|reduced] [--state animated|ragdoll]",
            "", "spawn_character", .pos = {WORLD_POS},
            .opts = {{"position", "position", A_VEC3, true},
                     {"facing", "facing", A_NUM, false},
                     {"skeleton", "skeleton", A_STR, false},
                     {"clip", "clip", A_STR, false},
-                    {"solver", "solver", A_STR, false}},
+                    {"solver", "solver", A_STR, false},
+                    {"state", "state", A_STR, false}},
            .print_ok = print_entity);
 
 static const simple_cmd spawn_ball =
@@ -788,10 +789,11 @@ static const ctl_cmd cmd_spawn = {
             "  spawn ragdoll WORLD --position X,Y,Z [--facing RAD] [--mass KG]\n"
             "      a 16-particle ragdoll, pelvis at the position\n"
             "  spawn character WORLD --position X,Y,Z [--facing RAD] [--skeleton NAME]\n"
-            "              [--clip NAME] [--solver maximal|reduced]\n"
+            "              [--clip NAME] [--solver maximal|reduced] [--state animated|ragdoll]\n"
             "      a rigid-body character standing on the position (humanoid, idle); its\n"
             "      solver as a ragdoll: bodies and joints (maximal) or one articulation\n"
-            "      (reduced); the skeleton's when not given\n"
+            "      (reduced), the skeleton's when not given; --state ragdoll: limp from\n"
+            "      the start (with the skeleton's motors, if it has any)\n"
             "  spawn ball WORLD --position X,Y,Z [--velocity X,Y,Z] [--radius M] [--mass KG]\n"
             "      a rigid ball (a projectile)\n"
             "  spawn softbody WORLD --position X,Y,Z --shape box|sphere --size M\n"
