@@ -276,8 +276,8 @@ static int parse_skeleton(const cJSON* root, sim_skeleton_def* d, char* err, siz
     }
     const cJSON* base = cJSON_GetObjectItemCaseSensitive(root, "base");
     if (base != NULL) {
-        if (!cJSON_IsString(base) || (strcmp(base->valuestring, "free") != 0 &&
-                                      strcmp(base->valuestring, "fixed") != 0)) {
+        if (!cJSON_IsString(base) ||
+            (strcmp(base->valuestring, "free") != 0 && strcmp(base->valuestring, "fixed") != 0)) {
             return fail(err, cap, "skeleton %s: base must be \"free\" or \"fixed\"", d->name);
         }
         d->fixed_base = strcmp(base->valuestring, "fixed") == 0;

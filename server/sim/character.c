@@ -594,8 +594,7 @@ int sim_character_set_partial(sim_world* w, sim_entity_id id, const uint32_t* bo
     }
     ch->partial = mask;
     for (uint32_t i = 0; i < e->b_count; ++i) {
-        set_dynamic(&w->body[e->b_first + i], &w->binfo[e->b_first + i],
-                    sim__bones_has(&mask, i));
+        set_dynamic(&w->body[e->b_first + i], &w->binfo[e->b_first + i], sim__bones_has(&mask, i));
     }
     set_state(w, id, ch, sim__bones_empty(&mask) ? SIM_CHAR_ANIMATED : SIM_CHAR_PARTIAL);
     return SIM_OK;

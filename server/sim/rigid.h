@@ -77,11 +77,11 @@ typedef struct sim__skel {
     float mass[SIM_MAX_BONES];
     sim_vec3 inertia[SIM_MAX_BONES]; ///< Principal moments in the body frame, kg·m².
     // Joint of bone i to its parent (i > 0).
-    sim_vec3 anchor_p[SIM_MAX_BONES];   ///< Joint point in the parent's body frame.
-    sim_vec3 anchor_c[SIM_MAX_BONES];   ///< Joint point in the bone's body frame.
-    sim_quat frame_p[SIM_MAX_BONES];    ///< Joint frame in the parent's body frame.
-    sim_quat frame_c[SIM_MAX_BONES];    ///< Joint frame in the bone's body frame.
-    sim_quat local_q[SIM_MAX_BONES];    ///< Bind orientation relative to the parent.
+    sim_vec3 anchor_p[SIM_MAX_BONES];     ///< Joint point in the parent's body frame.
+    sim_vec3 anchor_c[SIM_MAX_BONES];     ///< Joint point in the bone's body frame.
+    sim_quat frame_p[SIM_MAX_BONES];      ///< Joint frame in the parent's body frame.
+    sim_quat frame_c[SIM_MAX_BONES];      ///< Joint frame in the bone's body frame.
+    sim_quat local_q[SIM_MAX_BONES];      ///< Bind orientation relative to the parent.
     sim__bones no_collide[SIM_MAX_BONES]; ///< Holds j: bones i and j never collide.
     sim__bones children[SIM_MAX_BONES];   ///< Holds j: j is a descendant of i.
     sim__clip* clips[SIM__MAX_CLIPS];
@@ -160,8 +160,8 @@ typedef struct sim__body_info {
     float half_len; ///< Half the capsule's segment along local +X, m (0: a sphere).
     float mass;     ///< kg, kept to restore inv_mass when a bone turns dynamic.
     sim_vec3 inertia;
-    uint32_t slot;       ///< Owning entity's slot.
-    uint32_t bone;  ///< Bone index within its character (0 for a ball).
+    uint32_t slot; ///< Owning entity's slot.
+    uint32_t bone; ///< Bone index within its character (0 for a ball).
 } sim__body_info;
 
 /// A joint's accumulated soft-step impulses (soft_joint.c), kept from one

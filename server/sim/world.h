@@ -162,12 +162,12 @@ typedef struct sim__char {
     const sim__skel* sk;
     sim_char_state state;
     const sim__clip* clip;
-    float t;          ///< Time into the clip, s.
-    sim_vec3 origin;  ///< The character frame's origin (root motion moves it).
-    float yaw;        ///< The character frame's heading, rad.
+    float t;            ///< Time into the clip, s.
+    sim_vec3 origin;    ///< The character frame's origin (root motion moves it).
+    float yaw;          ///< The character frame's heading, rad.
     sim__bones partial; ///< PARTIAL: holds bone i when it is dynamic.
     float blend_t, blend_time;
-    bool settled;                    ///< Its bones are asleep (island.c), frozen until woken.
+    bool settled;    ///< Its bones are asleep (island.c), frozen until woken.
     uint8_t reduced; ///< 1: spawned REDUCED (kept in a saved state; `artic` is not).
     /// REDUCED (reduced.c): its articulation, else NULL (MAXIMAL).
     struct sim_artic* artic;

@@ -119,8 +119,9 @@ int main(int argc, char** argv) {
         perror(path);
         return 1;
     }
-    fprintf(js, "{\"format\": \"ragdolld binary snapshots, version %d (PROTOCOL.md 5.2)\",\n"
-                " \"frames\": [\n",
+    fprintf(js,
+            "{\"format\": \"ragdolld binary snapshots, version %d (PROTOCOL.md 5.2)\",\n"
+            " \"frames\": [\n",
             RDP_SNAPSHOT_VERSION);
     for (int f = 0; f < nf; ++f) {
         pose_at(f);

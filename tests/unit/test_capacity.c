@@ -424,20 +424,22 @@ static void test_capacity_limits_are_checked_at_creation(void** state) {
 // arrays of a fixed size (256 events, 4096 grid bucket heads, max_boxes
 // boxes, max_drags drags, SIM_MAX_TORN torn sticks) and one element of each of the other 59 arrays
 // (the soft step's 15 among them), which grow (14 per particle, 4 of them self-collision's, and the
-// soft bodies' 3, the constraints, the joint limits, 3 per body state (pose, facts, a character's bone), the rigid joints, the
-// characters and soft bodies, 2 per body's bounds, the grid, the pairs, the contacts, 3 per entity
-// slot; and the islands': per body its closing speed, sleep state, 4 indices and an island, the
-// islands' joints and pairs; the cloth blocks and their staging).
+// soft bodies' 3, the constraints, the joint limits, 3 per body state (pose, facts, a character's
+// bone), the rigid joints, the characters and soft bodies, 2 per body's bounds, the grid, the
+// pairs, the contacts, 3 per entity slot; and the islands': per body its closing speed, sleep
+// state, 4 indices and an island, the islands' joints and pairs; the cloth blocks and their
+// staging).
 static size_t empty_world_bytes(const sim_world_def* d) {
     size_t fixed = sizeof(sim_world) + SIM__MAX_EVENTS * sizeof(sim_event) +
                    SIM__GRID_BUCKETS * sizeof(int32_t) + d->max_boxes * sizeof(sim_box) +
                    d->max_drags * sizeof(sim__drag) + SIM_MAX_TORN * sizeof(sim_torn);
     size_t one = 4 * sizeof(sim_vec3) + 3 * sizeof(float) + sizeof(uint8_t) + sizeof(sim__dist) +
-                 sizeof(sim__joint) + sizeof(sim__body) + sizeof(sim__body_info) + sizeof(sim__bone) +
-                 sizeof(sim__bjoint) + sizeof(sim__char) + sizeof(sim__grid_entry) +
-                 2 * sizeof(sim_vec3) + sizeof(sim__pair) + sizeof(sim__contact) +
-                 sizeof(sim__entity) + 2 * sizeof(uint32_t) + sizeof(sim__softbody) +
-                 sizeof(sim_vec3) + 2 * sizeof(int32_t) + sizeof(uint32_t) + sizeof(sim__tie) +
+                 sizeof(sim__joint) + sizeof(sim__body) + sizeof(sim__body_info) +
+                 sizeof(sim__bone) + sizeof(sim__bjoint) + sizeof(sim__char) +
+                 sizeof(sim__grid_entry) + 2 * sizeof(sim_vec3) + sizeof(sim__pair) +
+                 sizeof(sim__contact) + sizeof(sim__entity) + 2 * sizeof(uint32_t) +
+                 sizeof(sim__softbody) + sizeof(sim_vec3) + 2 * sizeof(int32_t) + sizeof(uint32_t) +
+                 sizeof(sim__tie) +
                  // The cloth blocks and their staging (cloth_batch.c): one
                  // element each too.
                  sizeof(sim__lane_block) + sizeof(float) +
