@@ -592,6 +592,9 @@ int sim_character_set_partial(sim_world* w, sim_entity_id id, const uint32_t* bo
         sim__bones_add(&mask, bones[k]);
         sim__bones_merge(&mask, &ch->sk->children[bones[k]]);
     }
+    if (ch->sk->def.fixed_base) {
+        mask.w[0] &= ~1u; // its root stays bolted down
+    }
     ch->partial = mask;
     for (uint32_t i = 0; i < e->b_count; ++i) {
         set_dynamic(&w->body[e->b_first + i], &w->binfo[e->b_first + i], sim__bones_has(&mask, i));

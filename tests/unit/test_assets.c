@@ -262,6 +262,16 @@ static void test_assets_the_shipped_skeletons_load_without_warnings(void** state
     assert_int_equal(s.count, 0);
     assert_non_null(sim_library_skeleton(lib, "humanoid"));
     assert_non_null(sim_library_skeleton(lib, "dog"));
+    // Issue 13's reference skeletons: 101 bones, and a 100:1 payload that
+    // warns nobody because its solver is reduced.
+    const sim_skeleton_def* chain = sim_library_skeleton(lib, "chain");
+    const sim_skeleton_def* arm = sim_library_skeleton(lib, "robot_arm");
+    assert_non_null(chain);
+    assert_non_null(arm);
+    assert_int_equal(chain->bone_count, 101);
+    assert_true(chain->fixed_base && arm->fixed_base);
+    assert_true(arm->drive_kp == 1e5f && arm->drive_kd == 5e3f);
+    assert_true(arm->bones[4].mass == 100.0f && arm->bones[1].mass == 1.0f);
     sim_library_destroy(lib);
 }
 
@@ -351,6 +361,49 @@ static void test_assets_files_name_themselves_in_errors_and_warnings(void** stat
     assert_int_equal(sim_library_create(&lib), SIM_OK);
     assert_int_equal(app_assets_load(g_dir, lib, on_warning, &s, err, sizeof err), -1);
     assert_non_null(strstr(err, "skeleton leg: solver must be \"maximal\" or \"reduced\""));
+    sim_library_destroy(lib);
+    // "base" and "drive": what they may be, and what the error says.
+    static const char* const bad[][2] = {
+        {"\"base\": \"bolted\"", "skeleton leg: base must be \"free\" or \"fixed\""},
+        {"\"drive\": {\"kp\": -1, \"kd\": 0}", "skeleton leg: drive must be {\"kp\""},
+        {"\"drive\": {\"kp\": 1e6, \"kd\": 0}", "each in [0, 1e5]"},
+        {"\"drive\": {\"kp\": 10}", "skeleton leg: drive must be"},
+        {"\"drive\": {\"kp\": \"10\", \"kd\": 1}", "skeleton leg: drive must be"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "{\"name\": \"leg\", %s, \"bones\": [{\"name\": \"thigh\", \"parent\": null, "
+                 "\"head\": [0, 1, 0], \"tail\": [0, 0.6, 0], \"radius\": 0.07, \"mass\": 7}]}",
+                 bad[k][0]);
+        write_file("skeletons/leg.json", text);
+        assert_int_equal(sim_library_create(&lib), SIM_OK);
+        assert_int_equal(app_assets_load(g_dir, lib, on_warning, &s, err, sizeof err), -1);
+        assert_non_null(strstr(err, bad[k][1]));
+        sim_library_destroy(lib);
+    }
+    // 129 bones: one more than a skeleton may have.
+    char* big = malloc(64 * 1024);
+    assert_non_null(big);
+    int at = snprintf(big, 64 * 1024, "{\"name\": \"leg\", \"bones\": [");
+    for (int i = 0; i < SIM_MAX_BONES + 1; ++i) {
+        char parent[16] = "null";
+        if (i > 0) {
+            snprintf(parent, sizeof parent, "\"b%d\"", i - 1);
+        }
+        at +=
+            snprintf(big + at, (size_t)(64 * 1024 - at),
+                     "%s{\"name\": \"b%d\", \"parent\": %s, \"head\": [%d, 1, 0], "
+                     "\"tail\": [%d.5, 1, 0], \"radius\": 0.1, \"mass\": 1%s}",
+                     i ? ", " : "", i, parent, i, i, i ? ", \"joint\": {\"type\": \"fixed\"}" : "");
+    }
+    snprintf(big + at, (size_t)(64 * 1024 - at), "]}");
+    write_file("skeletons/leg.json", big);
+    free(big);
+    assert_int_equal(sim_library_create(&lib), SIM_OK);
+    assert_int_equal(app_assets_load(g_dir, lib, on_warning, &s, err, sizeof err), -1);
+    printf("%s\n", err);
+    assert_non_null(strstr(err, "skeleton leg: "));
     sim_library_destroy(lib);
     remove_file("skeletons/leg.json");
 #undef LEG

@@ -305,6 +305,18 @@ static void test_rdp_decodes_spawn_character_solver(void** state) {
     expect_message(SC("null"), RDP_E_BAD_REQUEST,
                    "field \"solver\" must be a string: \"maximal\" or \"reduced\"");
 #undef SC
+    // Its state: "animated" (absent) or "ragdoll".
+#define ST(state)                                                                                  \
+    "{\"op\":\"spawn_character\",\"world\":1,\"position\":[0,0,0],\"state\":" state "}"
+    assert_int_equal(decode(ST("\"ragdoll\""), &c, &e), RDP_OK);
+    assert_int_equal(c.u.spawn_character.state, RDP_SPAWN_RAGDOLL);
+    assert_int_equal(decode(ST("\"animated\""), &c, &e), RDP_OK);
+    assert_int_equal(c.u.spawn_character.state, RDP_SPAWN_ANIMATED);
+    expect_message(ST("\"getting_up\""), RDP_E_BAD_REQUEST,
+                   "field \"state\" must be \"animated\" or \"ragdoll\", not \"getting_up\"");
+    expect_message(ST("1"), RDP_E_BAD_REQUEST,
+                   "field \"state\" must be a string: \"animated\" or \"ragdoll\"");
+#undef ST
 }
 
 // create_world's solver: "xpbd" or "soft_step", absent for the server's

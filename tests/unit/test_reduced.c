@@ -585,6 +585,33 @@ static void test_bad_input_changes_nothing(void** state) {
     cd.solver = (sim_char_solver)7;
     sim_entity_id id;
     assert_int_equal(sim_world_spawn_character(w, &cd, &id), SIM_E_INVALID_ARG);
+    cd = sim_character_def_default();
+    cd.state = SIM_CHAR_GETTING_UP; // spawned animated or limp only
+    assert_int_equal(sim_world_spawn_character(w, &cd, &id), SIM_E_INVALID_ARG);
+    assert_int_equal(sim_world_counts(w).bodies, 0);
+    // A fixed base's root is never made physical: a partial ragdoll of the
+    // maximal arm's root (and so of all its descendants) moves the arm, and
+    // the post stays where it stands.
+    cd.state = SIM_CHAR_ANIMATED;
+    cd.skeleton = "robot_arm";
+    cd.solver = SIM_CHAR_SOLVER_MAXIMAL;
+    assert_int_equal(sim_world_spawn_character(w, &cd, &id), SIM_OK);
+    const uint32_t post[1] = {0};
+    assert_int_equal(sim_character_set_partial(w, id, post, 1), SIM_OK);
+    sim_character_view view;
+    assert_int_equal(sim_character_get_view(w, id, &view), SIM_OK);
+    assert_int_equal(view.state, SIM_CHAR_PARTIAL);
+    sim_bone_pose arm0[5], arm1[5];
+    assert_int_equal(sim_character_get_pose(w, id, arm0, NULL, NULL, 5), 5);
+    for (int t = 0; t < 30; ++t) {
+        sim_world_step(w);
+    }
+    assert_int_equal(sim_character_get_pose(w, id, arm1, NULL, NULL, 5), 5);
+    assert_memory_equal(&arm0[0], &arm1[0], sizeof arm0[0]); // the post
+    printf("maximal arm, partial from its post: the payload %.3f m lower after 0.5 s\n",
+           arm0[4].p.y - arm1[4].p.y);
+    assert_true(arm1[4].p.y < arm0[4].p.y - 0.001f); // dynamic: it sags on its drives
+    assert_int_equal(sim_world_despawn(w, id), SIM_OK);
     id = spawn(w, SIM_CHAR_SOLVER_REDUCED, vec(0, 0, 0));
     const uint32_t arm[1] = {4};
     assert_int_equal(sim_character_set_partial(w, id, arm, 1), SIM_E_BAD_STATE);

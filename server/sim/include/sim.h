@@ -1310,7 +1310,8 @@ float sim_pd_torque(float kp, float kd, float theta_target, float theta, float t
 
 /// Makes the listed bones and all their descendants physical while the rest
 /// keep following the clip (seed 004: a shot arm flails while the legs keep
-/// walking): state PARTIAL. An empty list returns to ANIMATED. Errors:
+/// walking): state PARTIAL. An empty list returns to ANIMATED. A fixed
+/// base's root (sim_skeleton_def.fixed_base) is never made physical. Errors:
 /// SIM_E_STALE_ID, SIM_E_BAD_STATE (a ragdoll or getting up, or a
 /// REDUCED character: see sim_world_spawn_character()), SIM_E_BAD_INDEX.
 int sim_character_set_partial(sim_world* w, sim_entity_id id, const uint32_t* bones,
