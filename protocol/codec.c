@@ -402,7 +402,7 @@ int rdp_quantize(const rdp_snapshot* s, rdp_qsnap* q) {
         if (e->kind == RDP_KIND_CHARACTER) {
             for (uint32_t i = 0; i < e->body_count; ++i) {
                 rdp_qbone* b = &q->skel[so + i];
-                b->parent = e->parents != NULL ? (int8_t)e->parents[i] : (int8_t)(i ? 0 : -1);
+                b->parent = e->parents != NULL ? (int16_t)e->parents[i] : (int16_t)(i ? 0 : -1);
                 for (int c = 0; c < 3; ++c) {
                     double a = e->anchors != NULL ? e->anchors[6 * i + c] : 0.0;
                     double d = e->anchors != NULL ? e->anchors[6 * i + 3 + c] : 0.0;
@@ -500,7 +500,7 @@ static void put_entity_head(bitw* w, const rdp_qsnap* q, const rdp_qentity* e) {
     if (e->kind == RDP_KIND_CHARACTER) {
         for (uint32_t i = 0; i < e->count; ++i) {
             const rdp_qbone* b = &q->skel[e->skel + i];
-            put_bits(w, (uint64_t)(b->parent + 1), 8);
+            put_bits(w, (uint64_t)(b->parent + 1), 10);
             for (int c = 0; c < 3; ++c) {
                 put_fixed(w, b->anchor_parent[c], 16);
             }
@@ -827,7 +827,7 @@ static bool get_entity_head(bitr* r, rdp_qsnap* q, rdp_qentity* e, uint32_t* ske
         }
         for (uint32_t i = 0; i < e->count; ++i) {
             rdp_qbone* b = &q->skel[*skel_used + i];
-            b->parent = (int8_t)((int)get_bits(r, 8) - 1);
+            b->parent = (int16_t)((int)get_bits(r, 10) - 1);
             for (int c = 0; c < 3; ++c) {
                 b->anchor_parent[c] = (int16_t)get_fixed(r, 16);
             }

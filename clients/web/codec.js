@@ -10,7 +10,7 @@ const QUAT_SCALE = 2047 * Math.SQRT2;
 const ABS_BITS = 26;
 const FLAG_DELTA = 1;
 export const BASELINES = 32; // baselines a decoder keeps
-export const MAX_SKELETON_BONES = 128; // bones of one character at most
+export const MAX_SKELETON_BONES = 1024; // bones of one character at most
 export const KIND = { rope: 1, cloth: 2, ragdoll: 3, character: 4, ball: 5, softbody: 6 };
 export const KIND_NAME = ['unknown', 'rope', 'cloth', 'ragdoll', 'character', 'ball', 'softbody'];
 export const STATE_NAME = ['animated', 'ragdoll', 'getting_up', 'partial'];
@@ -177,7 +177,7 @@ function readHead(r) {
   if (e.kind === KIND.character) {
     e.skel = [];
     for (let i = 0; i < e.count; i++) {
-      const parent = r.bits(8) - 1;
+      const parent = r.bits(10) - 1;
       const ap = [r.fixed(16), r.fixed(16), r.fixed(16)].map((v) => v / ANCHOR_SCALE);
       const ac = [r.fixed(16), r.fixed(16), r.fixed(16)].map((v) => v / ANCHOR_SCALE);
       if ((i === 0) !== (parent < 0) || (i > 0 && parent >= i)) throw new RangeError('bad skeleton');

@@ -51,8 +51,8 @@ extern "C" {
 /// Most names in a `bones` list (set_drive, set_partial).
 #define RDP_MAX_BONES 32
 /// Most bones of one character in a binary snapshot (the simulator's
-/// SIM_MAX_BONES): its parent index is coded in 8 bits.
-#define RDP_MAX_SKELETON_BONES 128
+/// SIM_MAX_BONES): its parent index is coded in 10 bits.
+#define RDP_MAX_SKELETON_BONES 1024
 /// The binary snapshot format's version (the byte after "RDS2").
 #define RDP_SNAPSHOT_VERSION 3
 
@@ -716,7 +716,7 @@ uint8_t rdp_state_code(const char* state);
 /// One bone of a character as binary snapshots carry it: its parent and
 /// the joint's anchors in 0.1 mm steps.
 typedef struct rdp_qbone {
-    int8_t parent; ///< -1 for the root.
+    int16_t parent; ///< -1 for the root.
     int16_t anchor_parent[3], anchor_child[3];
 } rdp_qbone;
 

@@ -286,13 +286,19 @@ static int parse_skeleton(const cJSON* root, sim_skeleton_def* d, char* err, siz
     if (drive != NULL) {
         const cJSON* kp = cJSON_GetObjectItemCaseSensitive(drive, "kp");
         const cJSON* kd = cJSON_GetObjectItemCaseSensitive(drive, "kd");
-        if (!cJSON_IsObject(drive) || cJSON_GetArraySize(drive) != 2 || !cJSON_IsNumber(kp) ||
-            !cJSON_IsNumber(kd) || !(kp->valuedouble >= 0.0 && kp->valuedouble <= 1e5) ||
-            !(kd->valuedouble >= 0.0 && kd->valuedouble <= 1e5)) {
+        if (!cJSON_IsObject(drive) || cJSON_GetArraySize(drive) != 2 || kp == NULL || kd == NULL) {
             return fail(err, cap,
-                        "skeleton %s: drive must be {\"kp\": N·m/rad, \"kd\": N·m·s/rad}, "
-                        "each in [0, 1e5]",
+                        "skeleton %s: drive must be {\"kp\": N*m/rad, \"kd\": N*m*s/rad} and "
+                        "nothing else",
                         d->name);
+        }
+        const cJSON* gains[2] = {kp, kd};
+        for (int k = 0; k < 2; ++k) {
+            const cJSON* g = gains[k];
+            if (!cJSON_IsNumber(g) || !(g->valuedouble >= 0.0 && g->valuedouble <= 1e5)) {
+                return fail(err, cap, "skeleton %s: drive %s must be a number in [0, 1e5] (%s)",
+                            d->name, k == 0 ? "kp" : "kd", k == 0 ? "N*m/rad" : "N*m*s/rad");
+            }
         }
         d->drive_kp = (float)kp->valuedouble;
         d->drive_kd = (float)kd->valuedouble;

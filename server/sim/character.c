@@ -277,9 +277,14 @@ int sim_world_spawn_character(sim_world* w, const sim_character_def* def, sim_en
         }
     }
     if (def->state == SIM_CHAR_RAGDOLL) {
-        // Limp from its first tick: killed by nothing (which cannot fail
-        // for a character just made inside the world).
-        (void)sim_character_kill(w, *out, x[0], v3(0.0f, 0.0f, 0.0f), NULL);
+        // Limp from its first tick: killed by nothing, "hit" at its origin
+        // (inside the world, checked above: its bones need not be).
+        rc = sim_character_kill(w, *out, def->position, v3(0.0f, 0.0f, 0.0f), NULL);
+        if (rc != SIM_OK) {
+            sim_world_despawn(w, *out);
+            *out = (sim_entity_id){0, 0};
+            return rc;
+        }
     }
     return SIM_OK;
 }

@@ -310,7 +310,7 @@ int sim_world_attach_cloth(sim_world* w, const sim_cloth_attach_def* def, sim_en
             sim_vec3 p = v3_add(bone->x, q_rotate(bone->q, local));
             sim__particle_init(w, i, p, r == 0 ? 0.0f : inv_mass, def->particle_radius);
             if (r == 0) {
-                w->tie[i].bone = (uint8_t)g->bone;
+                w->tie[i].bone = (uint16_t)g->bone;
                 w->tie[i].local = local;
             }
         }

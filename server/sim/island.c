@@ -127,6 +127,14 @@ void sim__wake_all(sim_world* w) {
     for (uint32_t i = 0; i < w->b_count; ++i) {
         sim__body_wake(w, i);
     }
+    // REDUCED characters sleep on their own (reduced.c): new gravity moves
+    // them too.
+    for (uint32_t k = 0; k < w->order_count; ++k) {
+        const sim__entity* e = &w->entities[w->order[k]];
+        if (e->kind == SIM_ENTITY_CHARACTER && w->chars[w->order[k]].artic != NULL) {
+            sim__entity_wake(w, e);
+        }
+    }
 }
 
 // Links (unites) every pair of awake bodies that may push each other.

@@ -322,7 +322,7 @@ typedef struct sim__drag {
 } sim__drag;
 
 #define SIM__NO_TIE  UINT32_MAX /* sim__tie.tether: no long-range attachment */
-#define SIM__NO_BONE 0xffu      /* sim__tie.bone: not pinned to a bone */
+#define SIM__NO_BONE 0xffffu    /* sim__tie.bone: not pinned to a bone */
 
 /// A particle's ties to what it hangs from (garment.c): a pin to a bone of
 /// its entity's wearer, and a long-range attachment (Kim, Chentanez and
@@ -331,12 +331,12 @@ typedef struct sim__tie {
     sim_vec3 local;   ///< Pinned: its point in the bone's body frame, m.
     float tether_len; ///< The most it may be from its tether particle, m.
     uint32_t tether;  ///< Local index of that pinned particle, or SIM__NO_TIE.
-    uint8_t bone;     ///< Bone of the wearer it is pinned to, or SIM__NO_BONE.
+    uint16_t bone;    ///< Bone of the wearer it is pinned to, or SIM__NO_BONE.
     /// Grid edges from this particle that tore (tear.c): SIM__TORN_RIGHT,
     /// SIM__TORN_DOWN, SIM__TORN_DIAG; the air skips a triangle with a torn
     /// edge (wind.c).
     uint8_t torn;
-    uint8_t pad[2];
+    uint8_t pad;
 } sim__tie;
 
 /// sim__tie.torn: the edge to the grid particle on the right (r, c + 1),

@@ -911,8 +911,8 @@ uint64_t sim_world_solver_work_with(const sim_world* w, const sim_params* p);
 // Skeletons and clips
 // ---------------------------------------------------------------------------
 
-#define SIM_MAX_BONES 128 ///< Bones per skeleton at most (a multiple of 32).
-#define SIM_NAME_MAX  32  ///< Bytes in a skeleton, clip or bone name, with the NUL.
+#define SIM_MAX_BONES 1024 ///< Bones per skeleton at most (a multiple of 32).
+#define SIM_NAME_MAX  32   ///< Bytes in a skeleton, clip or bone name, with the NUL.
 
 /// How a bone is joined to its parent.
 typedef enum sim_joint_kind {
