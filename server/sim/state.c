@@ -57,14 +57,11 @@ typedef struct section_head {
     uint64_t count;
 } section_head;
 
-/// A REDUCED character's articulation (sim_artic_get_state()).
-typedef struct state_artic {
-    uint32_t slot;  ///< The character's entity slot.
-    uint32_t count; ///< Floats used in s.
-    float s[1 + SIM_MAX_BONES * SIM_ARTIC_STATE_FLOATS];
-    uint32_t pad; ///< To a multiple of 8 bytes.
-} state_artic;
-_Static_assert(sizeof(state_artic) % 8 == 0, "sections are padded to 8 bytes");
+/// The "artic" section: 4-byte words, per REDUCED character its entity
+/// slot, the count n of its state's floats (sim_artic_get_state(): 1 + 21
+/// a link) and those n floats; then a zero word if the total is odd (to 8
+/// bytes). A record is as long as its own articulation, not SIM_MAX_BONES.
+#define STATE_ARTIC_MAX_FLOATS (1 + SIM_MAX_BONES * SIM_ARTIC_STATE_FLOATS)
 
 /// A skeleton the characters of a state play.
 typedef struct state_skel {
@@ -293,29 +290,33 @@ int sim_world_save(const sim_world* w, void* buf, size_t cap, size_t* len) {
         put_section(&o, "skeletons", sizeof table[0], n_used, table);
 
         // The articulations of REDUCED characters, one record each.
-        uint64_t n_artic = 0;
-        for (uint32_t s = 0; s < w->e_used; ++s) {
-            n_artic += w->entities[s].live && w->entities[s].kind == SIM_ENTITY_CHARACTER &&
-                               w->chars[s].artic != NULL
-                           ? 1u
-                           : 0u;
-        }
-        section_head ah;
-        memset(&ah, 0, sizeof ah);
-        snprintf(ah.name, sizeof ah.name, "%s", "artic");
-        ah.elem = (uint32_t)sizeof(state_artic);
-        ah.count = n_artic;
-        put(&o, &ah, sizeof ah); // records of 8-byte multiples: no padding
+        uint64_t words = 0;
         for (uint32_t s = 0; s < w->e_used; ++s) {
             if (w->entities[s].live && w->entities[s].kind == SIM_ENTITY_CHARACTER &&
                 w->chars[s].artic != NULL) {
-                state_artic r;
-                memset(&r, 0, sizeof r);
-                r.slot = s;
-                r.count = sim_artic_get_state(w->chars[s].artic, r.s,
-                                              (uint32_t)(sizeof r.s / sizeof r.s[0]));
-                put(&o, &r, sizeof r);
+                words += 2 + 1 +
+                         (uint64_t)sim_artic_link_count(w->chars[s].artic) * SIM_ARTIC_STATE_FLOATS;
             }
+        }
+        const uint32_t zero = 0;
+        section_head ah;
+        memset(&ah, 0, sizeof ah);
+        snprintf(ah.name, sizeof ah.name, "%s", "artic");
+        ah.elem = (uint32_t)sizeof(uint32_t);
+        ah.count = words + (words & 1u);
+        put(&o, &ah, sizeof ah);
+        for (uint32_t s = 0; s < w->e_used; ++s) {
+            if (w->entities[s].live && w->entities[s].kind == SIM_ENTITY_CHARACTER &&
+                w->chars[s].artic != NULL) {
+                float f[STATE_ARTIC_MAX_FLOATS];
+                const uint32_t rec[2] = {
+                    s, sim_artic_get_state(w->chars[s].artic, f, STATE_ARTIC_MAX_FLOATS)};
+                put(&o, rec, sizeof rec);
+                put(&o, f, rec[1] * sizeof f[0]);
+            }
+        }
+        if (words & 1u) {
+            put(&o, &zero, sizeof zero);
         }
 
         if (pass == 0) {
@@ -634,31 +635,47 @@ static int load_articulations(state_in* in, sim_world* w) {
                  ? 1u
                  : 0u;
     }
-    int rc = SIM_OK;
-    const state_section* sec = take(in, "artic", sizeof(state_artic), n, &rc);
-    w->artic_links = 0; // counted again as they are built
-    if (sec == NULL) {
-        return rc;
+    const state_section* sec = NULL;
+    for (uint32_t i = 0; i < in->n && sec == NULL; ++i) {
+        sec = strcmp(in->s[i].name, "artic") == 0 ? &in->s[i] : NULL;
     }
+    if (sec == NULL || sec->elem != sizeof(uint32_t)) {
+        return fail(in, SIM_E_CORRUPT, "section 'artic' is missing or not of 4-byte words");
+    }
+    w->artic_links = 0; // counted again as they are built
+    uint64_t at = 0;    // words read
     for (uint64_t k = 0; k < n; ++k) {
-        state_artic r;
-        memcpy(&r, sec->data + k * sizeof r, sizeof r);
-        if (r.slot >= w->e_used || !w->entities[r.slot].live ||
-            w->entities[r.slot].kind != SIM_ENTITY_CHARACTER || !w->chars[r.slot].reduced ||
-            w->chars[r.slot].artic != NULL || r.count > sizeof r.s / sizeof r.s[0]) {
+        uint32_t head[2];
+        if (sec->count - at < 2) {
+            return fail(in, SIM_E_CORRUPT, "articulation %llu is cut short", (unsigned long long)k);
+        }
+        memcpy(head, sec->data + at * 4, sizeof head);
+        at += 2;
+        const uint32_t slot = head[0], count = head[1];
+        if (slot >= w->e_used || !w->entities[slot].live ||
+            w->entities[slot].kind != SIM_ENTITY_CHARACTER || !w->chars[slot].reduced ||
+            w->chars[slot].artic != NULL || count > STATE_ARTIC_MAX_FLOATS ||
+            sec->count - at < count) {
             return fail(in, SIM_E_CORRUPT, "articulation %llu names no REDUCED character",
                         (unsigned long long)k);
         }
-        rc = sim__reduced_create(w, r.slot);
+        float f[STATE_ARTIC_MAX_FLOATS];
+        memcpy(f, sec->data + at * 4, count * sizeof f[0]);
+        at += count;
+        int rc = sim__reduced_create(w, slot);
         if (rc != SIM_OK) {
             return fail(in, rc, "articulation %llu cannot be built: %s", (unsigned long long)k,
                         sim_strerror(rc));
         }
-        rc = sim_artic_set_state(w->chars[r.slot].artic, r.s, r.count);
+        rc = sim_artic_set_state(w->chars[slot].artic, f, count);
         if (rc != SIM_OK) {
             return fail(in, SIM_E_CORRUPT, "articulation %llu: %s", (unsigned long long)k,
                         sim_strerror(rc));
         }
+    }
+    if (sec->count - at > 1) {
+        return fail(in, SIM_E_CORRUPT, "section 'artic' has %llu words left over",
+                    (unsigned long long)(sec->count - at));
     }
     return SIM_OK;
 }
