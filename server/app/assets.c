@@ -289,8 +289,12 @@ static int parse_skeleton(const cJSON* root, sim_skeleton_def* d, char* err, siz
         if (!cJSON_IsObject(drive) || cJSON_GetArraySize(drive) != 2 || kp == NULL || kd == NULL) {
             return fail(err, cap,
                         "skeleton %s: drive must be {\"kp\": N*m/rad, \"kd\": N*m*s/rad} and "
-                        "nothing else",
-                        d->name);
+                        "nothing else%s",
+                        d->name,
+                        !cJSON_IsObject(drive) ? ""
+                        : kp == NULL           ? " (kp is missing)"
+                        : kd == NULL           ? " (kd is missing)"
+                                               : " (an unknown key)");
         }
         const cJSON* gains[2] = {kp, kd};
         for (int k = 0; k < 2; ++k) {

@@ -223,14 +223,26 @@ void sim__contacts_begin_tick(sim_world* w, float dt) {
         const float pm = w->p_count > 0 ? PARTICLE_MARGIN : 0.0f;
         sim_vec3 lo = v3_sub(w->aabb_lo[i], v3(pm, pm, pm));
         sim_vec3 hi = v3_add(w->aabb_hi[i], v3(pm, pm, pm));
-        for (int32_t x = sim__cell_of(lo.x); x <= sim__cell_of(hi.x); ++x) {
-            for (int32_t y = sim__cell_of(lo.y); y <= sim__cell_of(hi.y); ++y) {
-                for (int32_t z = sim__cell_of(lo.z); z <= sim__cell_of(hi.z); ++z) {
-                    if (w->grid_count == w->grid_cap) {
-                        // Out of room: this body misses some contacts this tick.
-                        w->overflows.grid_entries++;
-                        continue;
-                    }
+        const int32_t x0 = sim__cell_of(lo.x), x1 = sim__cell_of(hi.x);
+        const int32_t y0 = sim__cell_of(lo.y), y1 = sim__cell_of(hi.y);
+        const int32_t z0 = sim__cell_of(lo.z), z1 = sim__cell_of(hi.z);
+        // Its cells, counted without overflow (each side is under 2^31, and
+        // a product is taken only of factors within the room left).
+        const uint64_t room = w->grid_cap - w->grid_count;
+        const uint64_t nx = (uint64_t)((int64_t)x1 - x0 + 1), ny = (uint64_t)((int64_t)y1 - y0 + 1),
+                       nz = (uint64_t)((int64_t)z1 - z0 + 1);
+        const bool fits = x1 >= x0 && y1 >= y0 && z1 >= z0 && nx <= room && ny <= room &&
+                          nx * ny <= room && nx * ny * nz <= room;
+        if (!fits) {
+            // Out of room (or a body swept across the world by a blow-up the
+            // tick's quarantine will find): it misses its contacts this tick,
+            // and walking its cells one by one must not hang the world.
+            w->overflows.grid_entries++;
+            continue;
+        }
+        for (int32_t x = x0; x <= x1; ++x) {
+            for (int32_t y = y0; y <= y1; ++y) {
+                for (int32_t z = z0; z <= z1; ++z) {
                     uint32_t h = sim__cell_hash(x, y, z);
                     sim__grid_entry* e = &w->grid[w->grid_count];
                     e->body = i;

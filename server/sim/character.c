@@ -612,16 +612,22 @@ int sim_character_set_partial(sim_world* w, sim_entity_id id, const uint32_t* bo
 // Ticking
 // ---------------------------------------------------------------------------
 
-static void update_gains(sim__bone* bs, sim__bjoint* joints, uint32_t n, float dt) {
+// Advances the drives' ramps; true while one is still ramping (its gains
+// change, so the character must not sleep through it).
+static bool update_gains(sim__bone* bs, sim__bjoint* joints, uint32_t n, float dt) {
+    bool ramping = false;
     for (uint32_t i = 1; i < n; ++i) {
         sim__gains* g = &bs[i].gains;
+        const bool before = g->t < g->ramp && (g->kp != g->kp_to || g->kd != g->kd_to);
         g->t += dt;
         float u = g->ramp > 0.0f ? fminf(g->t / g->ramp, 1.0f) : 1.0f;
         g->kp = g->kp_from + (g->kp_to - g->kp_from) * u;
         g->kd = g->kd_from + (g->kd_to - g->kd_from) * u;
         joints[i - 1].kp = g->kp;
         joints[i - 1].kd = g->kd;
+        ramping = ramping || before;
     }
+    return ramping;
 }
 
 // Drive targets: the clip's relative rotation of each joint's frames,
@@ -651,12 +657,16 @@ void sim__characters_pre_tick(sim_world* w, float dt) {
         advance_clip(ch, dt);
         sim_quat local[SIM_MAX_BONES];
         const bool reduced_ragdoll = ch->artic != NULL && ch->state == SIM_CHAR_RAGDOLL;
+        if (update_gains(bs, joints, n, dt)) {
+            // New gains move it: awake until they are reached (a reduced
+            // ragdoll, which sleeps in reduced.c, too).
+            sim__entity_wake(w, e);
+        }
         if (ch->settled && !reduced_ragdoll) { // a REDUCED one sleeps in reduced.c
             // Asleep (a RAGDOLL: every bone dynamic, frozen): without a
             // drive nothing reads the animated pose until it wakes, and the
             // tick after that computes it again. A sleeping pile then costs
             // no forward kinematics.
-            update_gains(bs, joints, n, dt);
             bool driven = false;
             for (uint32_t i = 1; i < n && !driven; ++i) {
                 driven = joints[i - 1].kp > 0.0f;
@@ -685,7 +695,6 @@ void sim__characters_pre_tick(sim_world* w, float dt) {
             bs[0].target_x = bs[0].snap_x; // held where it went limp
             bs[0].target_q = bs[0].snap_q;
         }
-        update_gains(bs, joints, n, dt);
         set_drive_targets(ch, joints, n, local);
         if (reduced_ragdoll) {
             // The clip's pose was only the drives' target: the articulation
