@@ -226,23 +226,16 @@ void sim__contacts_begin_tick(sim_world* w, float dt) {
         const int32_t x0 = sim__cell_of(lo.x), x1 = sim__cell_of(hi.x);
         const int32_t y0 = sim__cell_of(lo.y), y1 = sim__cell_of(hi.y);
         const int32_t z0 = sim__cell_of(lo.z), z1 = sim__cell_of(hi.z);
-        // Its cells, counted without overflow (each side is under 2^31, and
-        // a product is taken only of factors within the room left).
-        const uint64_t room = w->grid_cap - w->grid_count;
-        const uint64_t nx = (uint64_t)((int64_t)x1 - x0 + 1), ny = (uint64_t)((int64_t)y1 - y0 + 1),
-                       nz = (uint64_t)((int64_t)z1 - z0 + 1);
-        const bool fits = x1 >= x0 && y1 >= y0 && z1 >= z0 && nx <= room && ny <= room &&
-                          nx * ny <= room && nx * ny * nz <= room;
-        if (!fits) {
-            // Out of room (or a body swept across the world by a blow-up the
-            // tick's quarantine will find): it misses its contacts this tick,
-            // and walking its cells one by one must not hang the world.
-            w->overflows.grid_entries++;
-            continue;
-        }
-        for (int32_t x = x0; x <= x1; ++x) {
-            for (int32_t y = y0; y <= y1; ++y) {
-                for (int32_t z = z0; z <= z1; ++z) {
+        // Its cells (a body a blow-up threw across the world may sweep
+        // billions: counted, not walked, past what the grid can hold).
+        const double cells =
+            (x1 >= x0 && y1 >= y0 && z1 >= z0)
+                ? ((double)x1 - x0 + 1.0) * ((double)y1 - y0 + 1.0) * ((double)z1 - z0 + 1.0)
+                : 0.0;
+        uint64_t placed = 0;
+        for (int32_t x = x0; x <= x1 && w->grid_count < w->grid_cap; ++x) {
+            for (int32_t y = y0; y <= y1 && w->grid_count < w->grid_cap; ++y) {
+                for (int32_t z = z0; z <= z1 && w->grid_count < w->grid_cap; ++z) {
                     uint32_t h = sim__cell_hash(x, y, z);
                     sim__grid_entry* e = &w->grid[w->grid_count];
                     e->body = i;
@@ -251,9 +244,13 @@ void sim__contacts_begin_tick(sim_world* w, float dt) {
                     e->cz = z;
                     e->next = w->grid_head[h];
                     w->grid_head[h] = (int32_t)w->grid_count++;
+                    placed++;
                 }
             }
         }
+        // Out of room: this body misses some contacts this tick.
+        const double dropped = cells - (double)placed;
+        w->overflows.grid_entries += dropped >= 1e18 ? (uint64_t)1e18 : (uint64_t)dropped;
     }
     uint32_t overflows = 0;
     for (int round = 0; round < 4 && find_pairs(w, dt, &overflows); ++round) {

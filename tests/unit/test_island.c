@@ -278,10 +278,12 @@ static void test_spin_is_capped(void** state) {
 
 // A fresh user's report: bodies thrown at tens of km/s (a 1 g ball given
 // 40 N·s on each axis is 69 km/s; a 1000-bone chain hit 150 times) swept
-// boxes of billions of grid cells, and the broad phase walked them one by
-// one, counting an overflow per cell once the grid was full: a world, its
-// worker and the server's shutdown hung. Now such a body is one overflow,
-// skipped for the tick (the tick's quarantine takes it), without a walk.
+// boxes of billions of grid cells, and the broad phase walked every one,
+// counting an overflow per cell once the grid was full: a world, its
+// worker and the server's shutdown hung. Now it walks only what the grid
+// can hold and counts the rest. Here a 1 g ball at 10^6 m/s sweeps about
+// (10^6/60)^3 ≈ 4.6·10^12 cells in its first tick: walked, that is hours
+// (ctest's timeout fails the test); counted, the ticks go on.
 static void test_a_ball_thrown_across_the_world_does_not_hang_the_tick(void** state) {
     (void)state;
     sim_world* w = make_world(1);
@@ -290,17 +292,18 @@ static void test_a_ball_thrown_across_the_world_does_not_hang_the_tick(void** st
     bd.mass = 0.001f;
     sim_entity_id ball;
     assert_int_equal(sim_world_spawn_ball(w, &bd, &ball), SIM_OK);
-    assert_int_equal(sim_ball_apply_impulse(w, ball, (sim_vec3){40.0f, 40.0f, 40.0f}), SIM_OK);
+    assert_int_equal(sim_ball_apply_impulse(w, ball, (sim_vec3){1000.0f, 1000.0f, 1000.0f}),
+                     SIM_OK);
     const uint64_t before = sim_world_overflows(w).grid_entries;
     const uint64_t tick = sim_world_tick(w);
     for (int t = 0; t < 5; ++t) {
         sim_world_step(w);
     }
-    const uint64_t skipped = sim_world_overflows(w).grid_entries - before;
-    printf("a 69 km/s ball: %llu grid overflows counted, 5 ticks stepped\n",
-           (unsigned long long)skipped);
+    const uint64_t dropped = sim_world_overflows(w).grid_entries - before;
+    printf("a 10^6 m/s ball: %.3g grid entries dropped (counted, not walked), 5 ticks stepped\n",
+           (double)dropped);
     assert_true(sim_world_tick(w) == tick + 5);
-    assert_true(skipped >= 1 && skipped <= 5); // once a tick at most, not once a cell
+    assert_true(dropped > 1000000000000ull); // its sweep, more than the grid could ever hold
     sim_world_destroy(w);
 }
 
