@@ -314,7 +314,7 @@ static void feed(stream* s, uint8_t ctl, uint8_t* frame, size_t len) {
             frame[9] = (uint8_t)(base >> 8);
         }
     }
-    bool header_ok = len >= 8 && memcmp(frame, "RDS2", 4) == 0 && frame[4] == 2;
+    bool header_ok = len >= 8 && memcmp(frame, "RDS2", 4) == 0 && frame[4] == RDP_SNAPSHOT_VERSION;
     bool delta = header_ok && (frame[5] & 1u) != 0;
     const seen* base = NULL;
     if (delta && len >= 10) {
