@@ -1190,6 +1190,13 @@ int sim_artic_point_mass(sim_artic* a, uint32_t link, sim_vec3 point, sim_vec3 d
     return SIM_OK;
 }
 
+void sim_artic_stop(sim_artic* a) {
+    for (uint32_t i = 0; i < a->count; ++i) {
+        memset(a->links[i].qd, 0, sizeof a->links[i].qd);
+    }
+    sim__artic_kinematics(a);
+}
+
 uint32_t sim_artic_get_state(const sim_artic* a, float* out, uint32_t cap) {
     const uint32_t need = 1 + a->count * SIM_ARTIC_STATE_FLOATS;
     if (out == NULL || cap < need) {

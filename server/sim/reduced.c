@@ -406,13 +406,7 @@ void sim__reduced_tick(sim_world* w, uint32_t slot, float dt) {
     ch->still_t = still ? ch->still_t + dt : 0.0f;
     if (ch->still_t >= SIM__SLEEP_TIME) {
         // Asleep: its bones hold this pose, at rest, until woken.
-        float state[1 + SIM_MAX_BONES * SIM_ARTIC_STATE_FLOATS];
-        const uint32_t m =
-            sim_artic_get_state(ch->artic, state, 1 + SIM_MAX_BONES * SIM_ARTIC_STATE_FLOATS);
-        for (uint32_t i = 0; i < n; ++i) {
-            memset(&state[1 + i * SIM_ARTIC_STATE_FLOATS + 8], 0, 6 * sizeof(float));
-        }
-        sim_artic_set_state(ch->artic, state, m);
+        sim_artic_stop(ch->artic);
         ch->settled = true;
         ch->still_t = 0.0f;
         sim_entity_id id = {slot + 1, e->generation};

@@ -62,6 +62,34 @@ static sim_artic_link_def rod(int32_t parent, sim_vec3 anchor, float m, float L)
 // One hinge
 // ---------------------------------------------------------------------------
 
+// sim_artic_stop(): a swinging double pendulum stops where it is: every
+// link's velocity is zero, its angles are those it had.
+static void test_stop_keeps_the_pose_and_nothing_moves(void** state) {
+    (void)state;
+    sim_artic_link_def d[2] = {rod(-1, vec(0.0f, 0.0f, 0.0f), 1.0f, 1.0f),
+                               rod(0, vec(0.0f, -1.0f, 0.0f), 1.0f, 1.0f)};
+    sim_artic* a = NULL;
+    assert_int_equal(sim_artic_create(d, 2, NULL, &a), SIM_OK);
+    assert_int_equal(sim_artic_set_angle(a, 0, 1.0f, 2.0f), SIM_OK);
+    for (int s = 0; s < 30; ++s) {
+        assert_int_equal(sim_artic_step(a, 1.0f / 240.0f, vec(0.0f, -G, 0.0f)), SIM_OK);
+    }
+    float before[2], after[2], rate;
+    for (uint32_t i = 0; i < 2; ++i) {
+        sim_artic_get_angle(a, i, &before[i], &rate);
+    }
+    sim_artic_stop(a);
+    for (uint32_t i = 0; i < 2; ++i) {
+        sim_artic_get_angle(a, i, &after[i], &rate);
+        assert_true(after[i] == before[i] && rate == 0.0f);
+        sim_vec3 c, v, om;
+        assert_int_equal(sim_artic_link_motion(a, i, &c, &v, &om), SIM_OK);
+        assert_true(v.x == 0.0f && v.y == 0.0f && v.z == 0.0f);
+        assert_true(om.x == 0.0f && om.y == 0.0f && om.z == 0.0f);
+    }
+    sim_artic_destroy(a);
+}
+
 // A uniform rod of length L swinging about one end: I = m·L²/3 about the
 // pivot, its centre of mass at L/2, so for small angles
 // T = 2π·√(I / (m·g·L/2)) = 2π·√(2L / 3g) = 1.6378 s for L = 1 m (any
@@ -1120,6 +1148,7 @@ static void test_bad_defs_and_calls_are_refused(void** state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_compound_pendulum_period),
+        cmocka_unit_test(test_stop_keeps_the_pose_and_nothing_moves),
         cmocka_unit_test(test_pendulum_energy_bounded),
         cmocka_unit_test(test_double_pendulum_matches_lagrangian),
         cmocka_unit_test(test_double_pendulum_energy_bounded),

@@ -200,6 +200,10 @@ uint32_t sim_artic_get_state(const sim_artic* a, float* out, uint32_t cap);
 /// nothing changes.
 int sim_artic_set_state(sim_artic* a, const float* state, uint32_t count);
 
+/// Stops it where it is: every joint's velocities (a free base's too) set
+/// to zero, the coordinates kept (a sleeping articulation's rest).
+void sim_artic_stop(sim_artic* a);
+
 /// A hinge's angle (rad) and rate (rad/s). SIM_E_BAD_INDEX for no such
 /// link, SIM_E_INVALID_ARG for a link whose joint is not REVOLUTE,
 /// SIM_E_NOT_FINITE.
