@@ -607,13 +607,15 @@ void sim__artic_link_impulse(sim_artic* a, uint32_t j, const float dir[3], const
 // Step
 // ---------------------------------------------------------------------------
 
-// Caps a joint's rotation rate at a quarter turn per step and the free
-// base's speed at SIM_ARTIC_MAX_SPEED (Jolt's defaults: 0.25·π·60 ≈ 47
-// rad/s at 60 Hz, and 500 m/s): beyond them the explicit velocity-product
-// terms feed energy in faster than the step can follow, and the motion
-// would blow up instead of being merely wrong.
-static bool cap_rates(artic_link* l, float dt, float most) {
-    bool capped = false;
+// A joint's rotation rate is capped at a quarter turn per step and the
+// free base's speed at SIM_ARTIC_MAX_SPEED (Jolt's defaults: 0.25·π·60 ≈
+// 47 rad/s at 60 Hz, and 500 m/s): beyond them the explicit
+// velocity-product terms feed energy in faster than the step can follow,
+// and the motion would blow up instead of being merely wrong. The factor
+// (<= 1) each of a link's two caps asks for: its spin (the first three
+// rates of a ball joint or free base, a hinge's one) and its free base's
+// speed.
+static void cap_factors(const artic_link* l, float dt, float most, float* spin, float* speed) {
     const float per_step = 0.25f * 3.14159265f / dt;
     const float max_rate = most > 0.0f && most < per_step ? most : per_step;
     const int n = l->def.joint == SIM_ARTIC_REVOLUTE ? 1 : l->dof >= 3 ? 3 : 0;
@@ -621,32 +623,69 @@ static bool cap_rates(artic_link* l, float dt, float most) {
     for (int k = 0; k < n; ++k) {
         sq += l->qd[k] * l->qd[k];
     }
-    if (sq > max_rate * max_rate) {
-        const float f = max_rate / sqrtf(sq);
-        for (int k = 0; k < n; ++k) {
-            l->qd[k] *= f;
-        }
-        capped = true;
-    }
+    *spin = sq > max_rate * max_rate ? max_rate / sqrtf(sq) : 1.0f;
+    *speed = 1.0f;
     if (l->def.joint == SIM_ARTIC_FREE) {
         const float lin = sqrtf(l->qd[3] * l->qd[3] + l->qd[4] * l->qd[4] + l->qd[5] * l->qd[5]);
-        if (lin > SIM_ARTIC_MAX_SPEED) {
-            for (int k = 3; k < 6; ++k) {
-                l->qd[k] *= SIM_ARTIC_MAX_SPEED / lin;
-            }
-            capped = true;
-        }
+        *speed = lin > SIM_ARTIC_MAX_SPEED ? SIM_ARTIC_MAX_SPEED / lin : 1.0f;
     }
-    return capped;
 }
 
-// Caps every link's rates (cap_rates()); the links' velocities follow.
-static void cap_all(sim_artic* a, float dt) {
-    bool capped = false;
+// The links' kinetic energy, J (their velocities as they are).
+static double kinetic_energy(const sim_artic* a) {
+    double e = 0.0;
     for (uint32_t i = 0; i < a->count; ++i) {
-        capped = cap_rates(&a->links[i], dt, a->max_rate) || capped;
+        const artic_link* l = &a->links[i];
+        e += 0.5 * (double)sp_dot(l->v, sp_mat6_mul(&l->I, l->v));
     }
-    if (capped) {
+    return e;
+}
+
+// Caps every link's rates (cap_factors()); the links' velocities follow.
+// Joint rates are relative: capping one joint of a whipping chain but not
+// its neighbours, which turned against it, can speed links up (a 100-link
+// chain hit on its tip gained 400 times its energy in three ticks that
+// way, then locked in a two-step cycle with every joint at the cap, still
+// for good). So a cap never adds energy: when the capped motion has more
+// kinetic energy than before, every rate is scaled down by one factor to
+// the energy before (a uniform scale keeps the motion's direction, and
+// every rate under its cap).
+static void cap_all(sim_artic* a, float dt) {
+    bool over = false;
+    for (uint32_t i = 0; i < a->count && !over; ++i) {
+        float spin, speed;
+        cap_factors(&a->links[i], dt, a->max_rate, &spin, &speed);
+        over = spin < 1.0f || speed < 1.0f;
+    }
+    if (!over) {
+        return;
+    }
+    sim__artic_velocities(a); // the rates may be newer than the velocities
+    const double before = kinetic_energy(a);
+    for (uint32_t i = 0; i < a->count; ++i) {
+        artic_link* l = &a->links[i];
+        float spin, speed;
+        cap_factors(l, dt, a->max_rate, &spin, &speed);
+        const int n = l->def.joint == SIM_ARTIC_REVOLUTE ? 1 : l->dof >= 3 ? 3 : 0;
+        for (int k = 0; k < n; ++k) {
+            l->qd[k] *= spin;
+        }
+        if (l->def.joint == SIM_ARTIC_FREE) {
+            for (int k = 3; k < 6; ++k) {
+                l->qd[k] *= speed;
+            }
+        }
+    }
+    sim__artic_velocities(a);
+    const double after = kinetic_energy(a);
+    if (after > before && after > 0.0) {
+        const float f = (float)sqrt(before / after);
+        for (uint32_t i = 0; i < a->count; ++i) {
+            artic_link* l = &a->links[i];
+            for (int k = 0; k < l->dof; ++k) {
+                l->qd[k] *= f;
+            }
+        }
         sim__artic_velocities(a);
     }
 }

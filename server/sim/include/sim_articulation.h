@@ -52,6 +52,9 @@ extern "C" {
 /// Fastest a free base's origin moves (m/s); each joint's rotation rate is
 /// capped at a quarter turn per step, 0.25·π/dt rad/s (47 rad/s at 60 Hz),
 /// as Jolt caps its bodies: beyond them the step cannot follow the motion.
+/// A cap never adds kinetic energy: rates are relative, so capping one
+/// joint of a whipping chain can speed links up; then every rate is scaled
+/// down by one factor to the energy before the cap.
 #define SIM_ARTIC_MAX_SPEED 500.0f
 
 /// The joint that holds a link to its parent (or the base to the world).
@@ -333,7 +336,8 @@ int sim_artic_set_env(sim_artic* a, bool ground, const sim_box* boxes, uint32_t 
 
 /// Caps every joint's rotation rate (rad/s, [0, 10^4]) lower than a quarter
 /// turn per step, whatever the step (0, the default: a quarter turn per
-/// step). What the cap takes is lost. A character's articulation is capped
+/// step). What the cap takes is lost, and it never adds energy
+/// (SIM_ARTIC_MAX_SPEED). A character's articulation is capped
 /// at 0.25·π·60 ≈ 47 rad/s, as a maximal bone is (and Jolt's bodies): at a
 /// quarter turn per 1/240 s step a limb hit hard keeps 16 times the
 /// energy, which its contacts turn into a throw of the whole body.
