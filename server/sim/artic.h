@@ -67,16 +67,17 @@ struct sim_artic {
     float friction;
     uint32_t box_count;
     sim_box boxes[SIM_ARTIC_MAX_BOXES];
-    uint32_t contacts;   // last step's
-    bool any_limits;     // a hinge range or a cone is set on some link
-    float last_h;        // the last step's length, s (1/240 before the first)
-    float restitution;   // sim_artic_set_restitution()
-    float max_rate;      // sim_artic_set_max_rate(); 0: a quarter turn per step
-    bool inertias_valid; // U and D⁻¹ are of the coordinates and drives as they are
+    uint32_t contacts;     // last step's
+    uint32_t max_contacts; // contact points one step solves (sim_artic_create())
+    bool any_limits;       // a hinge range or a cone is set on some link
+    float last_h;          // the last step's length, s (1/240 before the first)
+    float restitution;     // sim_artic_set_restitution()
+    float max_rate;        // sim_artic_set_max_rate(); 0: a quarter turn per step
+    bool inertias_valid;   // U and D⁻¹ are of the coordinates and drives as they are
     artic_link* links;
     sp_mat6* scratch; // count composite inertias (momentum())
     uint32_t ndof;    // DOFs of all joints
-    // Contact rows (artic_contact.c), 3 × SIM_ARTIC_MAX_CONTACTS × ndof each:
+    // Contact rows (artic_contact.c), 3 × max_contacts × ndof each:
     // each row's Jacobian (its rate = jac·qd) and response (the joint
     // velocity change per unit impulse, M⁻¹·jacᵀ); and ndof floats of the
     // solve's velocity change.
@@ -126,9 +127,10 @@ void sim__artic_cone_angles(const artic_link* l, float* twist, sim_vec3* swing);
 /// Joint limits (artic_limits.c): see sim_artic_set_limits().
 void sim__artic_solve_limits(sim_artic* a, float dt);
 
-/// Contacts with the environment and the partners (artic_contact.c): see
-/// sim_artic_set_env() and sim_artic_step_among(). Impulses from outside
-/// the tree are added to *external (world axes, about `com`) when it is
-/// not NULL.
-void sim__artic_solve_contacts(sim_artic* a, float dt, sim_artic_partner* partners,
-                               uint32_t partner_count, momentum6* external, sim_vec3 com);
+/// Contacts with the environment and the partners, then the joint
+/// limits, `rounds` times (artic_contact.c): see sim_artic_set_env() and
+/// sim_artic_step_among(). Impulses from outside the tree are added to
+/// *external (world axes, about `com`) when it is not NULL.
+void sim__artic_solve_contacts_and_limits(sim_artic* a, float dt, sim_artic_partner* partners,
+                                          uint32_t partner_count, momentum6* external, sim_vec3 com,
+                                          int rounds);

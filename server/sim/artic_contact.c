@@ -48,13 +48,43 @@ static int add_contact_rows(const artic_link* l, uint32_t link, sim_vec3 p, sim_
     return at + 3;
 }
 
+// The contact rows found so far: `m` rows of at most 3 × cap.
+typedef struct contact_set {
+    contact_row* rows;
+    int m;
+    int cap; // rows
+} contact_set;
+
+// Adds a contact (add_contact_rows()); when the set is full, it takes the
+// place of the shallowest contact if it is deeper (the deepest are
+// solved).
+static void add_contact(contact_set* cs, const artic_link* l, uint32_t link, sim_vec3 p, sim_vec3 n,
+                        float gap, float dt, int partner, sim_vec3 lever) {
+    int at = cs->m;
+    if (at + 3 > cs->cap) {
+        float shallowest = gap;
+        at = -1;
+        for (int r = 0; r < cs->m; r += 3) {
+            if (cs->rows[r].gap > shallowest) {
+                shallowest = cs->rows[r].gap;
+                at = r;
+            }
+        }
+        if (at < 0) {
+            return; // shallower than every contact kept
+        }
+    }
+    const int end = add_contact_rows(l, link, p, n, gap, dt, cs->rows, at, partner, lever);
+    cs->m = end > cs->m ? end : cs->m;
+}
+
 // The contact rows of every link's capsule against the ground and the
-// boxes; at most SIM_ARTIC_MAX_CONTACTS contacts.
+// boxes; at most a->max_contacts contacts, the deepest.
 static int find_contacts(const sim_artic* a, float dt, const sim_artic_partner* partners,
                          uint32_t partner_count, contact_row* rows) {
     const float margin = 0.05f;
-    int m = 0;
-    for (uint32_t i = 0; i < a->count && m < 3 * SIM_ARTIC_MAX_CONTACTS; ++i) {
+    contact_set cs = {rows, 0, 3 * (int)a->max_contacts};
+    for (uint32_t i = 0; i < a->count; ++i) {
         const artic_link* l = &a->links[i];
         const float rad = l->def.radius;
         if (!(rad > 0.0f)) {
@@ -63,11 +93,22 @@ static int find_contacts(const sim_artic* a, float dt, const sim_artic_partner* 
         const sim_vec3 p0 = v3_add(l->Xw.r, q_rotate(l->qw, l->def.capsule_a));
         const sim_vec3 p1 = v3_add(l->Xw.r, q_rotate(l->qw, l->def.capsule_b));
         const bool seg = v3_len(v3_sub(p1, p0)) > 1e-6f;
+        // A capsule that starts where its parent's ends, as wide (a chain's
+        // links, joined end to end), shares that end's contact: the
+        // parent's holds both through the joint, and one contact a joint
+        // lets a lying chain keep all its support within max_contacts.
+        bool shared = false;
+        if (l->def.parent >= 0) {
+            const artic_link* pl = &a->links[l->def.parent];
+            const sim_vec3 pp1 = v3_add(pl->Xw.r, q_rotate(pl->qw, pl->def.capsule_b));
+            shared =
+                fabsf(pl->def.radius - rad) <= 0.1f * rad && v3_len(v3_sub(pp1, p0)) <= 0.1f * rad;
+        }
         // Each end of the capsule touches at most one thing, the one it is
         // deepest into (the ground or a box); the segment's middle, the
         // box whose edge it lies across deepest. Three contacts a link at
         // most, so a lying body's every link keeps its support.
-        for (int e = 0; e < (seg ? 2 : 1) && m < 3 * SIM_ARTIC_MAX_CONTACTS; ++e) {
+        for (int e = shared ? 1 : 0; e < (seg ? 2 : 1); ++e) {
             const sim_vec3 p = e == 0 ? p0 : p1;
             float best = margin; // gap of the deepest so far (below the margin)
             sim_vec3 bn = v3(0.0f, 1.0f, 0.0f), bat = p;
@@ -86,7 +127,7 @@ static int find_contacts(const sim_artic* a, float dt, const sim_artic_partner* 
                 }
             }
             if (best < margin) {
-                m = add_contact_rows(l, i, bat, bn, best, dt, rows, m, -1, v3(0.0f, 0.0f, 0.0f));
+                add_contact(&cs, l, i, bat, bn, best, dt, -1, v3(0.0f, 0.0f, 0.0f));
             }
         }
         float mid_best = margin;
@@ -118,12 +159,11 @@ static int find_contacts(const sim_artic* a, float dt, const sim_artic_partner* 
                 mid_at = v3_sub(p, v3_scale(n, rad));
             }
         }
-        if (mid_best < margin && m < 3 * SIM_ARTIC_MAX_CONTACTS) {
-            m = add_contact_rows(l, i, mid_at, mid_n, mid_best, dt, rows, m, -1,
-                                 v3(0.0f, 0.0f, 0.0f));
+        if (mid_best < margin) {
+            add_contact(&cs, l, i, mid_at, mid_n, mid_best, dt, -1, v3(0.0f, 0.0f, 0.0f));
         }
         // Partners: one contact at the closest points of the two capsules.
-        for (uint32_t k = 0; k < partner_count && m < 3 * SIM_ARTIC_MAX_CONTACTS; ++k) {
+        for (uint32_t k = 0; k < partner_count; ++k) {
             const sim_artic_partner* pt = &partners[k];
             sim_vec3 cp, cq;
             sim__closest_segments(p0, p1, pt->a, pt->b, &cp, &cq);
@@ -134,11 +174,10 @@ static int find_contacts(const sim_artic* a, float dt, const sim_artic_partner* 
             }
             const sim_vec3 n = v3_scale(d, 1.0f / dist); // out of the partner
             const sim_vec3 at = v3_sub(cp, v3_scale(n, rad));
-            m = add_contact_rows(l, i, at, n, dist - rad - pt->radius, dt, rows, m, (int)k,
-                                 v3_sub(at, pt->com));
+            add_contact(&cs, l, i, at, n, dist - rad - pt->radius, dt, (int)k, v3_sub(at, pt->com));
         }
     }
-    return m;
+    return cs.m;
 }
 
 // A partner's inverse inertia (world) times x.
@@ -148,37 +187,22 @@ static sim_vec3 partner_inv_inertia(const sim_artic_partner* p, sim_vec3 x) {
                     v3(p->inv_inertia.x * b.x, p->inv_inertia.y * b.y, p->inv_inertia.z * b.z));
 }
 
-// The contacts, solved together through the articulated inertia: the
-// dense matrix K of every row's response to a unit impulse on every row
-// (one propagation per row), projected Gauss-Seidel over it, then one
-// propagation per touched link to apply the impulses. See
-// sim_artic_set_env().
-void sim__artic_solve_contacts(sim_artic* a, float dt, sim_artic_partner* partners,
-                               uint32_t partner_count, momentum6* external, sim_vec3 com) {
-    enum { R = 3 * SIM_ARTIC_MAX_CONTACTS };
-    contact_row rows[R];
-    a->contacts = 0;
-    if (!a->ground && a->box_count == 0 && partner_count == 0) {
-        return;
-    }
-    const int m = find_contacts(a, dt, partners, partner_count, rows);
-    a->contacts = (uint32_t)(m / 3);
-    if (m == 0) {
-        return;
-    }
-    sim__artic_velocities(a);
-    // Each row's Jacobian J_r (its rate is J_r·qd: the unit force carried
-    // back to each joint on its path, S_k·X*f) and its response W_r =
-    // M⁻¹J_rᵀ (one impulse propagation). Projected Gauss-Seidel then works
-    // on the joint velocities: a row's rate is J_r·Δq̇ + its start, an
-    // impulse adds W_r·Δλ, O(DOFs) a row (Bullet's btMultiBody solver does
-    // the same), not O(rows) over a dense row-by-row matrix.
+// The rows' Jacobians J_r (a row's rate is J_r·qd: the unit force carried
+// back to each joint on its path, S_k·X*f) into a->jac, their responses
+// W_r = M⁻¹J_rᵀ (one impulse propagation each) into a->resp, and each
+// row's own inverse mass J_r·W_r (with its partner's) into diag; `end[r]`
+// is where J_r's nonzeros end (a path's DOFs come before its link's last:
+// parents come first). They hold while the coordinates do: a step's
+// rounds share them.
+static void build_rows(sim_artic* a, const contact_row* rows, int m,
+                       const sim_artic_partner* partners, float* diag, uint32_t* end) {
     const uint32_t nd = a->ndof;
-    float rate0[R], lambda[R], diag[R];
     for (int r = 0; r < m; ++r) {
         float* J = a->jac + (size_t)r * nd;
         float* W = a->resp + (size_t)r * nd;
-        memset(J, 0, nd * sizeof *J);
+        const artic_link* own = &a->links[rows[r].link];
+        end[r] = own->at + (uint32_t)own->dof;
+        memset(J, 0, end[r] * sizeof *J);
         sp_vec f = rows[r].f;
         for (int32_t i = (int32_t)rows[r].link; i >= 0; i = a->links[i].def.parent) {
             const artic_link* l = &a->links[i];
@@ -195,29 +219,50 @@ void sim__artic_solve_contacts(sim_artic* a, float dt, sim_artic_partner* partne
             }
         }
         float d = 0.0f;
-        for (uint32_t k = 0; k < nd; ++k) {
+        for (uint32_t k = 0; k < end[r]; ++k) {
             d += J[k] * W[k];
         }
-        rate0[r] = sp_dot(a->links[rows[r].link].v, rows[r].f);
-        lambda[r] = 0.0f;
         // A partner's own response (the impulse λ d on the link is −λ d on
         // the partner, at lever l from its centre of mass): its rate falls
         // by λ (m⁻¹ + (l × d)·I⁻¹(l × d)).
         const int pr = rows[r].partner;
         if (pr >= 0) {
             const sim_artic_partner* pt = &partners[pr];
-            const sim_vec3 vp = v3_add(pt->v, v3_cross(pt->w, rows[r].lever));
-            rate0[r] -= v3_dot(vp, rows[r].dir);
             const sim_vec3 ar = v3_cross(rows[r].lever, rows[r].dir);
             d += pt->inv_mass + v3_dot(ar, partner_inv_inertia(pt, ar));
         }
         diag[r] = d;
+    }
+}
+
+// One round of the contacts (built by build_rows()) at the velocities as
+// they are: projected Gauss-Seidel on the joint velocities (a row's rate
+// is J_r·Δq̇ + its start, an impulse adds W_r·Δλ: O(DOFs) a row, as
+// Bullet's btMultiBody solver does, not O(rows) over a dense row-by-row
+// matrix), then the impulses applied to the joints and the partners.
+static void solve_round(sim_artic* a, float dt, sim_artic_partner* partners, uint32_t partner_count,
+                        const contact_row* rows, int m, const float* diag, const uint32_t* end,
+                        momentum6* external, sim_vec3 com) {
+    enum { R = 3 * SIM_ARTIC_MAX_CONTACTS };
+    const uint32_t nd = a->ndof;
+    float rate0[R], lambda[R], want[R];
+    sim__artic_velocities(a);
+    for (int r = 0; r < m; ++r) {
+        rate0[r] = sp_dot(a->links[rows[r].link].v, rows[r].f);
+        lambda[r] = 0.0f;
+        want[r] = rows[r].want;
+        const int pr = rows[r].partner;
+        if (pr >= 0) {
+            const sim_artic_partner* pt = &partners[pr];
+            const sim_vec3 vp = v3_add(pt->v, v3_cross(pt->w, rows[r].lever));
+            rate0[r] -= v3_dot(vp, rows[r].dir);
+        }
         // Restitution (sim_artic_set_restitution()): a normal row closing
         // faster than the threshold, that would reach the surface this
         // step, leaves at e times that speed.
         if (rows[r].normal_row < 0 && rate0[r] < -SIM_ARTIC_BOUNCE_SPEED &&
             rows[r].gap + rate0[r] * dt <= 0.0f) {
-            rows[r].want = fmaxf(rows[r].want, -a->restitution * rate0[r]);
+            want[r] = fmaxf(want[r], -a->restitution * rate0[r]);
         }
     }
     float* dq = a->dqsum;
@@ -236,14 +281,14 @@ void sim__artic_solve_contacts(sim_artic* a, float dt, sim_artic_partner* partne
             }
             const float* J = a->jac + (size_t)r * nd;
             float rate = rate0[r];
-            for (uint32_t i = 0; i < nd; ++i) {
+            for (uint32_t i = 0; i < end[r]; ++i) {
                 rate += J[i] * dq[i];
             }
             const int pr = rows[r].partner;
             if (pr >= 0) {
                 rate -= v3_dot(v3_add(pv[pr], v3_cross(pw[pr], rows[r].lever)), rows[r].dir);
             }
-            float next = lambda[r] + (rows[r].want - rate) / k;
+            float next = lambda[r] + (want[r] - rate) / k;
             if (rows[r].normal_row < 0) {
                 next = fmaxf(next, 0.0f);
             } else {
@@ -298,4 +343,31 @@ void sim__artic_solve_contacts(sim_artic* a, float dt, sim_artic_partner* partne
         external->lin[2] += (double)f.z;
     }
     sim__artic_velocities(a);
+}
+
+// The contacts, solved together through the articulated inertia, then the
+// joint limits, `rounds` times: each solve can undo a little of the
+// other's (a limit's push can slide a foot), and a second round takes most
+// of that out. The contacts are found and their rows built once (the
+// coordinates do not change within the step). See sim_artic_set_env().
+void sim__artic_solve_contacts_and_limits(sim_artic* a, float dt, sim_artic_partner* partners,
+                                          uint32_t partner_count, momentum6* external, sim_vec3 com,
+                                          int rounds) {
+    enum { R = 3 * SIM_ARTIC_MAX_CONTACTS };
+    contact_row rows[R];
+    float diag[R];
+    uint32_t end[R];
+    a->contacts = 0;
+    int m = 0;
+    if (a->ground || a->box_count > 0 || partner_count > 0) {
+        m = find_contacts(a, dt, partners, partner_count, rows);
+        a->contacts = (uint32_t)(m / 3);
+        build_rows(a, rows, m, partners, diag, end);
+    }
+    for (int round = 0; round < rounds; ++round) {
+        if (m > 0) {
+            solve_round(a, dt, partners, partner_count, rows, m, diag, end, external, com);
+        }
+        sim__artic_solve_limits(a, dt);
+    }
 }

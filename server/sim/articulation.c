@@ -174,9 +174,15 @@ int sim_artic_create(const sim_artic_link_def* links, uint32_t count, const sim_
     // the scratch inertias, then the contact rows' Jacobians and responses
     // (artic_contact.c) and a velocity change, over every DOF.
     const size_t head = (sizeof(sim_artic) + 63) & ~(size_t)63;
-    const size_t rows = 3 * SIM_ARTIC_MAX_CONTACTS;
+    const size_t dofs = ndof > 0 ? ndof : 1;
+    size_t contacts = count + 1 < SIM_ARTIC_MAX_CONTACTS ? count + 1 : SIM_ARTIC_MAX_CONTACTS;
+    if (contacts * 24 * dofs > ((size_t)4 << 20)) {
+        contacts = ((size_t)4 << 20) / (24 * dofs);
+    }
+    contacts = contacts > SIM_ARTIC_MIN_CONTACTS ? contacts : SIM_ARTIC_MIN_CONTACTS;
+    const size_t rows = 3 * contacts;
     const size_t bytes = head + count * (sizeof(artic_link) + sizeof(sp_mat6)) +
-                         (2 * rows + 1) * (size_t)(ndof > 0 ? ndof : 1) * sizeof(float);
+                         (2 * rows + 1) * dofs * sizeof(float);
     sim_artic* a = al.alloc(al.ctx, bytes, 64);
     if (a == NULL) {
         return SIM_E_NOMEM;
@@ -185,14 +191,15 @@ int sim_artic_create(const sim_artic_link_def* links, uint32_t count, const sim_
     a->alloc = al;
     a->bytes = bytes;
     a->count = count;
+    a->max_contacts = (uint32_t)contacts;
     a->links = (artic_link*)(void*)((char*)a + head);
     a->friction = 0.6f;
     a->last_h = 1.0f / 240.0f;
     a->scratch = (sp_mat6*)(void*)(a->links + count);
     a->ndof = ndof;
     a->jac = (float*)(void*)(a->scratch + count);
-    a->resp = a->jac + rows * (ndof > 0 ? ndof : 1);
-    a->dqsum = a->resp + rows * (ndof > 0 ? ndof : 1);
+    a->resp = a->jac + rows * dofs;
+    a->dqsum = a->resp + rows * dofs;
     uint32_t at = 0;
     for (uint32_t i = 0; i < count; ++i) {
         artic_link* l = &a->links[i];
@@ -792,14 +799,9 @@ int sim_artic_step_among(sim_artic* a, float dt, sim_vec3 gravity, sim_artic_par
     // must not meet the ground at thousands of m/s, or the ground's
     // impulse (kept in a free base's momentum) would throw the body.
     cap_all(a, dt);
-    // Contacts, then limits, twice: each solve can undo a little of the
-    // other's (a limit's push can slide a foot), and a second round takes
-    // most of that out.
-    for (int round = 0; round < 2; ++round) {
-        sim__artic_solve_contacts(a, dt, partners, partner_count, free_base ? &target : NULL,
-                                  com_before);
-        sim__artic_solve_limits(a, dt);
-    }
+    // Contacts, then limits, twice (artic_contact.c).
+    sim__artic_solve_contacts_and_limits(a, dt, partners, partner_count, free_base ? &target : NULL,
+                                         com_before, 2);
     cap_all(a, dt);
     for (uint32_t i = 0; i < a->count; ++i) {
         artic_link* l = &a->links[i];

@@ -906,6 +906,53 @@ static void test_a_hit_chain_swings_on(void** state) {
     }
 }
 
+// The shipped chain with its anchor 1.25 m above the ground: 1.25 m of it
+// hangs (25 links) and the other 75 links lie on the ground, each a
+// capsule of radius 0.02 m whose centre rests at 0.02 m (contacts allow
+// 5 mm of slop: 0.015 m). More links touch than the 48 contacts an
+// articulation used to solve, and the rest sank through the ground (a
+// user's chain laid on the ground had its tip at y = -2.3 m). Now each
+// joint's contact is shared by the links it joins: the chain rests on the
+// ground and falls asleep, as the maximal one (printed beside) does.
+static void test_a_chain_lies_on_the_ground(void** state) {
+    (void)state;
+    sim_world* w = new_world();
+    const sim_entity_id red = spawn_limp(w, "chain", SIM_CHAR_SOLVER_REDUCED, vec(0, -5, 0));
+    const sim_entity_id max = spawn_limp(w, "chain", SIM_CHAR_SOLVER_MAXIMAL, vec(0, -5, 3));
+    static sim_bone_pose p[SIM_MAX_BONES];
+    float lowest_r = 1e9f, lowest_m = 1e9f;
+    int asleep_at = -1;
+    for (int t = 0; t < 480; ++t) { // 8 s
+        sim_world_step(w);
+        assert_int_equal(sim_character_get_pose(w, red, p, NULL, NULL, SIM_MAX_BONES), 101);
+        for (int i = 1; i <= 100; ++i) {
+            lowest_r = fminf(lowest_r, p[i].p.y);
+        }
+        assert_int_equal(sim_character_get_pose(w, max, p, NULL, NULL, SIM_MAX_BONES), 101);
+        for (int i = 1; i <= 100; ++i) {
+            lowest_m = fminf(lowest_m, p[i].p.y);
+        }
+        sim_character_view v;
+        assert_int_equal(sim_character_get_view(w, red, &v), SIM_OK);
+        if (v.asleep && asleep_at < 0) {
+            asleep_at = t + 1;
+        }
+    }
+    assert_int_equal(sim_character_get_pose(w, red, p, NULL, NULL, SIM_MAX_BONES), 101);
+    int lying = 0;
+    for (int i = 1; i <= 100; ++i) {
+        lying += p[i].p.y < 0.05f;
+    }
+    printf("chain laid on the ground: reduced lowest centre %.4f m (rests at 0.02 m), %d links "
+           "lying (75 derived), asleep at %.2f s; maximal lowest centre %.4f m\n",
+           (double)lowest_r, lying, asleep_at / 60.0, (double)lowest_m);
+    assert_true(lowest_r >= 0.01f); // never half its radius into the ground
+    assert_true(lying >= 70 && lying <= 80);
+    assert_true(asleep_at > 0);
+    assert_true(sim_world_is_finite(w));
+    sim_world_destroy(w);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_gap_under_the_impact_scenes),
@@ -922,6 +969,7 @@ int main(void) {
         cmocka_unit_test(test_the_robot_arm_holds_its_payload),
         cmocka_unit_test(test_a_hundred_link_chain_hangs_from_its_anchor),
         cmocka_unit_test(test_a_hit_chain_swings_on),
+        cmocka_unit_test(test_a_chain_lies_on_the_ground),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -299,10 +299,15 @@ int sim_artic_limit_impulse(const sim_artic* a, uint32_t link, float* impulse);
 int sim_artic_drive_torque(const sim_artic* a, uint32_t link, float* torque);
 
 /// Most static boxes an articulation collides with, and most contact
-/// points solved in one step (the first found; each has a normal and two
-/// friction rows).
+/// points solved in one step: one per link and one more (a chain lying on
+/// the ground touches it at every joint), at least SIM_ARTIC_MIN_CONTACTS
+/// and at most SIM_ARTIC_MAX_CONTACTS, and no more than 4 MiB of contact
+/// rows (each contact has a normal and two friction rows, of a Jacobian
+/// and a response over every DOF: 24 bytes a DOF a contact). When more
+/// touch, the deepest are solved.
 #define SIM_ARTIC_MAX_BOXES    64
-#define SIM_ARTIC_MAX_CONTACTS 48
+#define SIM_ARTIC_MIN_CONTACTS 48
+#define SIM_ARTIC_MAX_CONTACTS 128
 
 /// Projected Gauss-Seidel sweeps over the contacts' dense matrix each round
 /// at most (contacts and limits are solved in turn, twice a step), and the
@@ -314,23 +319,27 @@ int sim_artic_drive_torque(const sim_artic* a, uint32_t link, float* torque);
 /// What an articulation's links collide with: the ground plane y = 0 and
 /// static boxes (copied, at most SIM_ARTIC_MAX_BOXES), with Coulomb
 /// friction `friction` ([0, 10]). Contacts are inelastic unless
-/// sim_artic_set_restitution() says otherwise. Each step, after
-/// the velocities: each capsule end within 5 cm of a surface is a contact
-/// with the surface it is deepest into, and the segment's point nearest a
-/// box whose edge it lies across (away from its ends) with the deepest such
-/// box; its normal
-/// impulse (>= 0) makes the point's normal velocity land it on the surface
+/// sim_artic_set_restitution() says otherwise. Each step, after the
+/// velocities: each capsule end within 5 cm of a surface is a contact with
+/// the surface it is deepest into (an end where its parent's capsule, as
+/// wide, ends is the parent's contact: a chain has one a joint), and the
+/// segment's point nearest a box whose edge it lies across (away from its
+/// ends) with the deepest such box; at most the articulation's contact
+/// count (SIM_ARTIC_MAX_CONTACTS), the deepest. A contact's normal impulse
+/// (>= 0) makes the point's normal velocity land it on the surface
 /// (pushing out of a penetration at up to 2 m/s), its friction impulses
 /// (within ±friction × the normal's, a pyramid) stop it sliding; all are
 /// solved together through the articulated inertia (the joint-space
 /// response to a unit impulse at each contact, Kokkevis 2004, "Practical
-/// Physics for Articulated Characters"), by projected Gauss-Seidel over
-/// that dense matrix (SIM_ARTIC_CONTACT_SWEEPS sweeps), then the joint
-/// limits, and both again. A humanoid-shaped articulation dropped on
-/// stairs is at rest by 6 s (every link slower than 0.05 m/s), though it
-/// still creeps by a few mm/s: articulations do not sleep yet. Returns 0, SIM_E_INVALID_ARG (count
-/// over the maximum, boxes NULL with a count), SIM_E_NOT_FINITE, SIM_E_OUT_OF_RANGE (friction, a
-/// box's extents not positive).
+/// Physics for Articulated Characters": one propagation, O(links), a
+/// contact row, built once a step), by projected Gauss-Seidel
+/// (SIM_ARTIC_CONTACT_SWEEPS sweeps), then the joint limits, and both
+/// again. A humanoid-shaped articulation dropped on stairs is at rest by
+/// 6 s (every link slower than 0.05 m/s), though it still creeps by a few
+/// mm/s: articulations do not sleep on their own (a world's reduced
+/// characters do, reduced.c). Returns 0, SIM_E_INVALID_ARG (count over
+/// the maximum, boxes NULL with a count), SIM_E_NOT_FINITE,
+/// SIM_E_OUT_OF_RANGE (friction, a box's extents not positive).
 int sim_artic_set_env(sim_artic* a, bool ground, const sim_box* boxes, uint32_t count,
                       float friction);
 
