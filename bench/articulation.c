@@ -285,6 +285,69 @@ static void humanoids(sim_library* lib, int runs) {
     }
 }
 
+// ---------------------------------------------------------------------------
+// The shipped 100-link chain laid on the ground, both ways
+// ---------------------------------------------------------------------------
+
+// Seconds per tick of the shipped `chain` (assets/) spawned limp with its
+// anchor 1.25 m up, so that 75 of its links come to lie on the ground:
+// its first 2 s (falling, landing and settling: about 75 contacts), and
+// the tick it fell asleep at (0 if it did not within 6 s).
+static double time_lying_chain(sim_library* lib, sim_char_solver solver, int* asleep_at) {
+    sim_world_def def = sim_world_def_default();
+    def.library = lib;
+    sim_world* w = NULL;
+    sim_character_def cd = sim_character_def_default();
+    cd.skeleton = "chain";
+    cd.solver = solver;
+    cd.state = SIM_CHAR_RAGDOLL;
+    cd.position = (sim_vec3){0.0f, -5.0f, 0.0f};
+    sim_entity_id id;
+    if (sim_world_create(&def, &w) != SIM_OK || sim_world_spawn_character(w, &cd, &id) != SIM_OK) {
+        fprintf(stderr, "ragdoll-artic-bench: cannot spawn the chain\n");
+        exit(1);
+    }
+    double t0 = bench_now_s(), dt = 0.0;
+    *asleep_at = 0;
+    for (int t = 0; t < 360; ++t) {
+        sim_world_step(w);
+        if (t == 119) {
+            dt = (bench_now_s() - t0) / 120.0;
+        }
+        sim_character_view v;
+        if (*asleep_at == 0 && sim_character_get_view(w, id, &v) == SIM_OK && v.asleep) {
+            *asleep_at = t + 1;
+        }
+    }
+    sim_world_destroy(w);
+    return dt;
+}
+
+static void lying_chains(sim_library* lib, int runs) {
+    double red[64], max[64], ratio[64];
+    int asleep_r = 0, asleep_m = 0;
+    for (int r = 0; r < runs; ++r) {
+        red[r] = time_lying_chain(lib, SIM_CHAR_SOLVER_REDUCED, &asleep_r);
+        max[r] = time_lying_chain(lib, SIM_CHAR_SOLVER_MAXIMAL, &asleep_m);
+        ratio[r] = red[r] / max[r];
+    }
+    printf("the shipped 100-link chain laid on the ground (75 links lying), its first 2 s; median "
+           "of %d runs, in turn\n",
+           runs);
+    char when_r[32] = "not asleep by 6 s", when_m[32] = "not asleep by 6 s";
+    if (asleep_r > 0) {
+        snprintf(when_r, sizeof when_r, "asleep at %.2f s", asleep_r / 60.0);
+    }
+    if (asleep_m > 0) {
+        snprintf(when_m, sizeof when_m, "asleep at %.2f s", asleep_m / 60.0);
+    }
+    printf("  reduced                      %8.3f ms per tick (%s)\n", bench_median(red, runs) * 1e3,
+           when_r);
+    printf("  maximal                      %8.3f ms per tick (%s)\n", bench_median(max, runs) * 1e3,
+           when_m);
+    printf("  reduced / maximal            %8.2fx\n", bench_median(ratio, runs));
+}
+
 int main(int argc, char** argv) {
     int runs = 5;
     const char* assets = RD_ASSETS_DIR;
@@ -312,6 +375,7 @@ int main(int argc, char** argv) {
     chains(runs);
     maximal_chains(lib, runs);
     humanoids(lib, runs);
+    lying_chains(lib, runs);
     sim_library_destroy(lib);
     return 0;
 }
