@@ -379,9 +379,10 @@ void sim__reduced_tick(sim_world* w, uint32_t slot, float dt) {
         }
     }
     // Where the bones go, and whether it is still. A bone that would go
-    // faster than any body may (or to a non-finite place) leaves the whole
-    // character where it is, marked for the tick's quarantine (step.c):
-    // its kinematic bodies must not sweep the broad phase across the world.
+    // farther in the tick or faster than any body may (or to a non-finite
+    // place) leaves the whole character where it is, marked for the tick's
+    // quarantine (step.c): its kinematic bodies must not sweep the broad
+    // phase across the world.
     const float far = SIM_MAX_SPEED * dt;
     bool still = true;
     for (uint32_t i = 0; i < n; ++i) {
@@ -394,6 +395,9 @@ void sim__reduced_tick(sim_world* w, uint32_t slot, float dt) {
         }
         sim_vec3 c, v, om;
         sim_artic_link_motion(ch->artic, i, &c, &v, &om);
+        if (!(v3_len(v) <= SIM_MAX_SPEED)) {
+            ch->blown = 1; // as a maximal body that fast (step.c)
+        }
         still = still && v3_len(v) < REDUCED_SLEEP_SPEED && v3_len(om) < REDUCED_SLEEP_SPIN;
     }
     if (ch->blown) {

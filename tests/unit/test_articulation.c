@@ -1145,8 +1145,68 @@ static void test_bad_defs_and_calls_are_refused(void** state) {
     sim_artic_destroy(a);
 }
 
+// A 100-link chain of 0.05 m, 0.1 kg rods on ball joints, hanging from a
+// fixed anchor with every joint turning at the cap (47 rad/s) the other
+// way from its neighbour's: a whip that holds far more energy than its
+// steps can follow. By the conservation of energy it can only lose what it
+// holds (its contacts, limits and caps take; gravity gives at most
+// 0.1·9.81 J a metre a link, 5 m at most), and it must keep moving: no
+// pose equal to the one two steps before (the two-step cycle a fresh
+// user's chain locked in: test_reduced.c, test_a_frozen_chain_moves_on).
+static void test_a_whip_at_the_cap_moves_on(void** state) {
+    (void)state;
+    enum { N = 101 };
+    sim_artic_link_def d[N];
+    d[0] = sim_artic_link_def_default();
+    d[0].joint = SIM_ARTIC_FIXED;
+    d[0].mass = 0.5f;
+    d[0].inertia = vec(0.01f, 0.01f, 0.01f);
+    for (int i = 1; i < N; ++i) {
+        d[i] = rod(i - 1, i == 1 ? vec(0.0f, 0.0f, 0.0f) : vec(0.0f, -0.05f, 0.0f), 0.1f, 0.05f);
+        d[i].joint = SIM_ARTIC_SPHERICAL;
+        d[i].inertia = vec(3e-5f, 2e-5f, 3e-5f); // a 2 cm capsule's: the rod's is too thin
+    }
+    sim_artic* a = NULL;
+    assert_int_equal(sim_artic_create(d, N, NULL, &a), SIM_OK);
+    assert_int_equal(sim_artic_set_base(a, vec(0.0f, 6.0f, 0.0f), (sim_quat){0, 0, 0, 1},
+                                        vec(0.0f, 0.0f, 0.0f), vec(0.0f, 0.0f, 0.0f)),
+                     SIM_OK);
+    const float cap = 0.25f * 3.14159265f * 60.0f;
+    assert_int_equal(sim_artic_set_max_rate(a, cap), SIM_OK);
+    for (int i = 1; i < N; ++i) {
+        const float s = i % 2 ? 1.0f : -1.0f;
+        assert_int_equal(sim_artic_set_rotation(a, (uint32_t)i, quat_axis(vec(0, 0, 1), 0.3f * s),
+                                                vec(0.0f, 0.0f, s * cap)),
+                         SIM_OK);
+    }
+    const sim_vec3 g = vec(0.0f, -9.81f, 0.0f);
+    const double e0 = sim_artic_energy(a, g);
+    double top = e0;
+    int same = 0;
+    sim_vec3 tip[3];
+    for (int t = 0; t < 480; ++t) { // 2 s at 240 Hz
+        assert_int_equal(sim_artic_step(a, 1.0f / 240.0f, g), SIM_OK);
+        sim_quat q;
+        assert_int_equal(sim_artic_link_pose(a, N - 1, &tip[t % 3], &q), SIM_OK);
+        if (t >= 2) {
+            const sim_vec3 p = tip[t % 3], o = tip[(t + 1) % 3]; // two steps ago
+            same += p.x == o.x && p.y == o.y && p.z == o.z;
+        }
+        top = fmax(top, sim_artic_energy(a, g));
+    }
+    const double e1 = sim_artic_energy(a, g);
+    printf("a whip at the cap: energy %.1f J at the start, at most %.1f J, %.1f J after 2 s; "
+           "poses equal to the one two steps before: %d of 478\n",
+           e0, top, e1, same);
+    assert_true(top <= e0 + 0.1 * 9.81 * 5.0 * 100.0);
+    assert_int_equal(same, 0);
+    assert_true(e1 < e0);
+    sim_artic_destroy(a);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_whip_at_the_cap_moves_on),
         cmocka_unit_test(test_compound_pendulum_period),
         cmocka_unit_test(test_stop_keeps_the_pose_and_nothing_moves),
         cmocka_unit_test(test_pendulum_energy_bounded),

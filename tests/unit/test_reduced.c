@@ -953,6 +953,59 @@ static void test_a_chain_lies_on_the_ground(void** state) {
     sim_world_destroy(w);
 }
 
+// A fresh user's reduced chain (the articulations template's), hit on its
+// tip thirty times with ±500 N·s, froze in a J shape: its bones the same
+// bit for bit every tick, no event, later impulses of 5 to 200 N·s moving
+// nothing. The world as it was saved then, frozen (tests/unit/data/
+// frozen_chain.rdss, its other entities removed): the chain's 1.8 MJ sat
+// in a two-step cycle, every joint flipping between +cap and −cap each
+// step (the step's velocity-product terms at the cap change rates by
+// 10^6 rad/s). It is not at rest (bent, its joints inside their limits,
+// under gravity), so it must move: its tip never in the same place two
+// ticks running, and over a second its energy falls far below the
+// 1.8 MJ (the brake takes three quarters a step until the step can
+// follow the motion).
+static void test_a_frozen_chain_moves_on(void** state) {
+    (void)state;
+    FILE* f = fopen(RD_TEST_DATA "/frozen_chain.rdss", "rb");
+    assert_non_null(f);
+    static unsigned char data[1 << 18];
+    const size_t n = fread(data, 1, sizeof data, f);
+    fclose(f);
+    assert_true(n > 0 && n < sizeof data);
+    sim_world* w = NULL;
+    char why[256] = "";
+    assert_int_equal(sim_world_load(data, n, g_lib, NULL, &w, why, sizeof why), SIM_OK);
+    const sim_entity_id id = {1, 1};
+    static sim_bone_pose p[SIM_MAX_BONES];
+    static sim_vec3 v[SIM_MAX_BONES], om[SIM_MAX_BONES];
+    assert_int_equal(sim_character_get_pose(w, id, p, v, om, SIM_MAX_BONES), 101);
+    const sim_vec3 frozen = p[100].p;
+    printf("the frozen chain: tip at (%.2f, %.2f, %.2f)\n", (double)frozen.x, (double)frozen.y,
+           (double)frozen.z);
+    assert_true(fabsf(frozen.x + 5.54f) < 0.01f && fabsf(frozen.y - 4.85f) < 0.01f);
+    sim_vec3 tip = frozen;
+    int same = 0;
+    float path = 0.0f;
+    for (int t = 0; t < 60; ++t) {
+        sim_world_step(w);
+        assert_int_equal(sim_character_get_pose(w, id, p, v, om, SIM_MAX_BONES), 101);
+        const float d = len(vec(p[100].p.x - tip.x, p[100].p.y - tip.y, p[100].p.z - tip.z));
+        same += d == 0.0f;
+        path += d;
+        tip = p[100].p;
+    }
+    const double e = chain_energy(p, v, om);
+    printf("after 1 s: the tip moved %.2f m along its path, still on %d of 60 ticks; energy "
+           "%.1f J\n",
+           (double)path, same, e);
+    assert_int_equal(same, 0);
+    assert_true(path > 0.5f);
+    assert_true(e < 1e4);
+    assert_true(sim_world_is_finite(w));
+    sim_world_destroy(w);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_gap_under_the_impact_scenes),
@@ -970,6 +1023,7 @@ int main(void) {
         cmocka_unit_test(test_a_hundred_link_chain_hangs_from_its_anchor),
         cmocka_unit_test(test_a_hit_chain_swings_on),
         cmocka_unit_test(test_a_chain_lies_on_the_ground),
+        cmocka_unit_test(test_a_frozen_chain_moves_on),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
