@@ -331,8 +331,18 @@ int app__world_from_template(app_server* app, app_world* w, const app_template* 
         char* reply = app__apply(app, w, NULL, &cmd, &len, &ev, &ev_len);
         rdp_free(ev);
         if (!w->apply_changed) {
-            snprintf(why, cap, "template \"%s\": commands[%u] (%s) was refused: %.200s", t->name, i,
-                     rdp_op_name(cmd.op), reply != NULL ? reply : "out of memory");
+            // The refusal's code and message, not its whole reply.
+            cJSON* r = reply != NULL ? cJSON_Parse(reply) : NULL;
+            const cJSON* e = cJSON_GetObjectItemCaseSensitive(r, "error");
+            const cJSON* code = cJSON_GetObjectItemCaseSensitive(e, "code");
+            const cJSON* msg = cJSON_GetObjectItemCaseSensitive(e, "message");
+            snprintf(why, cap, "template \"%s\": commands[%u] (%s) was refused (%s): %.200s",
+                     t->name, i, rdp_op_name(cmd.op),
+                     cJSON_IsString(code) ? code->valuestring : "error",
+                     cJSON_IsString(msg) ? msg->valuestring
+                     : reply != NULL     ? reply
+                                         : "out of memory");
+            cJSON_Delete(r);
             rdp_free(reply);
             return -1;
         }
