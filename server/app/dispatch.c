@@ -95,8 +95,8 @@ static void describe_failure(const app_world* w, const rdp_command* cmd, int rc,
         sim_character_view cv;
         if (cmd->op == RDP_OP_SET_PARTIAL &&
             sim_character_get_view(w->sim, sim_entity_id_load(cmd->entity), &cv) == SIM_OK &&
-            cv.solver == SIM_CHAR_SOLVER_REDUCED && cv.state != SIM_CHAR_RAGDOLL &&
-            cv.state != SIM_CHAR_GETTING_UP) {
+            cv.solver == SIM_CHAR_SOLVER_REDUCED) {
+            // Its solver's reason, whatever its state: the one that lasts.
             snprintf(msg, cap,
                      "a reduced-coordinate character cannot be a partial ragdoll (PROTOCOL.md, "
                      "\"A character's solver\"); spawn it with \"solver\": \"maximal\"");
