@@ -614,19 +614,24 @@ void sim__artic_link_impulse(sim_artic* a, uint32_t j, const float dir[3], const
 // Step
 // ---------------------------------------------------------------------------
 
+// The rates a link's spin cap covers: a hinge's one, a ball joint's or
+// free base's first three (its angular velocity); none for a fixed joint.
+static int spin_dofs(const artic_link* l) {
+    return l->def.joint == SIM_ARTIC_REVOLUTE ? 1 : l->dof >= 3 ? 3 : 0;
+}
+
 // A joint's rotation rate is capped at a quarter turn per step and the
 // free base's speed at SIM_ARTIC_MAX_SPEED (Jolt's defaults: 0.25·π·60 ≈
 // 47 rad/s at 60 Hz, and 500 m/s): beyond them the explicit
 // velocity-product terms feed energy in faster than the step can follow,
 // and the motion would blow up instead of being merely wrong. The factor
-// (<= 1) each of a link's two caps asks for: its spin (the first three
-// rates of a ball joint or free base, a hinge's one) and its free base's
-// speed.
+// (<= 1) each of a link's two caps asks for, for the rates qd: its spin
+// (spin_dofs()) and its free base's speed.
 static void cap_factors(const artic_link* l, const float* qd, float dt, float most, float* spin,
                         float* speed) {
     const float per_step = 0.25f * 3.14159265f / dt;
     const float max_rate = most > 0.0f && most < per_step ? most : per_step;
-    const int n = l->def.joint == SIM_ARTIC_REVOLUTE ? 1 : l->dof >= 3 ? 3 : 0;
+    const int n = spin_dofs(l);
     float sq = 0.0f;
     for (int k = 0; k < n; ++k) {
         sq += qd[k] * qd[k];
@@ -674,8 +679,7 @@ static void cap_all(sim_artic* a, float dt) {
         artic_link* l = &a->links[i];
         float spin, speed;
         cap_factors(l, l->qd, dt, a->max_rate, &spin, &speed);
-        const int n = l->def.joint == SIM_ARTIC_REVOLUTE ? 1 : l->dof >= 3 ? 3 : 0;
-        for (int k = 0; k < n; ++k) {
+        for (int k = 0; k < spin_dofs(l); ++k) {
             l->qd[k] *= spin;
         }
         if (l->def.joint == SIM_ARTIC_FREE) {

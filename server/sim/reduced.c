@@ -395,10 +395,11 @@ void sim__reduced_tick(sim_world* w, uint32_t slot, float dt) {
         }
         sim_vec3 c, v, om;
         sim_artic_link_motion(ch->artic, i, &c, &v, &om);
-        if (!(v3_len(v) <= SIM_MAX_SPEED)) {
+        const float speed = v3_len(v);
+        if (!(speed <= SIM_MAX_SPEED)) {
             ch->blown = 1; // as a maximal body that fast (step.c)
         }
-        still = still && v3_len(v) < REDUCED_SLEEP_SPEED && v3_len(om) < REDUCED_SLEEP_SPIN;
+        still = still && speed < REDUCED_SLEEP_SPEED && v3_len(om) < REDUCED_SLEEP_SPIN;
     }
     if (ch->blown) {
         for (uint32_t i = 0; i < n; ++i) {
