@@ -372,12 +372,17 @@ int sim_ball_apply_impulse(sim_world* w, sim_entity_id id, sim_vec3 impulse) {
     return rc;
 }
 
-int sim_character_kill(sim_world* w, sim_entity_id id, sim_vec3 hit_point, sim_vec3 impulse,
-                       uint32_t* bone) {
+// Kills character id with `impulse` at hit_point on bone `pick`, or on the
+// bone whose centre is nearest the point when pick is SIM_NEAREST_BONE.
+static int kill_character(sim_world* w, sim_entity_id id, uint32_t pick, sim_vec3 hit_point,
+                          sim_vec3 impulse, uint32_t* bone) {
     sim__entity* e;
     sim__char* ch = char_of(w, id, &e);
     if (ch == NULL) {
         return SIM_E_STALE_ID;
+    }
+    if (pick != SIM_NEAREST_BONE && pick >= e->b_count) {
+        return SIM_E_BAD_INDEX;
     }
     int rc = check_impulse(w, hit_point, impulse);
     if (rc != SIM_OK) {
@@ -405,9 +410,9 @@ int sim_character_kill(sim_world* w, sim_entity_id id, sim_vec3 hit_point, sim_v
     }
     set_state(w, id, ch, SIM_CHAR_RAGDOLL);
     // The impulse goes to the bone whose centre is nearest the hit (seed 000 §4).
-    uint32_t best = 0;
+    uint32_t best = pick;
     float best_d = 1e30f;
-    for (uint32_t i = 0; i < e->b_count; ++i) {
+    for (uint32_t i = 0; pick == SIM_NEAREST_BONE && i < e->b_count; ++i) {
         float d = v3_len(v3_sub(w->body[e->b_first + i].x, hit_point));
         if (d < best_d) {
             best_d = d;
@@ -427,6 +432,16 @@ int sim_character_kill(sim_world* w, sim_entity_id id, sim_vec3 hit_point, sim_v
         *bone = best;
     }
     return SIM_OK;
+}
+
+int sim_character_kill(sim_world* w, sim_entity_id id, sim_vec3 hit_point, sim_vec3 impulse,
+                       uint32_t* bone) {
+    return kill_character(w, id, SIM_NEAREST_BONE, hit_point, impulse, bone);
+}
+
+int sim_character_kill_bone(sim_world* w, sim_entity_id id, uint32_t bone, sim_vec3 hit_point,
+                            sim_vec3 impulse) {
+    return kill_character(w, id, bone, hit_point, impulse, NULL);
 }
 
 int sim_character_play(sim_world* w, sim_entity_id id, const char* clip) {

@@ -708,6 +708,16 @@ bool sim__particle_vs_bodies(sim_world* w, const sim__near_body* list, uint32_t 
 uint32_t sim__bodies_near(const sim_world* w, sim_vec3 lo, sim_vec3 hi, sim__near_body* out,
                           uint32_t cap);
 
+struct sim_history;
+/// Whether history h (NULL: none) keeps a frame of `tick` (history.c).
+bool sim__history_has(const struct sim_history* h, uint64_t tick);
+/// The poses entity `id`'s bodies had at `tick` in history h (history.c):
+/// *count of them, or NULL with *count 0 and *err SIM_OK when `tick` is
+/// the world's (read w->body), or NULL with *err SIM_E_STALE_ID (no such
+/// entity with bodies now) or SIM_E_OUT_OF_RANGE (not in h at `tick`).
+const sim_bone_pose* sim__history_poses(const struct sim_history* h, const sim_world* w,
+                                        uint64_t tick, sim_entity_id id, uint32_t* count, int* err);
+
 /// Looks up a live entity; NULL when stale or unknown.
 sim__entity* sim__entity_get(const sim_world* w, sim_entity_id id);
 

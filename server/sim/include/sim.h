@@ -1274,6 +1274,16 @@ sim_garment_kind sim_entity_garment(const sim_world* w, sim_entity_id id);
 int sim_character_kill(sim_world* w, sim_entity_id id, sim_vec3 hit_point, sim_vec3 impulse,
                        uint32_t* bone);
 
+/// "The nearest bone" for sim_character_kill_bone().
+#define SIM_NEAREST_BONE UINT32_MAX
+
+/// As sim_character_kill(), with the impulse on bone `bone` (skeleton
+/// order) rather than the nearest: for a hit judged elsewhere (a ray, or a
+/// past pose, sim_query.h), or SIM_NEAREST_BONE for the rule above. Errors
+/// as sim_character_kill(), and SIM_E_BAD_INDEX (no such bone).
+int sim_character_kill_bone(sim_world* w, sim_entity_id id, uint32_t bone, sim_vec3 hit_point,
+                            sim_vec3 impulse);
+
 /// Starts getting up (seed 000 §5): snapshots every bone's pose, picks the
 /// get-up clip from the up bone's +Y axis (pointing down: "getup_front",
 /// else "getup_back"), aligns the character's origin and facing with the
