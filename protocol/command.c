@@ -98,6 +98,13 @@ static const uint32_t solver_values[] = {
 #define COMPLIANCE_FIELD(key, member, def)                                                         \
     { key, F_NUM, false, 0, RDP_MAX_COMPLIANCE, false, def, OFF(member), NULL, NULL, 0, 0 }
 
+// The tick a client saw what it aims at (lag compensation, PROTOCOL.md §3).
+#define SEEN_TICK_FIELD(member)                                                                    \
+    {                                                                                              \
+        "seen_tick", F_ID, false, 0, RDP_MAX_SAFE_INTEGER, false, 0, OFF(member), NULL, NULL, 0,   \
+            RDP_GIVEN_SEEN_TICK                                                                    \
+    }
+
 static const field_spec create_world_fields[] = {
     {"name", F_STRING, true, 1, RDP_MAX_NAME, false, 0, OFF(u.create_world.name), NULL, NULL, 0, 0},
     {"tick_hz", F_UINT, false, 1, 240, false, 60, OFF(u.create_world.tick_hz), NULL, NULL, 0, 0},
@@ -181,6 +188,7 @@ static const field_spec impulse_fields[] = {
     {"point", F_VEC3, false, 0, RDP_MAX_COORD, false, 0, OFF(u.apply_impulse.point), NULL, NULL, 0,
      RDP_GIVEN_POINT},
     {"impulse", F_VEC3, true, 0, 1e4, false, 0, OFF(u.apply_impulse.impulse), NULL, NULL, 0, 0},
+    SEEN_TICK_FIELD(u.apply_impulse.seen_tick),
 };
 static const field_spec drag_fields[] = {
     WORLD_FIELD,
@@ -227,6 +235,19 @@ static const field_spec kill_fields[] = {
     ENTITY_FIELD,
     POSITION_FIELD("hit_point", u.kill.hit_point),
     {"impulse", F_VEC3, true, 0, 1e4, false, 0, OFF(u.kill.impulse), NULL, NULL, 0, 0},
+    {"bone", F_STRING, false, 1, RDP_MAX_BONE_NAME, false, 0, OFF(bone), NULL, NULL, 0,
+     RDP_GIVEN_BONE},
+    SEEN_TICK_FIELD(u.kill.seen_tick),
+};
+// The direction's length is checked by the world (a zero one is out_of_range).
+static const field_spec raycast_fields[] = {
+    WORLD_FIELD,
+    POSITION_FIELD("origin", u.raycast.origin),
+    {"direction", F_VEC3, true, 0, RDP_MAX_COORD, false, 0, OFF(u.raycast.direction), NULL, NULL, 0,
+     0},
+    {"max_distance", F_NUM, false, 0, RDP_MAX_RAY_DISTANCE, true, 1000, OFF(u.raycast.max_distance),
+     NULL, NULL, 0, 0},
+    SEEN_TICK_FIELD(u.raycast.seen_tick),
 };
 static const field_spec start_getup_fields[] = {
     WORLD_FIELD,
@@ -335,6 +356,7 @@ static const op_spec ops[] = {
     {"spawn_softbody", RDP_OP_SPAWN_SOFTBODY, spawn_softbody_fields, COUNT(spawn_softbody_fields)},
     {"save_world", RDP_OP_SAVE_WORLD, save_world_fields, COUNT(save_world_fields)},
     {"add_box", RDP_OP_ADD_BOX, add_box_fields, COUNT(add_box_fields)},
+    {"raycast", RDP_OP_RAYCAST, raycast_fields, COUNT(raycast_fields)},
 };
 
 const char* rdp_op_name(rdp_op op) {

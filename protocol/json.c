@@ -154,6 +154,30 @@ static cJSON* params_object(const rdp_params* p) {
     return o;
 }
 
+// A ray's hit: millimetres in point and distance, 10⁻⁴ in the normal (the
+// snapshots' precision; a reply is not the place for float noise).
+static cJSON* hit_object(const rdp_hit* h) {
+    cJSON* o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "kind", h->kind);
+    if (h->has_entity) {
+        add_uint(o, "entity", h->entity);
+    }
+    if (h->bone != NULL) {
+        cJSON_AddStringToObject(o, "bone", h->bone);
+    }
+    if (h->has_index) {
+        cJSON_AddNumberToObject(o, strcmp(h->kind, "box") == 0 ? "box" : "particle", h->index);
+    }
+    const rdp_vec3 p = {round(h->point.x * 1e4) / 1e4, round(h->point.y * 1e4) / 1e4,
+                        round(h->point.z * 1e4) / 1e4};
+    const rdp_vec3 n = {round(h->normal.x * 1e4) / 1e4, round(h->normal.y * 1e4) / 1e4,
+                        round(h->normal.z * 1e4) / 1e4};
+    cJSON_AddItemToObject(o, "point", vec3_array(p));
+    cJSON_AddItemToObject(o, "normal", vec3_array(n));
+    cJSON_AddNumberToObject(o, "distance", round(h->distance * 1e4) / 1e4);
+    return o;
+}
+
 static cJSON* worlds_array(const rdp_world_info* worlds, uint32_t count) {
     cJSON* a = cJSON_CreateArray();
     for (uint32_t i = 0; i < count; ++i) {
@@ -372,6 +396,15 @@ char* rdp_reply_ok(rdp_re re, const rdp_reply_fields* f, size_t* len) {
     }
     if (f->solver != NULL) {
         cJSON_AddStringToObject(root, "solver", f->solver);
+    }
+    if (f->has_seen_tick) {
+        add_uint(root, "seen_tick", f->seen_tick);
+        cJSON_AddBoolToObject(root, "clamped", f->clamped);
+    }
+    if (f->has_hit && f->hit == NULL) {
+        cJSON_AddNullToObject(root, "hit");
+    } else if (f->has_hit) {
+        cJSON_AddItemToObject(root, "hit", hit_object(f->hit));
     }
     if (f->describe != NULL) {
         add_describe(root, f->describe);

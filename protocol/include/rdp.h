@@ -37,6 +37,8 @@ extern "C" {
 #define RDP_MAX_TEMPLATE_NAME 48
 /// Bound on every position coordinate a command may carry, m.
 #define RDP_MAX_COORD 1000.0
+/// Longest raycast, m (the world cube's diagonal, 2000 √3 m, and some).
+#define RDP_MAX_RAY_DISTANCE 4000.0
 /// Bound on an XPBD compliance a spawn may give (spawn_rope's compliance,
 /// spawn_cloth's stretch_, shear_ and bend_compliance), m/N: 1 N stretches
 /// such a constraint by 1 m, softer than any fabric or rope.
@@ -128,6 +130,7 @@ typedef enum rdp_op {
     RDP_OP_SPAWN_SOFTBODY,
     RDP_OP_SAVE_WORLD,
     RDP_OP_ADD_BOX,
+    RDP_OP_RAYCAST,
 } rdp_op;
 
 /// Garment kinds of attach_cloth (the values match sim_garment_kind).
@@ -182,6 +185,8 @@ enum rdp_given_bits {
     RDP_GIVEN_BONES = 1 << 3,    ///< set_drive: "bones".
     RDP_GIVEN_ACROSS = 1 << 4,   ///< spawn_cloth: "across".
     RDP_GIVEN_DOWN = 1 << 5,     ///< spawn_cloth: "down".
+    /// kill, apply_impulse, raycast: "seen_tick" (lag compensation).
+    RDP_GIVEN_SEEN_TICK = 1 << 6,
 };
 
 /// The limits a world may be created with (create_world's "limits", PROTOCOL.md
@@ -331,7 +336,8 @@ typedef struct rdp_command {
         } spawn_ragdoll;
         struct {
             rdp_vec3 impulse;
-            rdp_vec3 point; ///< Where on the bone (characters); default its centre.
+            rdp_vec3 point;     ///< Where on the bone (characters); default its centre.
+            uint64_t seen_tick; ///< With RDP_GIVEN_SEEN_TICK: the tick the point was seen at.
         } apply_impulse;
         struct {
             rdp_vec3 position;
@@ -356,7 +362,14 @@ typedef struct rdp_command {
         } spawn_softbody;
         struct {
             rdp_vec3 hit_point, impulse;
+            uint64_t seen_tick; ///< With RDP_GIVEN_SEEN_TICK: the tick the point was seen at.
         } kill;
+        struct {
+            rdp_vec3 origin;     ///< m, in the world's cube.
+            rdp_vec3 direction;  ///< Any non-zero length (checked by the world).
+            double max_distance; ///< m, (0, RDP_MAX_RAY_DISTANCE], default 1000.
+            uint64_t seen_tick;  ///< With RDP_GIVEN_SEEN_TICK: judge at that tick.
+        } raycast;
         struct {
             double blend_time; ///< s.
         } start_getup;
@@ -467,6 +480,19 @@ typedef struct rdp_world_info {
 
 /// The optional fields of a success reply. Zero-initialise, then set what the
 /// op returns; each `has_`/non-NULL field adds the matching JSON member.
+/// What a ray met, as raycast's reply gives it (PROTOCOL.md §3).
+typedef struct rdp_hit {
+    const char* kind; ///< "ground", "box", "bone", "ball" or "particle".
+    bool has_entity;  ///< "entity" (bone, ball, particle).
+    uint64_t entity;
+    const char* bone; ///< "bone": its name (kind "bone"), else NULL.
+    bool has_index;   ///< "particle" (kind "particle") or "box" (kind "box").
+    uint32_t index;
+    rdp_vec3 point;  ///< m.
+    rdp_vec3 normal; ///< Unit.
+    double distance; ///< m from the ray's origin.
+} rdp_hit;
+
 typedef struct rdp_reply_fields {
     bool has_tick;
     uint64_t tick;
@@ -496,6 +522,14 @@ typedef struct rdp_reply_fields {
     uint64_t bytes;    ///< "bytes" (save_world): the state file's size.
     const char* file;  ///< "file" (save_world): the state file's path.
     const char* state; ///< "state" (save_world with fetch): the file, base64.
+    /// "seen_tick" (a lag-compensated kill, apply_impulse or raycast): the
+    /// tick it was judged at, and "clamped": true when the one asked for
+    /// was older than the history kept.
+    bool has_seen_tick;
+    uint64_t seen_tick;
+    bool clamped;
+    bool has_hit; ///< "hit" (raycast): `hit`, or null when NULL.
+    const struct rdp_hit* hit;
 } rdp_reply_fields;
 
 /// Encodes a success reply {"re", "ok": true, ...fields}. Returns a string to

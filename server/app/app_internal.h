@@ -18,6 +18,7 @@
 #include "pool.h"
 #include "rdp.h"
 #include "sim.h"
+#include "sim_query.h"
 
 #define APP_MAX_SUBS  8
 #define APP_MAX_DRAGS 64
@@ -193,6 +194,10 @@ typedef struct app_world {
     uint64_t id;
     char name[RDP_MAX_NAME + 1];
     sim_world* sim;
+    /// Its rigid bodies' poses at its last ticks (--lag-history), recorded
+    /// after each step by whichever thread stepped it; NULL with
+    /// --lag-history 0. Read by commands with a seen_tick (dispatch.c).
+    sim_history* history;
     sim_world_def def; ///< What the world was created with: capacities, solver budget.
     app_world_view view;
 
@@ -582,7 +587,7 @@ uint32_t app__rigid_state(app_world* w, sim_entity_id id, sim_entity_kind kind, 
 /// when there is nobody to answer and nothing to do. *len gets its length.
 /// `event` may receive a broadcast to send to every subscriber (e.g. a
 /// params event), else NULL.
-char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command* cmd, size_t* len,
+char* app__apply(app_server* app, app_world* w, app_client* c, rdp_command* cmd, size_t* len,
                  char** event, size_t* event_len);
 
 /// Spawns the entity a spawn_rope/spawn_cloth/spawn_ragdoll command
@@ -681,3 +686,29 @@ bool app__may(const app_client* c, rdp_op op, const char* world_name, char* msg,
 /// Makes the client of session s, links it into the server's list and sets
 /// it as the session's data (server.c). NULL when out of memory.
 app_client* app__client_new(app_server* app, net_session* s);
+
+// ---------------------------------------------------------------------------
+// lag.c: commands judged at the tick a client saw, and raycast
+// ---------------------------------------------------------------------------
+
+/// The tick to judge a command that saw tick `seen` at (sim_history_pick()
+/// on w's history). SIM_E_OUT_OF_RANGE, msg filled, for a tick the world
+/// has not reached.
+int app__lag_pick(app_world* w, uint64_t seen, sim_picked_tick* out, char* msg, size_t cap);
+
+/// A kill with a seen_tick (w idle): picks the tick, the bone (the one
+/// named, else the one nearest hit_point then) and carries hit_point on it
+/// to now; rewrites *cmd into that (bone given, hit_point now, no
+/// seen_tick) for app__apply() and the journal. A character spawned after
+/// the tick is judged now (clamped). Sim errors, msg filled where it names
+/// something.
+int app__lag_kill(app_world* w, rdp_command* cmd, sim_picked_tick* pick, char* msg, size_t cap);
+
+/// An apply_impulse with a seen_tick: on a character's bone with a point,
+/// the point carried from the bone then to the bone now; rewrites *cmd
+/// (no seen_tick). As app__lag_kill().
+int app__lag_impulse(app_world* w, rdp_command* cmd, sim_picked_tick* pick, char* msg, size_t cap);
+
+/// The reply to a raycast (w idle), an error reply for a bad ray or a
+/// future seen_tick; `reply_tick` is its "tick". A string for rdp_free().
+char* app__lag_raycast(app_world* w, const rdp_command* cmd, uint64_t reply_tick, size_t* len);

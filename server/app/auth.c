@@ -477,6 +477,7 @@ app_role app__role_needed(rdp_op op) {
     case RDP_OP_ACK:
     case RDP_OP_RESYNC:
     case RDP_OP_SET_FOCUS:
+    case RDP_OP_RAYCAST: // a question: it changes nothing
         return APP_ROLE_VIEWER;
     case RDP_OP_SPAWN_ROPE:
     case RDP_OP_SPAWN_CLOTH:

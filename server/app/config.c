@@ -138,6 +138,7 @@ app_config app_config_default(void) {
         c.workers = APP_MAX_WORKERS;
     }
     c.max_catchup = 4;
+    c.lag_history_ms = 300;
     c.inbox_capacity = 1024;
     c.max_solver_work = 1000000;
     c.max_total_solver_work = 1500000;
@@ -208,6 +209,9 @@ static void usage(FILE* f) {
             "  --world-solver S  rigid-body solver of the demo world and of a world whose\n"
             "                    create_world gives no solver: soft_step or xpbd (default\n"
             "                    soft_step; also $RAGDOLLD_WORLD_SOLVER)\n"
+            "  --lag-history MS  how far back a seen_tick may reach (lag compensation:\n"
+            "                    each world keeps its bones' poses that long), 0 to 1000\n"
+            "                    ms (default 300; 0: hits are judged against now)\n"
             "\n",
             app_config_default().web_root, app_config_default().assets_dir, APP_MAX_WORKERS,
             app_config_default().workers);
@@ -389,6 +393,7 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         OPT_WORLD_TEMPLATE,
         OPT_AGONES_HEALTH,
         OPT_AGONES_EMPTY,
+        OPT_LAG_HISTORY,
         OPT_HELP,
         OPT_VERSION
     };
@@ -417,6 +422,7 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
         {"world-solver", required_argument, NULL, OPT_WORLD_SOLVER},
         {"state-dir", required_argument, NULL, OPT_STATE_DIR},
         {"autosave", required_argument, NULL, OPT_AUTOSAVE},
+        {"lag-history", required_argument, NULL, OPT_LAG_HISTORY},
         {"journal-fsync", required_argument, NULL, OPT_JOURNAL_FSYNC},
         {"replay", required_argument, NULL, OPT_REPLAY},
         {"journal", required_argument, NULL, OPT_JOURNAL},
@@ -455,6 +461,15 @@ int app_config_parse(int argc, char** argv, app_config* cfg, FILE* out, FILE* er
             break;
         case OPT_STATE_DIR:
             cfg->state_dir = optarg;
+            break;
+        case OPT_LAG_HISTORY:
+            if (!parse_uint(optarg, 0, 1000, &v)) {
+                fprintf(err,
+                        "ragdolld: --lag-history takes milliseconds from 0 to 1000, not \"%s\"\n",
+                        optarg);
+                return -1;
+            }
+            cfg->lag_history_ms = (uint32_t)v;
             break;
         case OPT_AUTOSAVE:
             if (!parse_uint(optarg, 0, 86400, &v)) {

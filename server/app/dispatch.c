@@ -637,7 +637,7 @@ static char* statics_event(app_world* w, uint64_t tick, size_t* len) {
     return text;
 }
 
-char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command* cmd, size_t* len,
+char* app__apply(app_server* app, app_world* w, app_client* c, rdp_command* cmd, size_t* len,
                  char** event, size_t* event_len) {
     rdp_reply_fields f;
     memset(&f, 0, sizeof f);
@@ -646,6 +646,7 @@ char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command
     sim_entity_id entity = sim_entity_id_load(cmd->entity);
     sim_entity_id spawned = {0, 0};
     rdp_params params;
+    sim_picked_tick seen = {0, false}; // a seen_tick's (lag.c)
     int rc = SIM_OK;
     // Set by a check that names the limit it refused on; else the failure
     // is described from rc below.
@@ -702,15 +703,40 @@ char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command
         }
         break;
     case RDP_OP_APPLY_IMPULSE:
-        rc = apply_impulse(w, cmd, entity);
+        if (cmd->given & RDP_GIVEN_SEEN_TICK) {
+            rc = app__lag_impulse(w, cmd, &seen, msg, sizeof msg);
+            f.has_seen_tick = rc == SIM_OK;
+        }
+        if (rc == SIM_OK) {
+            rc = apply_impulse(w, cmd, entity);
+        }
         break;
+    case RDP_OP_RAYCAST:
+        // A question: nothing changes, nothing is journaled. Its tick is
+        // the state it asked about.
+        return app__lag_raycast(w, cmd, sim_world_tick(w->sim), len);
     case RDP_OP_SET_TEAR:
         rc = sim_entity_set_tear(w->sim, entity, (float)cmd->u.set_tear.ratio);
         break;
     case RDP_OP_KILL: {
+        if (cmd->given & RDP_GIVEN_SEEN_TICK) {
+            // Judged at the tick the client saw; cmd becomes what it resolved to.
+            rc = app__lag_kill(w, cmd, &seen, msg, sizeof msg);
+            f.has_seen_tick = rc == SIM_OK;
+        }
         uint32_t bone = 0;
-        rc = sim_character_kill(w->sim, entity, vec_of(cmd->u.kill.hit_point),
-                                vec_of(cmd->u.kill.impulse), &bone);
+        if (rc == SIM_OK && (cmd->given & RDP_GIVEN_BONE)) {
+            rdp_names one = {1, {{0}}};
+            memcpy(one.name[0], cmd->bone, sizeof cmd->bone);
+            rc = bone_indices(w, entity, &one, &bone);
+            if (rc == SIM_OK) {
+                rc = sim_character_kill_bone(w->sim, entity, bone, vec_of(cmd->u.kill.hit_point),
+                                             vec_of(cmd->u.kill.impulse));
+            }
+        } else if (rc == SIM_OK) {
+            rc = sim_character_kill(w->sim, entity, vec_of(cmd->u.kill.hit_point),
+                                    vec_of(cmd->u.kill.impulse), &bone);
+        }
         sim_character_view cv;
         if (rc == SIM_OK && sim_character_get_view(w->sim, entity, &cv) == SIM_OK) {
             f.bone = cv.skeleton->bones[bone].name;
@@ -790,6 +816,10 @@ char* app__apply(app_server* app, app_world* w, app_client* c, const rdp_command
         f.has_entity = true;
         f.entity = sim_entity_id_store(spawned);
         w->owners[spawned.index1 - 1] = w->apply_owner;
+    }
+    if (f.has_seen_tick) {
+        f.seen_tick = seen.tick;
+        f.clamped = seen.clamped;
     }
     w->apply_changed = true; // the journal keeps it (journal.c)
     return rdp_reply_ok(rdp_re_of(cmd), &f, len);

@@ -33,6 +33,7 @@ void app__world_free(app_world* w) {
     free(w->topo);
     free(w->owners);
     sim_world_destroy(w->sim);
+    sim_history_destroy(w->history);
     free(w->inbox);
     free(w->replies);
     for (uint32_t i = 0; i < w->held_count; ++i) {
@@ -123,6 +124,16 @@ static rdp_code world_make(app_server* app, const char* name, uint32_t tick_hz,
         w->body_half_length == NULL || w->bone_names == NULL || w->parents == NULL ||
         w->anchors == NULL || w->view.boxes == NULL ||
         (w->sim == NULL && sim_world_create(&def, &w->sim) != SIM_OK)) {
+        app__world_free(w);
+        return RDP_E_INTERNAL;
+    }
+    // Lag compensation: a frame a tick for lag_history_ms, and the tick now.
+    const uint64_t frames = ((uint64_t)app->cfg.lag_history_ms * tick_hz + 999u) / 1000u + 1u;
+    if (app->cfg.lag_history_ms > 0 &&
+        (sim_history_create(frames < SIM_MAX_HISTORY_FRAMES ? (uint32_t)frames
+                                                            : SIM_MAX_HISTORY_FRAMES,
+                            NULL, &w->history) != SIM_OK ||
+         sim_history_record(w->history, w->sim) != SIM_OK)) {
         app__world_free(w);
         return RDP_E_INTERNAL;
     }

@@ -257,7 +257,8 @@ static sim_world* again_from(app_server* app, app_world* w, const app_rb_state* 
         w->apply_owner = e->owner;
         size_t rl = 0, el = 0;
         char* ev = NULL;
-        rdp_free(app__apply(app, w, NULL, &e->cmd, &rl, &ev, &el));
+        rdp_command cmd = e->cmd; // resolved when logged: no seen_tick left (lag.c)
+        rdp_free(app__apply(app, w, NULL, &cmd, &rl, &ev, &el));
         rdp_free(ev);
     }
     step_to(w, now);

@@ -133,6 +133,10 @@ typedef struct app_config {
     /// Ticks one world may run back to back when it is behind (catch-up);
     /// beyond them the backlog is dropped and counted as overruns. Default 4.
     uint32_t max_catchup;
+    /// How far back, in ms, each world keeps its rigid bodies' poses for
+    /// commands with a seen_tick (lag compensation, --lag-history): 0 to
+    /// 1000. Default 300. 0 keeps none (such hits are judged against now).
+    uint32_t lag_history_ms;
     uint32_t inbox_capacity; ///< Commands queued per world at most. Default 1024.
     /// Solver projections per tick a world may need (sim_world_def
     /// max_solver_work). Default 10^6.
