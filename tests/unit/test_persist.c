@@ -161,8 +161,8 @@ static void tick(fixture* f, app_world* w) {
     settle(f);
 }
 
-// Commands of every kind at fixed ticks: characters spawned, killed,
-// driven, balls thrown, parameters changed, a despawn.
+// Commands of every kind at fixed ticks: characters spawned, killed (now
+// and at a past tick), driven, balls thrown, parameters changed, a despawn.
 static void script(app_world* w, int t) {
     if (t == 0) {
         for (int i = 0; i < 6; ++i) {
@@ -186,6 +186,22 @@ static void script(app_world* w, int t) {
     if (t == 40) {
         enqueue(w, "\"op\":\"spawn_ball\",\"position\":[0,4,0],\"velocity\":[1,-5,2]");
         enqueue(w, "\"op\":\"set_drive\",\"entity\":%llu,\"kp\":300,\"kd\":30", entity_at(w, 0));
+        enqueue(w, "\"op\":\"play\",\"entity\":%llu,\"clip\":\"walk\"", entity_at(w, 4));
+    }
+    if (t == 60) {
+        // Judged at ticks 45 and 55 (lag compensation; the walker has gone
+        // 0.3 m since 45): the journal keeps what they resolved to, since a
+        // replay has no pose history.
+        enqueue(w,
+                "\"op\":\"kill\",\"entity\":%llu,\"hit_point\":[1,1.5,1],"
+                "\"impulse\":[0,0,30],\"seen_tick\":45",
+                entity_at(w, 4));
+        enqueue(w,
+                "\"op\":\"apply_impulse\",\"entity\":%llu,\"bone\":\"chest\","
+                "\"point\":[0.1,1.3,0],\"impulse\":[5,0,0],\"seen_tick\":55",
+                entity_at(w, 0));
+        enqueue(w, "\"op\":\"raycast\",\"origin\":[0,3,0],\"direction\":[0,-1,0],"
+                   "\"seen_tick\":50");
     }
     if (t == 70) {
         enqueue(w, "\"op\":\"set_params\",\"gravity\":[0.5,-9,0],\"friction\":0.7");
@@ -220,6 +236,9 @@ static void test_a_replay_passes_through_every_live_hash(void** state) {
         live[t + 1] = sim_world_hash(w->sim);
     }
     assert_true(w->seq >= 15); // the commands applied and were counted
+    sim_character_view cv;     // the kill judged at tick 45 applied
+    assert_int_equal(sim_character_get_view(w->sim, sim_world_entity_at(w->sim, 4), &cv), SIM_OK);
+    assert_int_equal(cv.state, SIM_CHAR_RAGDOLL);
     char state_path[128], journal_path[128];
     snprintf(state_path, sizeof state_path, "%s/world-%" PRIu64 ".state", dir, w->id);
     snprintf(journal_path, sizeof journal_path, "%s/world-%" PRIu64 ".journal", dir, w->id);
