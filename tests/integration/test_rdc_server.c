@@ -472,6 +472,60 @@ static void test_rdc_kill_names_a_bone_and_makes_a_ragdoll(void** state) {
     assert_true(f->pose[7 * head + 2] > 2.05f);
 }
 
+static rdc_hit g_hit;
+static int g_hit_rc;
+
+static void on_hit(rdc_client* c, const rdc_reply* r, void* arg) {
+    on_reply(c, r, arg);
+    g_hit_rc = rdc_hit_parse(r, &g_hit);
+}
+
+static int cast(fixture* f, uint64_t world, const double o[3], const double d[3], uint64_t seen) {
+    f->replied = false;
+    assert_int_equal(rdc_raycast(f->c, world, o, d, 0, seen, on_hit, f), 0);
+    RUN_UNTIL(f, f->replied, 10000);
+    return g_hit_rc;
+}
+
+// The character stands at (1, 0, 2); its head's capsule (radius 0.10 m,
+// humanoid.json) spans 1.49-1.65 m. A ray along -Z at 1.57 m meets the
+// front of it 0.10 m before its axis: z = 2.10.
+static void test_rdc_raycast_names_the_bone_it_hits(void** state) {
+    fixture* f = *state;
+    connect_client(f);
+    uint64_t world = make_world(f);
+    const double o[3] = {1, 1.57, 5}, d[3] = {0, 0, -1};
+    assert_int_equal(cast(f, world, o, d, RDC_NOW), 0);
+    assert_true(g_hit.hit);
+    assert_string_equal(g_hit.kind, "bone");
+    assert_string_equal(g_hit.bone, "head");
+    assert_int_equal(g_hit.entity, f->watch_character);
+    assert_int_equal(g_hit.index, -1);
+    assert_true(fabs(g_hit.point[2] - 2.10) < 0.02);
+    assert_true(g_hit.normal[2] > 0.95);
+    assert_true(fabs(g_hit.distance - (5 - g_hit.point[2])) < 1e-3);
+    assert_false(g_hit.has_seen_tick);
+    // Down onto the ground beside it; and at tick 0, clamped to what is kept.
+    const double o2[3] = {4, 2, 4}, d2[3] = {0, -2, 0};
+    assert_int_equal(cast(f, world, o2, d2, 0), 0);
+    assert_string_equal(g_hit.kind, "ground");
+    assert_int_equal(g_hit.entity, 0);
+    assert_true(fabs(g_hit.point[0] - 4) < 1e-9 && fabs(g_hit.point[1]) < 1e-9);
+    assert_true(fabs(g_hit.distance - 2) < 1e-9);
+    assert_true(g_hit.has_seen_tick);
+    // Up into the sky: nothing.
+    const double up[3] = {0, 1, 0};
+    assert_int_equal(cast(f, world, o2, up, RDC_NOW), 0);
+    assert_false(g_hit.hit);
+    // A zero direction: the server's out_of_range; a NaN never leaves rdc.
+    const double zero[3] = {0, 0, 0}, nan3[3] = {NAN, 0, 0};
+    assert_int_equal(cast(f, world, o2, zero, RDC_NOW), RDC_E_SERVER);
+    assert_string_equal(f->code, "out_of_range");
+    assert_int_equal(rdc_raycast(f->c, world, o2, nan3, 0, RDC_NOW, on_hit, f), RDC_E_CONFIG);
+    assert_int_equal(rdc_raycast(f->c, 0, o2, d2, 0, RDC_NOW, on_hit, f), RDC_E_CONFIG);
+    assert_int_equal(rdc_raycast(f->c, world, NULL, d2, 0, RDC_NOW, on_hit, f), RDC_E_CONFIG);
+}
+
 static void test_rdc_server_errors_arrive_as_errors(void** state) {
     fixture* f = *state;
     connect_client(f);
@@ -666,6 +720,7 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rdc_kill_names_a_bone_and_makes_a_ragdoll, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_rdc_raycast_names_the_bone_it_hits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rdc_server_errors_arrive_as_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rdc_continues_a_saved_world_after_a_restart, setup,
                                         teardown),

@@ -281,8 +281,19 @@ static void test_ragdollctl_exit_codes(void** state) {
     assert_true(cJSON_GetObjectItem(reply, "radius")->valuedouble == 0.25);
     cJSON_Delete(reply);
     assert_int_equal(ctl(f, (const char*[]){"despawn", "1", id, NULL}), 0);
+    // A ray 5 m down onto empty ground, judged at tick 0 (or the oldest
+    // the server keeps, once the world is older than --lag-history).
+    assert_int_equal(ctl(f, (const char*[]){"raycast", "1", "--origin", "50,5,-50", "--direction",
+                                            "0,-1,0", "--seen-tick", "0", NULL}),
+                     0);
+    assert_non_null(strstr(f->r.out, "ground at 50,0,-50 normal 0,1,0 distance 5\n"));
+    assert_non_null(strstr(f->r.out, "judged at tick "));
 
     // 1: the server's error reply, its code on stderr.
+    assert_int_equal(
+        ctl(f, (const char*[]){"raycast", "1", "--origin", "0,5,0", "--direction", "0,0,0", NULL}),
+        1);
+    assert_non_null(strstr(f->r.err, "out_of_range"));
     assert_int_equal(ctl(f, (const char*[]){"despawn", "1", id, NULL}), 1);
     assert_non_null(strstr(f->r.err, "not_found"));
     assert_int_equal(ctl(f, (const char*[]){"create", "w", "--tick-hz", "1000", NULL}), 1);
@@ -294,6 +305,7 @@ static void test_ragdollctl_exit_codes(void** state) {
                      2);
     assert_int_equal(ctl(f, (const char*[]){"teleport", NULL}), 2);
     assert_int_equal(ctl(f, (const char*[]){"kill", "1", NULL}), 2);
+    assert_int_equal(ctl(f, (const char*[]){"raycast", "1", "--origin", "0,5,0", NULL}), 2);
     assert_int_equal(ctl(f, (const char*[]){"spawn", "--help", NULL}), 0);
     assert_non_null(strstr(f->r.out, "usage: ragdollctl"));
 

@@ -493,13 +493,53 @@ static bool print_saved(ctl* x, const rdc_reply* r) {
     return true;
 }
 
+// "judged at tick T" (clamped) for a command that had a seen_tick.
+static void print_seen(const rdc_reply* r) {
+    const cJSON* seen = cJSON_GetObjectItemCaseSensitive(r->json, "seen_tick");
+    if (cJSON_IsNumber(seen)) {
+        printf("judged at tick %.0f%s\n", seen->valuedouble,
+               cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r->json, "clamped"))
+                   ? " (clamped: older than the server keeps)"
+                   : "");
+    }
+}
+
 static bool print_bone(ctl* x, const rdc_reply* r) {
     if (!has_string(r->json, "bone")) {
         return false;
     }
     if (!x->json) {
         printf("bone %s\n", str(r->json, "bone"));
+        print_seen(r);
     }
+    return true;
+}
+
+static bool print_hit(ctl* x, const rdc_reply* r) {
+    rdc_hit h;
+    if (rdc_hit_parse(r, &h) != 0) {
+        return false;
+    }
+    if (x->json) {
+        return true;
+    }
+    if (!h.hit) {
+        printf("nothing\n");
+    } else {
+        printf("%s", h.kind);
+        if (h.bone[0] != '\0') {
+            printf(" %s", h.bone);
+        }
+        if (h.entity != 0) {
+            printf(" of entity %llu", (unsigned long long)h.entity);
+        }
+        if (h.index >= 0) {
+            printf(" %s %lld", strcmp(h.kind, "box") == 0 ? "box" : "particle", (long long)h.index);
+        }
+        printf(" at %g,%g,%g normal %g,%g,%g distance %g\n", h.point[0], h.point[1], h.point[2],
+               h.normal[0], h.normal[1], h.normal[2], h.distance);
+    }
+    print_seen(r);
     return true;
 }
 
@@ -844,12 +884,33 @@ static const simple_cmd cmd_describe =
            "describe", .pos = {WORLD_POS, ENTITY_POS}, .print_ok = print_describe);
 
 static const simple_cmd cmd_kill =
-    SIMPLE("kill", "WORLD ENTITY --hit-point X,Y,Z --impulse X,Y,Z",
+    SIMPLE("kill", "WORLD ENTITY --hit-point X,Y,Z --impulse X,Y,Z [--bone NAME] [--seen-tick T]",
            "Kills a character: it becomes a ragdoll, and the impulse (N s) is applied to the bone\n"
-           "nearest the hit point (m), which is printed.\n",
+           "nearest the hit point (m), which is printed.\n\n"
+           "  --bone NAME     that bone instead of the nearest\n"
+           "  --seen-tick T   judge the hit point at tick T, the snapshot it was aimed at (lag\n"
+           "                  compensation): the nearest bone then, the point carried to now\n",
            "kill", .pos = {WORLD_POS, ENTITY_POS},
-           .opts = {{"hit-point", "hit_point", A_VEC3, true}, {"impulse", "impulse", A_VEC3, true}},
+           .opts = {{"hit-point", "hit_point", A_VEC3, true},
+                    {"impulse", "impulse", A_VEC3, true},
+                    {"bone", "bone", A_STR, false},
+                    {"seen-tick", "seen_tick", A_ID, false}},
            .print_ok = print_bone);
+
+static const simple_cmd cmd_raycast =
+    SIMPLE("raycast", "WORLD --origin X,Y,Z --direction X,Y,Z [--max-distance M] [--seen-tick T]",
+           "Casts a ray and prints the first thing it enters: the ground, a box, a bone (of a\n"
+           "character), a ball or a particle, with the point (m), the normal and the distance\n"
+           "(m); or \"nothing\". It changes nothing.\n\n"
+           "  --max-distance M  how far, (0, 4000] m (1000)\n"
+           "  --seen-tick T     judge bones and balls where they were at tick T (lag\n"
+           "                    compensation; the server keeps --lag-history ms)\n",
+           "raycast", .pos = {WORLD_POS},
+           .opts = {{"origin", "origin", A_VEC3, true},
+                    {"direction", "direction", A_VEC3, true},
+                    {"max-distance", "max_distance", A_NUM, false},
+                    {"seen-tick", "seen_tick", A_ID, false}},
+           .print_ok = print_hit);
 
 static const simple_cmd cmd_getup =
     SIMPLE("getup", "WORLD ENTITY [--blend-time S]",
@@ -885,14 +946,18 @@ static const simple_cmd cmd_play =
            .pos = {WORLD_POS, ENTITY_POS, {"CLIP", "clip", A_STR, true}}, .print_ok = print_tick);
 
 static const simple_cmd cmd_impulse =
-    SIMPLE("impulse", "WORLD ENTITY --impulse X,Y,Z [--particle N | --bone NAME [--point X,Y,Z]]",
+    SIMPLE("impulse",
+           "WORLD ENTITY --impulse X,Y,Z [--particle N | --bone NAME [--point X,Y,Z]] "
+           "[--seen-tick T]",
            "Applies an impulse (N s): to a particle of a rope, cloth or ragdoll (--particle), to\n"
-           "a bone of a character (--bone, at --point or its centre), or to a ball.\n",
+           "a bone of a character (--bone, at --point or its centre), or to a ball.\n"
+           "--seen-tick T takes --point as it was on the bone at tick T (lag compensation).\n",
            "apply_impulse", .pos = {WORLD_POS, ENTITY_POS},
            .opts = {{"impulse", "impulse", A_VEC3, true},
                     {"particle", "particle", A_UINT, false},
                     {"bone", "bone", A_STR, false},
-                    {"point", "point", A_VEC3, false}},
+                    {"point", "point", A_VEC3, false},
+                    {"seen-tick", "seen_tick", A_ID, false}},
            .print_ok = print_tick);
 
 static const simple_cmd cmd_release = SIMPLE(
@@ -1140,10 +1205,9 @@ static const ctl_cmd cmd_params = {
 };
 
 const ctl_cmd* const ctl_commands[] = {
-    &cmd_list.base,     &cmd_create.base, &cmd_destroy.base, &cmd_box.base,
-    &cmd_save.base,     &cmd_fetch,       &cmd_spawn,        &cmd_despawn.base,
-    &cmd_describe.base, &cmd_kill.base,   &cmd_getup.base,   &cmd_attach.base,
-    &cmd_tear.base,     &cmd_drive.base,  &cmd_partial.base, &cmd_play.base,
-    &cmd_impulse.base,  &cmd_drag.base,   &cmd_release.base, &cmd_params,
-    &ctl_cmd_watch,     &ctl_cmd_record,  &ctl_cmd_replay,   NULL,
+    &cmd_list.base,    &cmd_create.base, &cmd_destroy.base, &cmd_box.base,      &cmd_save.base,
+    &cmd_fetch,        &cmd_spawn,       &cmd_despawn.base, &cmd_describe.base, &cmd_kill.base,
+    &cmd_raycast.base, &cmd_getup.base,  &cmd_attach.base,  &cmd_tear.base,     &cmd_drive.base,
+    &cmd_partial.base, &cmd_play.base,   &cmd_impulse.base, &cmd_drag.base,     &cmd_release.base,
+    &cmd_params,       &ctl_cmd_watch,   &ctl_cmd_record,   &ctl_cmd_replay,    NULL,
 };

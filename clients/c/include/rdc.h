@@ -458,6 +458,47 @@ RDC_API int rdc_subscribe(rdc_client* c, uint64_t world, rdc_format format, uint
 /// error of rdc_send_text().
 RDC_API int rdc_unsubscribe(rdc_client* c, uint64_t world, rdc_reply_cb cb, void* arg);
 
+// ---------------------------------------------------------------------------
+// Queries (query.c)
+// ---------------------------------------------------------------------------
+
+/// For rdc_raycast()'s seen_tick: judge at the world's tick when the ray
+/// arrives, not at a tick the client saw.
+#define RDC_NOW UINT64_MAX
+
+/// Casts a ray (PROTOCOL.md §3 raycast): from `origin` (m) along
+/// `direction` (any non-zero length) up to `max_distance` m (0: the
+/// server's 1000), judged at `seen_tick` (lag compensation: the tick of the
+/// snapshot the client aimed at; RDC_NOW for none). cb gets the reply; read
+/// it with rdc_hit_parse(). Returns what rdc_send_text() returns, or
+/// RDC_E_CONFIG for a world of 0 or above 2^53 - 1, NULL vectors, a
+/// non-finite number, or a seen_tick above 2^53 - 1 (other than RDC_NOW);
+/// the server checks the rest (out_of_range).
+RDC_API int rdc_raycast(rdc_client* c, uint64_t world, const double origin[3],
+                        const double direction[3], double max_distance, uint64_t seen_tick,
+                        rdc_reply_cb cb, void* arg);
+
+/// What a raycast's reply says (PROTOCOL.md §3 raycast).
+typedef struct rdc_hit {
+    bool hit;           ///< Something was hit; false for "hit": null (the rest is zero).
+    char kind[16];      ///< "ground", "box", "bone", "ball" or "particle".
+    uint64_t entity;    ///< The entity hit (bone, ball, particle), else 0.
+    char bone[64];      ///< The bone's name (kind "bone"), else "".
+    int64_t index;      ///< The particle (kind "particle") or box (kind "box"), else -1.
+    double point[3];    ///< m, on the surface hit.
+    double normal[3];   ///< Unit, out of the surface.
+    double distance;    ///< m from the origin.
+    uint64_t tick;      ///< The reply's tick: the world's tick the ray was cast in.
+    bool has_seen_tick; ///< The ray had a seen_tick; then:
+    uint64_t seen_tick; ///< the tick it was judged at, and
+    bool clamped;       ///< whether the one asked for was older than the server keeps.
+} rdc_hit;
+
+/// Reads a raycast's reply into *out. Returns 0; the reply's status when it
+/// is not ok (RDC_E_SERVER and the others: r->code says why); or
+/// RDC_E_PROTOCOL for an ok reply without a well-formed "hit".
+RDC_API int rdc_hit_parse(const rdc_reply* r, rdc_hit* out);
+
 /// Counters of one client since it was opened.
 typedef struct rdc_stats {
     uint64_t bytes_rx;         ///< Bytes read from the socket (handshake and frames).
