@@ -154,6 +154,11 @@ static cJSON* params_object(const rdp_params* p) {
     return o;
 }
 
+// x rounded to 10⁻⁴, and never -0 (+ 0.0 makes -0.0 +0.0).
+static double round4(double x) {
+    return round(x * 1e4) / 1e4 + 0.0;
+}
+
 // A ray's hit: millimetres in point and distance, 10⁻⁴ in the normal (the
 // snapshots' precision; a reply is not the place for float noise).
 static cJSON* hit_object(const rdp_hit* h) {
@@ -168,13 +173,11 @@ static cJSON* hit_object(const rdp_hit* h) {
     if (h->has_index) {
         cJSON_AddNumberToObject(o, strcmp(h->kind, "box") == 0 ? "box" : "particle", h->index);
     }
-    const rdp_vec3 p = {round(h->point.x * 1e4) / 1e4, round(h->point.y * 1e4) / 1e4,
-                        round(h->point.z * 1e4) / 1e4};
-    const rdp_vec3 n = {round(h->normal.x * 1e4) / 1e4, round(h->normal.y * 1e4) / 1e4,
-                        round(h->normal.z * 1e4) / 1e4};
+    const rdp_vec3 p = {round4(h->point.x), round4(h->point.y), round4(h->point.z)};
+    const rdp_vec3 n = {round4(h->normal.x), round4(h->normal.y), round4(h->normal.z)};
     cJSON_AddItemToObject(o, "point", vec3_array(p));
     cJSON_AddItemToObject(o, "normal", vec3_array(n));
-    cJSON_AddNumberToObject(o, "distance", round(h->distance * 1e4) / 1e4);
+    cJSON_AddNumberToObject(o, "distance", round4(h->distance));
     return o;
 }
 

@@ -17,6 +17,7 @@
 #include "app_internal.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -106,6 +107,12 @@ int app__lag_impulse(app_world* w, rdp_command* cmd, sim_picked_tick* pick, char
     if (rc != SIM_OK) {
         return rc;
     }
+    // A body spawned after the tick was not there to be seen: judged now.
+    sim_bone_pose then;
+    if (sim_history_bone_pose(w->history, w->sim, pick->tick, id, 0, &then) == SIM_E_OUT_OF_RANGE) {
+        pick->tick = sim_world_tick(w->sim);
+        pick->clamped = true;
+    }
     sim_character_view cv;
     if ((cmd->given & RDP_GIVEN_POINT) && (cmd->given & RDP_GIVEN_BONE) &&
         sim_character_get_view(w->sim, id, &cv) == SIM_OK) {
@@ -138,15 +145,26 @@ char* app__lag_raycast(app_world* w, const rdp_command* cmd, uint64_t reply_tick
     if (cmd->given & RDP_GIVEN_SEEN_TICK) {
         rc = app__lag_pick(w, cmd->u.raycast.seen_tick, &pick, msg, sizeof msg);
     }
+    // The direction made unit here, in double: any non-zero length is a
+    // direction (1e-300 too), which single precision could not square.
+    const rdp_vec3 d = cmd->u.raycast.direction, o = cmd->u.raycast.origin;
+    const double big = fmax(fabs(d.x), fmax(fabs(d.y), fabs(d.z)));
+    const double unit = big > 0.0 ? hypot(hypot(d.x / big, d.y / big), d.z / big) * big : 0.0;
+    if (rc == SIM_OK && !(unit > 0.0)) {
+        snprintf(msg, sizeof msg, "field \"direction\" must not be [0, 0, 0]");
+        rc = SIM_E_OUT_OF_RANGE;
+    } else if (rc == SIM_OK && !sim_world_contains(w->sim, vec_of(o))) {
+        snprintf(msg, sizeof msg,
+                 "field \"origin\" [%g, %g, %g] is outside the world's cube of ±%g m", o.x, o.y,
+                 o.z, (double)sim_world_half_extent(w->sim));
+        rc = SIM_E_OUT_OF_RANGE;
+    }
     sim_ray_hit hit;
     if (rc == SIM_OK) {
-        rc = sim_world_raycast(w->sim, w->history, pick.tick, vec_of(cmd->u.raycast.origin),
-                               vec_of(cmd->u.raycast.direction), (float)cmd->u.raycast.max_distance,
-                               &hit);
-        if (rc == SIM_E_OUT_OF_RANGE) {
-            snprintf(msg, sizeof msg,
-                     "a ray needs a non-zero direction and an origin inside the world's cube");
-        }
+        const sim_vec3 du = {(float)(d.x / unit), (float)(d.y / unit), (float)(d.z / unit)};
+        // A distance below a nanometre is a nanometre (what a float holds).
+        const float max = (float)fmax(cmd->u.raycast.max_distance, 1e-9);
+        rc = sim_world_raycast(w->sim, w->history, pick.tick, vec_of(o), du, max, &hit);
     }
     if (rc != SIM_OK) {
         if (msg[0] == '\0') {

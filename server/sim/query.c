@@ -36,9 +36,32 @@ typedef struct ray {
     float max;     ///< Farthest distance, m.
 } ray;
 
+// The ray moved along itself to `s` m before the point nearest `c` less
+// `reach` (when that is ahead of its origin): intersections are computed
+// from there and *skip gets how far it moved. Single precision loses the
+// few millimetres a bone's capsule needs when the origin is hundreds of
+// metres away (differences of squares of large numbers), so every shape is
+// met from close by.
+static ray ray_near(const ray* r, sim_vec3 c, float reach, float* skip) {
+    const float s = v3_dot(v3_sub(c, r->o), r->d) - reach;
+    *skip = s > 0.0f ? s : 0.0f;
+    ray n = *r;
+    n.o = v3_add(r->o, v3_scale(r->d, *skip));
+    return n;
+}
+
 // Distance at which the ray enters the sphere (c, r), or -1 (missed, behind,
-// or the origin inside it).
+// or the origin inside it or on it).
+static float ray_sphere_at(const ray* r, sim_vec3 c, float radius);
+
 static float ray_sphere(const ray* r, sim_vec3 c, float radius) {
+    float skip = 0.0f;
+    const ray n = ray_near(r, c, 2.0f * radius + 1.0f, &skip);
+    const float t = ray_sphere_at(&n, c, radius);
+    return t >= 0.0f ? t + skip : -1.0f;
+}
+
+static float ray_sphere_at(const ray* r, sim_vec3 c, float radius) {
     const sim_vec3 oc = v3_sub(r->o, c);
     const float b = v3_dot(oc, r->d);
     const float k = v3_dot(oc, oc) - radius * radius;
@@ -55,7 +78,18 @@ static float ray_sphere(const ray* r, sim_vec3 c, float radius) {
 // Distance at which the ray enters the capsule of segment p0-p1 and radius
 // `radius`, or -1: the infinite cylinder about the segment where the entry
 // lies between the ends, else the nearer end sphere (Ericson §5.3.7).
+static float ray_capsule_at(const ray* r, sim_vec3 p0, sim_vec3 p1, float radius);
+
 static float ray_capsule(const ray* r, sim_vec3 p0, sim_vec3 p1, float radius) {
+    float skip = 0.0f;
+    const sim_vec3 c = v3_scale(v3_add(p0, p1), 0.5f);
+    const float reach = v3_len(v3_sub(p1, p0)) + 2.0f * radius + 1.0f;
+    const ray n = ray_near(r, c, reach, &skip);
+    const float t = ray_capsule_at(&n, p0, p1, radius);
+    return t >= 0.0f ? t + skip : -1.0f;
+}
+
+static float ray_capsule_at(const ray* r, sim_vec3 p0, sim_vec3 p1, float radius) {
     const sim_vec3 ba = v3_sub(p1, p0), oa = v3_sub(r->o, p0);
     const float baba = v3_dot(ba, ba);
     // Inside: within the radius of the segment.
@@ -80,7 +114,7 @@ static float ray_capsule(const ray* r, sim_vec3 p0, sim_vec3 p1, float radius) {
             }
         }
     }
-    const float t0 = ray_sphere(r, p0, radius), t1 = ray_sphere(r, p1, radius);
+    const float t0 = ray_sphere_at(r, p0, radius), t1 = ray_sphere_at(r, p1, radius);
     if (t0 >= 0.0f && (best < 0.0f || t0 < best)) {
         best = t0;
     }
@@ -117,8 +151,8 @@ static float ray_box(const ray* r, sim_vec3 c, sim_vec3 h, int* axis) {
         }
         leave = t1 < leave ? t1 : leave;
     }
-    if (enter_axis < 0 || enter > leave || enter < 0.0f) {
-        return -1.0f; // missed, behind, or the origin inside
+    if (enter_axis < 0 || enter > leave || !(enter > 0.0f)) {
+        return -1.0f; // missed, behind, or the origin inside or on it
     }
     *axis = enter_axis;
     return enter;
@@ -210,8 +244,14 @@ int sim_world_raycast(const sim_world* w, const sim_history* h, uint64_t tick, s
         !sim_is_finite(max_distance)) {
         return SIM_E_NOT_FINITE;
     }
+    // Any non-zero length: scaled by its largest component first, so that
+    // a tiny direction's square does not underflow.
+    const float big = fmaxf(fabsf(direction.x), fmaxf(fabsf(direction.y), fabsf(direction.z)));
+    if (big > 0.0f) {
+        direction = v3_scale(direction, 1.0f / big);
+    }
     const float len = v3_len(direction);
-    if (!(len > 1e-6f) || !(max_distance > 0.0f) || max_distance > SIM_MAX_RAY_DISTANCE ||
+    if (!(len > 0.0f) || !(max_distance > 0.0f) || max_distance > SIM_MAX_RAY_DISTANCE ||
         !sim_world_contains(w, origin) || tick > w->tick ||
         (tick != w->tick && !sim__history_has(h, tick))) {
         return SIM_E_OUT_OF_RANGE;

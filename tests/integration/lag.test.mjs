@@ -140,6 +140,24 @@ test('seen_tick: older than the history is clamped to the oldest kept, a future 
     assert.ok(r.error.message.length > 10);
   }
   assert.equal((await c.send({ op: 'describe', world, entity: hero })).state, 'animated');
+  // Any non-zero direction, however short; any distance in (0, 4000].
+  const tiny = await c.send({ op: 'raycast', world, origin: [5, 3, 5], direction: [0, -1e-300, 0] });
+  assert.equal(tiny.hit?.kind, 'ground', JSON.stringify(tiny));
+  const short = await c.send({ op: 'raycast', world, origin: [5, 3, 5], direction: [0, -1, 0], max_distance: 1e-300 });
+  assert.equal(short.ok, true, JSON.stringify(short));
+  assert.equal(short.hit, null);
+  const zero = await c.send({ op: 'raycast', world, origin: [5, 3, 5], direction: [0, 0, 0] });
+  assert.match(zero.error.message, /direction.*must not be \[0, 0, 0\]/);
+  const outside = await c.send({ op: 'raycast', world, origin: [0, 2000, 0], direction: [0, -1, 0] });
+  assert.match(outside.error.message, /origin.*outside/);
+  // An impulse with a seen_tick on a ball spawned after that tick: judged
+  // now, and said so.
+  const before = (await c.send({ op: 'raycast', world, origin: [5, 3, 5], direction: [0, -1, 0] })).tick;
+  const ball = await c.send({ op: 'spawn_ball', world, position: [8, 1, 8] });
+  const push = await c.send({ op: 'apply_impulse', world, entity: ball.entity, impulse: [1, 0, 0], seen_tick: before });
+  assert.equal(push.ok, true, JSON.stringify(push));
+  assert.equal(push.clamped, true, JSON.stringify(push));
+  assert.ok(push.seen_tick > before);
   // A ray straight down from above the ground hits it at y = 0.
   const down = await c.send({ op: 'raycast', world, origin: [5, 3, 5], direction: [0, -1, 0] });
   assert.deepEqual(down.hit, { kind: 'ground', point: [5, 0, 5], normal: [0, 1, 0], distance: 3 });

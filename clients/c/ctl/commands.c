@@ -206,6 +206,7 @@ void ctl_snapshot_line(ctl_buf* b, const rdc_snapshot* s) {
 
 typedef enum arg_type {
     A_ID,     ///< world or entity id
+    A_TICK,   ///< a world's tick (an integer below 2^53, as an id)
     A_UINT,   ///< unsigned integer
     A_NUM,    ///< number
     A_VEC3,   ///< X,Y,Z
@@ -239,6 +240,7 @@ static bool add_arg(cJSON* o, const arg_spec* a, const char* v, ctl* x) {
     double d, vec[3];
     switch (a->type) {
     case A_ID:
+    case A_TICK:
         if (!ctl_parse_id(v, &u)) {
             return false;
         }
@@ -306,6 +308,8 @@ static const char* type_hint(arg_type t) {
     switch (t) {
     case A_ID:
         return "an id";
+    case A_TICK:
+        return "a tick (an integer from 0)";
     case A_UINT:
         return "an unsigned integer";
     case A_NUM:
@@ -504,6 +508,17 @@ static void print_seen(const rdc_reply* r) {
     }
 }
 
+// print_tick(), then the tick a seen_tick was judged at.
+static bool print_tick_seen(ctl* x, const rdc_reply* r) {
+    if (!print_tick(x, r)) {
+        return false;
+    }
+    if (!x->json) {
+        print_seen(r);
+    }
+    return true;
+}
+
 static bool print_bone(ctl* x, const rdc_reply* r) {
     if (!has_string(r->json, "bone")) {
         return false;
@@ -530,11 +545,11 @@ static bool print_hit(ctl* x, const rdc_reply* r) {
         if (h.bone[0] != '\0') {
             printf(" %s", h.bone);
         }
+        if (h.index >= 0) {
+            printf(" %lld", (long long)h.index); // "box 2", "particle 14"
+        }
         if (h.entity != 0) {
             printf(" of entity %llu", (unsigned long long)h.entity);
-        }
-        if (h.index >= 0) {
-            printf(" %s %lld", strcmp(h.kind, "box") == 0 ? "box" : "particle", (long long)h.index);
         }
         printf(" at %g,%g,%g normal %g,%g,%g distance %g\n", h.point[0], h.point[1], h.point[2],
                h.normal[0], h.normal[1], h.normal[2], h.distance);
@@ -894,7 +909,7 @@ static const simple_cmd cmd_kill =
            .opts = {{"hit-point", "hit_point", A_VEC3, true},
                     {"impulse", "impulse", A_VEC3, true},
                     {"bone", "bone", A_STR, false},
-                    {"seen-tick", "seen_tick", A_ID, false}},
+                    {"seen-tick", "seen_tick", A_TICK, false}},
            .print_ok = print_bone);
 
 static const simple_cmd cmd_raycast =
@@ -909,7 +924,7 @@ static const simple_cmd cmd_raycast =
            .opts = {{"origin", "origin", A_VEC3, true},
                     {"direction", "direction", A_VEC3, true},
                     {"max-distance", "max_distance", A_NUM, false},
-                    {"seen-tick", "seen_tick", A_ID, false}},
+                    {"seen-tick", "seen_tick", A_TICK, false}},
            .print_ok = print_hit);
 
 static const simple_cmd cmd_getup =
@@ -957,8 +972,8 @@ static const simple_cmd cmd_impulse =
                     {"particle", "particle", A_UINT, false},
                     {"bone", "bone", A_STR, false},
                     {"point", "point", A_VEC3, false},
-                    {"seen-tick", "seen_tick", A_ID, false}},
-           .print_ok = print_tick);
+                    {"seen-tick", "seen_tick", A_TICK, false}},
+           .print_ok = print_tick_seen);
 
 static const simple_cmd cmd_release = SIMPLE(
     "release", "WORLD ENTITY PARTICLE", "Releases a dragged particle.\n", "release",
