@@ -288,6 +288,18 @@ void sim__soft_end_tick(sim_world* w) {
     sim__soft_wide_unpack(w->soft_wide, w->soft_wide_first[w->soft_colouring.colour_count],
                           w->soft_contacts);
     sim__soft_contacts_store(w);
+    // Impacts: points that pushed and were closing fast at the start of
+    // the tick, where a's surface was then.
+    for (uint32_t k = 0; k < w->soft_contact_count; ++k) {
+        const sim__soft_contact* c = &w->soft_contacts[k];
+        if (c->max_lambda_n > 0.0f && -c->vn0 >= SIM_IMPACT_MIN_SPEED) {
+            const sim__body_state* sa = &w->soft_state[c->a];
+            const uint32_t ib = c->b != SIM__NO_STATE ? w->soft_state[c->b].body : SIM__NO_BODY;
+            const uint32_t code = (uint32_t)(w->soft_keys[k] >> 4) & ((1u << 22) - 1u);
+            const sim_vec3 start = v3_sub(w->body[sa->body].x, sa->dp);
+            sim__impact_note(w, sa->body, ib, code, v3_add(start, c->ra), c->n, -c->vn0);
+        }
+    }
     for (uint32_t k = 0; k < w->soft_joint_count; ++k) {
         sim__soft_joint_store(w, &w->soft_joints[k]);
     }

@@ -101,6 +101,7 @@ static void finish_tick(sim_world* w) {
     sim__garments_follow(w);
     sim__islands_sleep(w, w->dt);
     w->tick++;
+    sim__impacts_end_tick(w);
     quarantine(w);
 }
 

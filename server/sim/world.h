@@ -119,6 +119,7 @@ typedef struct sim__contact {
     float keep;    ///< Old penetration not to remove yet this substep, m.
     float lambda;  ///< Normal positional impulse accumulated this substep.
     float vn_pre;  ///< Relative normal velocity before the solve.
+    uint32_t code; ///< Static b: SIM__CODE_GROUND or SIM__CODE_BOX + box (impacts).
 } sim__contact;
 
 /// A body's sleep state (island.c): three points fixed in the body (its
@@ -452,6 +453,12 @@ struct sim_world {
 
     sim_event* events; ///< Ring of SIM__MAX_EVENTS pending events.
     uint32_t event_head, event_count;
+    // Impacts (impact.c): this tick's, fastest kept, then a ring until drained.
+    sim_impact* impacts_tick; ///< SIM_MAX_IMPACTS_PER_TICK of this tick.
+    uint32_t impacts_tick_count;
+    sim_impact* impacts; ///< Ring of SIM_MAX_IMPACTS.
+    uint32_t impact_head, impact_count;
+    uint64_t impacts_dropped;
 
     // Rigid bodies and their joints, grouped by entity like the particles.
     uint32_t b_count;
@@ -556,6 +563,8 @@ struct sim_world {
     XX(lane_staging, SIM__LANE_STAGING((r).particles), sizeof(float))                              \
     XX(joint, (r).joint_limits, sizeof(sim__joint))                                                \
     XX(events, SIM__MAX_EVENTS, sizeof(sim_event))                                                 \
+    XX(impacts_tick, SIM_MAX_IMPACTS_PER_TICK, sizeof(sim_impact))                                 \
+    XX(impacts, SIM_MAX_IMPACTS, sizeof(sim_impact))                                               \
     XX(body, (r).bodies, sizeof(sim__body))                                                        \
     XX(binfo, (r).bodies, sizeof(sim__body_info))                                                  \
     XX(bone, (r).bodies, sizeof(sim__bone))                                                        \
@@ -717,6 +726,16 @@ bool sim__history_has(const struct sim_history* h, uint64_t tick);
 /// entity with bodies now) or SIM_E_OUT_OF_RANGE (not in h at `tick`).
 const sim_bone_pose* sim__history_poses(const struct sim_history* h, const sim_world* w,
                                         uint64_t tick, sim_entity_id id, uint32_t* count, int* err);
+
+/// Notes a contact of this tick between body ia and body ib (SIM__NO_BODY:
+/// the static world, `code` saying which: SIM__CODE_GROUND or
+/// SIM__CODE_BOX + box) that pushed, closing at `speed` m/s (impact.c).
+void sim__impact_note(sim_world* w, uint32_t ia, uint32_t ib, uint32_t code, sim_vec3 point,
+                      sim_vec3 normal, float speed);
+
+/// The tick's impacts, fastest first, into the ring (impact.c): at the end
+/// of a tick, after its counter moved on.
+void sim__impacts_end_tick(sim_world* w);
 
 /// Looks up a live entity; NULL when stale or unknown.
 sim__entity* sim__entity_get(const sim_world* w, sim_entity_id id);

@@ -493,6 +493,119 @@ static void test_kill_bone(void** state) {
     sim_world_destroy(w);
 }
 
+// ---------------------------------------------------------------------------
+// Impacts
+// ---------------------------------------------------------------------------
+
+// Drains every impact of w into out (at most cap); their count.
+static uint32_t impacts_of(sim_world* w, sim_impact* out, uint32_t cap) {
+    uint32_t n = 0, k;
+    while (n < cap && (k = sim_world_drain_impacts(w, out + n, cap - n, NULL)) > 0) {
+        n += k;
+    }
+    return n;
+}
+
+// A 0.2 m ball let go with its bottom 2 m above the ground strikes it at
+// √(2gh) = √(2 · 9.81 · 2) = 6.26 m/s: one impact within 5 %, on the ground,
+// at the ball's underside, normal +Y. With bounciness e it leaves at e
+// times that and strikes again at e times that (no air): 0.3 × 6.26 =
+// 1.88 m/s, within 10 % (the first tick's gap). Both solvers.
+static void test_impact_of_a_dropped_ball(void** state) {
+    (void)state;
+    const float g = 9.81f, hgt = 2.0f, v = sqrtf(2.0f * g * hgt);
+    for (int solver = 0; solver < 2; ++solver) {
+        for (int bounce = 0; bounce < 2; ++bounce) {
+            sim_world_def def = sim_world_def_default();
+            def.library = g_lib;
+            def.solver = solver == 0 ? SIM_SOLVER_SOFT_STEP : SIM_SOLVER_XPBD;
+            def.params.gravity = (sim_vec3){0, -g, 0};
+            def.params.bounciness = bounce ? 0.3f : 0.0f;
+            sim_world* w = NULL;
+            assert_int_equal(sim_world_create(&def, &w), SIM_OK);
+            sim_ball_def bd = sim_ball_def_default();
+            bd.radius = 0.2f;
+            bd.position = (sim_vec3){1, hgt + bd.radius, -2};
+            sim_entity_id ball;
+            assert_int_equal(sim_world_spawn_ball(w, &bd, &ball), SIM_OK);
+            sim_impact got[64];
+            uint32_t n = 0;
+            for (int t = 0; t < 120; ++t) { // 2 s: the fall takes 0.64 s
+                sim_world_step(w);
+                n += impacts_of(w, got + n, 64 - n);
+            }
+            assert_true(n >= 1);
+            const sim_impact* first = &got[0];
+            if (fabsf(first->speed - v) > 0.05f * v) {
+                fail_msg("solver %d: struck at %.3f m/s, not %.3f within 5%%", solver,
+                         (double)first->speed, (double)v);
+            }
+            assert_int_equal(first->with, SIM_IMPACT_GROUND);
+            assert_int_equal(first->a.index1, ball.index1);
+            assert_int_equal(first->bone_a, 0);
+            assert_normal(first->normal, (sim_vec3){0, 1, 0});
+            assert_true(fabsf(first->point.x - 1.0f) < 0.01f &&
+                        fabsf(first->point.z + 2.0f) < 0.01f);
+            assert_true(first->point.y < 0.12f && first->point.y > -0.02f); // the underside
+            // Within 0.1 s of when a 2 m fall lands (0.639 s, tick 38).
+            assert_true(first->tick >= 32 && first->tick <= 45);
+            printf("solver %d, bounciness %.1f: struck at %.3f m/s (√(2gh) = %.3f)", solver,
+                   bounce ? 0.3 : 0.0, (double)first->speed, (double)v);
+            printf(n > 1 ? ", again at %.3f\n" : "\n", n > 1 ? (double)got[1].speed : 0.0);
+            if (!bounce) {
+                assert_int_equal(n, 1); // it lands and stays
+            } else {
+                assert_true(n >= 2);
+                if (fabsf(got[1].speed - 0.3f * v) > 0.1f * 0.3f * v) {
+                    fail_msg("solver %d: the bounce struck at %.3f m/s, not %.3f within 10%%",
+                             solver, (double)got[1].speed, (double)(0.3f * v));
+                }
+            }
+            sim_world_destroy(w);
+        }
+    }
+}
+
+// Twenty humanoids dropped in one spot: never more than the bound a tick,
+// fastest first, and what was left out is counted.
+static void test_impacts_are_bounded_under_a_pile(void** state) {
+    (void)state;
+    sim_world_def def = sim_world_def_default();
+    def.library = g_lib;
+    sim_world* w = NULL;
+    assert_int_equal(sim_world_create(&def, &w), SIM_OK);
+    for (int i = 0; i < 20; ++i) {
+        sim_character_def cd = sim_character_def_default();
+        cd.position = (sim_vec3){0.1f * (float)(i % 3), 1.0f + 1.2f * (float)i, 0};
+        cd.facing = (float)i;
+        cd.state = SIM_CHAR_RAGDOLL;
+        sim_entity_id id;
+        assert_int_equal(sim_world_spawn_character(w, &cd, &id), SIM_OK);
+    }
+    uint64_t total = 0, dropped_total = 0;
+    uint32_t most = 0;
+    for (int t = 0; t < 180; ++t) {
+        sim_world_step(w);
+        sim_impact got[SIM_MAX_IMPACTS];
+        uint64_t dropped = 0;
+        uint32_t n = sim_world_drain_impacts(w, got, SIM_MAX_IMPACTS, &dropped);
+        assert_true(n <= SIM_MAX_IMPACTS_PER_TICK);
+        for (uint32_t k = 0; k < n; ++k) {
+            assert_true(got[k].tick == sim_world_tick(w));
+            assert_true(got[k].speed >= SIM_IMPACT_MIN_SPEED);
+            assert_true(k == 0 || got[k].speed <= got[k - 1].speed);
+        }
+        most = n > most ? n : most;
+        total += n;
+        dropped_total += dropped;
+    }
+    assert_true(total > 40); // twenty bodies landing on each other make noise
+    assert_true(most <= SIM_MAX_IMPACTS_PER_TICK);
+    printf("pile: %llu impacts, at most %u a tick, %llu dropped\n", (unsigned long long)total, most,
+           (unsigned long long)dropped_total);
+    sim_world_destroy(w);
+}
+
 static int setup(void** state) {
     (void)state;
     g_lib = rd_test_shipped_library();
@@ -518,6 +631,8 @@ int main(void) {
         cmocka_unit_test(test_history_judges_the_past),
         cmocka_unit_test(test_history_follows_a_world_that_goes_back),
         cmocka_unit_test(test_kill_bone),
+        cmocka_unit_test(test_impact_of_a_dropped_ball),
+        cmocka_unit_test(test_impacts_are_bounded_under_a_pile),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1537,6 +1537,50 @@ typedef struct sim_event {
     uint64_t tick;        ///< The first tick whose state shows it.
 } sim_event;
 
+/// What a body hit (sim_impact.with).
+typedef enum sim_impact_with {
+    SIM_IMPACT_BODY = 0,   ///< Another body: sim_impact.b, bone_b.
+    SIM_IMPACT_GROUND = 1, ///< The ground plane.
+    SIM_IMPACT_BOX = 2,    ///< A static box: sim_impact.box.
+} sim_impact_with;
+
+/// A body that struck something: a contact that pushed this tick whose
+/// points were closing faster than SIM_IMPACT_MIN_SPEED along its normal
+/// before the solve (Box2D v3's contact hit events: the approach speed at
+/// the start of the step, reported when the contact gave an impulse). One
+/// per pair of bodies (or body and static collider) a tick, the fastest
+/// point of the pair. Characters' bones (MAXIMAL) and balls, under both
+/// solvers; a REDUCED character's contacts and particles are not reported.
+typedef struct sim_impact {
+    uint64_t tick;        ///< The first tick whose state shows it.
+    sim_entity_id a;      ///< The striking body's entity (a character or ball).
+    uint32_t bone_a;      ///< Its bone (0 for a ball).
+    sim_impact_with with; ///< What it struck.
+    sim_entity_id b;      ///< SIM_IMPACT_BODY: the other body's entity.
+    uint32_t bone_b;      ///< SIM_IMPACT_BODY: its bone.
+    uint32_t box;         ///< SIM_IMPACT_BOX: the box's index (sim_world_boxes()).
+    sim_vec3 point;       ///< On a's surface at the start of the tick, m.
+    sim_vec3 normal;      ///< Unit, from what was struck toward a.
+    float speed;          ///< Closing speed along the normal before the solve, m/s.
+} sim_impact;
+
+/// Slowest impact reported, m/s (a body settling on the ground closes at
+/// well under this; a 1.3 cm drop reaches it).
+#define SIM_IMPACT_MIN_SPEED 0.5f
+/// Most impacts reported per tick: beyond, the slowest are dropped (and
+/// counted).
+#define SIM_MAX_IMPACTS_PER_TICK 32u
+/// Impacts kept until drained (SIM_MAX_IMPACTS_PER_TICK × 8 ticks).
+#define SIM_MAX_IMPACTS 256u
+
+/// Moves up to `cap` impacts, oldest tick first and within a tick fastest
+/// first, into out and returns how many (out NULL: discards them all).
+/// *dropped (may be NULL) gets how many were dropped since the last drain
+/// (past SIM_MAX_IMPACTS_PER_TICK in a tick, or SIM_MAX_IMPACTS not
+/// drained), and its count restarts. Not part of the world's state (not
+/// saved, not hashed).
+uint32_t sim_world_drain_impacts(sim_world* w, sim_impact* out, uint32_t cap, uint64_t* dropped);
+
 #define SIM_MAX_TORN 256 ///< Torn sticks kept until drained (more are counted, not kept).
 
 /// A stick that tore: its entity and its particles (local indices).

@@ -1,0 +1,132 @@
+/*
+ * impact.c: bodies striking things (sim.h, sim_impact): the solvers note
+ * each contact that pushed and whose points were closing fast before the
+ * solve (soft_step.c at the end of its tick, contact.c in the XPBD velocity
+ * pass); a tick keeps the fastest point of each pair, at most
+ * SIM_MAX_IMPACTS_PER_TICK pairs, the fastest; at the end of the tick they
+ * go to a ring the server drains. Box2D v3 reports its hit events the same
+ * way (the approach speed at the start of the step, when the contact gave
+ * an impulse).
+ */
+#include "rigid.h"
+#include "vec.h"
+#include "world.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+// The pair's ends as entity and bone; false for a body that is no one's
+// (never: every body belongs to a character or a ball).
+static void body_end(const sim_world* w, uint32_t i, sim_entity_id* id, uint32_t* bone) {
+    const sim__body_info* bi = &w->binfo[i];
+    *id = (sim_entity_id){bi->slot + 1, w->entities[bi->slot].generation};
+    *bone = bi->bone;
+}
+
+static bool same_pair(const sim_impact* x, const sim_impact* y) {
+    if (x->with != y->with) {
+        return false;
+    }
+    const bool a_same = x->a.index1 == y->a.index1 && x->bone_a == y->bone_a;
+    switch (x->with) {
+    case SIM_IMPACT_GROUND:
+        return a_same;
+    case SIM_IMPACT_BOX:
+        return a_same && x->box == y->box;
+    case SIM_IMPACT_BODY:
+        return (a_same && x->b.index1 == y->b.index1 && x->bone_b == y->bone_b) ||
+               (x->a.index1 == y->b.index1 && x->bone_a == y->bone_b &&
+                x->b.index1 == y->a.index1 && x->bone_b == y->bone_a);
+    }
+    return false;
+}
+
+void sim__impact_note(sim_world* w, uint32_t ia, uint32_t ib, uint32_t code, sim_vec3 point,
+                      sim_vec3 normal, float speed) {
+    if (!(speed >= SIM_IMPACT_MIN_SPEED)) {
+        return;
+    }
+    sim_impact e;
+    memset(&e, 0, sizeof e);
+    body_end(w, ia, &e.a, &e.bone_a);
+    if (ib != SIM__NO_BODY) {
+        e.with = SIM_IMPACT_BODY;
+        body_end(w, ib, &e.b, &e.bone_b);
+    } else if (code < SIM__CODE_GROUND) {
+        e.with = SIM_IMPACT_BODY; // a body not solved this tick (asleep): its index
+        body_end(w, code, &e.b, &e.bone_b);
+    } else if (code == SIM__CODE_GROUND) {
+        e.with = SIM_IMPACT_GROUND;
+    } else {
+        e.with = SIM_IMPACT_BOX;
+        e.box = code - SIM__CODE_BOX;
+    }
+    e.point = point;
+    e.normal = normal;
+    e.speed = speed;
+    // The pair's fastest point; else a new pair; else the slowest gives way.
+    uint32_t slowest = 0;
+    for (uint32_t k = 0; k < w->impacts_tick_count; ++k) {
+        sim_impact* x = &w->impacts_tick[k];
+        if (same_pair(x, &e)) {
+            if (e.speed > x->speed) {
+                *x = e;
+            }
+            return;
+        }
+        if (x->speed < w->impacts_tick[slowest].speed) {
+            slowest = k;
+        }
+    }
+    if (w->impacts_tick_count < SIM_MAX_IMPACTS_PER_TICK) {
+        w->impacts_tick[w->impacts_tick_count++] = e;
+    } else {
+        w->impacts_dropped++;
+        if (e.speed > w->impacts_tick[slowest].speed) {
+            w->impacts_tick[slowest] = e;
+        }
+    }
+}
+
+static int faster_first(const void* x, const void* y) {
+    const float a = ((const sim_impact*)x)->speed, b = ((const sim_impact*)y)->speed;
+    return (a < b) - (a > b);
+}
+
+void sim__impacts_end_tick(sim_world* w) {
+    const uint32_t n = w->impacts_tick_count;
+    qsort(w->impacts_tick, n, sizeof *w->impacts_tick, faster_first);
+    for (uint32_t k = 0; k < n; ++k) {
+        if (w->impact_count == SIM_MAX_IMPACTS) {
+            // Nobody drained: the oldest goes.
+            w->impact_head = (w->impact_head + 1) % SIM_MAX_IMPACTS;
+            w->impact_count--;
+            w->impacts_dropped++;
+        }
+        sim_impact* e = &w->impacts[(w->impact_head + w->impact_count) % SIM_MAX_IMPACTS];
+        *e = w->impacts_tick[k];
+        e->tick = w->tick;
+        w->impact_count++;
+    }
+    w->impacts_tick_count = 0;
+}
+
+uint32_t sim_world_drain_impacts(sim_world* w, sim_impact* out, uint32_t cap, uint64_t* dropped) {
+    uint32_t n = 0;
+    if (out == NULL) {
+        w->impact_head = 0;
+        w->impact_count = 0;
+    }
+    while (out != NULL && n < cap && w->impact_count > 0) {
+        out[n++] = w->impacts[w->impact_head];
+        w->impact_head = (w->impact_head + 1) % SIM_MAX_IMPACTS;
+        w->impact_count--;
+    }
+    if (dropped != NULL) {
+        *dropped = w->impacts_dropped;
+    }
+    if (w->impact_count == 0) {
+        w->impacts_dropped = 0;
+    }
+    return n;
+}
