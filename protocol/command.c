@@ -33,6 +33,8 @@ typedef enum field_type {
     F_NAMES,  ///< Array of 0..hi strings of 1..RDP_MAX_BONE_NAME bytes → rdp_names.
     F_LIMITS, ///< Object of rdp_limit keys, each an integer in [lo, hi] → rdp_limits.
     F_BOOL,   ///< true or false → uint32_t 1 or 0 (def_value when absent).
+    /// Array of 0..hi of `choices` → uint32_t, the OR of their `values` (0 when absent).
+    F_FLAGS,
 } field_type;
 
 typedef struct field_spec {
@@ -125,8 +127,15 @@ static const field_spec add_box_fields[] = {
     POSITION_FIELD("center", u.add_box.center),
     POSITION_FIELD("half_extents", u.add_box.half_extents),
 };
+// subscribe's opt-in events (rdp_event_bits).
+static const char* const event_names[] = {"impact", NULL};
+static const uint32_t event_values[] = {RDP_EVENT_IMPACT};
 static const field_spec subscribe_fields[] = {
     WORLD_FIELD,
+    {"events", F_FLAGS, false, 0, 8, false, 0, OFF(u.subscribe.events), event_names, event_values,
+     0, 0},
+    {"impact_speed", F_NUM, false, 0.5, 100, false, 1.0, OFF(u.subscribe.impact_speed), NULL, NULL,
+     0, 0},
     {"format", F_ENUM, false, 0, 0, false, 0, OFF(u.subscribe.format), format_names, format_values,
      RDP_FORMAT_JSON, 0},
     {"rate_hz", F_UINT, false, 1, 240, false, 30, OFF(u.subscribe.rate_hz), NULL, NULL, 0, 0},
@@ -569,6 +578,7 @@ static rdp_code check_shape(const field_spec* f, const cJSON* v, rdp_error* err)
         }
         return RDP_OK;
     }
+    case F_FLAGS:
     case F_NAMES: {
         if (!cJSON_IsArray(v)) {
             return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be an array of strings", f->key);
@@ -728,6 +738,34 @@ static rdp_code check_store(const field_spec* f, const cJSON* v, rdp_command* ou
             limits->value[i] = (uint32_t)x;
             limits->given |= 1u << i;
         }
+        return RDP_OK;
+    }
+    case F_FLAGS: {
+        if (cJSON_GetArraySize(v) > (int)f->hi) {
+            return fail(err, RDP_E_OUT_OF_RANGE, "field \"%s\" lists %d names, at most %.0f",
+                        f->key, cJSON_GetArraySize(v), f->hi);
+        }
+        uint32_t bits = 0;
+        const cJSON* c;
+        cJSON_ArrayForEach(c, v) {
+            size_t i = 0;
+            while (f->choices[i] != NULL && strcmp(c->valuestring, f->choices[i]) != 0) {
+                i++;
+            }
+            if (f->choices[i] == NULL) {
+                char choices[96];
+                const char* name = c->valuestring;
+                size_t n = strlen(name);
+                if (n <= 32 && clean_utf8((const unsigned char*)name, n)) {
+                    return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" may list %s, not \"%s\"",
+                                f->key, choices_text(f, choices, sizeof choices), name);
+                }
+                return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" may list %s", f->key,
+                            choices_text(f, choices, sizeof choices));
+            }
+            bits |= f->values[i];
+        }
+        memcpy(dst, &bits, sizeof bits);
         return RDP_OK;
     }
     case F_NAMES: {

@@ -516,6 +516,39 @@ char* rdp_event_settled(uint64_t world, uint64_t tick, uint64_t entity, size_t* 
     return finish(root, len);
 }
 
+char* rdp_event_impacts(uint64_t world, uint64_t tick, const rdp_impact* impacts, uint32_t count,
+                        uint64_t dropped, size_t* len) {
+    cJSON* root = world_event("impacts", world, tick);
+    cJSON* arr = cJSON_AddArrayToObject(root, "impacts");
+    for (uint32_t i = 0; i < count; ++i) {
+        const rdp_impact* m = &impacts[i];
+        cJSON* o = cJSON_CreateObject();
+        add_uint(o, "entity", m->entity);
+        if (m->bone != NULL) {
+            cJSON_AddStringToObject(o, "bone", m->bone);
+        }
+        cJSON_AddStringToObject(o, "with", m->with);
+        if (strcmp(m->with, "body") == 0) {
+            add_uint(o, "other", m->other);
+            if (m->other_bone != NULL) {
+                cJSON_AddStringToObject(o, "other_bone", m->other_bone);
+            }
+        } else if (strcmp(m->with, "box") == 0) {
+            cJSON_AddNumberToObject(o, "box", m->box);
+        }
+        const rdp_vec3 p = {round4(m->point.x), round4(m->point.y), round4(m->point.z)};
+        const rdp_vec3 n = {round4(m->normal.x), round4(m->normal.y), round4(m->normal.z)};
+        cJSON_AddItemToObject(o, "point", vec3_array(p));
+        cJSON_AddItemToObject(o, "normal", vec3_array(n));
+        cJSON_AddNumberToObject(o, "speed", round(m->speed * 1e3) / 1e3);
+        cJSON_AddItemToArray(arr, o);
+    }
+    if (dropped > 0) {
+        add_uint(root, "dropped", dropped);
+    }
+    return finish(root, len);
+}
+
 char* rdp_event_rolled_back(uint64_t world, uint64_t tick, uint64_t from_tick, uint64_t entity,
                             const char* dropped_op, size_t* len) {
     cJSON* root = world_event("rolled_back", world, tick);

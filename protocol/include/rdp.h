@@ -177,6 +177,11 @@ typedef enum rdp_pin {
     RDP_PIN_LEFT = 2, ///< "left": column 0, a flag on its pole.
 } rdp_pin;
 
+/// subscribe's opt-in events ("events": names of PROTOCOL.md §4).
+enum rdp_event_bits {
+    RDP_EVENT_IMPACT = 1 << 0, ///< "impact": the `impacts` event.
+};
+
 /// Which optional fields of other ops were given (rdp_command.given).
 enum rdp_given_bits {
     RDP_GIVEN_PARTICLE = 1 << 0, ///< apply_impulse: "particle".
@@ -294,8 +299,10 @@ typedef struct rdp_command {
             char template_name[RDP_MAX_TEMPLATE_NAME + 1];
         } create_world;
         struct {
-            uint32_t format;  ///< rdp_format.
-            uint32_t rate_hz; ///< 1..240.
+            uint32_t format;     ///< rdp_format.
+            uint32_t rate_hz;    ///< 1..240.
+            uint32_t events;     ///< The opt-in events asked for (rdp_event_bits).
+            double impact_speed; ///< m/s, [0.5, 100], default 1: the slowest impact sent.
         } subscribe;
         struct {
             uint32_t fetch; ///< 1: "fetch": true, the file comes back in the reply.
@@ -592,6 +599,24 @@ char* rdp_event_character_state(uint64_t world, uint64_t tick, uint64_t entity, 
 
 /// Encodes {"ev": "settled", "world", "tick", "entity"}.
 char* rdp_event_settled(uint64_t world, uint64_t tick, uint64_t entity, size_t* len);
+
+/// One impact of an `impacts` event (PROTOCOL.md §4).
+typedef struct rdp_impact {
+    uint64_t entity;        ///< The striking body's entity.
+    const char* bone;       ///< Its bone's name (a character), else NULL.
+    const char* with;       ///< "body", "ground" or "box".
+    uint64_t other;         ///< "body": the other body's entity.
+    const char* other_bone; ///< "body": its bone's name (a character), else NULL.
+    uint32_t box;           ///< "box": its index in `statics`.
+    rdp_vec3 point;         ///< m.
+    rdp_vec3 normal;        ///< Unit, from what was struck toward the body.
+    double speed;           ///< m/s.
+} rdp_impact;
+
+/// Encodes {"ev": "impacts", "world", "tick", "impacts": [...], "dropped"
+/// (only when > 0)}: bodies that struck something at `tick`, fastest first.
+char* rdp_event_impacts(uint64_t world, uint64_t tick, const rdp_impact* impacts, uint32_t count,
+                        uint64_t dropped, size_t* len);
 
 /// `torn`: sticks of a cloth or rope tore at `tick`: `count` pairs of its
 /// particle indices (2 × count), and `more` (when dropped > 0) for those

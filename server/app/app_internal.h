@@ -112,8 +112,10 @@ typedef struct app_sub {
     /// by APP_SNAPSHOT_BYTES_PER_S / tick_hz up to APP_SNAPSHOT_BYTES_PER_S;
     /// negative is a debt, during which due snapshots are skipped.
     double snap_tokens;
-    bool has_focus; ///< set_focus gave a point: where this viewer looks (level of detail).
-    float focus[3]; ///< m.
+    uint32_t events;    ///< Opt-in events asked for at subscribe (rdp_event_bits).
+    float impact_speed; ///< "impact": the slowest impact sent, m/s.
+    bool has_focus;     ///< set_focus gave a point: where this viewer looks (level of detail).
+    float focus[3];     ///< m.
 } app_sub;
 
 /// A particle a client is dragging; released for it if it disconnects.

@@ -186,10 +186,86 @@ static void broadcast_torn(app_world* w) {
     }
 }
 
+// What one end of an impact is, on the wire: its entity and bone name.
+static void impact_end(app_world* w, sim_entity_id id, uint32_t bone, uint64_t* entity,
+                       const char** name) {
+    *entity = sim_entity_id_store(id);
+    sim_character_view cv;
+    *name = sim_character_get_view(w->sim, id, &cv) == SIM_OK && bone < cv.bone_count
+                ? cv.skeleton->bones[bone].name
+                : NULL;
+}
+
+// `impacts` events, one per tick, to each subscription that asked for them
+// (subscribe's "events"), with the impacts at least as fast as its
+// impact_speed. Consecutive subscriptions with the same threshold share
+// the encoding.
+static void broadcast_impacts(app_world* w) {
+    static sim_impact im[SIM_MAX_IMPACTS];
+    static rdp_impact wire[SIM_MAX_IMPACTS];
+    uint64_t dropped = 0;
+    const uint32_t n = sim_world_drain_impacts(w->sim, im, SIM_MAX_IMPACTS, &dropped);
+    if (n == 0) {
+        return;
+    }
+    for (uint32_t k = 0; k < n; ++k) {
+        rdp_impact* m = &wire[k];
+        memset(m, 0, sizeof *m);
+        impact_end(w, im[k].a, im[k].bone_a, &m->entity, &m->bone);
+        m->with = im[k].with == SIM_IMPACT_BODY     ? "body"
+                  : im[k].with == SIM_IMPACT_GROUND ? "ground"
+                                                    : "box";
+        if (im[k].with == SIM_IMPACT_BODY) {
+            impact_end(w, im[k].b, im[k].bone_b, &m->other, &m->other_bone);
+        }
+        m->box = im[k].box;
+        m->point = (rdp_vec3){im[k].point.x, im[k].point.y, im[k].point.z};
+        m->normal = (rdp_vec3){im[k].normal.x, im[k].normal.y, im[k].normal.z};
+        m->speed = im[k].speed;
+    }
+    for (uint32_t first = 0; first < n;) {
+        uint32_t end = first;
+        while (end < n && im[end].tick == im[first].tick) {
+            end++;
+        }
+        char* text = NULL;
+        size_t len = 0;
+        float text_speed = -1.0f;
+        for (uint32_t i = 0; i < w->sub_count; ++i) {
+            const app_sub* sub = app__sub_of(w->subs[i], w->id);
+            if (sub == NULL || !(sub->events & RDP_EVENT_IMPACT)) {
+                continue;
+            }
+            if (text == NULL || text_speed != sub->impact_speed) {
+                rdp_free(text);
+                text = NULL;
+                // Fastest first: those at least as fast are a prefix.
+                uint32_t count = 0;
+                while (first + count < end && wire[first + count].speed >= sub->impact_speed) {
+                    count++;
+                }
+                text_speed = sub->impact_speed;
+                if (count > 0) {
+                    text = rdp_event_impacts(w->id, im[first].tick, &wire[first], count,
+                                             end == n ? dropped : 0, &len);
+                }
+                if (text == NULL) {
+                    continue;
+                }
+            }
+            app__report_text(w->subs[i], text, len,
+                             net_session_send_text(w->subs[i]->session, text, len));
+        }
+        rdp_free(text);
+        first = end;
+    }
+}
+
 void app__broadcast_events(app_world* w) {
     sim_event ev[16];
     uint32_t n;
     broadcast_torn(w);
+    broadcast_impacts(w);
     while ((n = sim_world_drain_events(w->sim, ev, 16)) > 0) {
         for (uint32_t k = 0; k < n; ++k) {
             app__topo_forget(w, sim_entity_id_store(ev[k].entity));

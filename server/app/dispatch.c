@@ -859,6 +859,8 @@ static void subscribe(app_world* w, app_client* c, const rdp_command* cmd) {
                                                : "out of memory");
         return;
     }
+    sub->events = cmd->u.subscribe.events;
+    sub->impact_speed = (float)cmd->u.subscribe.impact_speed;
     // Answered at once, so from the world's view: a worker may be stepping
     // it (the tick is the one before that step, whose snapshot comes first).
     const app_world_view* v = app__world_view(w);

@@ -453,7 +453,8 @@ struct sim_world {
 
     sim_event* events; ///< Ring of SIM__MAX_EVENTS pending events.
     uint32_t event_head, event_count;
-    // Impacts (impact.c): this tick's, fastest kept, then a ring until drained.
+    // Impacts (impact.c): this tick's, fastest kept, then a ring until drained
+    // (room only once the world has room for a body: only bodies strike).
     sim_impact* impacts_tick; ///< SIM_MAX_IMPACTS_PER_TICK of this tick.
     uint32_t impacts_tick_count;
     sim_impact* impacts; ///< Ring of SIM_MAX_IMPACTS.
@@ -563,8 +564,8 @@ struct sim_world {
     XX(lane_staging, SIM__LANE_STAGING((r).particles), sizeof(float))                              \
     XX(joint, (r).joint_limits, sizeof(sim__joint))                                                \
     XX(events, SIM__MAX_EVENTS, sizeof(sim_event))                                                 \
-    XX(impacts_tick, SIM_MAX_IMPACTS_PER_TICK, sizeof(sim_impact))                                 \
-    XX(impacts, SIM_MAX_IMPACTS, sizeof(sim_impact))                                               \
+    XX(impacts_tick, (r).bodies > 0 ? SIM_MAX_IMPACTS_PER_TICK : 0u, sizeof(sim_impact))           \
+    XX(impacts, (r).bodies > 0 ? SIM_MAX_IMPACTS : 0u, sizeof(sim_impact))                         \
     XX(body, (r).bodies, sizeof(sim__body))                                                        \
     XX(binfo, (r).bodies, sizeof(sim__body_info))                                                  \
     XX(bone, (r).bodies, sizeof(sim__bone))                                                        \
