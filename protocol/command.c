@@ -128,8 +128,8 @@ static const field_spec add_box_fields[] = {
     POSITION_FIELD("half_extents", u.add_box.half_extents),
 };
 // subscribe's opt-in events (rdp_event_bits).
-static const char* const event_names[] = {"impact", NULL};
-static const uint32_t event_values[] = {RDP_EVENT_IMPACT};
+static const char* const event_names[] = {"impact", "joint_limit", NULL};
+static const uint32_t event_values[] = {RDP_EVENT_IMPACT, RDP_EVENT_JOINT_LIMIT};
 static const field_spec subscribe_fields[] = {
     WORLD_FIELD,
     {"events", F_FLAGS, false, 0, 8, false, 0, OFF(u.subscribe.events), event_names, event_values,

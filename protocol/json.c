@@ -549,6 +549,24 @@ char* rdp_event_impacts(uint64_t world, uint64_t tick, const rdp_impact* impacts
     return finish(root, len);
 }
 
+char* rdp_event_limit_hits(uint64_t world, uint64_t tick, const rdp_limit_hit* hits, uint32_t count,
+                           uint64_t dropped, size_t* len) {
+    cJSON* root = world_event("limit_hits", world, tick);
+    cJSON* arr = cJSON_AddArrayToObject(root, "hits");
+    for (uint32_t i = 0; i < count; ++i) {
+        cJSON* o = cJSON_CreateObject();
+        add_uint(o, "entity", hits[i].entity);
+        cJSON_AddStringToObject(o, "bone", hits[i].bone);
+        cJSON_AddStringToObject(o, "limit", hits[i].limit);
+        cJSON_AddNumberToObject(o, "speed", round(hits[i].speed * 1e3) / 1e3);
+        cJSON_AddItemToArray(arr, o);
+    }
+    if (dropped > 0) {
+        add_uint(root, "dropped", dropped);
+    }
+    return finish(root, len);
+}
+
 char* rdp_event_rolled_back(uint64_t world, uint64_t tick, uint64_t from_tick, uint64_t entity,
                             const char* dropped_op, size_t* len) {
     cJSON* root = world_event("rolled_back", world, tick);

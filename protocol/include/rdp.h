@@ -179,7 +179,8 @@ typedef enum rdp_pin {
 
 /// subscribe's opt-in events ("events": names of PROTOCOL.md §4).
 enum rdp_event_bits {
-    RDP_EVENT_IMPACT = 1 << 0, ///< "impact": the `impacts` event.
+    RDP_EVENT_IMPACT = 1 << 0,      ///< "impact": the `impacts` event.
+    RDP_EVENT_JOINT_LIMIT = 1 << 1, ///< "joint_limit": the `limit_hits` event.
 };
 
 /// Which optional fields of other ops were given (rdp_command.given).
@@ -612,6 +613,19 @@ typedef struct rdp_impact {
     rdp_vec3 normal;        ///< Unit, from what was struck toward the body.
     double speed;           ///< m/s.
 } rdp_impact;
+
+/// One hit of a `limit_hits` event (PROTOCOL.md §4).
+typedef struct rdp_limit_hit {
+    uint64_t entity;   ///< The character.
+    const char* bone;  ///< The joint's bone.
+    const char* limit; ///< "twist_max", "twist_min" or "swing".
+    double speed;      ///< rad/s.
+} rdp_limit_hit;
+
+/// Encodes {"ev": "limit_hits", "world", "tick", "hits": [...], "dropped"
+/// (only when > 0)}: joints that came up against a limit at `tick`.
+char* rdp_event_limit_hits(uint64_t world, uint64_t tick, const rdp_limit_hit* hits, uint32_t count,
+                           uint64_t dropped, size_t* len);
 
 /// Encodes {"ev": "impacts", "world", "tick", "impacts": [...], "dropped"
 /// (only when > 0)}: bodies that struck something at `tick`, fastest first.

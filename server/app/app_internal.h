@@ -698,6 +698,10 @@ app_client* app__client_new(app_server* app, net_session* s);
 /// has not reached.
 int app__lag_pick(app_world* w, uint64_t seen, sim_picked_tick* out, char* msg, size_t cap);
 
+/// The opt-in events (rdp_event_bits) any subscription of w asked for
+/// (broadcast.c).
+uint32_t app__events_wanted(const app_world* w);
+
 /// A kill with a seen_tick (w idle): picks the tick, the bone (the one
 /// named, else the one nearest hit_point then) and carries hit_point on it
 /// to now; rewrites *cmd into that (bone given, hit_point now, no

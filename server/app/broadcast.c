@@ -261,11 +261,58 @@ static void broadcast_impacts(app_world* w) {
     }
 }
 
+// `limit_hits` events, one per tick, to each subscription that asked
+// (subscribe's "events": "joint_limit"); the world measures them only
+// while one has (app__events_wanted()).
+static void broadcast_limit_hits(app_world* w) {
+    static sim_limit_hit hits[SIM_MAX_LIMIT_HITS];
+    static rdp_limit_hit wire[SIM_MAX_LIMIT_HITS];
+    static const char* const limit_names[] = {"twist_max", "twist_min", "swing"};
+    uint64_t dropped = 0;
+    const uint32_t n = sim_world_drain_limit_hits(w->sim, hits, SIM_MAX_LIMIT_HITS, &dropped);
+    for (uint32_t k = 0; k < n; ++k) {
+        uint64_t entity = 0;
+        impact_end(w, hits[k].entity, hits[k].bone, &entity, &wire[k].bone);
+        wire[k].entity = entity;
+        wire[k].bone = wire[k].bone != NULL ? wire[k].bone : "";
+        wire[k].limit = limit_names[hits[k].limit];
+        wire[k].speed = hits[k].speed;
+    }
+    for (uint32_t first = 0; first < n;) {
+        uint32_t end = first;
+        while (end < n && hits[end].tick == hits[first].tick) {
+            end++;
+        }
+        size_t len = 0;
+        char* text = rdp_event_limit_hits(w->id, hits[first].tick, &wire[first], end - first,
+                                          end == n ? dropped : 0, &len);
+        for (uint32_t i = 0; text != NULL && i < w->sub_count; ++i) {
+            const app_sub* sub = app__sub_of(w->subs[i], w->id);
+            if (sub != NULL && (sub->events & RDP_EVENT_JOINT_LIMIT)) {
+                app__report_text(w->subs[i], text, len,
+                                 net_session_send_text(w->subs[i]->session, text, len));
+            }
+        }
+        rdp_free(text);
+        first = end;
+    }
+}
+
+uint32_t app__events_wanted(const app_world* w) {
+    uint32_t bits = 0;
+    for (uint32_t i = 0; i < w->sub_count; ++i) {
+        const app_sub* sub = app__sub_of(w->subs[i], w->id);
+        bits |= sub != NULL ? sub->events : 0u;
+    }
+    return bits;
+}
+
 void app__broadcast_events(app_world* w) {
     sim_event ev[16];
     uint32_t n;
     broadcast_torn(w);
     broadcast_impacts(w);
+    broadcast_limit_hits(w);
     while ((n = sim_world_drain_events(w->sim, ev, 16)) > 0) {
         for (uint32_t k = 0; k < n; ++k) {
             app__topo_forget(w, sim_entity_id_store(ev[k].entity));

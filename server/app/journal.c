@@ -661,6 +661,7 @@ static void step_to(app_world* w, uint64_t tick, FILE* hashes) {
         // Drained as the live server drains them (nothing the step reads).
         sim_world_drain_torn(w->sim, NULL, 0, NULL);
         sim_world_drain_impacts(w->sim, NULL, 0, NULL);
+        sim_world_drain_limit_hits(w->sim, NULL, 0, NULL);
         sim_event ev[64];
         while (sim_world_drain_events(w->sim, ev, 64) > 0) {
         }

@@ -313,6 +313,7 @@ bool app__rollback_check(app_server* app, app_world* w, uint64_t quarantined_bef
     sim_world_destroy(live);
     sim_world_drain_torn(again, NULL, 0, NULL);
     sim_world_drain_impacts(again, NULL, 0, NULL);
+    sim_world_drain_limit_hits(again, NULL, 0, NULL);
     sim_event ev[64];
     while (sim_world_drain_events(again, ev, 64) > 0) {
     }

@@ -227,6 +227,8 @@ static void gather_foci(app_server* app, app_world* w) {
         }
     }
     sim_world_set_foci(w->sim, foci, n); // finite: checked by the decoder
+    // Joint limit hits cost a measurement a joint: only while someone listens.
+    sim_world_report_limit_hits(w->sim, (app__events_wanted(w) & RDP_EVENT_JOINT_LIMIT) != 0);
     // Level of detail changes the step: a replay and a rollback need it.
     if (app__journal_foci(app, w, foci, n)) {
         app__rollback_log_foci(w, foci, n);

@@ -160,7 +160,6 @@ static void add_contact(sim_world* w, uint32_t ia, uint32_t ib, sim_vec3 n, sim_
     c->keep = fmaxf(0.0f, depth_start - PUSH_OUT_SPEED * h);
     c->lambda = 0.0f;
     c->vn_pre = v3_dot(vrel, n);
-    c->code = code;
 }
 
 // One pass over a contact: a positional correction along the normal, then
@@ -376,7 +375,10 @@ void sim__contacts_velocities(sim_world* w, float h) {
         float vn = v3_dot(vrel, c->n);
         sim_vec3 vt = v3_sub(vrel, v3_scale(c->n, vn));
         const float jn = c->lambda / h; // Normal impulse of the substep, N·s.
-        sim__impact_note(w, c->a, c->b, c->code, v3_add(a->x, ra), c->n, -c->vn_pre);
+        if (-c->vn_pre >= SIM_IMPACT_MIN_SPEED) {
+            const uint32_t code = b == NULL ? sim__static_code_at(w, c->rb) : 0u;
+            sim__impact_note(w, c->a, c->b, code, v3_add(a->x, ra), c->n, -c->vn_pre);
+        }
 
         // Restitution (eq. 34): the normal speed leaves at e × the speed it
         // arrived with; slow contacts (under 2|g|h) do not bounce.

@@ -12,6 +12,7 @@
 #include "vec.h"
 #include "world.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,9 +42,22 @@ static bool same_pair(const sim_impact* x, const sim_impact* y) {
     return false;
 }
 
+uint32_t sim__static_code_at(const sim_world* w, sim_vec3 p) {
+    for (uint32_t k = 0; k < w->box_count; ++k) {
+        const sim_box* b = &w->boxes[k];
+        const sim_vec3 d = v3_sub(p, b->center);
+        if (fabsf(d.x) <= b->half_extents.x + 1e-3f && fabsf(d.y) <= b->half_extents.y + 1e-3f &&
+            fabsf(d.z) <= b->half_extents.z + 1e-3f) {
+            return SIM__CODE_BOX + k;
+        }
+    }
+    return SIM__CODE_GROUND;
+}
+
 void sim__impact_note(sim_world* w, uint32_t ia, uint32_t ib, uint32_t code, sim_vec3 point,
                       sim_vec3 normal, float speed) {
-    if (!(speed >= SIM_IMPACT_MIN_SPEED)) {
+    sim__reports* r = w->reports;
+    if (!(speed >= SIM_IMPACT_MIN_SPEED) || r == NULL) {
         return;
     }
     sim_impact e;
@@ -66,24 +80,24 @@ void sim__impact_note(sim_world* w, uint32_t ia, uint32_t ib, uint32_t code, sim
     e.speed = speed;
     // The pair's fastest point; else a new pair; else the slowest gives way.
     uint32_t slowest = 0;
-    for (uint32_t k = 0; k < w->impacts_tick_count; ++k) {
-        sim_impact* x = &w->impacts_tick[k];
+    for (uint32_t k = 0; k < r->impacts_tick_count; ++k) {
+        sim_impact* x = &r->impacts_tick[k];
         if (same_pair(x, &e)) {
             if (e.speed > x->speed) {
                 *x = e;
             }
             return;
         }
-        if (x->speed < w->impacts_tick[slowest].speed) {
+        if (x->speed < r->impacts_tick[slowest].speed) {
             slowest = k;
         }
     }
-    if (w->impacts_tick_count < SIM_MAX_IMPACTS_PER_TICK) {
-        w->impacts_tick[w->impacts_tick_count++] = e;
+    if (r->impacts_tick_count < SIM_MAX_IMPACTS_PER_TICK) {
+        r->impacts_tick[r->impacts_tick_count++] = e;
     } else {
-        w->impacts_dropped++;
-        if (e.speed > w->impacts_tick[slowest].speed) {
-            w->impacts_tick[slowest] = e;
+        r->impacts_dropped++;
+        if (e.speed > r->impacts_tick[slowest].speed) {
+            r->impacts_tick[slowest] = e;
         }
     }
 }
@@ -94,39 +108,50 @@ static int faster_first(const void* x, const void* y) {
 }
 
 void sim__impacts_end_tick(sim_world* w) {
-    const uint32_t n = w->impacts_tick_count;
-    qsort(w->impacts_tick, n, sizeof *w->impacts_tick, faster_first);
-    for (uint32_t k = 0; k < n; ++k) {
-        if (w->impact_count == SIM_MAX_IMPACTS) {
-            // Nobody drained: the oldest goes.
-            w->impact_head = (w->impact_head + 1) % SIM_MAX_IMPACTS;
-            w->impact_count--;
-            w->impacts_dropped++;
-        }
-        sim_impact* e = &w->impacts[(w->impact_head + w->impact_count) % SIM_MAX_IMPACTS];
-        *e = w->impacts_tick[k];
-        e->tick = w->tick;
-        w->impact_count++;
+    sim__reports* r = w->reports;
+    if (r == NULL) {
+        return;
     }
-    w->impacts_tick_count = 0;
+    const uint32_t n = r->impacts_tick_count;
+    qsort(r->impacts_tick, n, sizeof *r->impacts_tick, faster_first);
+    for (uint32_t k = 0; k < n; ++k) {
+        if (r->impact_count == SIM_MAX_IMPACTS) {
+            // Nobody drained: the oldest goes.
+            r->impact_head = (r->impact_head + 1) % SIM_MAX_IMPACTS;
+            r->impact_count--;
+            r->impacts_dropped++;
+        }
+        sim_impact* e = &r->impacts[(r->impact_head + r->impact_count) % SIM_MAX_IMPACTS];
+        *e = r->impacts_tick[k];
+        e->tick = w->tick;
+        r->impact_count++;
+    }
+    r->impacts_tick_count = 0;
 }
 
 uint32_t sim_world_drain_impacts(sim_world* w, sim_impact* out, uint32_t cap, uint64_t* dropped) {
+    sim__reports* r = w->reports;
     uint32_t n = 0;
-    if (out == NULL) {
-        w->impact_head = 0;
-        w->impact_count = 0;
+    if (r == NULL) {
+        if (dropped != NULL) {
+            *dropped = 0;
+        }
+        return 0;
     }
-    while (out != NULL && n < cap && w->impact_count > 0) {
-        out[n++] = w->impacts[w->impact_head];
-        w->impact_head = (w->impact_head + 1) % SIM_MAX_IMPACTS;
-        w->impact_count--;
+    if (out == NULL) {
+        r->impact_head = 0;
+        r->impact_count = 0;
+    }
+    while (out != NULL && n < cap && r->impact_count > 0) {
+        out[n++] = r->impacts[r->impact_head];
+        r->impact_head = (r->impact_head + 1) % SIM_MAX_IMPACTS;
+        r->impact_count--;
     }
     if (dropped != NULL) {
-        *dropped = w->impacts_dropped;
+        *dropped = r->impacts_dropped;
     }
-    if (w->impact_count == 0) {
-        w->impacts_dropped = 0;
+    if (r->impact_count == 0) {
+        r->impacts_dropped = 0;
     }
     return n;
 }

@@ -137,7 +137,7 @@ typedef struct state_skel {
 // each array pointer sits in it, and each array's element size. A state
 // from a build where any differs is refused rather than misread.
 static uint32_t layout_hash(void) {
-    static const size_t facts[] = {sizeof(sim_world),
+    static const size_t facts[] = {SIM__SAVED_BYTES,
                                    sizeof(state_skel),
                                    sizeof(sim__char),
                                    sizeof(sim__entity),
@@ -241,7 +241,7 @@ int sim_world_save(const sim_world* w, void* buf, size_t cap, size_t* len) {
         memset(&img.alloc, 0, sizeof img.alloc);
         memset(&img.def.allocator, 0, sizeof img.def.allocator);
         img.def.library = NULL;
-        put_section(&o, "world", sizeof img, 1, &img);
+        put_section(&o, "world", SIM__SAVED_BYTES, 1, &img); // not what it reports
 
         // The arrays, then the pointers inside characters and entities.
         uint8_t* chars = NULL;
@@ -715,6 +715,7 @@ static int load_into(state_in* in, const sim_world* img, const sim_library* lib,
     SIM__WORLD_ARRAYS(STATE_KEEP, unused, unused)
 #undef STATE_KEEP
     w->alloc = keep.alloc;
+    w->reports = keep.reports; // this world's, not a saved pointer
     w->def.allocator = keep.def.allocator;
     w->def.library = lib;
     w->reserved = keep.reserved;
@@ -771,11 +772,12 @@ int sim_world_load(const void* data, size_t len, const sim_library* lib, const s
     if (rc != SIM_OK) {
         return rc;
     }
-    const state_section* ws = take(in, "world", sizeof(sim_world), 1, &rc);
+    const state_section* ws = take(in, "world", SIM__SAVED_BYTES, 1, &rc);
     if (ws == NULL) {
         return rc;
     }
     sim_world img;
-    memcpy(&img, ws->data, sizeof img);
+    memset(&img, 0, sizeof img);
+    memcpy(&img, ws->data, SIM__SAVED_BYTES);
     return load_into(in, &img, lib, alloc, out);
 }

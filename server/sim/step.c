@@ -102,6 +102,7 @@ static void finish_tick(sim_world* w) {
     sim__islands_sleep(w, w->dt);
     w->tick++;
     sim__impacts_end_tick(w);
+    sim__limit_hits_end_tick(w);
     quarantine(w);
 }
 

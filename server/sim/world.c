@@ -242,12 +242,46 @@ int sim_world_reserve(sim_world* w, const sim_counts* t) {
     if (memcmp(&n, &r, sizeof n) == 0) {
         return SIM_OK;
     }
+    // What the world reports (impacts, joint limit hits): made with its
+    // first room for a body, its joint tracks grown with its joints.
+    sim__reports* reports = NULL;
+    sim__limit_track* lim = NULL;
+    const bool new_reports = n.bodies > 0 && w->reports == NULL;
+    const uint32_t lim_cap = w->reports != NULL ? w->reports->lim_cap : 0u;
+    if (new_reports) {
+        reports = world_alloc(&w->alloc, 1, sizeof *reports);
+        if (reports == NULL) {
+            return SIM_E_NOMEM;
+        }
+    }
+    if (n.bodies > 0 && n.joints != lim_cap) {
+        lim = world_alloc(&w->alloc, n.joints, sizeof *lim);
+        if (lim == NULL) {
+            world_free(&w->alloc, reports, 1, sizeof *reports);
+            return SIM_E_NOMEM;
+        }
+    }
     size_t have[SIM__ROW_COUNT], want[SIM__ROW_COUNT];
     void* fresh[SIM__ROW_COUNT];
     row_caps(&r, &w->def, have);
     row_caps(&n, &w->def, want);
     if (!rows_alloc(&w->alloc, have, want, false, fresh)) {
+        world_free(&w->alloc, reports, 1, sizeof *reports);
+        world_free(&w->alloc, lim, n.joints, sizeof *lim);
         return SIM_E_NOMEM;
+    }
+    if (new_reports) {
+        w->reports = reports;
+    }
+    if (lim != NULL) {
+        sim__reports* rep = w->reports;
+        if (rep->lim != NULL) {
+            memcpy(lim, rep->lim,
+                   (rep->lim_cap < n.joints ? rep->lim_cap : n.joints) * sizeof *lim);
+            world_free(&w->alloc, rep->lim, rep->lim_cap, sizeof *lim);
+        }
+        rep->lim = lim;
+        rep->lim_cap = n.joints;
     }
     // Nothing can fail from here: move every grown array's contents over.
 #define SIM__MOVE(field, count, elem)                                                              \
@@ -322,6 +356,10 @@ void sim_world_destroy(sim_world* w) {
     world_free(&w->alloc, w->field, cap[SIM__ROW_##field], (elem));
     SIM__WORLD_ARRAYS(SIM__FREE, unused, unused)
 #undef SIM__FREE
+    if (w->reports != NULL) {
+        world_free(&w->alloc, w->reports->lim, w->reports->lim_cap, sizeof(sim__limit_track));
+        world_free(&w->alloc, w->reports, 1, sizeof(sim__reports));
+    }
     sim_allocator a = w->alloc;
     a.free(a.ctx, w, sizeof *w);
 }
@@ -333,6 +371,10 @@ static size_t bytes_for(const sim_counts* r, const sim_world_def* d) {
     size_t sum = sizeof(sim_world);
     for (int i = 0; i < SIM__ROW_COUNT; ++i) {
         sum += row_bytes(cap[i], row_elem[i]);
+    }
+    if (r->bodies > 0) { // what it reports (impact.c, limit_hit.c)
+        sum += row_bytes(1, sizeof(sim__reports)) +
+               (r->joints > 0 ? row_bytes(r->joints, sizeof(sim__limit_track)) : 0u);
     }
     return sum;
 }

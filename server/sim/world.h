@@ -18,6 +18,7 @@
 #include "softbody.h"
 
 #include <math.h>
+#include <stddef.h>
 
 #define SIM__DEF_COOKIE        0x5244444fu /* "RDDO" */
 #define SIM__MAX_EVENTS        256
@@ -119,7 +120,6 @@ typedef struct sim__contact {
     float keep;    ///< Old penetration not to remove yet this substep, m.
     float lambda;  ///< Normal positional impulse accumulated this substep.
     float vn_pre;  ///< Relative normal velocity before the solve.
-    uint32_t code; ///< Static b: SIM__CODE_GROUND or SIM__CODE_BOX + box (impacts).
 } sim__contact;
 
 /// A body's sleep state (island.c): three points fixed in the body (its
@@ -347,6 +347,14 @@ typedef struct sim__tie {
 #define SIM__TORN_DIAG  4u
 _Static_assert(sizeof(sim__tie) == 24, "sim__tie: 24 bytes a particle");
 
+/// What a joint did at the end of the last tick (limit_hit.c): where it
+/// was against its limits and how fast it turned toward them.
+typedef struct sim__limit_track {
+    float twist_rate; ///< About the twist axis, rad/s (+: toward twist_max).
+    float swing_rate; ///< Opening the swing, rad/s (+: toward the cone's edge).
+    uint32_t at;      ///< Bit sim_limit_kind: at (or past) that limit.
+} sim__limit_track;
+
 /// An entity slot (cold data).
 typedef struct sim__entity {
     uint32_t generation; ///< Current generation of this slot.
@@ -453,13 +461,6 @@ struct sim_world {
 
     sim_event* events; ///< Ring of SIM__MAX_EVENTS pending events.
     uint32_t event_head, event_count;
-    // Impacts (impact.c): this tick's, fastest kept, then a ring until drained
-    // (room only once the world has room for a body: only bodies strike).
-    sim_impact* impacts_tick; ///< SIM_MAX_IMPACTS_PER_TICK of this tick.
-    uint32_t impacts_tick_count;
-    sim_impact* impacts; ///< Ring of SIM_MAX_IMPACTS.
-    uint32_t impact_head, impact_count;
-    uint64_t impacts_dropped;
 
     // Rigid bodies and their joints, grouped by entity like the particles.
     uint32_t b_count;
@@ -536,7 +537,39 @@ struct sim_world {
     uint32_t soft_wide_first[SIM__GRAPH_COLOURS + 1];
     sim_overflows overflows; ///< What the arrays above had no room for.
     uint64_t quarantined;    ///< Entities removed as unstable (step.c).
+
+    // Nothing from here on is part of a world's state (state.c saves the
+    // struct up to SIM__SAVED_BYTES): what the world reports, not what it is.
+    /// Impacts and joint limit hits (impact.c, limit_hit.c); NULL until the
+    /// world has room for a body (only bodies strike).
+    struct sim__reports* reports;
 };
+
+/// The bytes of struct sim_world that are its state (state.c).
+#define SIM__SAVED_BYTES offsetof(struct sim_world, reports)
+
+/// What a world reports besides its state (impact.c, limit_hit.c): made by
+/// sim_world_reserve() with the world's first room for a body, grown with
+/// its joints (never in a step), freed with the world.
+typedef struct sim__reports {
+    // Impacts: this tick's, the fastest pairs, then a ring until drained.
+    sim_impact impacts_tick[SIM_MAX_IMPACTS_PER_TICK];
+    uint32_t impacts_tick_count;
+    sim_impact impacts[SIM_MAX_IMPACTS];
+    uint32_t impact_head, impact_count;
+    uint64_t impacts_dropped;
+    // Joint limit hits: on when someone listens; by joint, what each did
+    // the tick before (lim_cap of them: the world's room for joints); this
+    // tick's; a ring until drained.
+    bool report_limits;
+    sim__limit_track* lim;
+    uint32_t lim_cap;
+    sim_limit_hit limit_tick[SIM_MAX_LIMIT_HITS_PER_TICK];
+    uint32_t limit_tick_count;
+    sim_limit_hit limit_hits[SIM_MAX_LIMIT_HITS];
+    uint32_t limit_head, limit_count;
+    uint64_t limits_dropped;
+} sim__reports;
 
 // The arrays of a world (world.c): each with its capacity as a function of the counts
 // the world has room for (r, a sim_counts) and of its def (d), and its
@@ -564,8 +597,6 @@ struct sim_world {
     XX(lane_staging, SIM__LANE_STAGING((r).particles), sizeof(float))                              \
     XX(joint, (r).joint_limits, sizeof(sim__joint))                                                \
     XX(events, SIM__MAX_EVENTS, sizeof(sim_event))                                                 \
-    XX(impacts_tick, (r).bodies > 0 ? SIM_MAX_IMPACTS_PER_TICK : 0u, sizeof(sim_impact))           \
-    XX(impacts, (r).bodies > 0 ? SIM_MAX_IMPACTS : 0u, sizeof(sim_impact))                         \
     XX(body, (r).bodies, sizeof(sim__body))                                                        \
     XX(binfo, (r).bodies, sizeof(sim__body_info))                                                  \
     XX(bone, (r).bodies, sizeof(sim__bone))                                                        \
@@ -734,9 +765,18 @@ const sim_bone_pose* sim__history_poses(const struct sim_history* h, const sim_w
 void sim__impact_note(sim_world* w, uint32_t ia, uint32_t ib, uint32_t code, sim_vec3 point,
                       sim_vec3 normal, float speed);
 
+/// Which static collider a contact point p (m, on its surface) is on:
+/// SIM__CODE_BOX + the box whose surface it lies on (within 1 mm), else
+/// SIM__CODE_GROUND (impact.c).
+uint32_t sim__static_code_at(const sim_world* w, sim_vec3 p);
+
 /// The tick's impacts, fastest first, into the ring (impact.c): at the end
 /// of a tick, after its counter moved on.
 void sim__impacts_end_tick(sim_world* w);
+
+/// The tick's joint limit hits (limit_hit.c), when reported: at the end of
+/// a tick, after its counter moved on.
+void sim__limit_hits_end_tick(sim_world* w);
 
 /// Looks up a live entity; NULL when stale or unknown.
 sim__entity* sim__entity_get(const sim_world* w, sim_entity_id id);

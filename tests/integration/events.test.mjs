@@ -63,11 +63,40 @@ test('a character killed onto the ground names the bones that struck it', async 
   await c.close();
 });
 
+test('a hard blow: the ragdoll\'s joints slamming into their limits, to the subscription that asked', async () => {
+  const c = await Client.connect(server.url);
+  const w = (await c.send({ op: 'create_world', name: 'limits' })).world;
+  const other = await Client.connect(server.url);
+  assert.equal((await c.send({ op: 'subscribe', world: w, events: ['joint_limit', 'impact'] })).ok, true);
+  assert.equal((await other.send({ op: 'subscribe', world: w, events: ['impact'] })).ok, true);
+  const hero = await c.send({ op: 'spawn_character', world: w, position: [0, 0, 0] });
+  await sleep(100);
+  await c.send({ op: 'kill', world: w, entity: hero.entity, hit_point: [0.2, 1.2, 0], impulse: [-150, 60, 80] });
+  await sleep(2500);
+  const events = c.messages.filter((m) => m.ev === 'limit_hits' && m.world === w);
+  const hits = events.flatMap((e) => e.hits);
+  assert.ok(hits.length >= 2, `${hits.length} limit hits`);
+  const bones = new Set(['spine', 'chest', 'head', 'upper_arm_l', 'lower_arm_l', 'hand_l', 'upper_arm_r',
+    'lower_arm_r', 'hand_r', 'upper_leg_l', 'lower_leg_l', 'foot_l', 'upper_leg_r', 'lower_leg_r', 'foot_r']);
+  for (const h of hits) {
+    assert.equal(h.entity, hero.entity);
+    assert.ok(bones.has(h.bone), `a joint's bone, not ${h.bone}`); // the pelvis has no joint
+    assert.ok(['twist_max', 'twist_min', 'swing'].includes(h.limit));
+    assert.ok(h.speed >= 1, `${h.speed} rad/s`);
+  }
+  for (const e of events) {
+    assert.ok(e.hits.every((h, i) => i === 0 || h.speed <= e.hits[i - 1].speed), 'fastest first');
+  }
+  assert.equal(other.messages.filter((m) => m.ev === 'limit_hits').length, 0, 'not asked for: not sent');
+  await other.close();
+  await c.close();
+});
+
 test('bad events and thresholds are refused and nothing is subscribed', async () => {
   const c = await Client.connect(server.url);
   const w = (await c.send({ op: 'create_world', name: 'bad' })).world;
   for (const [extra, code, re] of [
-    [{ events: ['boom'] }, 'bad_request', /may list "impact", not "boom"/],
+    [{ events: ['boom'] }, 'bad_request', /may list "impact" or "joint_limit", not "boom"/],
     [{ events: 'impact' }, 'bad_request', /array of strings/],
     [{ events: [1] }, 'bad_request', /array of strings/],
     [{ events: Array(9).fill('impact') }, 'out_of_range', /at most 8/],

@@ -422,13 +422,13 @@ static void test_capacity_limits_are_checked_at_creation(void** state) {
 
 // What an empty world takes, from the table in world.c: the world, the
 // arrays of a fixed size (256 events, 4096 grid bucket heads, max_boxes
-// boxes, max_drags drags, SIM_MAX_TORN torn sticks) and one element of each of the other 61 arrays
-// (the soft step's 15 among them, and the impacts' 2, which get their room with the first body),
-// which grow (14 per particle, 4 of them self-collision's, and the soft bodies' 3, the constraints,
-// the joint limits, 3 per body state (pose, facts, a character's bone), the rigid joints, the
-// characters and soft bodies, 2 per body's bounds, the grid, the pairs, the contacts, 3 per entity
-// slot; and the islands': per body its closing speed, sleep state, 4 indices and an island, the
-// islands' joints and pairs; the cloth blocks and their staging).
+// boxes, max_drags drags, SIM_MAX_TORN torn sticks) and one element of each of the other 59 arrays
+// (the soft step's 15 among them), which grow (14 per particle, 4 of them self-collision's, and the
+// soft bodies' 3, the constraints, the joint limits, 3 per body state (pose, facts, a character's
+// bone), the rigid joints, the characters and soft bodies, 2 per body's bounds, the grid, the
+// pairs, the contacts, 3 per entity slot; and the islands': per body its closing speed, sleep
+// state, 4 indices and an island, the islands' joints and pairs; the cloth blocks and their
+// staging).
 static size_t empty_world_bytes(const sim_world_def* d) {
     size_t fixed = sizeof(sim_world) + SIM__MAX_EVENTS * sizeof(sim_event) +
                    SIM__GRID_BUCKETS * sizeof(int32_t) + d->max_boxes * sizeof(sim_box) +
@@ -444,8 +444,7 @@ static size_t empty_world_bytes(const sim_world_def* d) {
                  // element each too.
                  sizeof(sim__lane_block) + sizeof(float) +
                  /* self-collision: starts, entries, corrections, pairs */ 2 * sizeof(uint32_t) +
-                 sizeof(float) + sizeof(sim__self_pair) +
-                 /* impacts: the tick's and the ring */ 2 * sizeof(sim_impact);
+                 sizeof(float) + sizeof(sim__self_pair);
     size_t islands = sizeof(float) + sizeof(sim__sleep) + 4 * sizeof(uint32_t) +
                      sizeof(sim__island) + sizeof(sim__ijoint) + sizeof(uint32_t);
     // The soft step's 15 arrays are empty in an XPBD world: one element each.
@@ -584,8 +583,8 @@ static void test_capacity_failed_growth_leaves_the_world_unchanged(void** state)
         c.allow = n;
         int rc = sim_world_create(&def, &w);
         if (rc == SIM_OK) {
-            // The world and its 66 arrays (world.c's table): 67 allocations.
-            assert_int_equal(n, 67);
+            // The world and its 64 arrays (world.c's table): 65 allocations.
+            assert_int_equal(n, 65);
             break;
         }
         assert_int_equal(rc, SIM_E_NOMEM);
@@ -629,9 +628,10 @@ static void test_capacity_failed_growth_leaves_the_world_unchanged(void** state)
     }
     // A humanoid in a world without bodies: the 16 arrays sized by bodies
     // (states, infos, characters' bones, both bounds, grid, pairs, contacts; the islands'
-    // closing speeds, sleep states, 4 indices, islands and pairs), the 2 of
-    // impacts, which get their room with the first body, and the 2 sized by
-    // rigid joints grow together (20 allocations).
+    // closing speeds, sleep states, 4 indices, islands and pairs) and the
+    // 2 sized by rigid joints grow together, with what the world reports
+    // (impacts, and its joints' limit tracks: world.h sim__reports) made
+    // at its first room for a body (20 allocations).
     for (long n = 0;; ++n) {
         world_state before = state_of(w);
         c.allow = n;

@@ -606,6 +606,92 @@ static void test_impacts_are_bounded_under_a_pile(void** state) {
     sim_world_destroy(w);
 }
 
+// ---------------------------------------------------------------------------
+// Joint limit hits
+// ---------------------------------------------------------------------------
+
+// How fast joint `bone` turns toward `limit`, measured here from the
+// public pose, velocities and joint view (twist about the child's joint
+// axis; swing about its own axis in the parent's joint frame).
+static float rate_toward(const sim_world* w, sim_entity_id id, uint32_t bone,
+                         sim_limit_kind limit) {
+    sim_bone_pose pose[SIM_MAX_BONES];
+    sim_vec3 omega[SIM_MAX_BONES];
+    sim_character_get_pose(w, id, pose, NULL, omega, SIM_MAX_BONES);
+    sim_character_view cv;
+    sim_character_get_view(w, id, &cv);
+    sim_joint_view j;
+    assert_int_equal(sim_character_joint_view(w, id, bone, &j), SIM_OK);
+    const uint32_t parent = (uint32_t)cv.skeleton->bones[bone].parent;
+    const sim_quat fp = q_mul(pose[parent].q, j.frame_parent);
+    const sim_quat fc = q_mul(pose[bone].q, j.frame_child);
+    const sim_vec3 rel_w = v3_sub(omega[bone], omega[parent]);
+    if (limit != SIM_LIMIT_SWING) {
+        const float r = v3_dot(rel_w, q_rotate(fc, (sim_vec3){1, 0, 0}));
+        return limit == SIM_LIMIT_TWIST_MAX ? r : -r;
+    }
+    sim_quat swing, twist;
+    q_swing_twist(q_normalize(q_mul(q_conj(fp), fc)), &swing, &twist);
+    const float yz = sqrtf(swing.y * swing.y + swing.z * swing.z);
+    return v3_dot(rel_w, q_rotate(fp, (sim_vec3){0, swing.y / yz, swing.z / yz}));
+}
+
+// A humanoid killed by a hard blow flails: its joints slam into their
+// limits. Each hit's speed is what the joint's own rate toward that limit
+// was the tick before, as measured here from the public API; nothing is
+// reported with reporting off, and reporting changes no state.
+static void test_limit_hits_of_a_flung_ragdoll(void** state) {
+    (void)state;
+    uint64_t hashes[2] = {0, 0};
+    uint32_t hits_seen[2] = {0, 0};
+    for (int on = 0; on < 2; ++on) {
+        sim_world* w = make_world(true, true);
+        sim_character_def cd = sim_character_def_default();
+        sim_entity_id hero;
+        assert_int_equal(sim_world_spawn_character(w, &cd, &hero), SIM_OK);
+        sim_world_report_limit_hits(w, on == 1);
+        sim_world_step(w);
+        assert_int_equal(
+            sim_character_kill(w, hero, (sim_vec3){0.2f, 1.2f, 0}, (sim_vec3){-150, 60, 80}, NULL),
+            SIM_OK);
+        // The rate toward every limit of every joint, the tick before.
+        float before[SIM_MAX_BONES][3];
+        for (int t = 0; t < 120; ++t) {
+            for (uint32_t b = 1; b < 16; ++b) {
+                for (int k = 0; k < 3; ++k) {
+                    sim_joint_view j;
+                    sim_character_joint_view(w, hero, b, &j);
+                    const bool swingless = j.swing1 <= 1e-6f || j.swing2 <= 1e-6f;
+                    before[b][k] =
+                        (k == 2 && swingless) ? 0.0f : rate_toward(w, hero, b, (sim_limit_kind)k);
+                }
+            }
+            sim_world_step(w);
+            sim_limit_hit got[SIM_MAX_LIMIT_HITS];
+            const uint32_t n = sim_world_drain_limit_hits(w, got, SIM_MAX_LIMIT_HITS, NULL);
+            assert_true(n <= SIM_MAX_LIMIT_HITS_PER_TICK);
+            for (uint32_t k = 0; k < n; ++k) {
+                assert_true(got[k].tick == sim_world_tick(w));
+                assert_int_equal(got[k].entity.index1, hero.index1);
+                assert_true(got[k].bone >= 1 && got[k].bone < 16);
+                assert_true(got[k].speed >= SIM_LIMIT_HIT_MIN_SPEED);
+                const float want = before[got[k].bone][got[k].limit];
+                if (fabsf(got[k].speed - want) > 1e-3f * fmaxf(1.0f, want)) {
+                    fail_msg("bone %u limit %d: %.4f rad/s, the rate the tick before was %.4f",
+                             got[k].bone, (int)got[k].limit, (double)got[k].speed, (double)want);
+                }
+            }
+            hits_seen[on] += n;
+        }
+        hashes[on] = sim_world_hash(w);
+        sim_world_destroy(w);
+    }
+    printf("limit hits of a flung ragdoll: %u\n", hits_seen[1]);
+    assert_int_equal(hits_seen[0], 0);
+    assert_true(hits_seen[1] >= 2);
+    assert_true(hashes[0] == hashes[1]); // measuring changes nothing
+}
+
 static int setup(void** state) {
     (void)state;
     g_lib = rd_test_shipped_library();
@@ -633,6 +719,7 @@ int main(void) {
         cmocka_unit_test(test_kill_bone),
         cmocka_unit_test(test_impact_of_a_dropped_ball),
         cmocka_unit_test(test_impacts_are_bounded_under_a_pile),
+        cmocka_unit_test(test_limit_hits_of_a_flung_ragdoll),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

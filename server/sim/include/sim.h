@@ -1581,6 +1581,46 @@ typedef struct sim_impact {
 /// saved, not hashed).
 uint32_t sim_world_drain_impacts(sim_world* w, sim_impact* out, uint32_t cap, uint64_t* dropped);
 
+/// Which limit of a joint (sim_limit_hit.limit).
+typedef enum sim_limit_kind {
+    SIM_LIMIT_TWIST_MAX = 0, ///< The twist (a hinge's angle) at twist_max.
+    SIM_LIMIT_TWIST_MIN = 1, ///< At twist_min.
+    SIM_LIMIT_SWING = 2,     ///< The swing at the edge of its cone.
+} sim_limit_kind;
+
+/// A ragdoll's joint that came up against one of its limits this tick
+/// (within 1° of it, or past it) while it had been turning toward it
+/// faster than SIM_LIMIT_HIT_MIN_SPEED the tick before: a knee locking
+/// straight, an elbow slamming open. Dynamic bones of RAGDOLL and PARTIAL
+/// characters, either solver and MAXIMAL or REDUCED. Only reported while
+/// sim_world_report_limit_hits() is on.
+typedef struct sim_limit_hit {
+    uint64_t tick;        ///< The first tick whose state shows it.
+    sim_entity_id entity; ///< The character.
+    uint32_t bone;        ///< The joint's bone (its joint to its parent).
+    sim_limit_kind limit;
+    float speed; ///< How fast the joint turned toward the limit the tick before, rad/s.
+} sim_limit_hit;
+
+/// Slowest limit hit reported, rad/s.
+#define SIM_LIMIT_HIT_MIN_SPEED 1.0f
+/// Most limit hits reported per tick (the fastest; the rest are counted).
+#define SIM_MAX_LIMIT_HITS_PER_TICK 32u
+/// Limit hits kept until drained.
+#define SIM_MAX_LIMIT_HITS 128u
+
+/// Turns the measuring of joint limit hits on or off (off when a world is
+/// made or loaded): it costs a swing-twist decomposition per dynamic joint
+/// a tick, which only a world with someone listening should pay. It changes
+/// nothing the simulation does.
+void sim_world_report_limit_hits(sim_world* w, bool on);
+
+/// Moves up to `cap` limit hits, oldest tick first and within a tick the
+/// fastest first, into out (NULL: discards them all); as
+/// sim_world_drain_impacts().
+uint32_t sim_world_drain_limit_hits(sim_world* w, sim_limit_hit* out, uint32_t cap,
+                                    uint64_t* dropped);
+
 #define SIM_MAX_TORN 256 ///< Torn sticks kept until drained (more are counted, not kept).
 
 /// A stick that tore: its entity and its particles (local indices).
