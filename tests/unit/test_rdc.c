@@ -1070,6 +1070,119 @@ static void test_rdc_error_names(void** state) {
     assert_string_equal(rdc_char_state_name(RDC_CHAR_PARTIAL), "partial");
 }
 
+// ---------------------------------------------------------------------------
+// Interpolation buffer (interp.c)
+// ---------------------------------------------------------------------------
+
+#define MS 1000000ull
+
+// A world of one ball: at tick t it is at x = 0.1 t m, turned 0.05 t rad
+// about +Y; and from tick 8 a rope particle at (0, 0.2 t, 0).
+static void ball_snapshot(uint64_t tick, rdc_snapshot* s, rdc_entity* e, float* pose, float* xyz) {
+    memset(s, 0, sizeof *s);
+    const double half = 0.025 * (double)tick;
+    const float p[7] = {
+        (float)(0.1 * (double)tick), 1, 0, 0, (float)sin(half), 0, (float)cos(half)};
+    memcpy(pose, p, sizeof p);
+    e[0] = (rdc_entity){7, RDC_KIND_BALL, RDC_CHAR_ANIMATED, 1, NULL, pose, NULL};
+    xyz[0] = 0;
+    xyz[1] = (float)(0.2 * (double)tick);
+    xyz[2] = 0;
+    e[1] = (rdc_entity){9, RDC_KIND_ROPE, RDC_CHAR_ANIMATED, 1, xyz, NULL, NULL};
+    s->world = 3;
+    s->tick = tick;
+    s->decoded = true;
+    s->entity_count = tick >= 8 ? 2 : 1;
+    s->entities = e;
+}
+
+static void push_tick(rdc_interp* ip, uint64_t tick, uint64_t arrival_ns) {
+    rdc_snapshot s;
+    rdc_entity e[2];
+    float pose[7], xyz[3];
+    ball_snapshot(tick, &s, e, pose, xyz);
+    assert_int_equal(rdc_interp_push(ip, &s, arrival_ns), 0);
+}
+
+// A 60 Hz world sent at 30 Hz, every snapshot 50 ms late and none later
+// than another: no jitter, a delay of two send intervals (66.7 ms), and
+// the ball drawn where it was at the render tick, by hand: tick 10 arrives
+// at 50 + 166.7 ms; drawing then shows tick (166.7 − 66.7) / 16.7 = 6.
+static void test_rdc_interp_draws_between_snapshots(void** state) {
+    (void)state;
+    rdc_interp* ip = NULL;
+    assert_int_equal(rdc_interp_create(60, 30, 0, &ip), 0);
+    assert_null(rdc_interp_sample(ip, 0, NULL)); // nothing yet
+    const double period = 1e9 / 60.0;
+    for (uint64_t t = 0; t <= 10; t += 2) {
+        push_tick(ip, t, (uint64_t)(50.0 * MS + (double)t * period));
+    }
+    rdc_interp_info info;
+    const uint64_t now = (uint64_t)(50.0 * MS + 10.0 * period);
+    const rdc_snapshot* s = rdc_interp_sample(ip, now, &info);
+    assert_non_null(s);
+    // (Arrival times are whole nanoseconds: a nanosecond of jitter.)
+    assert_true(fabs(info.jitter_ms) < 1e-5);
+    assert_true(fabs(info.delay_ms - 2000.0 / 30.0) < 1e-5);
+    assert_true(fabs(info.render_tick - 6.0) < 1e-5);
+    assert_false(info.held);
+    assert_int_equal(s->world, 3);
+    const rdc_entity* ball = rdc_snapshot_find(s, 7);
+    assert_non_null(ball);
+    assert_true(fabsf(ball->pose[0] - 0.6f) < 1e-5f);
+    // Half way between ticks 6 and 8: x 0.65, turned 0.325 rad about +Y
+    // (slerp of a rotation about one axis is the mid angle).
+    s = rdc_interp_sample(ip, now + (uint64_t)(period), &info);
+    ball = rdc_snapshot_find(s, 7);
+    assert_true(fabs(info.render_tick - 7.0) < 1e-5);
+    assert_int_equal(info.tick_a, 6);
+    assert_int_equal(info.tick_b, 8);
+    assert_true(fabs(info.alpha - 0.5) < 1e-5);
+    assert_true(fabsf(ball->pose[0] - 0.7f) < 1e-5f);
+    const float angle = 2.0f * atan2f(ball->pose[4], ball->pose[6]);
+    assert_true(fabsf(angle - 0.35f) < 1e-5f);
+    assert_true(fabsf(ball->pose[3]) < 1e-6f && fabsf(ball->pose[5]) < 1e-6f);
+    // The rope appears at tick 8: at 7 it is taken as tick 8 has it.
+    const rdc_entity* rope = rdc_snapshot_find(s, 9);
+    assert_non_null(rope);
+    assert_true(fabsf(rope->xyz[1] - 1.6f) < 1e-5f);
+    // Long after the last arrival: held at the newest, not extrapolated.
+    s = rdc_interp_sample(ip, now + 500 * MS, &info);
+    assert_true(info.held);
+    assert_int_equal(info.tick_b, 10);
+    assert_true(fabsf(rdc_snapshot_find(s, 7)->pose[0] - 1.0f) < 1e-5f);
+    // A snapshot older than the newest is ignored; an undecoded one refused.
+    push_tick(ip, 4, now + 600 * MS);
+    rdc_snapshot bad;
+    memset(&bad, 0, sizeof bad);
+    assert_int_equal(rdc_interp_push(ip, &bad, now), RDC_E_CONFIG);
+    rdc_interp_destroy(ip);
+    assert_int_equal(rdc_interp_create(0, 30, 0, &ip), RDC_E_CONFIG);
+    assert_int_equal(rdc_interp_create(60, 241, 0, &ip), RDC_E_CONFIG);
+    assert_int_equal(rdc_interp_create(60, 30, 1, &ip), RDC_E_CONFIG);
+}
+
+// Arrivals alternately on time and 6 ms late: each spacing is 6 ms off
+// (|D| = 6 ms), so RFC 3550's J = J + (|D| − J)/16 climbs to 6 ms as
+// 6 (1 − (15/16)^n), and the delay with it.
+static void test_rdc_interp_delay_follows_the_jitter(void** state) {
+    (void)state;
+    rdc_interp* ip = NULL;
+    assert_int_equal(rdc_interp_create(60, 30, 8, &ip), 0);
+    const double period = 1e9 / 60.0;
+    const int n = 80;
+    for (int i = 0; i <= n; ++i) {
+        const uint64_t t = 2u * (uint64_t)i;
+        push_tick(ip, t, (uint64_t)((double)t * period + (i % 2 ? 6.0 * MS : 0.0)));
+    }
+    rdc_interp_info info;
+    assert_non_null(rdc_interp_sample(ip, (uint64_t)(2.0 * n * period), &info));
+    const double want = 6.0 * (1.0 - pow(15.0 / 16.0, n));
+    assert_true(fabs(info.jitter_ms - want) < 1e-5);
+    assert_true(fabs(info.delay_ms - (2000.0 / 30.0 + want)) < 1e-5);
+    rdc_interp_destroy(ip);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rdc_url_parsing),
@@ -1094,6 +1207,8 @@ int main(void) {
         cmocka_unit_test(test_rdc_sends_the_token_in_the_upgrade_request),
         cmocka_unit_test(test_rdc_reports_the_status_of_a_refused_upgrade),
         cmocka_unit_test(test_rdc_error_names),
+        cmocka_unit_test(test_rdc_interp_draws_between_snapshots),
+        cmocka_unit_test(test_rdc_interp_delay_follows_the_jitter),
     };
     return cmocka_run_group_tests_name("rdc", tests, NULL, NULL);
 }

@@ -459,6 +459,57 @@ RDC_API int rdc_subscribe(rdc_client* c, uint64_t world, rdc_format format, uint
 RDC_API int rdc_unsubscribe(rdc_client* c, uint64_t world, rdc_reply_cb cb, void* arg);
 
 // ---------------------------------------------------------------------------
+// Interpolation (interp.c)
+// ---------------------------------------------------------------------------
+
+/// A snapshot interpolation buffer for one world (Gaffer on Games,
+/// "Snapshot Interpolation"): feed it every snapshot of the world as it
+/// arrives (rdc_interp_push() from on_snapshot), and draw what
+/// rdc_interp_sample() gives at each frame: the world as it was a little
+/// while ago, between the two snapshots around that time (positions
+/// lerped, rotations slerped), so that motion is smooth although snapshots
+/// come 30 times a second and unevenly. The delay adapts: twice the send
+/// interval plus the measured jitter of arrivals (RFC 3550 §6.4.1's
+/// estimator: J += (|D| − J)/16, D the difference between two snapshots'
+/// spacing in arrival time and in server ticks). Owned by the caller; not
+/// tied to a client (it keeps copies of what it is fed).
+typedef struct rdc_interp rdc_interp;
+
+/// Makes a buffer for a world stepping at `tick_hz` whose snapshots come at
+/// `rate_hz` (the subscribe reply's "tick_hz" and "rate_hz"), keeping the
+/// last `depth` snapshots (2..64; 0: 16). Returns 0, RDC_E_CONFIG for a
+/// rate outside 1..240 or a depth outside 2..64, or UV_ENOMEM.
+RDC_API int rdc_interp_create(uint32_t tick_hz, uint32_t rate_hz, uint32_t depth, rdc_interp** out);
+
+/// Frees a buffer and what it holds. NULL is allowed.
+RDC_API void rdc_interp_destroy(rdc_interp* ip);
+
+/// Keeps a copy of snapshot s (decoded; its world's), arrived at
+/// `arrival_ns` (a monotonic clock, e.g. uv_hrtime()). A snapshot not
+/// newer than the newest kept is ignored (returns 0). Returns 0,
+/// RDC_E_CONFIG for an undecoded snapshot, or UV_ENOMEM (nothing kept).
+RDC_API int rdc_interp_push(rdc_interp* ip, const rdc_snapshot* s, uint64_t arrival_ns);
+
+/// What rdc_interp_sample() did.
+typedef struct rdc_interp_info {
+    double delay_ms;    ///< How far behind the newest arrivals it draws: 2 send intervals + jitter.
+    double jitter_ms;   ///< The arrivals' jitter (RFC 3550 estimate).
+    double render_tick; ///< The server tick drawn (fractional).
+    uint64_t tick_a;    ///< The snapshot before it ...
+    uint64_t tick_b;    ///< ... and the one after (equal when held).
+    double alpha;       ///< 0 at tick_a, 1 at tick_b.
+    bool held;          ///< Past the newest snapshot (late arrivals): the newest, not extrapolated.
+} rdc_interp_info;
+
+/// The world at `now_ns` (the clock of rdc_interp_push()) minus the delay:
+/// a snapshot (tick: tick_b; entities of the newer snapshot, each
+/// interpolated with the same entity in the older when it is there with
+/// the same kind and count) valid until the next call on ip. NULL before
+/// anything was pushed. info may be NULL.
+RDC_API const rdc_snapshot* rdc_interp_sample(rdc_interp* ip, uint64_t now_ns,
+                                              rdc_interp_info* info);
+
+// ---------------------------------------------------------------------------
 // Queries (query.c)
 // ---------------------------------------------------------------------------
 
