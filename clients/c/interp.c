@@ -32,8 +32,10 @@ struct rdc_interp {
     double interval_ns; ///< One send interval.
     uint32_t depth, head, count;
     frame* frames;
-    double jitter_ns; ///< RFC 3550 §6.4.1 estimate.
-    uint64_t world;   ///< The world of the snapshots pushed.
+    double jitter_ns;   ///< RFC 3550 §6.4.1 estimate.
+    uint64_t world;     ///< The world of the snapshots pushed.
+    bool rendered;      ///< A sample was drawn: last_render holds.
+    double last_render; ///< The tick the last sample drew.
     // The sample handed out: its entities and floats.
     rdc_snapshot out;
     rdc_entity* out_entities;
@@ -210,7 +212,14 @@ const rdc_snapshot* rdc_interp_sample(rdc_interp* ip, uint64_t now_ns, rdc_inter
         offset = o < offset ? o : offset;
     }
     const double delay = 2.0 * ip->interval_ns + ip->jitter_ns;
-    const double render_tick = ((double)now_ns - delay - offset) / ip->period_ns;
+    double render_tick = ((double)now_ns - delay - offset) / ip->period_ns;
+    // Time never runs backwards on screen: a larger delay (more jitter) or
+    // a later offset (the earliest arrival left the ring) slows it instead.
+    if (ip->rendered && render_tick < ip->last_render) {
+        render_tick = ip->last_render;
+    }
+    ip->rendered = true;
+    ip->last_render = render_tick;
     uint32_t ia = 0, ib = 0;
     bool held = false;
     const frame* newest = frame_at(ip, ip->count - 1);

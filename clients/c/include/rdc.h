@@ -504,8 +504,10 @@ typedef struct rdc_interp_info {
 /// The world at `now_ns` (the clock of rdc_interp_push()) minus the delay:
 /// a snapshot (tick: tick_b; entities of the newer snapshot, each
 /// interpolated with the same entity in the older when it is there with
-/// the same kind and count) valid until the next call on ip. NULL before
-/// anything was pushed. info may be NULL.
+/// the same kind and count) valid until the next call on ip. The tick
+/// drawn never goes back from one call to the next (when the delay grows,
+/// time on screen slows instead). NULL before anything was pushed. info
+/// may be NULL.
 RDC_API const rdc_snapshot* rdc_interp_sample(rdc_interp* ip, uint64_t now_ns,
                                               rdc_interp_info* info);
 
