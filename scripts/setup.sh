@@ -43,8 +43,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# npm packages pinned by package-lock.json: three.js for the viewer; ws and
-# playwright-core (dev) for the tests and benchmarks. Never `npx playwright
+# npm packages pinned by package-lock.json: three.js for the viewer; ws,
+# playwright-core and typescript (dev) for the tests and benchmarks. Never `npx playwright
 # install` (it downloads a browser); the tests drive Debian's
 # /usr/bin/chromium.
 #

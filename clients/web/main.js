@@ -2,14 +2,12 @@
 // stream.js) -> snapshots and events -> scene, HUD and character panel;
 // sliders, buttons, dragging and clicking -> commands.
 import * as THREE from 'three';
-import { Connection } from './net.js';
-import { SnapshotStream, newStats } from './stream.js';
+import { Connection, SnapshotStream, newStats, protocolsFor, refusalMessage } from 'ragdolld-client';
 import { WorldView } from './scene.js';
 import { installDrag } from './drag.js';
 import { installClick } from './click.js';
 import { CharacterPanel } from './characters.js';
 import { ParamPanel, Hud, RateMeter, SnapshotRate, logMessage } from './ui.js';
-import { protocolsFor, refusalMessage } from './auth.js';
 
 const SNAPSHOT_HZ = 30;
 const FORMAT = 'binary';

@@ -7,7 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
 import { Client, startServer, sleep } from '../lib/ragdolld.mjs';
-import { Decoder, unwrapTick, ackFrame } from '../../clients/web/codec.js';
+import { Decoder, unwrapTick, ackFrame } from '../../clients/js/src/index.js';
 
 let server;
 before(async () => { server = await startServer(); });

@@ -1,11 +1,11 @@
-// The viewer's access token (clients/web/auth.js): the subprotocols it
+// The viewer's access token (clients/js/src/auth.js): the subprotocols it
 // offers for a page URL's fragment, by the access-control contract
 // (issue 8): "ragdolld.v1" alone without a token, "ragdolld.v1" and
 // "ragdolld.auth." + TOKEN with one; a fragment whose token is malformed
 // is refused with a message that does not repeat it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { protocolsFor, refusalMessage } from '../../clients/web/auth.js';
+import { protocolsFor, refusalMessage } from '../../clients/js/src/index.js';
 
 const TOKEN = 'Abc.def_ghi~jkl-0123456789';
 

@@ -1,4 +1,4 @@
-// The JavaScript decoder of binary snapshots (clients/web/codec.js) against
+// The JavaScript decoder of binary snapshots (clients/js/src/codec.js) against
 // the golden vectors the C encoder wrote (protocol/golden/): the same frames
 // must decode to the values they were made from, within the protocol's
 // bounds (1 mm, 0.1°), with the same wire ticks. tests/unit/test_codec.c
@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Decoder, BaselineError, unwrapTick, ackFrame } from '../../clients/web/codec.js';
+import { Decoder, BaselineError, unwrapTick, ackFrame } from '../../clients/js/src/index.js';
 
 // (import.meta.dirname needs Node 20.11; Debian 12 ships Node 18.)
 const GOLDEN = fileURLToPath(new URL('../../protocol/golden', import.meta.url));

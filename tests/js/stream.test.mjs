@@ -1,4 +1,4 @@
-// The viewer's binary snapshot stream (clients/web/stream.js) on the golden
+// The viewer's binary snapshot stream (clients/js/src/stream.js) on the golden
 // frames (protocol/golden/, world 3, ticks across the 16-bit wrap): acks
 // with full ticks, describe once per new entity (again after a
 // rate_limited reply, not before the wait it names), topology forgotten
@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DESCRIBE_RETRY_MS, RESYNC_RETRY_MS, SnapshotStream } from '../../clients/web/stream.js';
+import { DESCRIBE_RETRY_MS, RESYNC_RETRY_MS, SnapshotStream } from '../../clients/js/src/index.js';
 
 // (import.meta.dirname needs Node 20.11; Debian 12 ships Node 18.)
 const GOLDEN = fileURLToPath(new URL('../../protocol/golden', import.meta.url));

@@ -3,6 +3,8 @@
 // (snapshots, §5.2) handed to another, binary frames out (acks), and
 // reconnection with exponential backoff when the socket closes. The
 // subprotocols offered (with an access token or without) come from auth.js.
+// The low layer of client.js, and what the viewer talks through. Works with
+// the browser's WebSocket or any class of the same shape (`ws` in Node).
 
 const REPLY_TIMEOUT_MS = 10000;
 const BACKOFF_MIN_MS = 500;
@@ -23,9 +25,11 @@ export class Connection {
    * }
    * protocols: the subprotocols to offer (auth.js protocolsFor); probeUrl: a
    * plain GET on the same server (/healthz) that tells a refusal from a
-   * server that is down.
+   * server that is down (null: none). WebSocketImpl: the WebSocket class
+   * (the global one by default; `ws` in Node).
    */
-  constructor(url, handlers, protocols, probeUrl) {
+  constructor(url, handlers, protocols, probeUrl, WebSocketImpl = globalThis.WebSocket) {
+    this.WebSocket = WebSocketImpl;
     this.url = url;
     this.h = handlers;
     this.protocols = protocols;
@@ -40,12 +44,12 @@ export class Connection {
   }
 
   get isOpen() {
-    return this.ws !== null && this.ws.readyState === WebSocket.OPEN;
+    return this.ws !== null && this.ws.readyState === 1; // OPEN
   }
 
   connect() {
-    this.h.status('connecting', this.attempt === 0 ? 'connecting' : 'reconnecting');
-    const ws = new WebSocket(this.url, this.protocols);
+    this.h.status?.('connecting', this.attempt === 0 ? 'connecting' : 'reconnecting');
+    const ws = new this.WebSocket(this.url, this.protocols);
     let opened = false;
     ws.onopen = () => {
       opened = true;
@@ -57,11 +61,11 @@ export class Connection {
     let welcomed = false;
     ws.onmessage = (e) => {
       if (typeof e.data !== 'string') {
-        this.h.bytes(e.data.byteLength);
-        this.h.binary(new Uint8Array(e.data));
+        this.h.bytes?.(e.data.byteLength);
+        this.h.binary?.(new Uint8Array(e.data));
         return;
       }
-      this.h.bytes(utf8Length(e.data));
+      this.h.bytes?.(utf8Length(e.data));
       let msg;
       try {
         msg = JSON.parse(e.data);
@@ -71,8 +75,8 @@ export class Connection {
       if (!welcomed && msg.ev === 'welcome') {
         welcomed = true;
         this.attempt = 0; // a server that answers resets the backoff
-        this.h.status('open', 'connected');
-        this.h.welcome(msg);
+        this.h.status?.('open', 'connected');
+        this.h.welcome?.(msg);
         return;
       }
       if ('re' in msg && this.pending.has(msg.re)) {
@@ -82,10 +86,10 @@ export class Connection {
         p.resolve(msg);
         return;
       }
-      this.h.message(msg);
+      this.h.message?.(msg);
     };
     ws.onclose = () => {
-      if (this.ws !== ws) return;
+      if (this.ws !== ws || this.closed) return;
       this.ws = null;
       for (const p of this.pending.values()) {
         clearTimeout(p.timer);
@@ -100,7 +104,7 @@ export class Connection {
           const changed = refused !== this.refusedLast;
           this.refusedLast = refused;
           if (this.ws !== null) return; // the next attempt is under way
-          if (changed) this.h.status('closed', `${refused ? 'refused' : 'offline'} · retry ${(delay / 1000).toFixed(1)} s`);
+          if (changed) this.h.status?.('closed', `${refused ? 'refused' : 'offline'} · retry ${(delay / 1000).toFixed(1)} s`);
           if (refused) this.h.refused?.();
         };
         fetch(this.probeUrl, { cache: 'no-store' }).then(() => said(true), () => said(false));
@@ -110,13 +114,28 @@ export class Connection {
     ws.onerror = () => {};
   }
 
+  /** Closes for good: no reconnecting; pending commands are rejected. */
+  close() {
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+    const ws = this.ws;
+    this.ws = null;
+    for (const p of this.pending.values()) {
+      clearTimeout(p.timer);
+      p.reject(new Error('connection closed'));
+    }
+    this.pending.clear();
+    if (ws !== null) ws.close();
+  }
+
   /** Waits (with backoff) and connects again; `why` is the badge's word. Returns the wait, ms. */
   scheduleReconnect(why = 'offline') {
+    if (this.closed) return 0;
     const base = Math.min(BACKOFF_MAX_MS, BACKOFF_MIN_MS * 2 ** this.attempt);
     // Jitter so that many viewers of a restarted server do not reconnect in step.
     const delay = Math.round(base * (0.75 + 0.5 * Math.random()));
     this.attempt++;
-    this.h.status('closed', `${why} · retry ${(delay / 1000).toFixed(1)} s`);
+    this.h.status?.('closed', `${why} · retry ${(delay / 1000).toFixed(1)} s`);
     this.retryTimer = setTimeout(() => this.connect(), delay);
     return delay;
   }

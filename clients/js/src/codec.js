@@ -297,3 +297,18 @@ export function ackFrame(world, tick) {
 /** The wire name of a kind or a character state. */
 export const kindName = (kind) => KIND_NAME[kind] ?? 'unknown';
 export const stateName = (state) => STATE_NAME[state] ?? 'animated';
+
+/**
+ * The world of a binary snapshot frame, read from its header without
+ * decoding it (PROTOCOL.md §5.2: the bit stream's first code), or null for
+ * a frame that is not one. For routing frames among subscriptions.
+ */
+export function peekWorld(input) {
+  const b = input instanceof Uint8Array ? input : new Uint8Array(input);
+  if (b.length < 8 || b[0] !== 0x52 || b[1] !== 0x44 || b[2] !== 0x53 || b[3] !== 0x32) return null;
+  try {
+    return new BitReader(b, (b[5] & FLAG_DELTA) !== 0 ? 10 : 8).eg(0);
+  } catch {
+    return null;
+  }
+}
