@@ -8,6 +8,7 @@ import { installDrag } from './drag.js';
 import { installClick } from './click.js';
 import { CharacterPanel } from './characters.js';
 import { ParamPanel, Hud, RateMeter, SnapshotRate, logMessage } from './ui.js';
+import { HudPlots } from './plots.js';
 
 const SNAPSHOT_HZ = 30;
 const FORMAT = 'binary';
@@ -20,6 +21,14 @@ const round4 = (x) => Math.round(x * 1e4) / 1e4;
 
 const $ = (id) => document.getElementById(id);
 const hud = new Hud($('hud-values'), $('conn'));
+let plots = null;
+try {
+  plots = new HudPlots($('hud-plots'));
+} catch (err) {
+  console.warn(`no HUD plots: ${err.message}`);
+}
+// A point a second on the HUD's plots (the HUD itself refreshes faster).
+let plotAt = 0;
 const log = (text, kind = 'error') => logMessage($('log'), text, kind);
 const dropButton = $('drop');
 const worldButtons = [dropButton, $('throw-ball'), $('drop-softbody'), $('spawn-character')];
@@ -84,6 +93,8 @@ try {
 // Read-only hooks for the browser test (tests/e2e).
 window.__ragdolld = Object.freeze({
   get webgl2() { return view?.webgl2 === true; },
+  // The HUD's plots: how many points each holds, and how often they were redrawn.
+  get plots() { return plots ? { points: plots.points, updates: plots.updates } : null; },
   get snapshots() { return stats.snapshots; },
   get format() { return state.format; },
   // Counters since the page loaded: frames and bytes received (binary),
@@ -521,6 +532,10 @@ setInterval(() => {
     particles: count(m.particles, () => s.entities.reduce((n, e) => n + (e.particles?.length ?? 0), 0)),
     frozen: num(m.frozen_entities) ? `${m.frozen_entities} (${m.frozen_particles} particles)` : '–',
   });
+  if (plots !== null && now - plotAt >= 1000) {
+    plotAt = now;
+    plots.push(now / 1000, [num(m.step_ms) ? m.step_ms : null, snaps, byteRate.rate(now).size]);
+  }
   sendFocus();
 }, HUD_MS);
 

@@ -298,6 +298,23 @@ test('viewer renders the world and throws a ragdoll by mouse', { timeout: 90000 
   const newest = latest().tick;
   assert.ok(acks.at(-1).tick <= newest + 2 && acks.at(-1).tick >= newest - 60,
     `last ack ${acks.at(-1).tick}, the observer's newest tick ${newest}`);
+
+  // The HUD's plots (uPlot): three canvases drawn, a point a second each,
+  // and still updating a couple of seconds later, with something to show
+  // (snapshots per second and bytes per second are never zero here).
+  const plots = () => page.evaluate(() => ({
+    ...window.__ragdolld.plots,
+    canvases: [...document.querySelectorAll('#hud-plots canvas')].map((c) => [c.width, c.height]),
+    series: [...document.querySelectorAll('#hud-plots .hud-plot')].map((d) => d.dataset.series),
+  }));
+  const q0 = await plots();
+  assert.deepEqual(q0.series, ['step', 'sps', 'bps']);
+  assert.ok(q0.canvases.length === 3 && q0.canvases.every(([w, h]) => w > 100 && h > 30), JSON.stringify(q0.canvases));
+  assert.ok(q0.points.every((n) => n >= 2), `points ${q0.points}`);
+  await sleep(2500);
+  const q1 = await plots();
+  assert.ok(q1.updates >= q0.updates + 2, `plots redrawn ${q0.updates} → ${q1.updates}`);
+  assert.ok(q1.points.every((n, i) => n > q0.points[i]), `points ${q0.points} → ${q1.points}`);
   // The HUD says what it counts: the format, the snapshot rate with the
   // share of deltas, the bytes received, and the metrics event's figures.
   const h = await hudCells(page);
