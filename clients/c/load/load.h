@@ -127,3 +127,48 @@ void load_hist_add(load_hist* h, uint64_t us);
 /// The value below which a fraction q (0..1) of the samples lie, in
 /// microseconds (the middle of its bucket; the max for q = 1); 0 when empty.
 double load_hist_quantile(const load_hist* h, double q);
+
+// ---------------------------------------------------------------------------
+// HTML report (report.c)
+// ---------------------------------------------------------------------------
+
+/// The phases of a run (main.c): clients starting, running, draining.
+typedef enum load_phase { LOAD_RAMP = 0, LOAD_RUN = 1, LOAD_DRAIN = 2, LOAD_PHASES = 3 } load_phase;
+
+/// One second of a run, as measured at its end.
+typedef struct load_sample {
+    double t_s;             ///< Seconds since the first client started.
+    load_phase phase;       ///< The phase it ended in.
+    uint32_t up;            ///< Clients connected.
+    double snapshots_per_s; ///< All clients together.
+    double commands_per_s;  ///< Replies received per second.
+    double p50_ms, p99_ms;  ///< Command round trips replied in that second (0: none).
+    double rx_per_s;        ///< Bytes received per second, all clients.
+} load_sample;
+
+/// What the report shows of each phase.
+typedef struct load_phase_stats {
+    double seconds;
+    uint64_t snapshots;
+    load_hist latency; ///< Round trips of the replies received in it.
+} load_phase_stats;
+
+/// Everything the report shows.
+typedef struct load_report {
+    const char* scenario; ///< Its path.
+    const char* url;
+    uint32_t clients;
+    const load_sample* samples;
+    uint32_t sample_count;
+    const load_phase_stats* phases; ///< LOAD_PHASES of them.
+    const load_hist* latency;       ///< The whole run's round trips.
+    uint64_t errors;                ///< Error replies and failures, all codes.
+} load_report;
+
+/// Writes a self-contained HTML report to `path`: the numbers of each
+/// phase in a table, and plots of the snapshot rate, the command rate and
+/// the round trips' p50 and p99 over time (uPlot, read from `uplot_dir`:
+/// uPlot.iife.min.js and uPlot.min.css, inlined). Returns 0, or -1 with
+/// err filled (a file that cannot be read or written).
+int load_report_html(const char* path, const char* uplot_dir, const load_report* rep, char* err,
+                     size_t err_cap);

@@ -88,6 +88,8 @@ struct load_run {
     load_scenario sc;
     const char* scenario_path;
     const char* json_path;
+    const char* html_path; ///< --html: the report as a page with plots (report.c).
+    const char* uplot_dir; ///< Where uPlot's files are (--uplot).
     bool quiet;
     uint64_t rng;
     client* clients;
@@ -111,6 +113,12 @@ struct load_run {
     uint32_t code_count;
     // Progress: totals at the previous line.
     uint64_t prev_snapshots, prev_replied, prev_bytes, prev_ns;
+    // Time series and phases for --html: a sample a second.
+    load_sample* samples;
+    uint32_t sample_count, sample_cap;
+    load_hist sec_latency; ///< Round trips replied since the last sample.
+    load_phase_stats phases[LOAD_PHASES];
+    uint64_t sample_snapshots, sample_replied, sample_bytes, sample_ns;
 };
 
 // ---------------------------------------------------------------------------
@@ -119,6 +127,12 @@ struct load_run {
 
 static double seconds_since(uint64_t t0_ns) {
     return (double)(uv_hrtime() - t0_ns) / 1e9;
+}
+
+// The phase the run is in: clients still starting, running, or past the
+// run (no new commands: replies and cleanup).
+static load_phase phase_now(const load_run* r) {
+    return r->ending ? LOAD_DRAIN : r->started < r->sc.clients ? LOAD_RAMP : LOAD_RUN;
 }
 
 static void count_code(load_run* r, const char* code) {
@@ -216,7 +230,12 @@ static void on_reply(rdc_client* c, const rdc_reply* rep, void* arg) {
         return;
     }
     r->replied++;
-    load_hist_add(&r->latency, (uint64_t)(rep->rtt_ms * 1000.0 + 0.5));
+    const uint64_t us = (uint64_t)(rep->rtt_ms * 1000.0 + 0.5);
+    load_hist_add(&r->latency, us);
+    if (r->html_path != NULL) {
+        load_hist_add(&r->sec_latency, us);
+        load_hist_add(&r->phases[phase_now(r)].latency, us);
+    }
     if (rep->status != 0) { // the server's code, or malformed_reply
         count_code(r, rep->code);
     }
@@ -517,7 +536,10 @@ static void on_ramp(uv_timer_t* t) {
     }
 }
 
+static void take_sample(load_run* r, bool last);
+
 static void on_progress(uv_timer_t* t) {
+    take_sample(t->data, false);
     print_progress(t->data);
 }
 
@@ -726,9 +748,72 @@ static void print_progress(load_run* r) {
     r->prev_ns = now;
 }
 
+// One second of the run for --html, counted in the phase it ends in. The
+// `last`, the rest of a second at the end, adds to the phases but is not a
+// point of the plots when it is short (its rates would be noise).
+static void take_sample(load_run* r, bool last) {
+    if (r->html_path == NULL || r->t0_ns == 0) {
+        return;
+    }
+    if (r->sample_count == r->sample_cap) {
+        uint32_t cap = r->sample_cap > 0 ? 2 * r->sample_cap : 64;
+        load_sample* more = realloc(r->samples, cap * sizeof *more);
+        if (more == NULL) {
+            return; // a second missing from the plots
+        }
+        r->samples = more;
+        r->sample_cap = cap;
+    }
+    uint64_t now = uv_hrtime(), snaps = 0, bytes = 0;
+    uint32_t up = 0;
+    for (uint32_t i = 0; i < r->started; ++i) {
+        client* cl = &r->clients[i];
+        up += cl->connected;
+        for (uint32_t k = 0; k < r->sc.sub_count; ++k) {
+            snaps += cl->subs[k].snapshots;
+        }
+        bytes += stats_of(cl).bytes_rx;
+    }
+    const uint64_t since = r->sample_ns != 0 ? r->sample_ns : r->t0_ns;
+    const double dt = now > since ? (double)(now - since) / 1e9 : 1e-9;
+    const load_phase phase = phase_now(r);
+    r->phases[phase].seconds += dt;
+    r->phases[phase].snapshots += snaps - r->sample_snapshots;
+    if (last && dt < 0.5) {
+        return;
+    }
+    load_sample* s = &r->samples[r->sample_count++];
+    s->t_s = seconds_since(r->t0_ns);
+    s->phase = phase;
+    s->up = up;
+    s->snapshots_per_s = (double)(snaps - r->sample_snapshots) / dt;
+    s->commands_per_s = (double)(r->replied - r->sample_replied) / dt;
+    s->p50_ms = load_hist_quantile(&r->sec_latency, 0.5) / 1000;
+    s->p99_ms = load_hist_quantile(&r->sec_latency, 0.99) / 1000;
+    s->rx_per_s = (double)(bytes - r->sample_bytes) / dt;
+    memset(&r->sec_latency, 0, sizeof r->sec_latency);
+    r->sample_snapshots = snaps;
+    r->sample_replied = r->replied;
+    r->sample_bytes = bytes;
+    r->sample_ns = now;
+}
+
+static void write_html(load_run* r) {
+    take_sample(r, true); // the last (part of a) second
+    load_report rep = {r->scenario_path, r->sc.url, r->sc.clients, r->samples,
+                       r->sample_count,  r->phases, &r->latency,   error_total(r)};
+    char err[1200];
+    if (load_report_html(r->html_path, r->uplot_dir, &rep, err, sizeof err) != 0) {
+        fprintf(stderr, "ragdoll-load: %s\n", err);
+    }
+}
+
 static void report(load_run* r) {
     summary s;
     summarize(r, &s);
+    if (r->html_path != NULL) {
+        write_html(r);
+    }
     char rx[32], rxs[32], tx[32];
     human_bytes(rx, sizeof rx, (double)s.bytes_rx);
     human_bytes(rxs, sizeof rxs, (double)s.bytes_rx / (s.run_s > 0 ? s.run_s : 1));
@@ -890,6 +975,10 @@ static void usage(FILE* f) {
             "  --duration S       seconds of load (at most %.0f)\n"
             "  --ramp R           clients started per second (0: all at once)\n"
             "  --json FILE        also write the report as JSON\n"
+            "  --html FILE        also write it as a page with plots over time and a table of\n"
+            "                     each phase (ramp, run, drain); self-contained (uPlot inlined)\n"
+            "  --uplot DIR        where uPlot's uPlot.iife.min.js and uPlot.min.css are (for\n"
+            "                     --html; default the build's, from npm)\n"
             "  --no-decode        count binary snapshots without decoding or acknowledging\n"
             "                     them (scenario \"decode\": false)\n"
             "  --allow-remote     allow a server that is not on this machine (loopback only\n"
@@ -915,7 +1004,8 @@ static int run_load(load_run* r, int argc, char** argv) {
         {"ramp", required_argument, NULL, 'r'},    {"json", required_argument, NULL, 'j'},
         {"allow-remote", no_argument, NULL, 'R'},  {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},          {"no-decode", no_argument, NULL, 'D'},
-        {"version", no_argument, NULL, 'V'},       {NULL, 0, NULL, 0},
+        {"version", no_argument, NULL, 'V'},       {"html", required_argument, NULL, 'H'},
+        {"uplot", required_argument, NULL, 'U'},   {NULL, 0, NULL, 0},
     };
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -938,6 +1028,12 @@ static int run_load(load_run* r, int argc, char** argv) {
             break;
         case 'j':
             r->json_path = optarg;
+            break;
+        case 'H':
+            r->html_path = optarg;
+            break;
+        case 'U':
+            r->uplot_dir = optarg;
             break;
         case 'R':
             allow_remote = true;
@@ -1078,8 +1174,10 @@ int main(int argc, char** argv) {
         fprintf(stderr, "ragdoll-load: out of memory\n");
         return 2;
     }
+    r->uplot_dir = RD_UPLOT_DIR;
     int rc = run_load(r, argc, argv);
     free(r->clients);
+    free(r->samples);
     load_scenario_free(&r->sc);
     free(r);
     return rc;
