@@ -200,7 +200,8 @@ typedef struct app_world {
     /// after each step by whichever thread stepped it; NULL with
     /// --lag-history 0. Read by commands with a seen_tick (dispatch.c).
     sim_history* history;
-    sim_world_def def; ///< What the world was created with: capacities, solver budget.
+    size_t history_bytes; ///< sim_history_bytes(history) when last handed back (metrics).
+    sim_world_def def;    ///< What the world was created with: capacities, solver budget.
     app_world_view view;
 
     // The clock and the step (scheduler.c).

@@ -368,6 +368,17 @@ static void render_worlds(const app_server* app, out* o) {
         emit(o, "ragdolld_world_reserved_bytes{world=\"%llu\"} %zu\n", (unsigned long long)w->id,
              sim_world_reserved_bytes(w->sim));
     }
+    family(o, "ragdolld_world_history_bytes", "gauge",
+           "Bytes of a world's pose history for lag compensation (--lag-history): its bodies' "
+           "poses at each tick kept.");
+    for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
+        const app_world* w = app->worlds[i];
+        if (w == NULL) {
+            continue;
+        }
+        emit(o, "ragdolld_world_history_bytes{world=\"%llu\"} %zu\n", (unsigned long long)w->id,
+             w->history_bytes);
+    }
     family(o, "ragdolld_subscribers", "gauge", "Sessions subscribed to a world's snapshots.");
     for (uint32_t i = 0; i < app->cfg.max_worlds; ++i) {
         const app_world* w = app->worlds[i];

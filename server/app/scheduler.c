@@ -342,6 +342,7 @@ static void tick_end(app_job* j, void* ctx) {
     }
     uint64_t t0 = uv_hrtime();
     w->step_ms = (double)w->step_ns[w->batch - 1] / 1e6;
+    w->history_bytes = sim_history_bytes(w->history);   // the worker grew it: read it idle
     app__rollback_check(app, w, w->quarantined_before); // before anyone sees the blow-up
     app__broadcast_events(w);
     app__broadcast_snapshots(w, w->batch);

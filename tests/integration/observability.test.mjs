@@ -78,6 +78,8 @@ test('GET /metrics passes promtool check metrics and moves with the traffic', as
     assert.equal(sample(page, 'ragdolld_sessions{role="admin"}'), 2);
     assert.equal(sample(page, 'ragdolld_worlds'), 2);
     assert.equal(sample(page, `ragdolld_entities{world="${world}",kind="ball"}`), 1);
+    // The pose history of lag compensation holds the ball's pose at each tick kept.
+    assert.ok(sample(page, `ragdolld_world_history_bytes{world="${world}"}`) > 0);
     assert.ok(sample(page, 'ragdolld_messages_sent_total{kind="snapshot_json"}') > 0);
     assert.ok(sample(page, 'ragdolld_messages_sent_total{kind="snapshot_full"}') >= 1);
     assert.ok(sample(page, 'ragdolld_messages_sent_total{kind="snapshot_delta"}') > 0,
