@@ -115,43 +115,20 @@ void sim__impacts_end_tick(sim_world* w) {
     const uint32_t n = r->impacts_tick_count;
     qsort(r->impacts_tick, n, sizeof *r->impacts_tick, faster_first);
     for (uint32_t k = 0; k < n; ++k) {
-        if (r->impact_count == SIM_MAX_IMPACTS) {
-            // Nobody drained: the oldest goes.
-            r->impact_head = (r->impact_head + 1) % SIM_MAX_IMPACTS;
-            r->impact_count--;
-            r->impacts_dropped++;
-        }
-        sim_impact* e = &r->impacts[(r->impact_head + r->impact_count) % SIM_MAX_IMPACTS];
-        *e = r->impacts_tick[k];
-        e->tick = w->tick;
-        r->impact_count++;
+        r->impacts_tick[k].tick = w->tick;
+        sim__ring_push(&r->impact_ring, &r->impacts_tick[k]);
     }
+    r->impact_ring.dropped += r->impacts_dropped;
+    r->impacts_dropped = 0;
     r->impacts_tick_count = 0;
 }
 
 uint32_t sim_world_drain_impacts(sim_world* w, sim_impact* out, uint32_t cap, uint64_t* dropped) {
-    sim__reports* r = w->reports;
-    uint32_t n = 0;
-    if (r == NULL) {
+    if (w->reports == NULL) {
         if (dropped != NULL) {
             *dropped = 0;
         }
         return 0;
     }
-    if (out == NULL) {
-        r->impact_head = 0;
-        r->impact_count = 0;
-    }
-    while (out != NULL && n < cap && r->impact_count > 0) {
-        out[n++] = r->impacts[r->impact_head];
-        r->impact_head = (r->impact_head + 1) % SIM_MAX_IMPACTS;
-        r->impact_count--;
-    }
-    if (dropped != NULL) {
-        *dropped = r->impacts_dropped;
-    }
-    if (r->impact_count == 0) {
-        r->impacts_dropped = 0;
-    }
-    return n;
+    return sim__ring_drain(&w->reports->impact_ring, out, cap, dropped);
 }

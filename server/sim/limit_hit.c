@@ -138,43 +138,21 @@ void sim__limit_hits_end_tick(sim_world* w) {
     }
     qsort(r->limit_tick, r->limit_tick_count, sizeof *r->limit_tick, faster_first);
     for (uint32_t k = 0; k < r->limit_tick_count; ++k) {
-        if (r->limit_count == SIM_MAX_LIMIT_HITS) {
-            r->limit_head = (r->limit_head + 1) % SIM_MAX_LIMIT_HITS;
-            r->limit_count--;
-            r->limits_dropped++;
-        }
-        sim_limit_hit* e = &r->limit_hits[(r->limit_head + r->limit_count) % SIM_MAX_LIMIT_HITS];
-        *e = r->limit_tick[k];
-        e->tick = w->tick;
-        r->limit_count++;
+        r->limit_tick[k].tick = w->tick;
+        sim__ring_push(&r->limit_ring, &r->limit_tick[k]);
     }
+    r->limit_ring.dropped += r->limits_dropped;
+    r->limits_dropped = 0;
     r->limit_tick_count = 0;
 }
 
 uint32_t sim_world_drain_limit_hits(sim_world* w, sim_limit_hit* out, uint32_t cap,
                                     uint64_t* dropped) {
-    sim__reports* r = w->reports;
-    uint32_t n = 0;
-    if (r == NULL) {
+    if (w->reports == NULL) {
         if (dropped != NULL) {
             *dropped = 0;
         }
         return 0;
     }
-    if (out == NULL) {
-        r->limit_head = 0;
-        r->limit_count = 0;
-    }
-    while (out != NULL && n < cap && r->limit_count > 0) {
-        out[n++] = r->limit_hits[r->limit_head];
-        r->limit_head = (r->limit_head + 1) % SIM_MAX_LIMIT_HITS;
-        r->limit_count--;
-    }
-    if (dropped != NULL) {
-        *dropped = r->limits_dropped;
-    }
-    if (r->limit_count == 0) {
-        r->limits_dropped = 0;
-    }
-    return n;
+    return sim__ring_drain(&w->reports->limit_ring, out, cap, dropped);
 }

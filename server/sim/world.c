@@ -271,6 +271,10 @@ int sim_world_reserve(sim_world* w, const sim_counts* t) {
         return SIM_E_NOMEM;
     }
     if (new_reports) {
+        reports->impact_ring =
+            (sim__ring){reports->impacts, sizeof(sim_impact), SIM_MAX_IMPACTS, 0, 0, 0};
+        reports->limit_ring =
+            (sim__ring){reports->limit_hits, sizeof(sim_limit_hit), SIM_MAX_LIMIT_HITS, 0, 0, 0};
         w->reports = reports;
     }
     if (lim != NULL) {

@@ -548,6 +548,23 @@ struct sim_world {
 /// The bytes of struct sim_world that are its state (state.c).
 #define SIM__SAVED_BYTES offsetof(struct sim_world, reports)
 
+/// A ring of fixed-size records kept until drained, oldest first (event.c):
+/// impacts and limit hits. `cap` records of `elem` bytes at `items`.
+typedef struct sim__ring {
+    void* items;
+    uint32_t elem, cap;
+    uint32_t head, count;
+    uint64_t dropped; ///< Records lost since the last drain (the ring full, or never kept).
+} sim__ring;
+
+/// Appends a copy of `item`; the oldest goes when full (counted).
+void sim__ring_push(sim__ring* r, const void* item);
+
+/// Moves up to `cap` records into out, oldest first (out NULL: drops them
+/// all); *dropped (may be NULL) gets r->dropped, which restarts once the
+/// ring is empty. Returns how many.
+uint32_t sim__ring_drain(sim__ring* r, void* out, uint32_t cap, uint64_t* dropped);
+
 /// What a world reports besides its state (impact.c, limit_hit.c): made by
 /// sim_world_reserve() with the world's first room for a body, grown with
 /// its joints (never in a step), freed with the world.
@@ -555,9 +572,9 @@ typedef struct sim__reports {
     // Impacts: this tick's, the fastest pairs, then a ring until drained.
     sim_impact impacts_tick[SIM_MAX_IMPACTS_PER_TICK];
     uint32_t impacts_tick_count;
+    uint64_t impacts_dropped; ///< Past the tick's bound (added to the ring's count when drained).
     sim_impact impacts[SIM_MAX_IMPACTS];
-    uint32_t impact_head, impact_count;
-    uint64_t impacts_dropped;
+    sim__ring impact_ring; ///< Over impacts.
     // Joint limit hits: on when someone listens; by joint, what each did
     // the tick before (lim_cap of them: the world's room for joints); this
     // tick's; a ring until drained.
@@ -566,9 +583,9 @@ typedef struct sim__reports {
     uint32_t lim_cap;
     sim_limit_hit limit_tick[SIM_MAX_LIMIT_HITS_PER_TICK];
     uint32_t limit_tick_count;
+    uint64_t limits_dropped; ///< Past the tick's bound.
     sim_limit_hit limit_hits[SIM_MAX_LIMIT_HITS];
-    uint32_t limit_head, limit_count;
-    uint64_t limits_dropped;
+    sim__ring limit_ring; ///< Over limit_hits.
 } sim__reports;
 
 // The arrays of a world (world.c): each with its capacity as a function of the counts

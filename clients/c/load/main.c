@@ -716,6 +716,18 @@ static void human_bytes(char* out, size_t cap, double b) {
     }
 }
 
+// Snapshots and bytes received so far by all clients, and those connected.
+static void totals(const load_run* r, uint64_t* snaps, uint64_t* bytes, uint32_t* up) {
+    for (uint32_t i = 0; i < r->started; ++i) {
+        const client* cl = &r->clients[i];
+        *up += cl->connected;
+        for (uint32_t k = 0; k < r->sc.sub_count; ++k) {
+            *snaps += cl->subs[k].snapshots;
+        }
+        *bytes += stats_of(cl).bytes_rx;
+    }
+}
+
 static void print_progress(load_run* r) {
     if (r->quiet) {
         return;
@@ -723,14 +735,7 @@ static void print_progress(load_run* r) {
     uint64_t now = uv_hrtime();
     uint64_t snaps = 0, bytes = 0;
     uint32_t up = 0;
-    for (uint32_t i = 0; i < r->started; ++i) {
-        client* cl = &r->clients[i];
-        up += cl->connected;
-        for (uint32_t k = 0; k < r->sc.sub_count; ++k) {
-            snaps += cl->subs[k].snapshots;
-        }
-        bytes += stats_of(cl).bytes_rx;
-    }
+    totals(r, &snaps, &bytes, &up);
     double dt = (double)(now - (r->prev_ns != 0 ? r->prev_ns : r->t0_ns)) / 1e9;
     dt = dt > 0 ? dt : 1;
     char rx[32];
@@ -766,14 +771,7 @@ static void take_sample(load_run* r, bool last) {
     }
     uint64_t now = uv_hrtime(), snaps = 0, bytes = 0;
     uint32_t up = 0;
-    for (uint32_t i = 0; i < r->started; ++i) {
-        client* cl = &r->clients[i];
-        up += cl->connected;
-        for (uint32_t k = 0; k < r->sc.sub_count; ++k) {
-            snaps += cl->subs[k].snapshots;
-        }
-        bytes += stats_of(cl).bytes_rx;
-    }
+    totals(r, &snaps, &bytes, &up);
     const uint64_t since = r->sample_ns != 0 ? r->sample_ns : r->t0_ns;
     const double dt = now > since ? (double)(now - since) / 1e9 : 1e-9;
     const load_phase phase = phase_now(r);
