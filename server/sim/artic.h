@@ -67,7 +67,9 @@ struct sim_artic {
     float friction;
     uint32_t box_count;
     sim_box boxes[SIM_ARTIC_MAX_BOXES];
-    uint32_t contacts;     // last step's
+    uint32_t contacts;                               // last step's
+    sim_artic_strike strikes[SIM_ARTIC_MAX_STRIKES]; // last step's (artic_contact.c)
+    uint32_t strike_count;
     uint32_t max_contacts; // contact points one step solves (sim_artic_create())
     bool any_limits;       // a hinge range or a cone is set on some link
     float last_h;          // the last step's length, s (1/240 before the first)

@@ -20,6 +20,7 @@ typedef struct contact_row {
     sim_vec3 dir;   // the row's direction, world (out of the obstacle for a normal)
     sim_vec3 lever; // the contact point from the partner's centre of mass, world, m
     float gap;      // normal rows: the signed distance to the surface, m
+    sim_vec3 point; // the contact point on the link, world, m
 } contact_row;
 
 // A contact of link l at world point p (on the link's surface) with normal
@@ -43,7 +44,8 @@ static int add_contact_rows(const artic_link* l, uint32_t link, sim_vec3 p, sim_
                                      partner,
                                      dirs[k],
                                      lever,
-                                     gap};
+                                     gap,
+                                     p};
     }
     return at + 3;
 }
@@ -235,6 +237,27 @@ static void build_rows(sim_artic* a, const contact_row* rows, int m,
     }
 }
 
+// Keeps a strike (a normal row that pushed, closing at `speed` before the
+// solve): the fastest of each link and what it struck, the fastest
+// SIM_ARTIC_MAX_STRIKES of the step.
+static void note_strike(sim_artic* a, const contact_row* row, float speed) {
+    const sim_artic_strike s = {row->link, row->partner, row->point, row->dir, speed};
+    uint32_t slowest = 0;
+    for (uint32_t k = 0; k < a->strike_count; ++k) {
+        sim_artic_strike* x = &a->strikes[k];
+        if (x->link == s.link && x->partner == s.partner) {
+            *x = speed > x->speed ? s : *x;
+            return;
+        }
+        slowest = x->speed < a->strikes[slowest].speed ? k : slowest;
+    }
+    if (a->strike_count < SIM_ARTIC_MAX_STRIKES) {
+        a->strikes[a->strike_count++] = s;
+    } else if (speed > a->strikes[slowest].speed) {
+        a->strikes[slowest] = s;
+    }
+}
+
 // One round of the contacts (built by build_rows()) at the velocities as
 // they are: projected Gauss-Seidel on the joint velocities (a row's rate
 // is J_r·Δq̇ + its start, an impulse adds W_r·Δλ: O(DOFs) a row, as
@@ -319,6 +342,11 @@ static void solve_round(sim_artic* a, float dt, sim_artic_partner* partners, uin
         partners[k].v = v3_add(partners[k].v, pv[k]);
         partners[k].w = v3_add(partners[k].w, pw[k]);
     }
+    for (int r = 0; r < m; ++r) {
+        if (rows[r].normal_row < 0 && lambda[r] > 0.0f && -rate0[r] >= SIM_ARTIC_STRIKE_SPEED) {
+            note_strike(a, &rows[r], -rate0[r]);
+        }
+    }
     for (uint32_t i = 0; i < a->count; ++i) {
         artic_link* l = &a->links[i];
         for (int k = 0; k < l->dof; ++k) {
@@ -345,6 +373,12 @@ static void solve_round(sim_artic* a, float dt, sim_artic_partner* partners, uin
     sim__artic_velocities(a);
 }
 
+uint32_t sim_artic_strikes(const sim_artic* a, sim_artic_strike* out, uint32_t cap) {
+    const uint32_t n = a->strike_count < cap ? a->strike_count : cap;
+    memcpy(out, a->strikes, n * sizeof *out);
+    return n;
+}
+
 // The contacts, solved together through the articulated inertia, then the
 // joint limits, `rounds` times: each solve can undo a little of the
 // other's (a limit's push can slide a foot), and a second round takes most
@@ -358,6 +392,7 @@ void sim__artic_solve_contacts_and_limits(sim_artic* a, float dt, sim_artic_part
     float diag[R];
     uint32_t end[R];
     a->contacts = 0;
+    a->strike_count = 0;
     int m = 0;
     if (a->ground || a->box_count > 0 || partner_count > 0) {
         m = find_contacts(a, dt, partners, partner_count, rows);

@@ -79,7 +79,7 @@ int sim__entity_begin(sim_world* w, sim_entity_kind kind, uint32_t particles, ui
     e->b_count = bodies;
     e->bj_first = w->bj_count;
     e->bj_count = bjoints;
-    if (w->reports != NULL) { // limit_hit.c: nothing known of these joints yet
+    if (w->reports != NULL && w->reports->lim != NULL) { // limit_hit.c: nothing known yet
         memset(&w->reports->lim[e->bj_first], 0, bjoints * sizeof *w->reports->lim);
     }
     w->p_count += particles;
@@ -166,7 +166,7 @@ int sim_world_despawn(sim_world* w, sim_entity_id id) {
     SIM__ERASE(w->aabb_lo, e->b_first, e->b_count, w->b_count);
     SIM__ERASE(w->aabb_hi, e->b_first, e->b_count, w->b_count);
     SIM__ERASE(w->bjoint, e->bj_first, e->bj_count, w->bj_count);
-    if (w->reports != NULL) {
+    if (w->reports != NULL && w->reports->lim != NULL) {
         SIM__ERASE(w->reports->lim, e->bj_first, e->bj_count, w->bj_count);
     }
     if (e->kind == SIM_ENTITY_SOFTBODY) {

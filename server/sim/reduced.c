@@ -283,11 +283,9 @@ static uint32_t gather_partners(sim_world* w, const sim__entity* e, sim_vec3 lo,
                 sim_artic_point_mass(oc->artic, bi->bone, b->x, toward, &m);
                 pt->inv_mass = 1.0f / fmaxf(m, 1e-3f);
                 pt->inv_inertia = v3(0.0f, 0.0f, 0.0f);
-                pt->user = UINT32_MAX;
                 *moving = *moving || (!oc->settled && v3_len(b->v) > REDUCED_SLEEP_SPEED);
             } else {
                 // An animated bone: it goes where its clip takes it.
-                pt->user = UINT32_MAX;
                 *moving = *moving || v3_len(b->v) > REDUCED_SLEEP_SPEED;
             }
         }
@@ -357,6 +355,15 @@ void sim__reduced_tick(sim_world* w, uint32_t slot, float dt) {
         if (sim_artic_step_among(ch->artic, h, g, partners, np) != SIM_OK) {
             break; // left as it was: the quarantine finds it if it went bad
         }
+        // Its links' strikes are the world's impacts (impact.c).
+        sim_artic_strike st[SIM_ARTIC_MAX_STRIKES];
+        const uint32_t ns = sim_artic_strikes(ch->artic, st, SIM_ARTIC_MAX_STRIKES);
+        for (uint32_t k = 0; k < ns; ++k) {
+            const uint32_t ib = st[k].partner >= 0 ? partners[st[k].partner].user : SIM__NO_BODY;
+            const uint32_t code = st[k].partner >= 0 ? 0u : sim__static_code_at(w, st[k].point);
+            sim__impact_note(w, e->b_first + st[k].link, ib, code, st[k].point, st[k].normal,
+                             st[k].speed);
+        }
         for (uint32_t k = 0; k < np; ++k) {
             sim_artic_partner* pt = &partners[k];
             const sim_vec3 d = v3_scale(pt->v, h);
@@ -368,10 +375,10 @@ void sim__reduced_tick(sim_world* w, uint32_t slot, float dt) {
     // The dynamic partners keep what the contacts gave them.
     for (uint32_t k = 0; k < np; ++k) {
         const sim_artic_partner* pt = &partners[k];
-        if (pt->user == UINT32_MAX) {
-            continue;
-        }
         sim__body* b = &w->body[pt->user];
+        if (b->inv_mass == 0.0f) {
+            continue; // animated, or another articulation's: it keeps its own motion
+        }
         if (memcmp(&b->v, &pt->v, sizeof b->v) != 0 || memcmp(&b->w, &pt->w, sizeof b->w) != 0) {
             sim__body_wake(w, pt->user);
             b->v = pt->v;

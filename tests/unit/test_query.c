@@ -566,6 +566,39 @@ static void test_impact_of_a_dropped_ball(void** state) {
     }
 }
 
+// A reduced humanoid let go limp 1 m up strikes the ground: impacts of its
+// bones, as a maximal one's. A body falling 1 m lands at √(2g·1) = 4.43 m/s;
+// the fastest bone strikes near that (rotation adds, the legs' fall is
+// shorter): between 2 and 7 m/s.
+static void test_impacts_of_a_reduced_character(void** state) {
+    (void)state;
+    sim_world* w = make_world(true, true);
+    sim_character_def cd = sim_character_def_default();
+    cd.position = (sim_vec3){0, 1, 0};
+    cd.solver = SIM_CHAR_SOLVER_REDUCED;
+    cd.state = SIM_CHAR_RAGDOLL;
+    sim_entity_id hero;
+    assert_int_equal(sim_world_spawn_character(w, &cd, &hero), SIM_OK);
+    sim_impact got[256];
+    uint32_t n = 0;
+    for (int t = 0; t < 90; ++t) {
+        sim_world_step(w);
+        n += impacts_of(w, got + n, 256 - n);
+    }
+    assert_true(n >= 1);
+    float fastest = 0.0f;
+    for (uint32_t k = 0; k < n; ++k) {
+        assert_int_equal(got[k].a.index1, hero.index1);
+        assert_true(got[k].bone_a < 16);
+        assert_int_equal(got[k].with, SIM_IMPACT_GROUND);
+        assert_true(got[k].normal.y > 0.99f);
+        fastest = fmaxf(fastest, got[k].speed);
+    }
+    printf("reduced humanoid dropped 1 m: %u impacts, the fastest %.2f m/s\n", n, (double)fastest);
+    assert_true(fastest > 2.0f && fastest < 7.0f);
+    sim_world_destroy(w);
+}
+
 // Twenty humanoids dropped in one spot: never more than the bound a tick,
 // fastest first, and what was left out is counted.
 static void test_impacts_are_bounded_under_a_pile(void** state) {
@@ -718,6 +751,7 @@ int main(void) {
         cmocka_unit_test(test_history_follows_a_world_that_goes_back),
         cmocka_unit_test(test_kill_bone),
         cmocka_unit_test(test_impact_of_a_dropped_ball),
+        cmocka_unit_test(test_impacts_of_a_reduced_character),
         cmocka_unit_test(test_impacts_are_bounded_under_a_pile),
         cmocka_unit_test(test_limit_hits_of_a_flung_ragdoll),
     };

@@ -316,6 +316,25 @@ int sim_artic_drive_torque(const sim_artic* a, uint32_t link, float* torque);
 #define SIM_ARTIC_CONTACT_SWEEPS    48
 #define SIM_ARTIC_CONTACT_TOLERANCE 1e-4f
 
+/// A link that struck the ground, a box or a partner in the last step: a
+/// contact that pushed and was closing faster than SIM_ARTIC_STRIKE_SPEED
+/// before the step's solve (the world reports them as impacts).
+typedef struct sim_artic_strike {
+    uint32_t link;   ///< The link that struck.
+    int32_t partner; ///< The partner struck (sim_artic_step_among()), or -1: the ground or a box.
+    sim_vec3 point;  ///< On the link's surface, world, m.
+    sim_vec3 normal; ///< Out of what was struck, unit.
+    float speed;     ///< Closing speed along the normal before the solve, m/s.
+} sim_artic_strike;
+
+/// Slowest strike kept, m/s.
+#define SIM_ARTIC_STRIKE_SPEED 0.5f
+/// Most strikes one step keeps (the fastest; one a link and what it struck).
+#define SIM_ARTIC_MAX_STRIKES 16u
+
+/// Copies the last step's strikes (at most cap) into out; their count.
+uint32_t sim_artic_strikes(const sim_artic* a, sim_artic_strike* out, uint32_t cap);
+
 /// What an articulation's links collide with: the ground plane y = 0 and
 /// static boxes (copied, at most SIM_ARTIC_MAX_BOXES), with Coulomb
 /// friction `friction` ([0, 10]). Contacts are inelastic unless
