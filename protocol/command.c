@@ -578,7 +578,35 @@ static rdp_code check_shape(const field_spec* f, const cJSON* v, rdp_error* err)
         }
         return RDP_OK;
     }
-    case F_FLAGS:
+    case F_FLAGS: {
+        if (!cJSON_IsArray(v)) {
+            return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be an array of strings", f->key);
+        }
+        // Each a known name: a shape error, before any range.
+        const cJSON* c;
+        cJSON_ArrayForEach(c, v) {
+            if (!cJSON_IsString(c)) {
+                return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be an array of strings",
+                            f->key);
+            }
+            size_t i = 0;
+            while (f->choices[i] != NULL && strcmp(c->valuestring, f->choices[i]) != 0) {
+                i++;
+            }
+            if (f->choices[i] == NULL) {
+                char choices[96];
+                const char* name = c->valuestring;
+                size_t n = strlen(name);
+                if (n <= 32 && clean_utf8((const unsigned char*)name, n)) {
+                    return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" may list %s, not \"%s\"",
+                                f->key, choices_text(f, choices, sizeof choices), name);
+                }
+                return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" may list %s", f->key,
+                            choices_text(f, choices, sizeof choices));
+            }
+        }
+        return RDP_OK;
+    }
     case F_NAMES: {
         if (!cJSON_IsArray(v)) {
             return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be an array of strings", f->key);
@@ -748,22 +776,11 @@ static rdp_code check_store(const field_spec* f, const cJSON* v, rdp_command* ou
         uint32_t bits = 0;
         const cJSON* c;
         cJSON_ArrayForEach(c, v) {
-            size_t i = 0;
+            size_t i = 0; // known: checked in pass 1
             while (f->choices[i] != NULL && strcmp(c->valuestring, f->choices[i]) != 0) {
                 i++;
             }
-            if (f->choices[i] == NULL) {
-                char choices[96];
-                const char* name = c->valuestring;
-                size_t n = strlen(name);
-                if (n <= 32 && clean_utf8((const unsigned char*)name, n)) {
-                    return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" may list %s, not \"%s\"",
-                                f->key, choices_text(f, choices, sizeof choices), name);
-                }
-                return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" may list %s", f->key,
-                            choices_text(f, choices, sizeof choices));
-            }
-            bits |= f->values[i];
+            bits |= f->choices[i] != NULL ? f->values[i] : 0u;
         }
         memcpy(dst, &bits, sizeof bits);
         return RDP_OK;

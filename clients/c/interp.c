@@ -107,9 +107,21 @@ static bool room(void** p, size_t* cap, size_t n, size_t size) {
     return true;
 }
 
+void rdc_interp_reset(rdc_interp* ip) {
+    if (ip != NULL) {
+        ip->head = 0;
+        ip->count = 0;
+        ip->jitter_ns = 0.0;
+        ip->rendered = false;
+    }
+}
+
 int rdc_interp_push(rdc_interp* ip, const rdc_snapshot* s, uint64_t arrival_ns) {
     if (ip == NULL || s == NULL || !s->decoded) {
         return RDC_E_CONFIG;
+    }
+    if (ip->count > 0 && s->tick < frame_at(ip, 0)->tick) {
+        rdc_interp_reset(ip); // the server's ticks went back (it restarted): start afresh
     }
     if (ip->count > 0 && s->tick <= frame_at(ip, ip->count - 1)->tick) {
         return 0; // not newer: a late duplicate

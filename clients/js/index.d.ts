@@ -24,7 +24,8 @@ export class RagdollError extends Error {
   readonly reply: { re: number | null; error: { code: ErrorCode; message: string } };
 }
 
-export interface Bone { name?: string; p: Vec3; q: Quat }
+/** A bone: its name is null until the client learned it (describe, binary snapshots). */
+export interface Bone { name?: string | null; p: Vec3; q: Quat }
 
 /** An entity of a snapshot, JSON-shaped (PROTOCOL.md §5.1) whatever the format. */
 export interface EntityRecord {
@@ -142,6 +143,7 @@ export class RagdollClient {
   on(name: 'impacts', fn: (ev: ImpactsEvent) => void): () => void;
   on(name: 'limit_hits', fn: (ev: LimitHitsEvent) => void): () => void;
   on(name: 'status', fn: (s: { state: 'connecting' | 'open' | 'closed'; text: string }) => void): () => void;
+  on(name: 'log', fn: (text: string) => void): () => void;
   on(name: string, fn: (ev: WorldEvent) => void): () => void;
   send(cmd: { op: string; [field: string]: unknown }): Promise<Reply>;
   close(): void;

@@ -109,6 +109,12 @@ test('bad events and thresholds are refused and nothing is subscribed', async ()
   }
   const inf = await c.sendRaw(`{"op":"subscribe","id":99,"world":${w},"impact_speed":1e999}`);
   assert.equal(inf.error?.code, 'not_finite', JSON.stringify(inf));
+  // PROTOCOL.md §2's order: an unknown name (a shape error) before a
+  // non-finite number or a list too long.
+  const both = await c.sendRaw(`{"op":"subscribe","id":98,"world":${w},"impact_speed":1e999,"events":["x"]}`);
+  assert.equal(both.error?.code, 'bad_request', JSON.stringify(both));
+  const many = await c.send({ op: 'subscribe', world: w, events: Array(9).fill('bogus') });
+  assert.equal(many.error?.code, 'bad_request', JSON.stringify(many));
   await sleep(300);
   assert.equal(c.snapshots(w).length, 0, 'no subscription was made');
   await c.close();

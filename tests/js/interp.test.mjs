@@ -36,6 +36,17 @@ test('draws the ball where it was two send intervals ago, between the two snapsh
   ({ snapshot, info } = ip.sample(now + 500));
   assert.equal(info.held, true);
   close(snapshot.entities[0].p[0], 1.0, 1e-9, 'held at the newest');
+  // A late duplicate is ignored; a tick older than every one kept (a
+  // restarted server) starts afresh.
+  ip.push(ball(4), now + 600);
+  assert.equal(ip.sample(now + 600).info.tickB, 10);
+  const two = new Interpolator(60, 30, 2); // keeps ticks 10 and 12, then the server restarts
+  two.push(ball(10), 0);
+  two.push(ball(12), 40);
+  two.push(ball(0), 90);
+  ({ snapshot, info } = two.sample(100));
+  assert.equal(info.tickB, 0);
+  close(snapshot.entities[0].p[0], 0, 1e-9, 'the new timeline');
 });
 
 test('the delay follows the jitter (RFC 3550: J += (|D| - J)/16)', () => {

@@ -1151,8 +1151,22 @@ static void test_rdc_interp_draws_between_snapshots(void** state) {
     assert_true(info.held);
     assert_int_equal(info.tick_b, 10);
     assert_true(fabsf(rdc_snapshot_find(s, 7)->pose[0] - 1.0f) < 1e-5f);
-    // A snapshot older than the newest is ignored; an undecoded one refused.
+    // A snapshot older than the newest but not than every one kept is a
+    // late duplicate: ignored; an undecoded one is refused.
     push_tick(ip, 4, now + 600 * MS);
+    assert_int_equal(rdc_interp_sample(ip, now + 700 * MS, &info)->tick, 10);
+    rdc_interp_reset(ip);
+    assert_null(rdc_interp_sample(ip, now + 900 * MS, NULL));
+    rdc_interp_destroy(ip);
+    // Older than every snapshot kept (ticks 10 and 12 of a 2-deep buffer):
+    // the server restarted; the buffer starts afresh at tick 0.
+    assert_int_equal(rdc_interp_create(60, 30, 2, &ip), 0);
+    push_tick(ip, 10, 0);
+    push_tick(ip, 12, 40 * MS);
+    push_tick(ip, 0, 90 * MS);
+    s = rdc_interp_sample(ip, 100 * MS, &info);
+    assert_int_equal(info.tick_b, 0);
+    assert_true(fabsf(rdc_snapshot_find(s, 7)->pose[0]) < 1e-6f);
     rdc_snapshot bad;
     memset(&bad, 0, sizeof bad);
     assert_int_equal(rdc_interp_push(ip, &bad, now), RDC_E_CONFIG);

@@ -484,9 +484,15 @@ RDC_API int rdc_interp_create(uint32_t tick_hz, uint32_t rate_hz, uint32_t depth
 /// Frees a buffer and what it holds. NULL is allowed.
 RDC_API void rdc_interp_destroy(rdc_interp* ip);
 
+/// Forgets every snapshot kept and what was measured (e.g. from a
+/// subscribe callback after a reconnect). NULL is allowed.
+RDC_API void rdc_interp_reset(rdc_interp* ip);
+
 /// Keeps a copy of snapshot s (decoded; its world's), arrived at
-/// `arrival_ns` (a monotonic clock, e.g. uv_hrtime()). A snapshot not
-/// newer than the newest kept is ignored (returns 0). Returns 0,
+/// `arrival_ns` (a monotonic clock, e.g. uv_hrtime()). A snapshot older
+/// than every one kept starts the buffer afresh (the server's ticks went
+/// back: it restarted, and rdc subscribed again); one otherwise not newer
+/// than the newest is ignored (a late duplicate; returns 0). Returns 0,
 /// RDC_E_CONFIG for an undecoded snapshot, or UV_ENOMEM (nothing kept).
 RDC_API int rdc_interp_push(rdc_interp* ip, const rdc_snapshot* s, uint64_t arrival_ns);
 

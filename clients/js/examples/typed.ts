@@ -7,6 +7,7 @@ async function main(url: string): Promise<void> {
   const client = await RagdollClient.connect(url, { WebSocket });
   const { world } = await client.createWorld('typed');
   const { entity } = await client.spawnCharacter(world, [0, 0, 0], { clip: 'walk' });
+  client.on('log', (text: string) => console.warn(text));
   client.on('impacts', (ev: ImpactsEvent) => {
     for (const i of ev.impacts) console.log(`${i.bone ?? 'ball'} struck the ${i.with} at ${i.speed} m/s`);
   });

@@ -42,10 +42,12 @@ export class Subscription {
     return this.interpolator?.sample(atMs) ?? null;
   }
 
-  /** Ends the subscription (unsubscribe). */
+  /** Ends the subscription (unsubscribe); nothing when a later subscribe to the world replaced it. */
   async close() {
+    if (this.closed) return;
     this.closed = true;
     this.stream?.close();
+    if (this.client.subs.get(this.world) !== this) return; // replaced: that one goes on
     this.client.subs.delete(this.world);
     if (this.client.connection.isOpen) await this.client.send({ op: 'unsubscribe', world: this.world });
   }
@@ -119,8 +121,10 @@ export class RagdollClient {
         status: (state, text) => {
           c.emit('status', { state, text });
           if (state === 'closed' && first) {
+            // The first attempt failed: the caller gets no client to close,
+            // so this one stops trying.
             first = false;
-            if (options.reconnect === false) c.connection.close();
+            c.connection.close();
             reject(new Error(`cannot connect to ${url}: ${text}`));
           } else if (state === 'closed' && options.reconnect === false) {
             c.connection.close();
@@ -165,13 +169,17 @@ export class RagdollClient {
    */
   async subscribe(world, options = {}, onSnapshot = null) {
     const sub = new Subscription(this, world, { format: 'binary', rate_hz: 30, ...options }, onSnapshot);
-    this.subs.set(world, sub);
-    try {
-      sub.started(await this.send(this.subscribeCommand(sub)));
-    } catch (e) {
-      this.subs.delete(world);
-      throw e;
+    // A subscription already there goes on until the server has taken this
+    // one (a refused one changes nothing), then this one replaces it, as
+    // the server's does.
+    const reply = await this.send(this.subscribeCommand(sub));
+    const before = this.subs.get(world);
+    if (before !== undefined) {
+      before.closed = true;
+      before.stream?.close();
     }
+    this.subs.set(world, sub);
+    sub.started(reply);
     return sub;
   }
 

@@ -135,8 +135,9 @@ export class Connection {
     // Jitter so that many viewers of a restarted server do not reconnect in step.
     const delay = Math.round(base * (0.75 + 0.5 * Math.random()));
     this.attempt++;
-    this.h.status?.('closed', `${why} · retry ${(delay / 1000).toFixed(1)} s`);
     this.retryTimer = setTimeout(() => this.connect(), delay);
+    // Told after the retry is set, so that a handler may close() to stop it.
+    this.h.status?.('closed', `${why} · retry ${(delay / 1000).toFixed(1)} s`);
     return delay;
   }
 

@@ -24,8 +24,21 @@ export class Interpolator {
     this.lastRender = -Infinity;
   }
 
-  /** Keeps snapshot s (its `tick` full), arrived at `atMs` (performance.now()). A snapshot not newer is ignored. */
+  /** Forgets every snapshot and what it measured (a new subscription, a restarted server). */
+  reset() {
+    this.frames = [];
+    this.jitterMs = 0;
+    this.lastRender = -Infinity;
+  }
+
+  /**
+   * Keeps snapshot s (its `tick` full), arrived at `atMs` (performance.now()).
+   * One older than every snapshot kept starts afresh (the server's ticks
+   * went back: a restarted server); one not newer than the newest is
+   * otherwise ignored (a late duplicate).
+   */
   push(s, atMs) {
+    if (this.frames.length > 0 && s.tick < this.frames[0].tick) this.reset();
     const last = this.frames[this.frames.length - 1];
     if (last !== undefined && s.tick <= last.tick) return;
     if (last !== undefined) {
