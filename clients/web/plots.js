@@ -6,11 +6,11 @@ import uPlot from 'uplot';
 
 const WINDOW_S = 60;
 
-// [key, label, unit, colour]: the series, in the order of push()'s values.
+// [key, caption, colour]: the series, in the order of push()'s values.
 const SERIES = [
-  ['step', 'step time', 'ms', '#ffb74d'],
-  ['sps', 'snapshots/s', '/s', '#4fc3f7'],
-  ['bps', 'received', 'kB/s', '#81c784'],
+  ['step', 'step time, ms', '#ffb74d'],
+  ['sps', 'snapshots per second', '#4fc3f7'],
+  ['bps', 'received, kB/s', '#81c784'],
 ];
 
 export class HudPlots {
@@ -18,13 +18,13 @@ export class HudPlots {
   constructor(root, width = 220) {
     this.t = []; // seconds (page time)
     this.values = SERIES.map(() => []);
-    this.plots = SERIES.map(([key, label, unit, colour]) => {
+    this.plots = SERIES.map(([key, label, colour]) => {
       const box = document.createElement('div');
       box.className = 'hud-plot';
       box.dataset.series = key;
       const caption = document.createElement('span');
       caption.className = 'caption';
-      caption.textContent = `${label}, ${unit}, last minute`;
+      caption.textContent = `${label} (the last minute)`;
       box.append(caption);
       root.append(box);
       return new uPlot({
@@ -32,7 +32,7 @@ export class HudPlots {
         height: 56,
         legend: { show: false },
         cursor: { show: false },
-        padding: [4, 4, 0, 0],
+        padding: [6, 4, 8, 0], // room for the axis' top and bottom labels
         scales: {
           // The same minute on every plot, ending now.
           x: { time: false, range: (u, min, max) => [max - WINDOW_S, max] },

@@ -51,17 +51,54 @@ test('a ragdoll-load --html report loads in Chromium with its plots', { timeout:
   }
 });
 
-test('ragdoll-load --html says when it cannot write the report or find uPlot', { timeout: 60000 }, async () => {
+test('ragdoll-load refuses, before running, a report it could not write or uPlot it cannot find', { timeout: 60000 }, async () => {
   const server = await startServer();
+  // Exit code and stderr of a run expected to fail (execFile rejects).
+  const fails = async (extra) => {
+    const t0 = Date.now();
+    const e = await run(LOAD, ['--url', server.url, '--clients', '1', '--duration', '5', '--quiet', ...extra,
+      'clients/c/scenarios/demo.json']).then(() => null, (err) => err);
+    assert.ok(e !== null, `${extra.join(' ')} succeeded`);
+    assert.ok(Date.now() - t0 < 4000, 'refused before the 5 s run');
+    return { code: e.code, stderr: e.stderr };
+  };
   try {
-    const args = ['--url', server.url, '--clients', '1', '--duration', '1', '--quiet'];
-    const a = await run(LOAD, [...args, '--html', '/nonexistent/dir/r.html', 'clients/c/scenarios/demo.json']);
-    assert.match(a.stderr, /cannot write \/nonexistent\/dir\/r.html/);
     const dir = mkdtempSync(join(tmpdir(), 'rd-report-'));
     writeFileSync(join(dir, 'x'), '');
-    const b = await run(LOAD, [...args, '--html', join(dir, 'r.html'), '--uplot', dir, 'clients/c/scenarios/demo.json']);
-    assert.match(b.stderr, /cannot read .*uPlot\.iife\.min\.js/);
+    let r = await fails(['--html', '/nonexistent/dir/r.html']);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /cannot write \/nonexistent\/dir\/r.html/);
+    r = await fails(['--html', dir]); // a directory
+    assert.equal(r.code, 2);
+    r = await fails(['--html', join(dir, 'r.html'), '--uplot', dir]);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--html needs .*uPlot\.iife\.min\.js/);
+    r = await fails(['--uplot', dir]);
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /--uplot is for --html/);
+    r = await fails(['--json', '/nonexistent/dir/r.json']);
+    assert.equal(r.code, 2);
   } finally {
     assert.equal(await server.stop(), 0);
   }
+});
+
+test('ragdoll-load --html counts each phase where it happened', { timeout: 60000 }, async () => {
+  // 10 clients at 4 a second: the ramp takes 2.25-2.5 s (the tenth starts
+  // at 2.25 s); the run 4 s in all; the drain well under a second.
+  const server = await startServer();
+  const dir = mkdtempSync(join(tmpdir(), 'rd-report-'));
+  const html = join(dir, 'r.html');
+  try {
+    await run(LOAD, ['--url', server.url, '--clients', '10', '--ramp', '4', '--duration', '4', '--quiet',
+      '--html', html, 'clients/c/scenarios/demo.json']);
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+  const rows = [...readFileSync(html, 'utf8').matchAll(/<tr><td>(\w+)<\/td><td>([\d.]+)<\/td>/g)]
+    .map((m) => [m[1], Number(m[2])]);
+  const secs = Object.fromEntries(rows);
+  assert.ok(secs.ramp >= 2.1 && secs.ramp <= 2.7, JSON.stringify(secs));
+  assert.ok(Math.abs(secs.ramp + secs.run - 4) < 0.3, JSON.stringify(secs));
+  assert.ok(secs.drain < 1.0, JSON.stringify(secs));
 });

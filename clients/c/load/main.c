@@ -118,7 +118,8 @@ struct load_run {
     uint32_t sample_count, sample_cap;
     load_hist sec_latency; ///< Round trips replied since the last sample.
     load_phase_stats phases[LOAD_PHASES];
-    uint64_t sample_snapshots, sample_replied, sample_bytes, sample_ns;
+    uint64_t sample_snapshots, sample_replied, sample_bytes, sample_ns; ///< At the last point.
+    uint64_t phase_snapshots, phase_ns; ///< At the last phase count.
 };
 
 // ---------------------------------------------------------------------------
@@ -513,6 +514,11 @@ static void start_client(load_run* r, client* cl) {
 static void print_progress(load_run* r);
 static rdc_stats stats_of(const client* cl);
 
+/// take_sample()'s `mark`: a point of the plots (SAMPLE_POINT), or the
+/// end of a phase (its seconds and snapshots counted, no point).
+#define SAMPLE_POINT (-1)
+static void take_sample(load_run* r, int mark);
+
 static void on_ramp(uv_timer_t* t) {
     load_run* r = t->data;
     if (r->ending) {
@@ -532,14 +538,13 @@ static void on_ramp(uv_timer_t* t) {
         start_client(r, cl);
     }
     if (r->started == r->sc.clients) {
+        take_sample(r, LOAD_RAMP); // the ramp ends here
         uv_timer_stop(t);
     }
 }
 
-static void take_sample(load_run* r, bool last);
-
 static void on_progress(uv_timer_t* t) {
-    take_sample(t->data, false);
+    take_sample(t->data, SAMPLE_POINT);
     print_progress(t->data);
 }
 
@@ -606,6 +611,7 @@ static void end_run(load_run* r) {
     if (r->ending) {
         return;
     }
+    take_sample(r, r->started < r->sc.clients ? LOAD_RAMP : LOAD_RUN); // the run ends here
     r->ending = true;
     r->end_ns = uv_hrtime();
     uv_timer_stop(&r->ramp_timer);
@@ -753,13 +759,28 @@ static void print_progress(load_run* r) {
     r->prev_ns = now;
 }
 
-// One second of the run for --html, counted in the phase it ends in. The
-// `last`, the rest of a second at the end, adds to the phases but is not a
-// point of the plots when it is short (its rates would be noise).
-static void take_sample(load_run* r, bool last) {
+// For --html: what happened since the last call, counted in the phase
+// it happened in (phase ends are marked when they come: the ramp's when
+// the last client starts, the run's when commands stop, the drain's at the
+// report), and a point of the plots once a second.
+static void take_sample(load_run* r, int mark) {
     if (r->html_path == NULL || r->t0_ns == 0) {
         return;
     }
+    uint64_t now = uv_hrtime(), snaps = 0, bytes = 0;
+    uint32_t up = 0;
+    totals(r, &snaps, &bytes, &up);
+    // The phase: what happened since the last call happened in it.
+    const load_phase phase = mark != SAMPLE_POINT ? (load_phase)mark : phase_now(r);
+    const uint64_t from = r->phase_ns != 0 ? r->phase_ns : r->t0_ns;
+    r->phases[phase].seconds += (double)(now - from) / 1e9;
+    r->phases[phase].snapshots += snaps - r->phase_snapshots;
+    r->phase_ns = now;
+    r->phase_snapshots = snaps;
+    if (mark != SAMPLE_POINT) {
+        return;
+    }
+    // A point: the rates since the last point.
     if (r->sample_count == r->sample_cap) {
         uint32_t cap = r->sample_cap > 0 ? 2 * r->sample_cap : 64;
         load_sample* more = realloc(r->samples, cap * sizeof *more);
@@ -769,17 +790,8 @@ static void take_sample(load_run* r, bool last) {
         r->samples = more;
         r->sample_cap = cap;
     }
-    uint64_t now = uv_hrtime(), snaps = 0, bytes = 0;
-    uint32_t up = 0;
-    totals(r, &snaps, &bytes, &up);
     const uint64_t since = r->sample_ns != 0 ? r->sample_ns : r->t0_ns;
     const double dt = now > since ? (double)(now - since) / 1e9 : 1e-9;
-    const load_phase phase = phase_now(r);
-    r->phases[phase].seconds += dt;
-    r->phases[phase].snapshots += snaps - r->sample_snapshots;
-    if (last && dt < 0.5) {
-        return;
-    }
     load_sample* s = &r->samples[r->sample_count++];
     s->t_s = seconds_since(r->t0_ns);
     s->phase = phase;
@@ -796,22 +808,24 @@ static void take_sample(load_run* r, bool last) {
     r->sample_ns = now;
 }
 
-static void write_html(load_run* r) {
-    take_sample(r, true); // the last (part of a) second
+static bool write_html(load_run* r) {
+    take_sample(r, LOAD_DRAIN); // the drain ends here
     load_report rep = {r->scenario_path, r->sc.url, r->sc.clients, r->samples,
                        r->sample_count,  r->phases, &r->latency,   error_total(r)};
     char err[1200];
     if (load_report_html(r->html_path, r->uplot_dir, &rep, err, sizeof err) != 0) {
         fprintf(stderr, "ragdoll-load: %s\n", err);
+        return false;
     }
+    return true;
 }
 
-static void report(load_run* r) {
+// Prints the report, and writes it with --json and --html; false when one
+// of those could not be written.
+static bool report(load_run* r) {
     summary s;
     summarize(r, &s);
-    if (r->html_path != NULL) {
-        write_html(r);
-    }
+    bool written = r->html_path == NULL || write_html(r);
     char rx[32], rxs[32], tx[32];
     human_bytes(rx, sizeof rx, (double)s.bytes_rx);
     human_bytes(rxs, sizeof rxs, (double)s.bytes_rx / (s.run_s > 0 ? s.run_s : 1));
@@ -849,7 +863,7 @@ static void report(load_run* r) {
     printf("\n");
 
     if (r->json_path == NULL) {
-        return;
+        return written;
     }
     cJSON* o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "scenario", r->scenario_path);
@@ -901,8 +915,10 @@ static void report(load_run* r) {
     FILE* f = text != NULL ? fopen(r->json_path, "w") : NULL;
     if (f == NULL || fprintf(f, "%s\n", text) < 0 || fclose(f) != 0) {
         fprintf(stderr, "ragdoll-load: cannot write %s\n", r->json_path);
+        written = false;
     }
     cJSON_free(text);
+    return written;
 }
 
 // ---------------------------------------------------------------------------
@@ -991,11 +1007,42 @@ static void usage(FILE* f) {
             LOAD_MAX_CLIENTS, LOAD_MAX_DURATION_S, GIVE_UP_ATTEMPTS);
 }
 
+// The report files can be written and uPlot read, before a run whose
+// report would otherwise be lost at its end. Truncates them.
+static int check_outputs(const load_run* r, bool uplot_given) {
+    if (uplot_given && r->html_path == NULL) {
+        fprintf(stderr, "ragdoll-load: --uplot is for --html\n");
+        return -1;
+    }
+    const char* out[2] = {r->json_path, r->html_path};
+    for (int k = 0; k < 2; ++k) {
+        FILE* f = out[k] != NULL ? fopen(out[k], "w") : NULL;
+        if (out[k] != NULL && (f == NULL || fclose(f) != 0)) {
+            fprintf(stderr, "ragdoll-load: cannot write %s\n", out[k]);
+            return -1;
+        }
+    }
+    const char* need[2] = {"uPlot.iife.min.js", "uPlot.min.css"};
+    for (int k = 0; r->html_path != NULL && k < 2; ++k) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", r->uplot_dir, need[k]);
+        FILE* f = fopen(path, "rb");
+        if (f == NULL) {
+            fprintf(stderr, "ragdoll-load: --html needs %s (uPlot: npm ci, or --uplot DIR)\n",
+                    path);
+            return -1;
+        }
+        fclose(f);
+    }
+    return 0;
+}
+
 static int run_load(load_run* r, int argc, char** argv) {
     const char* url = NULL;
     const char* token = NULL;
     double clients = -1, duration = -1, ramp = -1;
     bool allow_remote = false, no_decode = false;
+    bool uplot_given = false;
     static const struct option opts[] = {
         {"url", required_argument, NULL, 'u'},     {"token", required_argument, NULL, 't'},
         {"clients", required_argument, NULL, 'c'}, {"duration", required_argument, NULL, 'd'},
@@ -1032,6 +1079,7 @@ static int run_load(load_run* r, int argc, char** argv) {
             break;
         case 'U':
             r->uplot_dir = optarg;
+            uplot_given = true;
             break;
         case 'R':
             allow_remote = true;
@@ -1117,6 +1165,9 @@ static int run_load(load_run* r, int argc, char** argv) {
                 r->sc.url);
         return 2;
     }
+    if (check_outputs(r, uplot_given) != 0) {
+        return 2;
+    }
     r->rng = r->sc.seed != 0 ? r->sc.seed : (uv_hrtime() | 1);
 
     // One descriptor per client, and some to spare: the soft limit goes up
@@ -1158,11 +1209,11 @@ static int run_load(load_run* r, int argc, char** argv) {
     uv_timer_start(&r->progress_timer, on_progress, 1000, 1000);
     uv_timer_start(&r->end_timer, on_end, (uint64_t)(r->sc.duration_s * 1000 + 0.5), 0);
     uv_run(r->loop, UV_RUN_DEFAULT);
-    report(r);
+    const bool written = report(r);
     if (uv_loop_close(r->loop) != 0) {
         fprintf(stderr, "ragdoll-load: internal error: handles left open\n");
     }
-    return r->established == 0 ? 3 : 0;
+    return r->established == 0 ? 3 : written ? 0 : 4;
 }
 
 int main(int argc, char** argv) {
