@@ -123,6 +123,21 @@ int rdc_interp_push(rdc_interp* ip, const rdc_snapshot* s, uint64_t arrival_ns) 
     if (ip->count > 0 && s->tick < frame_at(ip, 0)->tick) {
         rdc_interp_reset(ip); // the server's ticks went back (it restarted): start afresh
     }
+    if (ip->count > 0) {
+        // A tick more than a second from where the learned clock puts its
+        // arrival: another server clock (a restart whose ticks are past the
+        // old ones), or a stall of over a second: start afresh.
+        double offset = 1e300;
+        for (uint32_t k = 0; k < ip->count; ++k) {
+            const frame* f = frame_at(ip, k);
+            const double o = (double)f->arrival_ns - (double)f->tick * ip->period_ns;
+            offset = o < offset ? o : offset;
+        }
+        const double expect = ((double)arrival_ns - offset) / ip->period_ns;
+        if (fabs(expect - (double)s->tick) > 1e9 / ip->period_ns) {
+            rdc_interp_reset(ip);
+        }
+    }
     if (ip->count > 0 && s->tick <= frame_at(ip, ip->count - 1)->tick) {
         return 0; // not newer: a late duplicate
     }

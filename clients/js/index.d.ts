@@ -94,6 +94,8 @@ export interface ClientOptions {
   WebSocket?: unknown;
   /** Reconnect with backoff after a loss (true). */
   reconnect?: boolean;
+  /** How long connect() waits for the server's welcome, ms (10000). */
+  connectTimeoutMs?: number;
 }
 
 /** Options of kill, apply_impulse and raycast. */

@@ -78,6 +78,10 @@ test('ragdoll-load refuses, before running, a report it could not write or uPlot
     assert.match(r.stderr, /--uplot is for --html/);
     r = await fails(['--json', '/nonexistent/dir/r.json']);
     assert.equal(r.code, 2);
+    r = await fails(['--html', '/dev/full']); // opens, but no byte can be written
+    assert.equal(r.code, 2);
+    r = await fails(['--html', join(dir, 'same'), '--json', join(dir, 'same')]);
+    assert.match(r.stderr, /the same file/);
   } finally {
     assert.equal(await server.stop(), 0);
   }

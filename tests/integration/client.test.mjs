@@ -104,13 +104,36 @@ test('a refused subscribe changes nothing; a second one replaces the first, whos
   const f0 = first;
   await sleep(500);
   assert.ok(first > f0 + 5, `the first subscription goes on: ${first - f0} snapshots`);
-  const b = await c.subscribe(world, { rate_hz: 30 }, () => second++);
-  await a.close(); // replaced: nothing to unsubscribe
+  // The first closed while its replacement is on its way: the second lives.
+  const pending = c.subscribe(world, { rate_hz: 30 }, () => second++);
+  await a.close();
+  const b = await pending;
   const s0 = second;
   await sleep(500);
   assert.ok(second > s0 + 5, `the second subscription goes on: ${second - s0} snapshots`);
   await b.close();
   c.close();
+});
+
+test('a number that is not finite is refused in the client, not sent as null', async () => {
+  const c = await connect(server.url);
+  const { world } = await c.createWorld('finite');
+  await assert.rejects(c.spawnBall(world, [0, 4, 0], { radius: Infinity }),
+    (e) => e instanceof RagdollError && e.code === 'not_finite' && /radius/.test(e.message));
+  await assert.rejects(c.raycast(world, [0, 1, 0], [1, 0, 0], { maxDistance: NaN }), (e) => e.code === 'not_finite');
+  assert.equal((await c.listWorlds()).worlds.find((w) => w.world === world).entities, 0);
+  c.close();
+});
+
+test('connect gives up on a listener that never answers', async () => {
+  const silent = createServer(() => {}); // takes the connection, says nothing
+  await new Promise((r) => silent.listen(0, '127.0.0.1', r));
+  try {
+    await assert.rejects(connect(`ws://127.0.0.1:${silent.address().port}/ws`, { connectTimeoutMs: 500 }),
+      /no welcome within 500 ms/);
+  } finally {
+    silent.close();
+  }
 });
 
 test('a first connection that fails is given up: no client is left trying', async () => {

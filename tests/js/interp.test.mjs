@@ -47,6 +47,10 @@ test('draws the ball where it was two send intervals ago, between the two snapsh
   ({ snapshot, info } = two.sample(100));
   assert.equal(info.tickB, 0);
   close(snapshot.entities[0].p[0], 0, 1e-9, 'the new timeline');
+  two.push(ball(300), 2000); // ticks past the old ones, where ~120 was due: afresh
+  ({ info } = two.sample(2000));
+  assert.equal(info.tickA, 300);
+  assert.equal(info.held, false);
 });
 
 test('the delay follows the jitter (RFC 3550: J += (|D| - J)/16)', () => {

@@ -1167,6 +1167,12 @@ static void test_rdc_interp_draws_between_snapshots(void** state) {
     s = rdc_interp_sample(ip, 100 * MS, &info);
     assert_int_equal(info.tick_b, 0);
     assert_true(fabsf(rdc_snapshot_find(s, 7)->pose[0]) < 1e-6f);
+    // A restart whose ticks are already past the old ones (tick 300 two
+    // seconds later, where the clock expects about 120): afresh too.
+    push_tick(ip, 300, 2000 * MS);
+    s = rdc_interp_sample(ip, 2000 * MS, &info);
+    assert_int_equal(info.tick_a, 300);
+    assert_false(info.held);
     rdc_snapshot bad;
     memset(&bad, 0, sizeof bad);
     assert_int_equal(rdc_interp_push(ip, &bad, now), RDC_E_CONFIG);

@@ -490,9 +490,11 @@ RDC_API void rdc_interp_reset(rdc_interp* ip);
 
 /// Keeps a copy of snapshot s (decoded; its world's), arrived at
 /// `arrival_ns` (a monotonic clock, e.g. uv_hrtime()). A snapshot older
-/// than every one kept starts the buffer afresh (the server's ticks went
-/// back: it restarted, and rdc subscribed again); one otherwise not newer
-/// than the newest is ignored (a late duplicate; returns 0). Returns 0,
+/// than every one kept, or whose tick is more than a second of ticks from
+/// where the clock learned from the arrivals puts it, starts the buffer
+/// afresh (the server restarted and rdc subscribed again, or nothing came
+/// for over a second); one otherwise not newer than the newest is ignored
+/// (a late duplicate; returns 0). Returns 0,
 /// RDC_E_CONFIG for an undecoded snapshot, or UV_ENOMEM (nothing kept).
 RDC_API int rdc_interp_push(rdc_interp* ip, const rdc_snapshot* s, uint64_t arrival_ns);
 

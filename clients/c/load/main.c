@@ -1001,9 +1001,11 @@ static void usage(FILE* f) {
             "  --help, --version\n"
             "\n"
             "exit codes: 0 the run completed (read the report for errors), 2 usage or\n"
-            "scenario error, 3 no client could connect (it gives up after %d failed\n"
-            "attempts, or once every client has tried once when there are fewer and\n"
-            "they do not reconnect).\n",
+            "scenario error, or a --json/--html file that cannot be written or uPlot not\n"
+            "found (checked before the run), 3 no client could connect (it gives up\n"
+            "after %d failed attempts, or once every client has tried once when there\n"
+            "are fewer and they do not reconnect), 4 a report could not be written\n"
+            "after the run.\n",
             LOAD_MAX_CLIENTS, LOAD_MAX_DURATION_S, GIVE_UP_ATTEMPTS);
 }
 
@@ -1015,9 +1017,23 @@ static int check_outputs(const load_run* r, bool uplot_given) {
         return -1;
     }
     const char* out[2] = {r->json_path, r->html_path};
+    if (out[0] != NULL && out[1] != NULL && strcmp(out[0], out[1]) == 0) {
+        fprintf(stderr, "ragdoll-load: --json and --html name the same file\n");
+        return -1;
+    }
     for (int k = 0; k < 2; ++k) {
-        FILE* f = out[k] != NULL ? fopen(out[k], "w") : NULL;
-        if (out[k] != NULL && (f == NULL || fclose(f) != 0)) {
+        if (out[k] == NULL) {
+            continue;
+        }
+        // A byte written and flushed: a full disk (/dev/full) says so now.
+        FILE* f = fopen(out[k], "w");
+        bool ok = f != NULL && fputc('\n', f) != EOF && fflush(f) == 0;
+        ok = f != NULL && fclose(f) == 0 && ok;
+        if (ok) {
+            f = fopen(out[k], "w"); // empty again until the report
+            ok = f != NULL && fclose(f) == 0;
+        }
+        if (!ok) {
             fprintf(stderr, "ragdoll-load: cannot write %s\n", out[k]);
             return -1;
         }

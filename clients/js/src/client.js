@@ -49,6 +49,9 @@ export class Subscription {
     this.stream?.close();
     if (this.client.subs.get(this.world) !== this) return; // replaced: that one goes on
     this.client.subs.delete(this.world);
+    // A subscribe to the world on its way replaces this one at the server:
+    // an unsubscribe now would end that one.
+    if (this.client.subscribing.get(this.world)) return;
     if (this.client.connection.isOpen) await this.client.send({ op: 'unsubscribe', world: this.world });
   }
 
@@ -82,8 +85,10 @@ export class RagdollClient {
   /**
    * url: ws://host:port/ws. options: { token (an access token, PROTOCOL.md
    * §6), WebSocket (the class to use; the global one, else the `ws`
-   * package in Node), reconnect (true) }. Use connect(), which resolves
-   * once the server's welcome came.
+   * package in Node), reconnect (true), connectTimeoutMs (10000: the first
+   * welcome's wait) }. Use connect(), which resolves once the server's
+   * welcome came, and rejects (leaving nothing running) when the first
+   * attempt fails.
    */
   constructor(url, options = {}) {
     if (options.token != null && !TOKEN_FORM.test(options.token)) {
@@ -93,6 +98,7 @@ export class RagdollClient {
     this.options = options;
     this.listeners = new Map(); // name -> Set of functions
     this.subs = new Map(); // world -> Subscription
+    this.subscribing = new Map(); // world -> subscribes on their way
     this.stats = newStats();
     this.welcome = null;
     this.connection = null;
@@ -103,8 +109,16 @@ export class RagdollClient {
     const c = new RagdollClient(url, options);
     const WS = options.WebSocket ?? globalThis.WebSocket ?? (await import('ws')).default;
     const protocols = options.token != null ? [SUBPROTOCOL, AUTH_PREFIX + options.token] : [SUBPROTOCOL];
+    const timeoutMs = options.connectTimeoutMs ?? 10000;
     await new Promise((resolve, reject) => {
       let first = true;
+      // A server that takes the connection but never upgrades it: give up.
+      const timer = setTimeout(() => {
+        if (!first) return;
+        first = false;
+        c.connection.close();
+        reject(new Error(`cannot connect to ${url}: no welcome within ${timeoutMs} ms`));
+      }, timeoutMs);
       c.connection = new Connection(url, {
         welcome: (msg) => {
           const again = c.welcome !== null;
@@ -112,6 +126,7 @@ export class RagdollClient {
           c.emit('welcome', msg);
           if (first) {
             first = false;
+            clearTimeout(timer);
             resolve();
           }
           if (again) c.resubscribe();
@@ -124,8 +139,9 @@ export class RagdollClient {
             // The first attempt failed: the caller gets no client to close,
             // so this one stops trying.
             first = false;
+            clearTimeout(timer);
             c.connection.close();
-            reject(new Error(`cannot connect to ${url}: ${text}`));
+            reject(new Error(`cannot connect to ${url}: refused, or nobody there`));
           } else if (state === 'closed' && options.reconnect === false) {
             c.connection.close();
           }
@@ -147,8 +163,17 @@ export class RagdollClient {
     for (const fn of this.listeners.get(name) ?? []) fn(value);
   }
 
-  /** Sends a command; resolves with its reply, or rejects with a RagdollError (or an Error when no reply came). */
+  /**
+   * Sends a command; resolves with its reply, or rejects with a RagdollError
+   * (or an Error when no reply came). A number that is not finite is refused
+   * here with a RagdollError not_finite: JSON would carry it as null, which
+   * the server takes for "absent".
+   */
   async send(cmd) {
+    const bad = nonFinite(cmd);
+    if (bad !== null) {
+      throw new RagdollError({ re: null, error: { code: 'not_finite', message: `field "${bad}" is not a finite number` } });
+    }
     const reply = await this.connection.send(cmd);
     if (reply.error) throw new RagdollError(reply);
     return reply;
@@ -172,7 +197,15 @@ export class RagdollClient {
     // A subscription already there goes on until the server has taken this
     // one (a refused one changes nothing), then this one replaces it, as
     // the server's does.
-    const reply = await this.send(this.subscribeCommand(sub));
+    this.subscribing.set(world, (this.subscribing.get(world) ?? 0) + 1);
+    let reply;
+    try {
+      reply = await this.send(this.subscribeCommand(sub));
+    } finally {
+      const n = this.subscribing.get(world) - 1;
+      if (n > 0) this.subscribing.set(world, n);
+      else this.subscribing.delete(world);
+    }
     const before = this.subs.get(world);
     if (before !== undefined) {
       before.closed = true;
@@ -243,6 +276,23 @@ export class RagdollClient {
     return this.send({ op: 'start_getup', world, entity, ...(blendTime != null ? { blend_time: blendTime } : {}) });
   }
   setParams(world, params) { return this.send({ op: 'set_params', world, ...params }); }
+}
+
+// The path of the first number in v that is not finite, or null.
+function nonFinite(v, path = '') {
+  if (typeof v === 'number') return Number.isFinite(v) ? null : path;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const p = nonFinite(v[i], `${path}[${i}]`);
+      if (p !== null) return p;
+    }
+  } else if (v !== null && typeof v === 'object') {
+    for (const [k, x] of Object.entries(v)) {
+      const p = nonFinite(x, path ? `${path}.${k}` : k);
+      if (p !== null) return p;
+    }
+  }
+  return null;
 }
 
 // seenTick, bone, particle, point of a command's options on the wire.

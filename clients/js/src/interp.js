@@ -39,6 +39,13 @@ export class Interpolator {
    */
   push(s, atMs) {
     if (this.frames.length > 0 && s.tick < this.frames[0].tick) this.reset();
+    if (this.frames.length > 0) {
+      // More than a second of ticks from where the learned clock puts this
+      // arrival: another server clock, or a long stall: start afresh.
+      let offset = Infinity;
+      for (const f of this.frames) offset = Math.min(offset, f.at - f.tick * this.periodMs);
+      if (Math.abs((atMs - offset) / this.periodMs - s.tick) > 1000 / this.periodMs) this.reset();
+    }
     const last = this.frames[this.frames.length - 1];
     if (last !== undefined && s.tick <= last.tick) return;
     if (last !== undefined) {
