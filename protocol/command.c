@@ -578,17 +578,18 @@ static rdp_code check_shape(const field_spec* f, const cJSON* v, rdp_error* err)
         }
         return RDP_OK;
     }
-    case F_FLAGS: {
-        if (!cJSON_IsArray(v)) {
-            return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be an array of strings", f->key);
-        }
-        // Each a known name: a shape error, before any range.
+    case F_FLAGS:
+    case F_NAMES: {
+        bool strings = cJSON_IsArray(v);
         const cJSON* c;
         cJSON_ArrayForEach(c, v) {
-            if (!cJSON_IsString(c)) {
-                return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be an array of strings",
-                            f->key);
-            }
+            strings = strings && cJSON_IsString(c);
+        }
+        if (!strings) {
+            return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be an array of strings", f->key);
+        }
+        // F_FLAGS: each a known name, a shape error before any range.
+        for (c = f->type == F_FLAGS ? v->child : NULL; c != NULL; c = c->next) {
             size_t i = 0;
             while (f->choices[i] != NULL && strcmp(c->valuestring, f->choices[i]) != 0) {
                 i++;
@@ -603,19 +604,6 @@ static rdp_code check_shape(const field_spec* f, const cJSON* v, rdp_error* err)
                 }
                 return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" may list %s", f->key,
                             choices_text(f, choices, sizeof choices));
-            }
-        }
-        return RDP_OK;
-    }
-    case F_NAMES: {
-        if (!cJSON_IsArray(v)) {
-            return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be an array of strings", f->key);
-        }
-        const cJSON* c;
-        cJSON_ArrayForEach(c, v) {
-            if (!cJSON_IsString(c)) {
-                return fail(err, RDP_E_BAD_REQUEST, "field \"%s\" must be an array of strings",
-                            f->key);
             }
         }
         return RDP_OK;
