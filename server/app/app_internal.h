@@ -699,6 +699,11 @@ app_client* app__client_new(app_server* app, net_session* s);
 /// has not reached.
 int app__lag_pick(app_world* w, uint64_t seen, sim_picked_tick* out, char* msg, size_t cap);
 
+/// A wire vector (double) as the simulator's (float).
+static inline sim_vec3 app__sim_vec(rdp_vec3 v) {
+    return (sim_vec3){(float)v.x, (float)v.y, (float)v.z};
+}
+
 /// The opt-in events (rdp_event_bits) any subscription of w asked for
 /// (broadcast.c).
 uint32_t app__events_wanted(const app_world* w);

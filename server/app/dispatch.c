@@ -191,11 +191,6 @@ static void describe_failure(const app_world* w, const rdp_command* cmd, int rc,
     }
 }
 
-static sim_vec3 vec_of(rdp_vec3 v) {
-    sim_vec3 r = {(float)v.x, (float)v.y, (float)v.z};
-    return r;
-}
-
 // Fills w->bone_desc for describe of a character (its bones are in the
 // body scratch from index 0).
 static void describe_bones(app_world* w, sim_entity_id id, rdp_entity_state* e) {
@@ -300,7 +295,7 @@ static int apply_impulse(app_world* w, const rdp_command* cmd, sim_entity_id id)
     if (sim_entity_get_view(w->sim, id, &v) != SIM_OK) {
         return SIM_E_STALE_ID;
     }
-    sim_vec3 impulse = vec_of(cmd->u.apply_impulse.impulse);
+    sim_vec3 impulse = app__sim_vec(cmd->u.apply_impulse.impulse);
     if (v.kind == SIM_ENTITY_CHARACTER) {
         if (!(cmd->given & RDP_GIVEN_BONE)) {
             snprintf(w->name_error, sizeof w->name_error,
@@ -316,8 +311,8 @@ static int apply_impulse(app_world* w, const rdp_command* cmd, sim_entity_id id)
         }
         sim_bone_pose poses[SIM_MAX_BONES];
         sim_character_get_pose(w->sim, id, poses, NULL, NULL, SIM_MAX_BONES);
-        sim_vec3 at =
-            (cmd->given & RDP_GIVEN_POINT) ? vec_of(cmd->u.apply_impulse.point) : poses[bone].p;
+        sim_vec3 at = (cmd->given & RDP_GIVEN_POINT) ? app__sim_vec(cmd->u.apply_impulse.point)
+                                                     : poses[bone].p;
         return sim_character_apply_impulse(w->sim, id, bone, at, impulse);
     }
     if (v.kind == SIM_ENTITY_BALL) {
@@ -410,7 +405,7 @@ static int apply_set_params(const app_server* app, app_world* w, const rdp_comma
     sim_params p = old;
     unsigned given = cmd->u.set_params.given;
     if (given & RDP_PARAM_GRAVITY) {
-        p.gravity = vec_of(cmd->u.set_params.gravity);
+        p.gravity = app__sim_vec(cmd->u.set_params.gravity);
     }
     if (given & RDP_PARAM_DAMPING) {
         p.damping = (float)cmd->u.set_params.damping;
@@ -428,7 +423,7 @@ static int apply_set_params(const app_server* app, app_world* w, const rdp_comma
         p.friction = (float)cmd->u.set_params.friction;
     }
     if (given & RDP_PARAM_WIND) {
-        p.wind = vec_of(cmd->u.set_params.wind);
+        p.wind = app__sim_vec(cmd->u.set_params.wind);
     }
     if (given & RDP_PARAM_GUST) {
         p.gust = (float)cmd->u.set_params.gust;
@@ -475,7 +470,7 @@ static bool spawn_def_of(const rdp_command* cmd, spawn_def* d) {
     switch (cmd->op) {
     case RDP_OP_SPAWN_ROPE:
         d->u.rope = sim_rope_def_default();
-        d->u.rope.anchor = vec_of(cmd->u.spawn_rope.anchor);
+        d->u.rope.anchor = app__sim_vec(cmd->u.spawn_rope.anchor);
         d->u.rope.segments = cmd->u.spawn_rope.segments;
         d->u.rope.segment_length = (float)cmd->u.spawn_rope.segment_length;
         d->u.rope.mass = (float)cmd->u.spawn_rope.mass;
@@ -483,7 +478,7 @@ static bool spawn_def_of(const rdp_command* cmd, spawn_def* d) {
         return true;
     case RDP_OP_SPAWN_CLOTH:
         d->u.cloth = sim_cloth_def_default();
-        d->u.cloth.origin = vec_of(cmd->u.spawn_cloth.origin);
+        d->u.cloth.origin = app__sim_vec(cmd->u.spawn_cloth.origin);
         d->u.cloth.cols = cmd->u.spawn_cloth.cols;
         d->u.cloth.rows = cmd->u.spawn_cloth.rows;
         d->u.cloth.spacing = (float)cmd->u.spawn_cloth.spacing;
@@ -498,23 +493,23 @@ static bool spawn_def_of(const rdp_command* cmd, spawn_def* d) {
         d->u.cloth.shear_compliance = (float)cmd->u.spawn_cloth.shear_compliance;
         d->u.cloth.bend_compliance = (float)cmd->u.spawn_cloth.bend_compliance;
         if (cmd->given & RDP_GIVEN_ACROSS) {
-            d->u.cloth.across = vec_of(cmd->u.spawn_cloth.across);
+            d->u.cloth.across = app__sim_vec(cmd->u.spawn_cloth.across);
         }
         if (cmd->given & RDP_GIVEN_DOWN) {
-            d->u.cloth.down = vec_of(cmd->u.spawn_cloth.down);
+            d->u.cloth.down = app__sim_vec(cmd->u.spawn_cloth.down);
         }
         d->u.cloth.self_collision = cmd->u.spawn_cloth.self_collision != 0;
         d->u.cloth.thickness = (float)cmd->u.spawn_cloth.thickness;
         return true;
     case RDP_OP_SPAWN_RAGDOLL:
         d->u.ragdoll = sim_ragdoll_def_default();
-        d->u.ragdoll.position = vec_of(cmd->u.spawn_ragdoll.position);
+        d->u.ragdoll.position = app__sim_vec(cmd->u.spawn_ragdoll.position);
         d->u.ragdoll.facing = (float)cmd->u.spawn_ragdoll.facing;
         d->u.ragdoll.mass = (float)cmd->u.spawn_ragdoll.mass;
         return true;
     case RDP_OP_SPAWN_CHARACTER:
         d->u.character = sim_character_def_default();
-        d->u.character.position = vec_of(cmd->u.spawn_character.position);
+        d->u.character.position = app__sim_vec(cmd->u.spawn_character.position);
         d->u.character.facing = (float)cmd->u.spawn_character.facing;
         if (cmd->u.spawn_character.skeleton[0] != '\0') {
             d->u.character.skeleton = cmd->u.spawn_character.skeleton;
@@ -530,8 +525,8 @@ static bool spawn_def_of(const rdp_command* cmd, spawn_def* d) {
         return true;
     case RDP_OP_SPAWN_BALL:
         d->u.ball = sim_ball_def_default();
-        d->u.ball.position = vec_of(cmd->u.spawn_ball.position);
-        d->u.ball.velocity = vec_of(cmd->u.spawn_ball.velocity);
+        d->u.ball.position = app__sim_vec(cmd->u.spawn_ball.position);
+        d->u.ball.velocity = app__sim_vec(cmd->u.spawn_ball.velocity);
         d->u.ball.radius = (float)cmd->u.spawn_ball.radius;
         d->u.ball.mass = (float)cmd->u.spawn_ball.mass;
         return true;
@@ -549,7 +544,7 @@ static bool spawn_def_of(const rdp_command* cmd, spawn_def* d) {
         return true;
     case RDP_OP_SPAWN_SOFTBODY:
         d->u.softbody = sim_softbody_def_default();
-        d->u.softbody.position = vec_of(cmd->u.spawn_softbody.position);
+        d->u.softbody.position = app__sim_vec(cmd->u.spawn_softbody.position);
         d->u.softbody.shape = cmd->u.spawn_softbody.shape == RDP_SOFTBODY_SPHERE
                                   ? SIM_SOFTBODY_SPHERE
                                   : SIM_SOFTBODY_BOX;
@@ -730,12 +725,13 @@ char* app__apply(app_server* app, app_world* w, app_client* c, rdp_command* cmd,
             memcpy(one.name[0], cmd->bone, sizeof cmd->bone);
             rc = bone_indices(w, entity, &one, &bone);
             if (rc == SIM_OK) {
-                rc = sim_character_kill_bone(w->sim, entity, bone, vec_of(cmd->u.kill.hit_point),
-                                             vec_of(cmd->u.kill.impulse));
+                rc = sim_character_kill_bone(w->sim, entity, bone,
+                                             app__sim_vec(cmd->u.kill.hit_point),
+                                             app__sim_vec(cmd->u.kill.impulse));
             }
         } else if (rc == SIM_OK) {
-            rc = sim_character_kill(w->sim, entity, vec_of(cmd->u.kill.hit_point),
-                                    vec_of(cmd->u.kill.impulse), &bone);
+            rc = sim_character_kill(w->sim, entity, app__sim_vec(cmd->u.kill.hit_point),
+                                    app__sim_vec(cmd->u.kill.impulse), &bone);
         }
         sim_character_view cv;
         if (rc == SIM_OK && sim_character_get_view(w->sim, entity, &cv) == SIM_OK) {
@@ -772,7 +768,7 @@ char* app__apply(app_server* app, app_world* w, app_client* c, rdp_command* cmd,
         }
         break;
     case RDP_OP_DRAG:
-        rc = sim_entity_drag(w->sim, entity, cmd->particle, vec_of(cmd->u.drag.target));
+        rc = sim_entity_drag(w->sim, entity, cmd->particle, app__sim_vec(cmd->u.drag.target));
         break;
     case RDP_OP_RELEASE:
         rc = sim_entity_release(w->sim, entity, cmd->particle);

@@ -21,10 +21,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static sim_vec3 vec_of(rdp_vec3 v) {
-    return (sim_vec3){(float)v.x, (float)v.y, (float)v.z};
-}
-
 static rdp_vec3 rdp_of(sim_vec3 v) {
     return (rdp_vec3){v.x, v.y, v.z};
 }
@@ -61,7 +57,7 @@ int app__lag_kill(app_world* w, rdp_command* cmd, sim_picked_tick* pick, char* m
     if (rc != SIM_OK) {
         return rc;
     }
-    const sim_vec3 then = vec_of(cmd->u.kill.hit_point);
+    const sim_vec3 then = app__sim_vec(cmd->u.kill.hit_point);
     uint32_t bone = 0;
     if (cmd->given & RDP_GIVEN_BONE) {
         int b = named_bone(w, id, cmd, msg, cap);
@@ -122,7 +118,7 @@ int app__lag_impulse(app_world* w, rdp_command* cmd, sim_picked_tick* pick, char
         }
         sim_vec3 now;
         rc = sim_history_carry(w->history, w->sim, pick->tick, id, (uint32_t)bone,
-                               vec_of(cmd->u.apply_impulse.point), &now);
+                               app__sim_vec(cmd->u.apply_impulse.point), &now);
         if (rc == SIM_E_OUT_OF_RANGE) {
             pick->tick = sim_world_tick(w->sim); // spawned since: judged now
             pick->clamped = true;
@@ -153,7 +149,7 @@ char* app__lag_raycast(app_world* w, const rdp_command* cmd, uint64_t reply_tick
     if (rc == SIM_OK && !(unit > 0.0)) {
         snprintf(msg, sizeof msg, "field \"direction\" must not be [0, 0, 0]");
         rc = SIM_E_OUT_OF_RANGE;
-    } else if (rc == SIM_OK && !sim_world_contains(w->sim, vec_of(o))) {
+    } else if (rc == SIM_OK && !sim_world_contains(w->sim, app__sim_vec(o))) {
         snprintf(msg, sizeof msg,
                  "field \"origin\" [%g, %g, %g] is outside the world's cube of ±%g m", o.x, o.y,
                  o.z, (double)sim_world_half_extent(w->sim));
@@ -164,7 +160,7 @@ char* app__lag_raycast(app_world* w, const rdp_command* cmd, uint64_t reply_tick
         const sim_vec3 du = {(float)(d.x / unit), (float)(d.y / unit), (float)(d.z / unit)};
         // A distance below a nanometre is a nanometre (what a float holds).
         const float max = (float)fmax(cmd->u.raycast.max_distance, 1e-9);
-        rc = sim_world_raycast(w->sim, w->history, pick.tick, vec_of(o), du, max, &hit);
+        rc = sim_world_raycast(w->sim, w->history, pick.tick, app__sim_vec(o), du, max, &hit);
     }
     if (rc != SIM_OK) {
         if (msg[0] == '\0') {
