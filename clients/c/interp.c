@@ -84,6 +84,18 @@ static frame* frame_at(const rdc_interp* ip, uint32_t k) {
     return &ip->frames[(ip->head + k) % ip->depth];
 }
 
+// The server's tick 0 in local time (ns), from the least-delayed arrival
+// kept (ip->count > 0).
+static double clock_offset(const rdc_interp* ip) {
+    double offset = 1e300;
+    for (uint32_t k = 0; k < ip->count; ++k) {
+        const frame* f = frame_at(ip, k);
+        const double o = (double)f->arrival_ns - (double)f->tick * ip->period_ns;
+        offset = o < offset ? o : offset;
+    }
+    return offset;
+}
+
 static size_t floats_of(const rdc_entity* e) {
     return (size_t)e->count * (e->pose != NULL ? 7u : 3u);
 }
@@ -127,13 +139,7 @@ int rdc_interp_push(rdc_interp* ip, const rdc_snapshot* s, uint64_t arrival_ns) 
         // A tick more than a second from where the learned clock puts its
         // arrival: another server clock (a restart whose ticks are past the
         // old ones), or a stall of over a second: start afresh.
-        double offset = 1e300;
-        for (uint32_t k = 0; k < ip->count; ++k) {
-            const frame* f = frame_at(ip, k);
-            const double o = (double)f->arrival_ns - (double)f->tick * ip->period_ns;
-            offset = o < offset ? o : offset;
-        }
-        const double expect = ((double)arrival_ns - offset) / ip->period_ns;
+        const double expect = ((double)arrival_ns - clock_offset(ip)) / ip->period_ns;
         if (fabs(expect - (double)s->tick) > 1e9 / ip->period_ns) {
             rdc_interp_reset(ip);
         }
@@ -231,13 +237,7 @@ const rdc_snapshot* rdc_interp_sample(rdc_interp* ip, uint64_t now_ns, rdc_inter
     if (ip == NULL || ip->count == 0) {
         return NULL;
     }
-    // The server's tick 0 in local time: the least-delayed arrival kept.
-    double offset = 1e300;
-    for (uint32_t k = 0; k < ip->count; ++k) {
-        const frame* f = frame_at(ip, k);
-        const double o = (double)f->arrival_ns - (double)f->tick * ip->period_ns;
-        offset = o < offset ? o : offset;
-    }
+    const double offset = clock_offset(ip);
     const double delay = 2.0 * ip->interval_ns + ip->jitter_ns;
     double render_tick = ((double)now_ns - delay - offset) / ip->period_ns;
     // Time never runs backwards on screen: a larger delay (more jitter) or

@@ -262,13 +262,13 @@ export class RagdollClient {
   despawn(world, entity) { return this.send({ op: 'despawn', world, entity }); }
   describe(world, entity) { return this.send({ op: 'describe', world, entity }); }
   kill(world, entity, hitPoint, impulse, options = {}) {
-    return this.send({ op: 'kill', world, entity, hit_point: hitPoint, impulse, ...seen(options) });
+    return this.send({ op: 'kill', world, entity, hit_point: hitPoint, impulse, ...hitFields(options) });
   }
   applyImpulse(world, entity, impulse, options = {}) {
-    return this.send({ op: 'apply_impulse', world, entity, impulse, ...seen(options) });
+    return this.send({ op: 'apply_impulse', world, entity, impulse, ...hitFields(options) });
   }
   raycast(world, origin, direction, options = {}) {
-    const cmd = { op: 'raycast', world, origin, direction, ...seen(options) };
+    const cmd = { op: 'raycast', world, origin, direction, ...hitFields(options) };
     if (options.maxDistance != null) cmd.max_distance = options.maxDistance;
     return this.send(cmd);
   }
@@ -295,8 +295,8 @@ function nonFinite(v, path = '') {
   return null;
 }
 
-// seenTick, bone, particle, point of a command's options on the wire.
-function seen(o) {
+// The options of a hit (seenTick, bone, particle, point) on the wire.
+function hitFields(o) {
   const out = {};
   if (o.seenTick != null) out.seen_tick = o.seenTick;
   if (o.bone != null) out.bone = o.bone;

@@ -42,9 +42,7 @@ export class Interpolator {
     if (this.frames.length > 0) {
       // More than a second of ticks from where the learned clock puts this
       // arrival: another server clock, or a long stall: start afresh.
-      let offset = Infinity;
-      for (const f of this.frames) offset = Math.min(offset, f.at - f.tick * this.periodMs);
-      if (Math.abs((atMs - offset) / this.periodMs - s.tick) > 1000 / this.periodMs) this.reset();
+      if (Math.abs((atMs - this.clockOffset()) / this.periodMs - s.tick) > 1000 / this.periodMs) this.reset();
     }
     const last = this.frames[this.frames.length - 1];
     if (last !== undefined && s.tick <= last.tick) return;
@@ -56,6 +54,13 @@ export class Interpolator {
     if (this.frames.length > this.depth) this.frames.shift();
   }
 
+  /** The server's tick 0 in local time (ms), from the least-delayed arrival kept. */
+  clockOffset() {
+    let offset = Infinity;
+    for (const f of this.frames) offset = Math.min(offset, f.at - f.tick * this.periodMs);
+    return offset;
+  }
+
   /**
    * The world at `nowMs` less the delay: { snapshot, info } or null before
    * anything was pushed. info: { delayMs, jitterMs, renderTick, tickA,
@@ -64,8 +69,7 @@ export class Interpolator {
    */
   sample(nowMs) {
     if (this.frames.length === 0) return null;
-    let offset = Infinity;
-    for (const f of this.frames) offset = Math.min(offset, f.at - f.tick * this.periodMs);
+    const offset = this.clockOffset();
     const delayMs = 2 * this.intervalMs + this.jitterMs;
     let renderTick = Math.max(this.lastRender, (nowMs - delayMs - offset) / this.periodMs);
     this.lastRender = renderTick;
