@@ -159,6 +159,12 @@ static double round4(double x) {
     return round(x * 1e4) / 1e4 + 0.0;
 }
 
+// [x, y, z] rounded to 10⁻⁴ (round4()).
+static cJSON* vec3_array4(rdp_vec3 v) {
+    const rdp_vec3 r = {round4(v.x), round4(v.y), round4(v.z)};
+    return vec3_array(r);
+}
+
 // A ray's hit: millimetres in point and distance, 10⁻⁴ in the normal (the
 // snapshots' precision; a reply is not the place for float noise).
 static cJSON* hit_object(const rdp_hit* h) {
@@ -173,10 +179,8 @@ static cJSON* hit_object(const rdp_hit* h) {
     if (h->has_index) {
         cJSON_AddNumberToObject(o, strcmp(h->kind, "box") == 0 ? "box" : "particle", h->index);
     }
-    const rdp_vec3 p = {round4(h->point.x), round4(h->point.y), round4(h->point.z)};
-    const rdp_vec3 n = {round4(h->normal.x), round4(h->normal.y), round4(h->normal.z)};
-    cJSON_AddItemToObject(o, "point", vec3_array(p));
-    cJSON_AddItemToObject(o, "normal", vec3_array(n));
+    cJSON_AddItemToObject(o, "point", vec3_array4(h->point));
+    cJSON_AddItemToObject(o, "normal", vec3_array4(h->normal));
     cJSON_AddNumberToObject(o, "distance", round4(h->distance));
     return o;
 }
@@ -536,10 +540,8 @@ char* rdp_event_impacts(uint64_t world, uint64_t tick, const rdp_impact* impacts
         } else if (strcmp(m->with, "box") == 0) {
             cJSON_AddNumberToObject(o, "box", m->box);
         }
-        const rdp_vec3 p = {round4(m->point.x), round4(m->point.y), round4(m->point.z)};
-        const rdp_vec3 n = {round4(m->normal.x), round4(m->normal.y), round4(m->normal.z)};
-        cJSON_AddItemToObject(o, "point", vec3_array(p));
-        cJSON_AddItemToObject(o, "normal", vec3_array(n));
+        cJSON_AddItemToObject(o, "point", vec3_array4(m->point));
+        cJSON_AddItemToObject(o, "normal", vec3_array4(m->normal));
         cJSON_AddNumberToObject(o, "speed", round(m->speed * 1e3) / 1e3);
         cJSON_AddItemToArray(arr, o);
     }
