@@ -387,6 +387,7 @@ int rdp_quantize(const rdp_snapshot* s, rdp_qsnap* q) {
         qe->id = e->entity;
         qe->kind = (uint8_t)e->kind;
         qe->state = rdp_state_code(e->state);
+        qe->tick = (uint16_t)s->tick;
         qe->offset = vo;
         if (!rdp_kind_is_rigid(e->kind)) {
             qe->count = e->particle_count;
@@ -492,9 +493,9 @@ size_t rdp_encode_bound(const rdp_qsnap* q) {
     return bits / 8 + 16;
 }
 
-static void put_entity_head(bitw* w, const rdp_qsnap* q, const rdp_qentity* e) {
-    put_eg(w, e->id & 0xffffffffu, 0);
-    put_eg(w, e->id >> 32, 0);
+// What a decoder needs of an entity it meets for the first time, after its
+// id: kind, count, and a character's skeleton.
+static void put_entity_shape(bitw* w, const rdp_qsnap* q, const rdp_qentity* e) {
     put_bits(w, e->kind, 3);
     put_eg(w, e->count, 0);
     if (e->kind == RDP_KIND_CHARACTER) {
@@ -509,6 +510,12 @@ static void put_entity_head(bitw* w, const rdp_qsnap* q, const rdp_qentity* e) {
             }
         }
     }
+}
+
+static void put_entity_head(bitw* w, const rdp_qsnap* q, const rdp_qentity* e) {
+    put_eg(w, e->id & 0xffffffffu, 0);
+    put_eg(w, e->id >> 32, 0);
+    put_entity_shape(w, q, e);
 }
 
 // Particles. With no baseline: the first particle's position, then each
@@ -696,6 +703,17 @@ static bool same_entity_values(const rdp_qsnap* q, const rdp_qentity* e, const r
                                            (size_t)per * e->count * sizeof *q->vals) == 0;
 }
 
+// An entity's state after its head: a character's state, then its particles
+// or bodies, against be (in bq) or, with be NULL, without a baseline.
+static bool put_entity_values(bitw* w, const rdp_qsnap* q, const rdp_qentity* e,
+                              const rdp_qsnap* bq, const rdp_qentity* be) {
+    if (e->kind == RDP_KIND_CHARACTER) {
+        put_bits(w, e->state, 2);
+    }
+    return rdp_kind_is_rigid((rdp_kind)e->kind) ? put_bodies(w, q, e, bq, be)
+                                                : put_particles(w, q, e, bq, be);
+}
+
 size_t rdp_encode(const rdp_qsnap* q, const rdp_qsnap* base, uint8_t* buf, size_t cap) {
     if (cap < 16) {
         return 0;
@@ -742,12 +760,7 @@ size_t rdp_encode(const rdp_qsnap* q, const rdp_qsnap* base, uint8_t* buf, size_
         } else {
             put_entity_head(&w, q, e);
         }
-        if (e->kind == RDP_KIND_CHARACTER) {
-            put_bits(&w, e->state, 2);
-        }
-        bool ok = rdp_kind_is_rigid((rdp_kind)e->kind) ? put_bodies(&w, q, e, base, be)
-                                                       : put_particles(&w, q, e, base, be);
-        if (!ok) {
+        if (!put_entity_values(&w, q, e, base, be)) {
             return 0;
         }
     }
@@ -758,6 +771,110 @@ size_t rdp_encode(const rdp_qsnap* q, const rdp_qsnap* base, uint8_t* buf, size_
 }
 
 // ---------------------------------------------------------------------------
+// Partial frames (interest management)
+// ---------------------------------------------------------------------------
+
+#define FLAG_PARTIAL 2u
+#define FLAG_RESET   4u
+#define PARTIAL_HEAD 8 // magic, version, flags, tick: no baseline tick
+
+// The writer's bit stream as a bitw, and back.
+static bitw pw_bits(const rdp_pwriter* pw) {
+    return (bitw){pw->buf + PARTIAL_HEAD, pw->cap - PARTIAL_HEAD, pw->bit, pw->full};
+}
+
+bool rdp_partial_begin(rdp_pwriter* pw, const rdp_qsnap* q, bool reset, const uint64_t* removed,
+                       uint32_t removed_count, uint8_t* buf, size_t cap) {
+    memset(pw, 0, sizeof *pw);
+    if (cap < PARTIAL_HEAD + 16) {
+        return false;
+    }
+    pw->buf = buf;
+    pw->cap = cap;
+    pw->q = q;
+    memcpy(buf, magic2, 4);
+    buf[4] = RDP_SNAPSHOT_VERSION;
+    buf[5] = (uint8_t)(FLAG_PARTIAL | (reset ? FLAG_RESET : 0u));
+    buf[6] = (uint8_t)q->tick;
+    buf[7] = (uint8_t)(q->tick >> 8);
+    bitw w = pw_bits(pw);
+    put_eg(&w, q->world, 0);
+    put_eg(&w, removed_count, 0);
+    for (uint32_t i = 0; i < removed_count; ++i) {
+        put_eg(&w, removed[i] & 0xffffffffu, 0);
+        put_eg(&w, removed[i] >> 32, 0);
+    }
+    pw->bit = w.bit;
+    pw->full = w.full;
+    return !w.full;
+}
+
+size_t rdp_partial_size(const rdp_pwriter* pw) {
+    return PARTIAL_HEAD + (pw->bit + 1 + 7) / 8; // with the bit that ends the list
+}
+
+int rdp_partial_add(rdp_pwriter* pw, uint32_t k, const rdp_qsnap* base, uint32_t bk,
+                    size_t max_bytes) {
+    const rdp_qsnap* q = pw->q;
+    if (pw->full || k >= q->entity_count) {
+        return -1;
+    }
+    const rdp_qentity* e = &q->ents[k];
+    const rdp_qentity* be = NULL;
+    if (base != NULL && bk < base->entity_count) {
+        const rdp_qentity* c = &base->ents[bk];
+        // A baseline is the same entity, of the same shape, sent before
+        // (within the 16-bit tick's reach).
+        if (c->id == e->id && c->kind == e->kind && c->count == e->count && base->tick < q->tick &&
+            q->tick - base->tick <= 32768u) {
+            be = c;
+        }
+    }
+    bitw w = pw_bits(pw);
+    size_t start = w.bit;
+    put_bits(&w, 1, 1); // more
+    put_eg(&w, e->id & 0xffffffffu, 0);
+    put_eg(&w, e->id >> 32, 0);
+    put_bits(&w, be != NULL, 1);
+    bool ok = true;
+    if (be != NULL) {
+        put_eg(&w, (uint64_t)(q->tick - 1 - base->tick), 0);
+        bool same = same_entity_values(q, e, base, be);
+        put_bits(&w, same, 1);
+        if (!same) {
+            ok = put_entity_values(&w, q, e, base, be);
+        }
+    } else {
+        put_entity_shape(&w, q, e);
+        ok = put_entity_values(&w, q, e, NULL, NULL);
+    }
+    if (!ok) {
+        return -1;
+    }
+    if (w.full || PARTIAL_HEAD + (w.bit + 1 + 7) / 8 > max_bytes) {
+        // Does not fit: the frame is left as it was (the bits past `start`
+        // in its last byte cleared, for they are or'ed into).
+        if ((start & 7) != 0) {
+            pw->buf[PARTIAL_HEAD + (start >> 3)] &= (uint8_t)((1u << (start & 7)) - 1u);
+        }
+        pw->bit = start;
+        return 0;
+    }
+    pw->bit = w.bit;
+    return 1;
+}
+
+size_t rdp_partial_end(rdp_pwriter* pw) {
+    bitw w = pw_bits(pw);
+    put_bits(&w, 0, 1); // no more entities
+    if (w.full || pw->full) {
+        return 0;
+    }
+    pw->bit = w.bit;
+    return PARTIAL_HEAD + (w.bit + 7) / 8;
+}
+
+// ---------------------------------------------------------------------------
 // Decoding
 // ---------------------------------------------------------------------------
 
@@ -765,10 +882,28 @@ size_t rdp_encode(const rdp_qsnap* q, const rdp_qsnap* base, uint8_t* buf, size_
 // decodes into the spare one.
 #define RING (RDP_BASELINES + 1)
 
+// An entity of a decoded frame, for finding it by id.
+typedef struct id_slot {
+    uint64_t id;
+    uint32_t k; ///< Its index in the frame.
+} id_slot;
+
 struct rdp_decoder {
     rdp_qsnap* ring[RING];
+    id_slot* index[RING]; ///< Each frame's entities sorted by id.
+    uint32_t index_cap[RING];
     uint32_t next; ///< Slot the next decoded snapshot goes to.
     uint64_t world;
+    // Partial frames: the view they update (double-buffered: the new one is
+    // made from the old), and where the current view is: view[cur], the
+    // last full or delta frame (a ring slot), or NULL when empty.
+    rdp_qsnap* view[2];
+    uint32_t cur;
+    const rdp_qsnap* view_src;
+    uint64_t* removed; ///< A partial frame's removals, sorted.
+    uint32_t removed_cap;
+    uint8_t* used; ///< Merging: the frame's entities the old view had.
+    uint32_t used_cap;
 };
 
 rdp_decoder* rdp_decoder_new(void) {
@@ -784,6 +919,12 @@ rdp_decoder* rdp_decoder_new(void) {
         }
         d->ring[i]->tick = UINT64_MAX; // empty
     }
+    for (int i = 0; i < 2; ++i) {
+        if ((d->view[i] = rdp_qsnap_new()) == NULL) {
+            rdp_decoder_free(d);
+            return NULL;
+        }
+    }
     return d;
 }
 
@@ -791,24 +932,76 @@ void rdp_decoder_free(rdp_decoder* d) {
     if (d != NULL) {
         for (int i = 0; i < RING; ++i) {
             rdp_qsnap_free(d->ring[i]);
+            free(d->index[i]);
         }
+        rdp_qsnap_free(d->view[0]);
+        rdp_qsnap_free(d->view[1]);
+        free(d->removed);
+        free(d->used);
         free(d);
     }
 }
 
-static rdp_qsnap* find_baseline(rdp_decoder* d, uint16_t tick16) {
+static int cmp_id_slot(const void* a, const void* b) {
+    uint64_t x = ((const id_slot*)a)->id, y = ((const id_slot*)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_u64(const void* a, const void* b) {
+    uint64_t x = *(const uint64_t*)a, y = *(const uint64_t*)b;
+    return x < y ? -1 : x > y;
+}
+
+// Sorts the entities of ring slot i by id into its index. Returns false on
+// out of memory, or when an id is there twice (a malformed frame).
+static bool index_frame(rdp_decoder* d, uint32_t i) {
+    const rdp_qsnap* q = d->ring[i];
+    if (!grow((void**)&d->index[i], &d->index_cap[i], q->entity_count, sizeof(id_slot))) {
+        return false;
+    }
+    for (uint32_t k = 0; k < q->entity_count; ++k) {
+        d->index[i][k] = (id_slot){q->ents[k].id, k};
+    }
+    qsort(d->index[i], q->entity_count, sizeof(id_slot), cmp_id_slot);
+    for (uint32_t k = 1; k < q->entity_count; ++k) {
+        if (d->index[i][k].id == d->index[i][k - 1].id) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// The entity of ring slot i with this id, or NULL.
+static const rdp_qentity* find_entity(const rdp_decoder* d, uint32_t i, uint64_t id) {
+    const rdp_qsnap* q = d->ring[i];
+    id_slot key = {id, 0};
+    const id_slot* hit = bsearch(&key, d->index[i], q->entity_count, sizeof(id_slot), cmp_id_slot);
+    return hit != NULL ? &q->ents[hit->k] : NULL;
+}
+
+// The ring slot of the decoded frame of wire tick tick16, or -1.
+static int find_slot(const rdp_decoder* d, uint16_t tick16) {
     for (int i = 0; i < RING; ++i) {
         if (i != (int)d->next && d->ring[i]->tick != UINT64_MAX &&
             (uint16_t)d->ring[i]->tick == tick16) {
-            return d->ring[i];
+            return i;
         }
     }
-    return NULL;
+    return -1;
 }
 
-static bool get_entity_head(bitr* r, rdp_qsnap* q, rdp_qentity* e, uint32_t* skel_used) {
+static rdp_qsnap* find_baseline(rdp_decoder* d, uint16_t tick16) {
+    int i = find_slot(d, tick16);
+    return i >= 0 ? d->ring[i] : NULL;
+}
+
+static uint64_t get_id(bitr* r) {
     uint64_t lo = get_eg(r, 0), hi = get_eg(r, 0);
-    e->id = (hi << 32) | (lo & 0xffffffffu);
+    return (hi << 32) | (lo & 0xffffffffu);
+}
+
+// Kind, count and a character's skeleton (put_entity_shape).
+static bool get_entity_shape(bitr* r, rdp_qsnap* q, rdp_qentity* e, uint32_t* skel_used) {
     e->kind = (uint8_t)get_bits(r, 3);
     uint64_t count = get_eg(r, 0);
     // Coded without a baseline, every particle or body takes 3 bits at
@@ -970,9 +1163,189 @@ static bool get_bodies(bitr* r, rdp_qsnap* q, const rdp_qentity* e, const rdp_qs
     return !r->bad;
 }
 
+// Appends entity se of src to the view v, carried last at wire tick `tick`.
+static bool view_append(rdp_qsnap* v, const rdp_qsnap* src, const rdp_qentity* se, uint16_t tick) {
+    uint32_t per = rdp_kind_is_rigid((rdp_kind)se->kind) ? BODY_VALS : PARTICLE_VALS;
+    uint32_t n = per * se->count;
+    uint32_t bones = se->kind == RDP_KIND_CHARACTER ? se->count : 0;
+    if (!qsnap_reserve(v, v->entity_count + 1, v->val_count + n, v->skel_count + bones)) {
+        return false;
+    }
+    rdp_qentity* e = &v->ents[v->entity_count++];
+    *e = *se;
+    e->tick = tick;
+    e->offset = v->val_count;
+    e->skel = v->skel_count;
+    memcpy(v->vals + v->val_count, src->vals + se->offset, (size_t)n * sizeof *v->vals);
+    memcpy(v->f + v->val_count, src->f + se->offset, (size_t)n * sizeof *v->f);
+    memcpy(v->skel + v->skel_count, src->skel + se->skel, (size_t)bones * sizeof *v->skel);
+    v->val_count += n;
+    v->skel_count += bones;
+    return true;
+}
+
+// The view after partial frame p (ring slot i) with its `nremoved` removals
+// (sorted in d->removed): the old view's entities in their order (p's state
+// for those p carried; the removed dropped), then those p brings. Made in the
+// spare view buffer, which becomes the view only on success.
+static bool view_merge(rdp_decoder* d, uint32_t i, uint32_t nremoved, bool reset) {
+    const rdp_qsnap* p = d->ring[i];
+    const rdp_qsnap* old = reset ? NULL : d->view_src;
+    rdp_qsnap* v = d->view[1 - d->cur];
+    if (!grow((void**)&d->used, &d->used_cap, p->entity_count + 1, 1)) {
+        return false;
+    }
+    memset(d->used, 0, p->entity_count);
+    v->entity_count = v->val_count = v->skel_count = 0;
+    for (uint32_t k = 0; old != NULL && k < old->entity_count; ++k) {
+        const rdp_qentity* oe = &old->ents[k];
+        if (bsearch(&oe->id, d->removed, nremoved, sizeof *d->removed, cmp_u64) != NULL) {
+            continue;
+        }
+        const rdp_qentity* pe = find_entity(d, i, oe->id);
+        bool ok = pe != NULL ? view_append(v, p, pe, (uint16_t)p->tick)
+                             : view_append(v, old, oe, oe->tick);
+        if (!ok) {
+            return false;
+        }
+        if (pe != NULL) {
+            d->used[pe - p->ents] = 1;
+        }
+    }
+    for (uint32_t k = 0; k < p->entity_count; ++k) {
+        if (!d->used[k] && !view_append(v, p, &p->ents[k], (uint16_t)p->tick)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+// A partial frame (PROTOCOL.md §5.2): its entities into the ring, each
+// against its own baseline, then merged into the view.
+static rdp_code decode_partial(rdp_decoder* d, const uint8_t* buf, size_t len, bool reset,
+                               const rdp_qsnap** out) {
+    uint16_t tick16 = (uint16_t)(buf[6] | (buf[7] << 8));
+    rdp_qsnap* q = d->ring[d->next];
+    bitr r = {buf + PARTIAL_HEAD, len - PARTIAL_HEAD, 0, false};
+    uint64_t world = get_eg(&r, 0);
+    uint64_t nremoved = get_eg(&r, 0);
+    // A removal takes 2 bits at least.
+    if (r.bad || nremoved > 1u << 20 || 2 * nremoved > bits_left(&r)) {
+        return RDP_E_BAD_REQUEST;
+    }
+    if (!grow((void**)&d->removed, &d->removed_cap, (uint32_t)nremoved + 1, sizeof *d->removed)) {
+        return RDP_E_INTERNAL;
+    }
+    for (uint32_t i = 0; i < nremoved; ++i) {
+        d->removed[i] = get_id(&r);
+    }
+    if (r.bad) {
+        return RDP_E_BAD_REQUEST;
+    }
+    qsort(d->removed, (size_t)nremoved, sizeof *d->removed, cmp_u64);
+    q->tick = UINT64_MAX;
+    q->world = world;
+    q->entity_count = 0;
+    uint32_t vals = 0, skel = 0;
+    double dp[3 * RDP_MAX_SKELETON_BONES], dq[4 * RDP_MAX_SKELETON_BONES];
+    for (uint32_t k = 0; get_bits(&r, 1) == 1 && !r.bad; ++k) {
+        if (k >= 1u << 20 || !qsnap_reserve(q, k + 1, vals, skel)) {
+            return k >= 1u << 20 ? RDP_E_BAD_REQUEST : RDP_E_INTERNAL;
+        }
+        rdp_qentity* e = &q->ents[k];
+        memset(e, 0, sizeof *e);
+        e->id = get_id(&r);
+        e->tick = tick16;
+        const rdp_qsnap* base = NULL;
+        const rdp_qentity* be = NULL;
+        if (get_bits(&r, 1)) {
+            uint64_t back = get_eg(&r, 0);
+            if (r.bad || back > 65535) {
+                return RDP_E_BAD_REQUEST;
+            }
+            int slot = find_slot(d, (uint16_t)(tick16 - 1u - (uint16_t)back));
+            be = slot >= 0 ? find_entity(d, (uint32_t)slot, e->id) : NULL;
+            if (be == NULL) {
+                return RDP_E_NOT_FOUND; // a baseline this decoder does not have
+            }
+            base = d->ring[slot];
+            e->kind = be->kind;
+            e->count = be->count;
+            e->state = be->state;
+            if (e->kind == RDP_KIND_CHARACTER) {
+                if (!qsnap_reserve(q, k + 1, vals, skel + e->count)) {
+                    return RDP_E_INTERNAL;
+                }
+                memcpy(&q->skel[skel], &base->skel[be->skel], e->count * sizeof *q->skel);
+                e->skel = skel;
+                skel += e->count;
+            }
+        } else if (r.bad || !get_entity_shape(&r, q, e, &skel)) {
+            return RDP_E_BAD_REQUEST;
+        }
+        uint32_t per = rdp_kind_is_rigid((rdp_kind)e->kind) ? BODY_VALS : PARTICLE_VALS;
+        e->offset = vals;
+        vals += per * e->count;
+        if (!qsnap_reserve(q, k + 1, vals, skel)) {
+            return RDP_E_INTERNAL;
+        }
+        q->entity_count = k + 1;
+        if (be != NULL && get_bits(&r, 1)) { // unchanged
+            memcpy(q->vals + e->offset, base->vals + be->offset, (size_t)per * e->count * 4);
+            memcpy(q->f + e->offset, base->f + be->offset, (size_t)per * e->count * sizeof(float));
+            continue;
+        }
+        if (e->kind == RDP_KIND_CHARACTER) {
+            e->state = (uint8_t)get_bits(&r, 2);
+        }
+        bool ok = rdp_kind_is_rigid((rdp_kind)e->kind) ? get_bodies(&r, q, e, base, be, dp, dq)
+                                                       : get_particles(&r, q, e, base, be);
+        if (!ok) {
+            return RDP_E_BAD_REQUEST;
+        }
+    }
+    if (r.bad) {
+        return RDP_E_BAD_REQUEST;
+    }
+    q->val_count = vals;
+    q->skel_count = skel;
+    q->partial = true;
+    q->reset = reset;
+    if (!index_frame(d, d->next)) {
+        return RDP_E_BAD_REQUEST; // an entity twice (or out of memory)
+    }
+    q->tick = tick16; // needed by view_merge, before the slot is committed
+    if (!view_merge(d, d->next, (uint32_t)nremoved, reset)) {
+        q->tick = UINT64_MAX;
+        return RDP_E_INTERNAL;
+    }
+    d->cur = 1 - d->cur;
+    rdp_qsnap* v = d->view[d->cur];
+    d->view_src = v;
+    v->world = world;
+    v->tick = tick16;
+    v->partial = true;
+    v->reset = reset;
+    d->world = world;
+    d->next = (d->next + 1) % RING;
+    *out = v;
+    return RDP_OK;
+}
+
 rdp_code rdp_decode(rdp_decoder* d, const uint8_t* buf, size_t len, const rdp_qsnap** out) {
     if (buf == NULL || len < 8 || memcmp(buf, magic2, 4) != 0 || buf[4] != RDP_SNAPSHOT_VERSION) {
         return RDP_E_BAD_REQUEST;
+    }
+    // Flags: delta, or partial with or without reset; any other bit is a
+    // format this decoder does not know.
+    uint8_t flags = buf[5];
+    if ((flags & ~(FLAG_DELTA | FLAG_PARTIAL | FLAG_RESET)) != 0 ||
+        ((flags & FLAG_PARTIAL) != 0 && (flags & FLAG_DELTA) != 0) ||
+        ((flags & FLAG_RESET) != 0 && (flags & FLAG_PARTIAL) == 0)) {
+        return RDP_E_BAD_REQUEST;
+    }
+    if ((flags & FLAG_PARTIAL) != 0) {
+        return decode_partial(d, buf, len, (flags & FLAG_RESET) != 0, out);
     }
     bool delta = (buf[5] & FLAG_DELTA) != 0;
     uint16_t tick16 = (uint16_t)(buf[6] | (buf[7] << 8));
@@ -996,7 +1369,7 @@ rdp_code rdp_decode(rdp_decoder* d, const uint8_t* buf, size_t len, const rdp_qs
     bitr r = {buf + head, len - head, 0, false};
     uint64_t world = get_eg(&r, 0);
     uint64_t count = get_eg(&r, 0);
-    // Every entity takes 3 bits at least (see get_entity_head).
+    // Every entity takes 3 bits at least (see get_entity_shape).
     if (r.bad || count > 1u << 16 || 3 * count > bits_left(&r)) {
         return RDP_E_BAD_REQUEST;
     }
@@ -1031,7 +1404,7 @@ rdp_code rdp_decode(rdp_decoder* d, const uint8_t* buf, size_t len, const rdp_qs
                 e->skel = skel;
                 skel += e->count;
             }
-        } else if (!get_entity_head(&r, q, e, &skel)) {
+        } else if ((e->id = get_id(&r), !get_entity_shape(&r, q, e, &skel))) {
             return RDP_E_BAD_REQUEST;
         }
         uint32_t per = rdp_kind_is_rigid((rdp_kind)e->kind) ? BODY_VALS : PARTICLE_VALS;
@@ -1057,7 +1430,16 @@ rdp_code rdp_decode(rdp_decoder* d, const uint8_t* buf, size_t len, const rdp_qs
     }
     q->val_count = vals;
     q->skel_count = skel;
+    q->partial = false;
+    q->reset = false;
+    for (uint32_t k = 0; k < q->entity_count; ++k) {
+        q->ents[k].tick = tick16;
+    }
+    if (!index_frame(d, d->next)) {
+        return RDP_E_BAD_REQUEST; // an entity twice (or out of memory)
+    }
     q->tick = tick16;
+    d->view_src = q; // a whole snapshot is the view
     d->world = world;
     d->next = (d->next + 1) % RING;
     *out = q;

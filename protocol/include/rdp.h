@@ -801,6 +801,9 @@ typedef struct rdp_qentity {
     uint32_t count;  ///< Particles, or bodies for rigid kinds.
     uint32_t offset; ///< First integer (and float) of the entity in vals (and f).
     uint32_t skel;   ///< Characters: first bone in skel.
+    /// Decoder: the wire tick of the frame that last carried the entity
+    /// (a partial frame's view holds older ones).
+    uint16_t tick;
 } rdp_qentity;
 
 /// A snapshot in the integers binary snapshots carry (what baselines are),
@@ -820,6 +823,9 @@ typedef struct rdp_qsnap {
     float* f; ///< Decoded floats, indexed like vals.
     uint32_t skel_count, skel_cap;
     rdp_qbone* skel;
+    /// Decoder: the frame was partial (this is the view, above), and
+    /// whether it emptied the view first.
+    bool partial, reset;
 } rdp_qsnap;
 
 /// An empty quantized snapshot (NULL on OOM). Free with rdp_qsnap_free().
@@ -842,6 +848,39 @@ size_t rdp_encode_bound(const rdp_qsnap* q);
 /// cap is too small.
 size_t rdp_encode(const rdp_qsnap* q, const rdp_qsnap* base, uint8_t* buf, size_t cap);
 
+/// Writes a partial frame (PROTOCOL.md §5.2, "Partial frames"): the
+/// entities a subscription with a byte budget gets this time, each against
+/// its own baseline. Begin, add entities while they fit, end. The fields
+/// are the writer's; read none of them.
+typedef struct rdp_pwriter {
+    uint8_t* buf;
+    size_t cap;
+    size_t bit; ///< Bits written after the header.
+    bool full;
+    const rdp_qsnap* q;
+} rdp_pwriter;
+
+/// Begins a partial frame of q (its world and tick) in buf[cap] (borrowed
+/// until rdp_partial_end): the header (with `reset`: the client empties its
+/// view first) and the `removed_count` entity ids gone from the world.
+/// Returns false when cap is too small for them (buf then holds nothing).
+bool rdp_partial_begin(rdp_pwriter* pw, const rdp_qsnap* q, bool reset, const uint64_t* removed,
+                       uint32_t removed_count, uint8_t* buf, size_t cap);
+
+/// Adds q->ents[k] against base->ents[bk] (its state in a frame the client
+/// acknowledged; base NULL, or an entity of another id, kind or count, or a
+/// tick not before q's: coded whole). Returns 1 when it was added, 0 when the
+/// frame would then be longer than max_bytes or cap (the frame is as it
+/// was), -1 on out of memory or a bad k.
+int rdp_partial_add(rdp_pwriter* pw, uint32_t k, const rdp_qsnap* base, uint32_t bk,
+                    size_t max_bytes);
+
+/// Bytes the frame would take if it ended now.
+size_t rdp_partial_size(const rdp_pwriter* pw);
+
+/// Ends the frame. Returns its bytes, or 0 when cap was too small.
+size_t rdp_partial_end(rdp_pwriter* pw);
+
 /// Decodes binary snapshots of one world, keeping the last RDP_BASELINES
 /// decoded ones as baselines. Opaque; not thread-safe.
 typedef struct rdp_decoder rdp_decoder;
@@ -854,8 +893,12 @@ void rdp_decoder_free(rdp_decoder* d);
 
 /// Decodes one binary snapshot of `len` bytes (never reads past it). On
 /// success *out points at the decoded snapshot, owned by d and valid until
-/// RDP_BASELINES more decodes; its `tick` is the 16-bit tick on the wire
-/// (see rdp_tick_unwrap). Errors: RDP_E_BAD_REQUEST (malformed),
+/// RDP_BASELINES more decodes (a partial frame's: until the next decode);
+/// its `tick` is the 16-bit tick on the wire (see rdp_tick_unwrap). For a
+/// partial frame (`partial` set) it is the decoder's view: every entity it
+/// knows, each with the `tick` of the frame that last carried it (equal to
+/// the snapshot's for those this frame carried); a full or delta frame
+/// replaces the view. Errors: RDP_E_BAD_REQUEST (malformed),
 /// RDP_E_NOT_FOUND (a delta against a baseline d does not have: ask the
 /// server for a full snapshot), RDP_E_INTERNAL (out of memory). On error
 /// d's baselines are unchanged.

@@ -7,7 +7,9 @@
  * A small fixed world: a rope, a ball and a four-bone character, over four
  * frames: a full one at tick 65534, deltas across the 16-bit wrap (65535,
  * then 1 against 65535), and one where a new rope appears and the ball is
- * gone. Run it only to change the format on purpose:
+ * gone; then the same four as partial frames (interest management), each
+ * entity against its own baseline. Run it only to change the format on
+ * purpose:
  *
  *   build/tests/unit/golden_gen protocol/golden
  */
@@ -93,12 +95,133 @@ static void pose_at(int f) {
     }
 }
 
+// The values each frame was made from, per entity (index 1..4), for the
+// partial frames' views.
+static float made[4][5][28];
+
 static void print_values(FILE* f, const float* v, int n) {
     fprintf(f, "[");
     for (int i = 0; i < n; ++i) {
         fprintf(f, "%s%.9g", i ? ", " : "", (double)v[i]);
     }
     fprintf(f, "]");
+}
+
+// Partial frames (PROTOCOL.md §5.2) of the same four snapshots, decoded in
+// order by a fresh decoder: which entities each carries, against which
+// frame, and what is removed. Entities are named by their index (1 rope, 2
+// ball, 3 character, 4 second rope).
+typedef struct pcarry {
+    int entity;
+    int base; // frame whose copy is the baseline, -1: none
+} pcarry;
+
+typedef struct pframe {
+    bool reset;
+    int removed; // entity index, 0: none
+    pcarry carry[3];
+} pframe;
+
+static const pframe pframes[4] = {
+    {true, 0, {{1, -1}, {3, -1}, {0, 0}}}, // tick 65534: rope and character, whole
+    {false, 0, {{2, -1}, {1, 0}, {0, 0}}}, // 65535: the ball new, the rope against 65534
+    {false, 0, {{3, 0}, {2, 1}, {0, 0}}},  // 1: the character against 65534, the ball 65535
+    {false, 2, {{4, -1}, {1, 1}, {0, 0}}}, // 4: the ball gone, a new rope, the rope against 65535
+};
+
+static uint64_t id_of(int index) {
+    return ((index == 3 ? 3ull : 1ull) << 32) | (uint64_t)index;
+}
+
+static const rdp_qentity* entity_in(const rdp_qsnap* q, int index, uint32_t* k) {
+    for (uint32_t i = 0; i < q->entity_count; ++i) {
+        if (q->ents[i].id == id_of(index)) {
+            *k = i;
+            return &q->ents[i];
+        }
+    }
+    return NULL;
+}
+
+static int write_partial(const char* dir, FILE* js, rdp_qsnap* const* q) {
+    int last[5] = {-1, -1, -1, -1, -1}; // frame that last carried each entity
+    fprintf(js, " \"partial\": [\n");
+    for (int f = 0; f < 4; ++f) {
+        const pframe* pf = &pframes[f];
+        uint64_t removed = id_of(pf->removed);
+        uint8_t buf[4096];
+        rdp_pwriter pw;
+        if (!rdp_partial_begin(&pw, q[f], pf->reset, &removed, pf->removed != 0, buf, sizeof buf)) {
+            return 1;
+        }
+        if (pf->reset) {
+            memset(last, -1, sizeof last);
+        }
+        if (pf->removed != 0) {
+            last[pf->removed] = -1;
+        }
+        for (int c = 0; c < 3 && pf->carry[c].entity != 0; ++c) {
+            uint32_t k = 0, bk = 0;
+            int b = pf->carry[c].base;
+            if (entity_in(q[f], pf->carry[c].entity, &k) == NULL ||
+                (b >= 0 && entity_in(q[b], pf->carry[c].entity, &bk) == NULL) ||
+                rdp_partial_add(&pw, k, b >= 0 ? q[b] : NULL, bk, sizeof buf) != 1) {
+                return 1;
+            }
+            last[pf->carry[c].entity] = f;
+        }
+        size_t len = rdp_partial_end(&pw);
+        char path[1024];
+        snprintf(path, sizeof path, "%s/partial%d.bin", dir, f);
+        FILE* out = fopen(path, "wb");
+        if (out == NULL || len == 0 || fwrite(buf, 1, len, out) != len) {
+            perror(path);
+            return 1;
+        }
+        fclose(out);
+        fprintf(js,
+                "  {\"file\": \"partial%d.bin\", \"bytes\": %zu, \"tick16\": %u, \"reset\": %s, "
+                "\"removed\": [",
+                f, len, (unsigned)(q[f]->tick & 0xffff), pf->reset ? "true" : "false");
+        if (pf->removed != 0) {
+            fprintf(js, "%llu", (unsigned long long)removed);
+        }
+        fprintf(js, "], \"carried\": [");
+        for (int c = 0; c < 3 && pf->carry[c].entity != 0; ++c) {
+            fprintf(js, "%s%llu", c ? ", " : "", (unsigned long long)id_of(pf->carry[c].entity));
+        }
+        fprintf(js, "],\n   \"view\": [\n");
+        bool first = true;
+        for (int i = 1; i <= 4; ++i) {
+            if (last[i] < 0) {
+                continue;
+            }
+            uint32_t k = 0;
+            const rdp_qsnap* src = q[last[i]];
+            const rdp_qentity* qe = entity_in(src, i, &k);
+            if (qe == NULL) {
+                return 1;
+            }
+            int per = rdp_kind_is_rigid((rdp_kind)qe->kind) ? 7 : 3;
+            fprintf(js,
+                    "%s    {\"entity\": %llu, \"kind\": %d, \"state\": %s, \"tick16\": %u, "
+                    "\"values\": ",
+                    first ? "" : ",\n", (unsigned long long)qe->id, qe->kind,
+                    qe->kind == RDP_KIND_CHARACTER ? (last[i] < 2 ? "\"animated\"" : "\"ragdoll\"")
+                                                   : "null",
+                    (unsigned)(src->tick & 0xffff));
+            print_values(js, made[last[i]][i], per * (int)qe->count);
+            fprintf(js, ",\n     \"ints\": [");
+            for (int v = 0; v < per * (int)qe->count; ++v) {
+                fprintf(js, "%s%d", v ? ", " : "", src->vals[qe->offset + (uint32_t)v]);
+            }
+            fprintf(js, "]}");
+            first = false;
+        }
+        fprintf(js, "\n   ]}%s\n", f + 1 < 4 ? "," : "");
+    }
+    fprintf(js, " ]\n");
+    return 0;
 }
 
 int main(int argc, char** argv) {
@@ -183,11 +306,11 @@ int main(int argc, char** argv) {
                     (unsigned long long)e[k].entity, e[k].kind,
                     e[k].kind == RDP_KIND_CHARACTER ? (f < 2 ? "\"animated\"" : "\"ragdoll\"")
                                                     : "null");
-            if (rdp_kind_is_rigid(e[k].kind)) {
-                print_values(js, e[k].pose, 7 * (int)e[k].body_count);
-            } else {
-                print_values(js, e[k].xyz, 3 * (int)e[k].particle_count);
-            }
+            const float* src = rdp_kind_is_rigid(e[k].kind) ? e[k].pose : e[k].xyz;
+            int nv = rdp_kind_is_rigid(e[k].kind) ? 7 * (int)e[k].body_count
+                                                  : 3 * (int)e[k].particle_count;
+            print_values(js, src, nv);
+            memcpy(made[f][e[k].entity & 0xffffffffu], src, (size_t)nv * sizeof *src);
             // The integers on the wire, which both decoders must reproduce.
             const rdp_qentity* qe = &q[f]->ents[k];
             int per = rdp_kind_is_rigid(e[k].kind) ? 7 : 3;
@@ -199,7 +322,11 @@ int main(int argc, char** argv) {
         }
         fprintf(js, "   ]}%s\n", f + 1 < nf ? "," : "");
     }
-    fprintf(js, " ]}\n");
+    fprintf(js, " ],\n");
+    if (write_partial(argv[1], js, q) != 0) {
+        return 1;
+    }
+    fprintf(js, "}\n");
     fclose(js);
     for (int f = 0; f < nf; ++f) {
         rdp_qsnap_free(q[f]);

@@ -506,8 +506,283 @@ static void test_golden_vectors_decode_to_their_listed_values(void** state) {
     free(text);
 }
 
+// ---------------------------------------------------------------------------
+// Partial frames (interest management)
+// ---------------------------------------------------------------------------
+
+// The view entity of this id, or NULL.
+static const rdp_qentity* view_entity(const rdp_qsnap* v, uint64_t id) {
+    for (uint32_t k = 0; k < v->entity_count; ++k) {
+        if (v->ents[k].id == id) {
+            return &v->ents[k];
+        }
+    }
+    return NULL;
+}
+
+static void test_golden_partial_frames_decode_to_their_listed_views(void** state) {
+    (void)state;
+    size_t jl = 0;
+    char* text = (char*)read_all(RD_GOLDEN_DIR "/vectors.json", &jl);
+    assert_non_null(text);
+    cJSON* root = cJSON_Parse(text);
+    assert_non_null(root);
+    rdp_decoder* d = rdp_decoder_new();
+    const cJSON* frames = cJSON_GetObjectItem(root, "partial");
+    assert_int_equal(cJSON_GetArraySize(frames), 4);
+    const cJSON* fr;
+    cJSON_ArrayForEach(fr, frames) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", RD_GOLDEN_DIR,
+                 cJSON_GetObjectItem(fr, "file")->valuestring);
+        size_t len = 0;
+        uint8_t* bytes = read_all(path, &len);
+        assert_non_null(bytes);
+        const rdp_qsnap* out;
+        assert_int_equal(rdp_decode(d, bytes, len, &out), RDP_OK);
+        assert_true(out->partial);
+        assert_int_equal(out->reset, cJSON_IsTrue(cJSON_GetObjectItem(fr, "reset")));
+        int tick16 = cJSON_GetObjectItem(fr, "tick16")->valueint;
+        assert_int_equal((int)out->tick, tick16);
+        const cJSON* view = cJSON_GetObjectItem(fr, "view");
+        assert_int_equal(cJSON_GetArraySize(view), (int)out->entity_count);
+        // Carried this frame: exactly the listed ones have its tick.
+        int carried = 0;
+        for (uint32_t k = 0; k < out->entity_count; ++k) {
+            carried += out->ents[k].tick == tick16;
+        }
+        assert_int_equal(carried, cJSON_GetArraySize(cJSON_GetObjectItem(fr, "carried")));
+        const cJSON* e;
+        cJSON_ArrayForEach(e, view) {
+            const rdp_qentity* de =
+                view_entity(out, (uint64_t)cJSON_GetObjectItem(e, "entity")->valuedouble);
+            assert_non_null(de);
+            if (de == NULL) {
+                continue;
+            }
+            assert_int_equal(de->kind, cJSON_GetObjectItem(e, "kind")->valueint);
+            assert_int_equal(de->tick, cJSON_GetObjectItem(e, "tick16")->valueint);
+            const cJSON* ints = cJSON_GetObjectItem(e, "ints");
+            for (int i = 0; i < cJSON_GetArraySize(ints); ++i) {
+                assert_int_equal(out->vals[de->offset + (uint32_t)i],
+                                 cJSON_GetArrayItem(ints, i)->valueint);
+            }
+            const cJSON* vals = cJSON_GetObjectItem(e, "values");
+            bool rigid = rdp_kind_is_rigid((rdp_kind)de->kind);
+            for (int i = 0; i < cJSON_GetArraySize(vals); ++i) {
+                if (!rigid || i % 7 < 3) {
+                    assert_true(fabs(out->f[de->offset + (uint32_t)i] -
+                                     cJSON_GetArrayItem(vals, i)->valuedouble) <= 1.0 * MM);
+                }
+            }
+        }
+        free(bytes);
+    }
+    rdp_decoder_free(d);
+    cJSON_Delete(root);
+    free(text);
+}
+
+// Partial frames of a random moving world over 60 ticks: each tick a random
+// few entities are carried, each against a random earlier frame that
+// carried it (or whole), now and then one is removed. The decoder's view
+// must hold, for every entity, exactly the integers of the frame that last
+// carried it (what the encoder kept per entity, independently).
+static void test_partial_frames_keep_each_entity_as_last_carried(void** state) {
+    (void)state;
+    rng = 4242;
+    test_world w;
+    make_world(&w, 65500, 20.0); // across the 16-bit wrap
+    enum { TICKS = 60 };
+    rdp_qsnap* q[TICKS];
+    int last[MAX_ENTS];     // tick index that last carried each entity, -1 none
+    bool gone[MAX_ENTS];    // removed (no longer carried)
+    int carried[TICKS][MAX_ENTS];
+    memset(carried, 0, sizeof carried);
+    for (int i = 0; i < MAX_ENTS; ++i) {
+        last[i] = -1;
+        gone[i] = false;
+    }
+    rdp_decoder* d = rdp_decoder_new();
+    size_t cap = 1 << 22;
+    uint8_t* buf = malloc(cap);
+    for (int t = 0; t < TICKS; ++t) {
+        q[t] = rdp_qsnap_new();
+        assert_int_equal(rdp_quantize(&w.snap, q[t]), 0);
+        uint64_t removed[1];
+        uint32_t nremoved = 0;
+        if (t % 17 == 16) { // an entity goes
+            int k = (int)uniform(0, w.count);
+            if (!gone[k] && last[k] >= 0) {
+                gone[k] = true;
+                last[k] = -1;
+                removed[nremoved++] = w.ents[k].entity;
+            }
+        }
+        rdp_pwriter pw;
+        assert_true(rdp_partial_begin(&pw, q[t], t == 0, removed, nremoved, buf, cap));
+        for (uint32_t k = 0; k < w.count; ++k) {
+            if (gone[k] || uniform(0, 1) < 0.5) {
+                continue;
+            }
+            // A random earlier frame that carried it, within the 32 kept.
+            int base = -1;
+            for (int b = t - 1; b >= 0 && b > t - 32; --b) {
+                if (carried[b][k] && uniform(0, 1) < 0.4) {
+                    base = b;
+                    break;
+                }
+            }
+            assert_int_equal(rdp_partial_add(&pw, k, base >= 0 ? q[base] : NULL, k, cap), 1);
+            carried[t][k] = 1;
+            last[k] = t;
+        }
+        size_t n = rdp_partial_end(&pw);
+        assert_true(n > 0);
+        const rdp_qsnap* out;
+        assert_int_equal(rdp_decode(d, buf, n, &out), RDP_OK);
+        uint32_t known = 0;
+        for (uint32_t k = 0; k < w.count; ++k) {
+            const rdp_qentity* de = view_entity(out, w.ents[k].entity);
+            if (last[k] < 0) {
+                assert_null(de);
+                continue;
+            }
+            known++;
+            assert_non_null(de);
+            if (de == NULL) {
+                continue;
+            }
+            const rdp_qsnap* src = q[last[k]];
+            const rdp_qentity* se = &src->ents[k];
+            assert_int_equal(de->tick, (uint16_t)src->tick);
+            assert_int_equal(de->count, se->count);
+            uint32_t per = rdp_kind_is_rigid((rdp_kind)se->kind) ? 7 : 3;
+            assert_memory_equal(out->vals + de->offset, src->vals + se->offset,
+                                per * se->count * sizeof(int32_t));
+            assert_int_equal(de->state, se->state);
+        }
+        assert_int_equal(out->entity_count, known);
+        step_world(&w, 0.01);
+    }
+    for (int t = 0; t < TICKS; ++t) {
+        rdp_qsnap_free(q[t]);
+    }
+    rdp_decoder_free(d);
+    free(buf);
+}
+
+static void test_a_partial_frame_stops_before_its_budget(void** state) {
+    (void)state;
+    rng = 5;
+    test_world w;
+    make_world(&w, 10, 5.0);
+    rdp_qsnap* q = rdp_qsnap_new();
+    assert_int_equal(rdp_quantize(&w.snap, q), 0);
+    size_t cap = rdp_encode_bound(q) + 64;
+    uint8_t* a = malloc(cap);
+    uint8_t* b = malloc(cap);
+    // Frame a: entity 0 alone. Frame b: entity 0, then every other entity
+    // offered with no room left for any: it must end byte for byte as a.
+    rdp_pwriter pa, pb;
+    assert_true(rdp_partial_begin(&pa, q, false, NULL, 0, a, cap));
+    assert_int_equal(rdp_partial_add(&pa, 0, NULL, 0, cap), 1);
+    size_t budget = rdp_partial_size(&pa);
+    size_t na = rdp_partial_end(&pa);
+    assert_int_equal(na, budget);
+    assert_true(rdp_partial_begin(&pb, q, false, NULL, 0, b, cap));
+    memset(b + 8, 0xff, cap - 8); // the rollback must clear what it wrote
+    assert_true(rdp_partial_begin(&pb, q, false, NULL, 0, b, cap));
+    assert_int_equal(rdp_partial_add(&pb, 0, NULL, 0, budget), 1);
+    for (uint32_t k = 1; k < w.count; ++k) {
+        assert_int_equal(rdp_partial_add(&pb, k, NULL, 0, budget), 0);
+    }
+    assert_int_equal(rdp_partial_add(&pb, w.count, NULL, 0, budget), -1); // no such entity
+    assert_int_equal(rdp_partial_end(&pb), na);
+    assert_memory_equal(a, b, na);
+    free(a);
+    free(b);
+    rdp_qsnap_free(q);
+}
+
+static void test_malformed_partial_frames_are_refused_and_change_nothing(void** state) {
+    (void)state;
+    rng = 77;
+    test_world w;
+    make_world(&w, 300, 10.0);
+    rdp_qsnap* a = rdp_qsnap_new();
+    rdp_qsnap* b = rdp_qsnap_new();
+    assert_int_equal(rdp_quantize(&w.snap, a), 0);
+    step_world(&w, 0.02);
+    assert_int_equal(rdp_quantize(&w.snap, b), 0);
+    size_t cap = 2 * rdp_encode_bound(a) + 64;
+    uint8_t* first = malloc(cap);
+    uint8_t* next = malloc(cap);
+    uint8_t* bad = malloc(cap);
+    rdp_pwriter pw;
+    assert_true(rdp_partial_begin(&pw, a, true, NULL, 0, first, cap));
+    for (uint32_t k = 0; k < a->entity_count; ++k) {
+        assert_int_equal(rdp_partial_add(&pw, k, NULL, 0, cap), 1);
+    }
+    size_t n1 = rdp_partial_end(&pw);
+    uint64_t gone = a->ents[0].id;
+    assert_true(rdp_partial_begin(&pw, b, false, &gone, 1, next, cap));
+    for (uint32_t k = 1; k < b->entity_count; ++k) {
+        assert_int_equal(rdp_partial_add(&pw, k, a, k, cap), 1);
+    }
+    size_t n2 = rdp_partial_end(&pw);
+    const rdp_qsnap* out;
+    uint32_t refused = 0;
+    for (int t = 0; t < 2000; ++t) {
+        size_t len = 1 + (size_t)uniform(0, (double)n2);
+        memcpy(bad, next, n2);
+        if (t % 2 == 0) {
+            for (int f = 0; f < 4; ++f) {
+                size_t at = (size_t)uniform(0, (double)len);
+                bad[at] ^= (uint8_t)(1u << (int)uniform(0, 8));
+            }
+        } else {
+            for (size_t i = 8; i < len; ++i) {
+                bad[i] = (uint8_t)uniform(0, 256);
+            }
+        }
+        rdp_decoder* fresh = rdp_decoder_new();
+        assert_int_equal(rdp_decode(fresh, first, n1, &out), RDP_OK);
+        if (rdp_decode(fresh, bad, len, &out) != RDP_OK) {
+            refused++;
+            // The view and the baselines survive: the real frame decodes.
+            assert_int_equal(rdp_decode(fresh, next, n2, &out), RDP_OK);
+            assert_int_equal(out->entity_count, b->entity_count - 1);
+            assert_null(view_entity(out, gone));
+            const rdp_qentity* last = view_entity(out, b->ents[b->entity_count - 1].id);
+            assert_non_null(last);
+        }
+        rdp_decoder_free(fresh);
+    }
+    assert_true(refused > 500);
+    // Flags no decoder knows, and partial with delta, are refused.
+    rdp_decoder* d = rdp_decoder_new();
+    memcpy(bad, first, n1);
+    bad[5] = 8;
+    assert_int_equal(rdp_decode(d, bad, n1, &out), RDP_E_BAD_REQUEST);
+    bad[5] = 3;
+    assert_int_equal(rdp_decode(d, bad, n1, &out), RDP_E_BAD_REQUEST);
+    // A based entity whose baseline frame the decoder never saw.
+    assert_int_equal(rdp_decode(d, next, n2, &out), RDP_E_NOT_FOUND);
+    rdp_decoder_free(d);
+    free(first);
+    free(next);
+    free(bad);
+    rdp_qsnap_free(a);
+    rdp_qsnap_free(b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_golden_partial_frames_decode_to_their_listed_views),
+        cmocka_unit_test(test_partial_frames_keep_each_entity_as_last_carried),
+        cmocka_unit_test(test_a_partial_frame_stops_before_its_budget),
+        cmocka_unit_test(test_malformed_partial_frames_are_refused_and_change_nothing),
         cmocka_unit_test(test_full_snapshots_decode_within_the_bounds),
         cmocka_unit_test(test_deltas_decode_against_every_baseline_across_the_wrap),
         cmocka_unit_test(test_tick_arithmetic_wraps),
