@@ -139,6 +139,8 @@ static const field_spec subscribe_fields[] = {
     {"format", F_ENUM, false, 0, 0, false, 0, OFF(u.subscribe.format), format_names, format_values,
      RDP_FORMAT_JSON, 0},
     {"rate_hz", F_UINT, false, 1, 240, false, 30, OFF(u.subscribe.rate_hz), NULL, NULL, 0, 0},
+    {"bytes_per_s", F_UINT, false, 1000, 1e8, false, 0, OFF(u.subscribe.bytes_per_s), NULL, NULL, 0,
+     0},
 };
 static const field_spec spawn_rope_fields[] = {
     WORLD_FIELD,
@@ -291,6 +293,7 @@ static const field_spec set_focus_fields[] = {
     WORLD_FIELD,
     {"point", F_VEC3, false, 0, RDP_MAX_COORD, false, 0, OFF(u.set_focus.point), NULL, NULL, 0,
      RDP_GIVEN_POINT},
+    {"radius", F_NUM, false, 0, 2000, true, 15, OFF(u.set_focus.radius), NULL, NULL, 0, 0},
 };
 static const field_spec attach_cloth_fields[] = {
     WORLD_FIELD,

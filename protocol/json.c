@@ -379,6 +379,9 @@ char* rdp_reply_ok(rdp_re re, const rdp_reply_fields* f, size_t* len) {
     if (f->format != NULL) {
         cJSON_AddStringToObject(root, "format", f->format);
         cJSON_AddNumberToObject(root, "rate_hz", f->rate_hz);
+        if (f->bytes_per_s > 0) {
+            cJSON_AddNumberToObject(root, "bytes_per_s", f->bytes_per_s);
+        }
     }
     if (f->params != NULL) {
         cJSON_AddItemToObject(root, "params", params_object(f->params));

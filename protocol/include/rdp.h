@@ -304,6 +304,9 @@ typedef struct rdp_command {
             uint32_t rate_hz;    ///< 1..240.
             uint32_t events;     ///< The opt-in events asked for (rdp_event_bits).
             double impact_speed; ///< m/s, [0.5, 100], default 1: the slowest impact sent.
+            /// Byte budget of its snapshots, [1000, 10^8] bytes/s; 0 when
+            /// absent (none). PROTOCOL.md §5.3.
+            uint32_t bytes_per_s;
         } subscribe;
         struct {
             uint32_t fetch; ///< 1: "fetch": true, the file comes back in the reply.
@@ -406,6 +409,7 @@ typedef struct rdp_command {
         } set_tear;
         struct {
             rdp_vec3 point; ///< m; without it (given lacks RDP_GIVEN_POINT) the focus is cleared.
+            double radius;  ///< m, (0, 2000], default 15: full priority within it (§5.3).
         } set_focus;
         struct {
             unsigned given; ///< Bitwise OR of rdp_param_bits.
@@ -519,6 +523,7 @@ typedef struct rdp_reply_fields {
     uint32_t tick_hz;                        ///< With has_world on subscribe: "tick_hz"
     const char* format;                      ///< "format"
     uint32_t rate_hz;                        ///< "rate_hz" when format is set
+    uint32_t bytes_per_s;                    ///< "bytes_per_s" when format is set and > 0
     const struct rdp_entity_state* describe; ///< Topology of one entity (describe)
     const char* bone;                        ///< "bone" (kill)
     const char* clip;                        ///< "clip" (start_getup)

@@ -116,6 +116,11 @@ typedef struct app_sub {
     float impact_speed; ///< "impact": the slowest impact sent, m/s.
     bool has_focus;     ///< set_focus gave a point: where this viewer looks (level of detail).
     float focus[3];     ///< m.
+    float focus_radius; ///< set_focus's radius, m: full priority within it (interest.c).
+    /// subscribe's bytes_per_s, 0: none. A binary subscription with one
+    /// gets partial frames made by `interest` (PROTOCOL.md §5.3).
+    uint32_t bytes_per_s;
+    struct app_interest* interest;
 } app_sub;
 
 /// A particle a client is dragging; released for it if it disconnects.
@@ -530,6 +535,11 @@ void app__send_held(app_server* app, app_world* w);
 app_sub* app__subscribe(app_world* w, app_client* c, uint32_t format, uint32_t rate_hz,
                         rdp_code* err);
 
+/// Sets a subscription's byte budget (0: none): a binary one with a budget
+/// gets partial frames from then on, starting from a reset of the client's
+/// view. Returns false on out of memory (then it has none).
+bool app__sub_set_budget(app_sub* sub, uint32_t bytes_per_s);
+
 /// Removes a client's subscription to w; false if there was none.
 bool app__unsubscribe(app_world* w, app_client* c);
 
@@ -571,6 +581,41 @@ uint32_t app__broadcast_ticks_until_due(const app_world* w, uint32_t max);
 
 /// Drops this tick's shared snapshot encodings.
 void app__snapshot_cache_clear(app_world* w);
+
+// ---------------------------------------------------------------------------
+// interest.c: interest management, one binary subscription with a budget
+// ---------------------------------------------------------------------------
+
+typedef struct app_interest app_interest;
+
+/// A subscription's interest state (bytes_per_s > 0), NULL on OOM; its first
+/// frame resets the client's view. Free with app__interest_free().
+app_interest* app__interest_new(uint32_t bytes_per_s);
+
+/// Frees it (NULL is allowed).
+void app__interest_free(app_interest* it);
+
+/// Forgets what the client has (a resync, a rollback): the next frame
+/// resets its view and everything is sent afresh.
+void app__interest_reset(app_interest* it);
+
+/// The client acknowledged the frame of `tick`: each entity it carried has
+/// it as its baseline, and the removals it carried are done.
+void app__interest_ack(app_interest* it, uint64_t tick);
+
+/// Makes the subscription's partial frame of q (this tick's quantized
+/// snapshot, kept in w's ring) into *buf (grown as needed, *cap its size):
+/// *len bytes, 0 when nothing is due or the budget is spent. Returns 0, or
+/// -1 on out of memory (nothing sent is recorded).
+int app__interest_frame(app_world* w, app_sub* sub, app_interest* it, const rdp_qsnap* q,
+                        uint8_t** buf, size_t* cap, size_t* len);
+
+/// Takes `bytes` sent at `tick` on the subscription's stream besides its
+/// frames (the metrics event) from its budget.
+void app__interest_charge(app_interest* it, uint64_t tick, size_t bytes);
+
+/// Bytes the state holds (for the memory figures).
+size_t app__interest_bytes(const app_interest* it);
 
 /// The wire kind of a simulator entity kind.
 rdp_kind app__kind_of(sim_entity_kind k);

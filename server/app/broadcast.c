@@ -26,6 +26,7 @@ _Static_assert(sizeof(sim_vec3) == 3 * sizeof(float), "snapshots read sim_vec3 a
 static bool client_drop_sub(app_client* c, uint64_t world) {
     for (uint32_t i = 0; i < c->sub_count; ++i) {
         if (c->subs[i].world == world) {
+            app__interest_free(c->subs[i].interest);
             c->subs[i] = c->subs[--c->sub_count];
             return true;
         }
@@ -51,9 +52,23 @@ void app__ack(const app_world* w, app_sub* sub, uint64_t tick) {
     for (uint32_t i = 0; i < RDP_BASELINES; ++i) {
         if (w->qring[i] != NULL && w->qring[i]->tick == tick && tick != UINT64_MAX) {
             sub->acked = tick;
+            if (sub->interest != NULL) {
+                app__interest_ack(sub->interest, tick);
+            }
             return;
         }
     }
+}
+
+bool app__sub_set_budget(app_sub* sub, uint32_t bytes_per_s) {
+    app__interest_free(sub->interest);
+    sub->interest = NULL;
+    sub->bytes_per_s = bytes_per_s;
+    if (bytes_per_s > 0 && sub->format == RDP_FORMAT_BINARY) {
+        sub->interest = app__interest_new(bytes_per_s);
+        return sub->interest != NULL;
+    }
+    return true;
 }
 
 void app__binary_message(app_server* app, app_client* c, const uint8_t* data, size_t len) {
@@ -112,6 +127,7 @@ app_sub* app__subscribe(app_world* w, app_client* c, uint32_t format, uint32_t r
     // The first snapshot is due at the next tick, the rest evenly spaced.
     sub->acc = w->tick_hz - sub->rate_hz;
     sub->topo_sent = false; // (re)subscribing resends topology
+    sub->focus_radius = sub->focus_radius > 0.0f ? sub->focus_radius : 15.0f;
     // Made while a worker steps the world: of that batch of ticks only
     // the last counts for it (it came before that one's boundary).
     sub->mid_batch = w->busy;
@@ -622,6 +638,62 @@ uint32_t app__broadcast_ticks_until_due(const app_world* w, uint32_t max) {
     return n > 0 ? n : 1;
 }
 
+// The metrics event a binary subscriber gets with its first snapshot and
+// once a second after. Returns the bytes sent (0: none).
+static size_t send_metrics(app_world* w, app_client* c) {
+    rdp_snapshot ms;
+    size_t len = 0;
+    if (build_snapshot(w, false, &ms)) {
+        char* text = rdp_event_metrics(&ms, &len);
+        if (text != NULL) {
+            app__report_text(c, text, len, net_session_send_text(c->session, text, len));
+            rdp_free(text);
+        } else {
+            len = 0;
+        }
+    }
+    return len;
+}
+
+// A subscription with a byte budget: its own partial frame (interest.c),
+// made only once its last one has gone out to the socket (frames build on
+// each other: none may be replaced).
+static void send_partial(app_world* w, app_client* c, app_sub* sub) {
+    if (net_session_latest_waiting(c->session, w->id)) {
+        return;
+    }
+    rdp_qsnap* q = quantized(w);
+    if (q == NULL) {
+        app__report_error(c->app, NULL, "out of memory quantizing a snapshot");
+        return;
+    }
+    if (sub->full_next) { // resync, rollback: the client starts again
+        app__interest_reset(sub->interest);
+        sub->full_next = false;
+    }
+    if (sub->metrics_acc++ % sub->rate_hz == 0) {
+        // Counted before the frame is made, which then has what is left.
+        app__interest_charge(sub->interest, q->tick, send_metrics(w, c));
+    }
+    size_t len = 0;
+    if (app__interest_frame(w, sub, sub->interest, q, &w->encbuf, &w->encbuf_cap, &len) != 0) {
+        app__report_error(c->app, NULL, "out of memory making a partial frame");
+        return;
+    }
+    if (len == 0) {
+        return;
+    }
+    net_blob* b = net_blob_create(w->encbuf, len);
+    if (b == NULL) {
+        app__report_error(c->app, NULL, "out of memory sending a partial frame");
+        return;
+    }
+    if (net_session_send_latest(c->session, w->id, b, true) == 0) {
+        app__report_sent(c, APP_MSG_SNAPSHOT_PARTIAL, len);
+    }
+    net_blob_unref(b);
+}
+
 void app__broadcast_snapshots(app_world* w, uint32_t ticks) {
     app__snapshot_cache_clear(w);
     uint32_t epoch = sim_world_topology_epoch(w->sim);
@@ -636,8 +708,11 @@ void app__broadcast_snapshots(app_world* w, uint32_t ticks) {
         if (sub == NULL) {
             continue;
         }
-        sub->snap_tokens = fmin(APP_SNAPSHOT_BYTES_PER_S,
-                                sub->snap_tokens + APP_SNAPSHOT_BYTES_PER_S * ticks / w->tick_hz);
+        // A JSON subscription's own budget replaces the server's when lower.
+        double rate = sub->bytes_per_s > 0 && sub->bytes_per_s < APP_SNAPSHOT_BYTES_PER_S
+                          ? (double)sub->bytes_per_s
+                          : APP_SNAPSHOT_BYTES_PER_S;
+        sub->snap_tokens = fmin(rate, sub->snap_tokens + rate * ticks / w->tick_hz);
         // Spread rate_hz snapshots evenly over tick_hz ticks. A batch of
         // ticks ends at the first a subscriber is due (see above), so none
         // is due twice in one.
@@ -648,6 +723,10 @@ void app__broadcast_snapshots(app_world* w, uint32_t ticks) {
             continue;
         }
         sub->acc %= w->tick_hz;
+        if (sub->interest != NULL) {
+            send_partial(w, c, sub);
+            continue;
+        }
         if (sub->snap_tokens < 0.0) {
             continue; // over its byte rate: this one is skipped
         }
@@ -663,15 +742,7 @@ void app__broadcast_snapshots(app_world* w, uint32_t ticks) {
         if (binary && sub->metrics_acc++ % sub->rate_hz == 0) {
             // With the first snapshot and once a second after: the metrics
             // JSON snapshots carry.
-            rdp_snapshot ms;
-            if (build_snapshot(w, false, &ms)) {
-                size_t len = 0;
-                char* text = rdp_event_metrics(&ms, &len);
-                if (text != NULL) {
-                    app__report_text(c, text, len, net_session_send_text(c->session, text, len));
-                    rdp_free(text);
-                }
-            }
+            send_metrics(w, c);
         }
         sub->snap_tokens -= (double)b->len;
         if (topology) {

@@ -857,6 +857,11 @@ static void subscribe(app_world* w, app_client* c, const rdp_command* cmd) {
     }
     sub->events = cmd->u.subscribe.events;
     sub->impact_speed = (float)cmd->u.subscribe.impact_speed;
+    if (!app__sub_set_budget(sub, cmd->u.subscribe.bytes_per_s)) {
+        app__unsubscribe(w, c);
+        app__send_error(c, rdp_re_of(cmd), RDP_E_INTERNAL, "out of memory");
+        return;
+    }
     // Answered at once, so from the world's view: a worker may be stepping
     // it (the tick is the one before that step, whose snapshot comes first).
     const app_world_view* v = app__world_view(w);
@@ -876,6 +881,7 @@ static void subscribe(app_world* w, app_client* c, const rdp_command* cmd) {
     f.tick_hz = w->tick_hz;
     f.format = sub->format == RDP_FORMAT_BINARY ? "binary" : "json";
     f.rate_hz = sub->rate_hz;
+    f.bytes_per_s = sub->bytes_per_s;
     f.solver = app__solver_name(w->def.solver);
     f.params = &params;
     f.has_statics = true;
@@ -1037,6 +1043,7 @@ void app__dispatch(app_server* app, app_client* c, const rdp_command* cmd) {
         sub->focus[0] = (float)cmd->u.set_focus.point.x;
         sub->focus[1] = (float)cmd->u.set_focus.point.y;
         sub->focus[2] = (float)cmd->u.set_focus.point.z;
+        sub->focus_radius = (float)cmd->u.set_focus.radius;
         reply_ok(c, cmd, &f);
         return;
     }

@@ -33,6 +33,7 @@ static const char* const msg_kinds[APP_MSG_KINDS] = {
     [APP_MSG_SNAPSHOT_JSON] = "snapshot_json",
     [APP_MSG_SNAPSHOT_FULL] = "snapshot_full",
     [APP_MSG_SNAPSHOT_DELTA] = "snapshot_delta",
+    [APP_MSG_SNAPSHOT_PARTIAL] = "snapshot_partial",
 };
 
 const char* app__session_label_name(app_session_label label) {
@@ -250,7 +251,8 @@ static void render_server(const app_server* app, out* o) {
     }
     family(o, "ragdolld_messages_sent_total", "counter",
            "WebSocket messages queued to clients by kind: text (replies and events), "
-           "snapshot_json, snapshot_full, snapshot_delta (binary). Snapshots replaced before "
+           "snapshot_json, snapshot_full, snapshot_delta, snapshot_partial (binary). Snapshots "
+           "replaced before "
            "they left are counted here and in ragdolld_snapshots_dropped_total.");
     for (int k = 0; k < APP_MSG_KINDS; ++k) {
         emit(o, "ragdolld_messages_sent_total{kind=\"%s\"} %llu\n", msg_kinds[k],

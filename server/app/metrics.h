@@ -44,10 +44,11 @@ const char* app__session_label_name(app_session_label label);
 
 /// What a WebSocket message to a client carried.
 typedef enum app_msg_kind {
-    APP_MSG_TEXT = 0,       ///< A reply or an event (JSON text).
-    APP_MSG_SNAPSHOT_JSON,  ///< A JSON snapshot (with or without topology).
-    APP_MSG_SNAPSHOT_FULL,  ///< A binary snapshot against no baseline.
-    APP_MSG_SNAPSHOT_DELTA, ///< A binary snapshot against an acknowledged baseline.
+    APP_MSG_TEXT = 0,         ///< A reply or an event (JSON text).
+    APP_MSG_SNAPSHOT_JSON,    ///< A JSON snapshot (with or without topology).
+    APP_MSG_SNAPSHOT_FULL,    ///< A binary snapshot against no baseline.
+    APP_MSG_SNAPSHOT_DELTA,   ///< A binary snapshot against an acknowledged baseline.
+    APP_MSG_SNAPSHOT_PARTIAL, ///< A partial frame of interest management (§5.3).
     APP_MSG_KINDS
 } app_msg_kind;
 

@@ -585,6 +585,15 @@ int net_session_send_latest(net_session* s, uint64_t key, net_blob* blob, bool b
     return 0;
 }
 
+bool net_session_latest_waiting(const net_session* s, uint64_t key) {
+    for (uint32_t i = 0; i < s->slot_count; ++i) {
+        if (s->slots[i].key == key) {
+            return true;
+        }
+    }
+    return false;
+}
+
 void net_session_cancel_latest(net_session* s, uint64_t key) {
     for (uint32_t i = 0; i < s->slot_count; ++i) {
         if (s->slots[i].key == key) {

@@ -188,6 +188,11 @@ int net_session_send_text(net_session* s, const char* data, size_t len);
 /// queue is below send_soft_limit.
 int net_session_send_latest(net_session* s, uint64_t key, net_blob* blob, bool binary);
 
+/// Whether a payload sent with net_session_send_latest() under `key` is
+/// still waiting (not yet handed to the socket). A stream whose payloads
+/// must not be replaced (they build on each other) sends only when not.
+bool net_session_latest_waiting(const net_session* s, uint64_t key);
+
 /// Drops the payload waiting under `key`, if any (counted as dropped). Used
 /// before sending a newer must-deliver message for the same stream, so the
 /// stream's order holds.
