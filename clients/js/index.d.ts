@@ -36,6 +36,8 @@ export interface EntityRecord {
   bones?: Bone[];
   p?: Vec3;
   q?: Quat;
+  /** Binary snapshots: the wire tick (mod 65536) of the frame that last carried it. */
+  tick16?: number;
   [topology: string]: unknown;
 }
 
@@ -43,6 +45,18 @@ export interface Snapshot {
   world: number;
   tick: number;
   delta?: boolean;
+  /**
+   * Binary snapshots: true for a partial frame (a subscription with
+   * bytes_per_s, PROTOCOL.md §5.2): `entities` is still every entity the
+   * client knows, each as the frame that last carried it.
+   */
+  partial?: boolean;
+  /** Partial frames: the client's view was emptied before this frame applied. */
+  reset?: boolean;
+  /** Partial frames: the ids this frame removed from the view. */
+  removed?: number[];
+  /** Partial frames: the ids this frame carried, in its order. */
+  carried?: number[];
   entities: EntityRecord[];
   metrics?: Record<string, number>;
 }
@@ -72,6 +86,8 @@ export interface SubscribeOptions {
   rate_hz?: number;
   events?: Array<'impact' | 'joint_limit'>;
   impact_speed?: number;
+  /** A byte budget, 1000 to 1e8 bytes a second (PROTOCOL.md §5.3): binary snapshots come as partial frames. */
+  bytes_per_s?: number;
   /** Keep an interpolation buffer (true). */
   interpolate?: boolean;
 }
@@ -141,7 +157,7 @@ export interface WorldEvent { ev: string; world?: number; tick?: number; [field:
 export class RagdollClient {
   static connect(url: string, options?: ClientOptions): Promise<RagdollClient>;
   readonly welcome: WorldEvent | null;
-  readonly stats: { frames: number; bytes: number; snapshots: number; deltas: number; acks: number; resyncs: number; errors: number; describes: number };
+  readonly stats: { frames: number; bytes: number; snapshots: number; deltas: number; partials: number; acks: number; resyncs: number; errors: number; describes: number };
   on(name: 'impacts', fn: (ev: ImpactsEvent) => void): () => void;
   on(name: 'limit_hits', fn: (ev: LimitHitsEvent) => void): () => void;
   on(name: 'status', fn: (s: { state: 'connecting' | 'open' | 'closed'; text: string }) => void): () => void;
@@ -185,8 +201,40 @@ export class SnapshotStream {
 export function newStats(): RagdollClient['stats'];
 export const RESYNC_RETRY_MS: number;
 export const DESCRIBE_RETRY_MS: number;
-export class Decoder { decode(bytes: Uint8Array | ArrayBuffer): { world: number; tick16: number; delta: boolean; baseline16: number | null; entities: unknown[] } }
-export class BaselineError extends Error {}
+/** An entity as the decoder holds it: f is x, y, z per particle or x, y, z, qx, qy, qz, qw per body. */
+export interface DecodedEntity {
+  entity: number;
+  /** KIND's number. */
+  kind: number;
+  /** Characters: STATE_NAME's index. */
+  state: number;
+  /** Particles or bodies. */
+  count: number;
+  /** The integers on the wire. */
+  vals: Int32Array;
+  f: Float64Array;
+  /** The wire tick of the frame that last carried it. */
+  tick16: number;
+}
+export interface DecodedSnapshot {
+  world: number;
+  tick16: number;
+  delta: boolean;
+  baseline16: number | null;
+  partial: boolean;
+  /** Partial frames only. */
+  reset?: boolean;
+  removed?: number[];
+  carried?: number[];
+  /** The frame's entities; for a partial frame, the decoder's whole view. */
+  entities: DecodedEntity[];
+}
+export class Decoder { decode(bytes: Uint8Array | ArrayBuffer): DecodedSnapshot }
+export class BaselineError extends Error {
+  readonly baseline16: number;
+  /** A partial frame's entity whose baseline is missing; null for a delta. */
+  readonly entity: number | null;
+}
 export function unwrapTick(near: number, tick16: number): number;
 export function ackFrame(world: number, tick: number): Uint8Array;
 export function peekWorld(bytes: Uint8Array | ArrayBuffer): number | null;

@@ -2,14 +2,17 @@
 // frames (protocol/golden/, world 3, ticks across the 16-bit wrap): acks
 // with full ticks, describe once per new entity (again after a
 // rate_limited reply, not before the wait it names), topology forgotten
-// with the entity, and one resync for a frame it cannot decode. A fake link
-// stands in for the connection and a fake clock for time.
+// with the entity, and one resync for a frame it cannot decode; partial
+// frames (hand-built: tests/js/partial_frames.mjs) acked alike, their
+// records the whole view. A fake link stands in for the connection and a
+// fake clock for time.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DESCRIBE_RETRY_MS, RESYNC_RETRY_MS, SnapshotStream } from '../../clients/js/src/index.js';
+import { partialFrame } from './partial_frames.mjs';
 
 // (import.meta.dirname needs Node 20.11; Debian 12 ships Node 18.)
 const GOLDEN = fileURLToPath(new URL('../../protocol/golden', import.meta.url));
@@ -167,4 +170,98 @@ test('a closed stream asks for nothing more', async () => {
   s.receive(frame(2));
   await settle();
   assert.equal(link.sent.length, 0);
+});
+
+// Partial frames: a ball and a rope of world 3, by hand.
+const P_BALL = 2 ** 32 + 7;
+const P_ROPE = 2 ** 32 + 3;
+const P_BALL2 = 2 * 2 ** 32 + 7;
+const P_BALL_A = [512, 205, 4096, 3, 0, 0, 0];
+const P_ROPE_A = [1024, 2048, -512, 1331, 2048, -512, 1638, 2048, -512];
+const P_ROPE_B = [1024, 2048, -512, 1340, 2000, -500, 1638, 2048, -512];
+const partialTopology = {
+  [P_BALL]: { kind: 'ball', radius: 0.2 },
+  [P_BALL2]: { kind: 'ball', radius: 0.3 },
+  [P_ROPE]: { kind: 'rope', particle_count: 3, sticks: [[0, 1], [1, 2]], radii: [], pinned: [0] },
+};
+const partialLink = () => fakeLink((cmd) => (cmd.op === 'describe' ? { ok: true, entity: cmd.entity, ...partialTopology[cmd.entity] } : null));
+const p10 = () => partialFrame(10, { reset: true, entities: [{ id: P_BALL, kind: 5, ints: P_BALL_A }, { id: P_ROPE, kind: 1, ints: P_ROPE_A }] });
+const p11 = () => partialFrame(11, { entities: [{ id: P_BALL, kind: 5, ints: P_BALL_A, back: 0, base: P_BALL_A }] });
+const p12 = () => partialFrame(12, { entities: [{ id: P_ROPE, kind: 1, ints: P_ROPE_B, back: 1, base: P_ROPE_A }] });
+
+test('partial frames are acked with their full ticks; the records cover the whole view', async () => {
+  const link = partialLink();
+  const base = 2 * 65536 + 8;
+  const s = new SnapshotStream({ world: 3, tick: base }, link);
+  const snaps = [p10(), p11(), p12()].map((f) => s.receive(f));
+  await settle();
+  assert.ok(snaps.every((snap) => snap !== null && snap.partial && !snap.delta));
+  assert.deepEqual(snaps.map((snap) => snap.tick), [base + 2, base + 3, base + 4]);
+  const acked = link.binary.map((b) => [b.length, b[0], Number(b.readBigUInt64LE(1)), Number(b.readBigUInt64LE(9))]);
+  assert.deepEqual(acked, snaps.map((snap) => [17, 0x41, 3, snap.tick]));
+  assert.deepEqual(snaps.map((snap) => snap.carried), [[P_BALL, P_ROPE], [P_BALL], [P_ROPE]]);
+  assert.deepEqual(snaps[0].reset, true);
+
+  // Frame 12 carried the rope only: the ball is drawn where frame 11 left it.
+  const last = snaps[2];
+  assert.deepEqual(last.entities.map((e) => e.entity), [P_BALL, P_ROPE]);
+  const ballRec = last.entities[0];
+  assert.deepEqual([ballRec.kind, ballRec.tick16], ['ball', 11]);
+  assert.deepEqual(ballRec.p, [0.5, 205 / 1024, 4]);
+  assert.deepEqual(ballRec.q, [0, 0, 0, 1]);
+  const ropeRec = s.withTopology(last.entities[1]);
+  assert.equal(ropeRec.tick16, 12);
+  assert.deepEqual(ropeRec.particles, [0, 1, 2].map((i) => P_ROPE_B.slice(3 * i, 3 * i + 3).map((v) => v / 1024)));
+  assert.deepEqual(ropeRec.pinned, [0]);
+  assert.deepEqual(s.withTopology(ballRec).capsules, [[0.2, 0]]);
+  assert.deepEqual(describes(link).sort(), [P_BALL, P_ROPE].sort(), 'each described once');
+  assert.deepEqual(
+    { snapshots: s.stats.snapshots, partials: s.stats.partials, deltas: s.stats.deltas, acks: s.stats.acks, errors: s.stats.errors },
+    { snapshots: 3, partials: 3, deltas: 0, acks: 3, errors: 0 });
+
+  // A removal, and a new entity in the same slot: described; the removed
+  // one's topology forgotten.
+  const removed = s.receive(partialFrame(13, { removed: [P_BALL], entities: [{ id: P_BALL2, kind: 5, ints: P_BALL_A }] }));
+  await settle();
+  assert.deepEqual(removed.removed, [P_BALL]);
+  assert.deepEqual(removed.entities.map((e) => e.entity), [P_ROPE, P_BALL2]);
+  assert.equal(s.topologyOf(P_BALL), null);
+  assert.deepEqual(describes(link).slice(2), [P_BALL2]);
+
+  // A reset that carries the new ball only: the rope leaves the view, and
+  // what was known of it.
+  const reset = s.receive(partialFrame(14, { reset: true, entities: [{ id: P_BALL2, kind: 5, ints: P_BALL_A, back: 0, base: P_BALL_A }] }));
+  await settle();
+  assert.deepEqual(reset.entities.map((e) => e.entity), [P_BALL2]);
+  assert.equal(s.topologyOf(P_ROPE), null);
+  assert.equal(s.topologyOf(P_BALL2).radius, 0.3);
+  assert.equal(describes(link).length, 3, 'no describe again for the entity kept');
+});
+
+test('a partial frame that cannot be decoded asks for a resync, which a reset frame answers', async () => {
+  const link = partialLink();
+  const s = new SnapshotStream({ world: 3, tick: 8 }, link);
+  const resyncs = () => link.sent.filter((c) => c.op === 'resync').length;
+  assert.equal(s.receive(p11()), null, 'its baseline (frame 10) never came');
+  assert.equal(resyncs(), 1);
+  assert.equal(link.binary.length, 0, 'nothing acked');
+  // The reset frame mends it, and is acked.
+  assert.ok(s.receive(p10()));
+  assert.equal(link.binary.length, 1);
+  // A frame that fails now asks again at once; one that decodes without a
+  // reset is not the answer, so a failure right after it asks no more.
+  assert.equal(s.receive(partialFrame(11, { entities: [{ id: P_ROPE, kind: 1, ints: P_ROPE_B, back: 5, base: P_ROPE_A }] })), null);
+  assert.equal(resyncs(), 2);
+  assert.ok(s.receive(p11()));
+  assert.equal(s.receive(partialFrame(12, { entities: [{ id: P_ROPE, kind: 1, ints: P_ROPE_B, back: 0, base: P_ROPE_A }] })), null);
+  assert.equal(resyncs(), 2, 'the resync asked for is still on its way');
+  assert.equal(s.stats.errors, 0, 'missing baselines are no errors');
+  // Malformed (unknown flags): an error, logged.
+  const bad = p12();
+  bad[5] = 0x0a;
+  link.t += RESYNC_RETRY_MS;
+  assert.equal(s.receive(bad), null);
+  assert.equal(s.stats.errors, 1);
+  assert.equal(resyncs(), 3);
+  await settle();
 });

@@ -14,6 +14,9 @@ async function main(url: string): Promise<void> {
   const sub = await client.subscribe(world, { events: ['impact'] }, (s: Snapshot) => {
     const hero = s.entities.find((e) => e.entity === entity);
     if (hero?.bones) console.log(s.tick, hero.bones[0].p[2]);
+    // With a bytes_per_s budget a snapshot is a partial frame: every entity
+    // known, the ones it carried named.
+    if (s.partial) console.log(`${s.carried?.length ?? 0} of ${s.entities.length} carried; hero from wire tick ${hero?.tick16}`);
   });
   const drawn = sub.sample();
   const seenTick: number | undefined = drawn?.info.tickA;

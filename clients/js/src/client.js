@@ -188,9 +188,12 @@ export class RagdollClient {
 
   /**
    * Subscribes to a world: options { format ('binary'), rate_hz (30),
-   * events ([]: "impact", "joint_limit"), impact_speed, interpolate (true) };
-   * onSnapshot(snapshot) gets every snapshot, JSON-shaped (§5.1) whatever
-   * the format. Made again after every reconnect.
+   * events ([]: "impact", "joint_limit"), impact_speed, bytes_per_s (a byte
+   * budget, §5.3: binary snapshots come as partial frames, each with some
+   * entities; none), interpolate (true) }; onSnapshot(snapshot) gets every
+   * snapshot, JSON-shaped (§5.1) whatever the format, with every entity the
+   * client knows (a partial frame's `carried` names those it brought). Made
+   * again after every reconnect.
    */
   async subscribe(world, options = {}, onSnapshot = null) {
     const sub = new Subscription(this, world, { format: 'binary', rate_hz: 30, ...options }, onSnapshot);
@@ -221,6 +224,7 @@ export class RagdollClient {
     const cmd = { op: 'subscribe', world: sub.world, format: o.format, rate_hz: o.rate_hz };
     if (o.events) cmd.events = o.events;
     if (o.impact_speed != null) cmd.impact_speed = o.impact_speed;
+    if (o.bytes_per_s != null) cmd.bytes_per_s = o.bytes_per_s;
     return cmd;
   }
 

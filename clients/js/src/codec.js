@@ -9,6 +9,15 @@ const ANCHOR_SCALE = 10000; // anchors: steps per metre
 const QUAT_SCALE = 2047 * Math.SQRT2;
 const ABS_BITS = 26;
 const FLAG_DELTA = 1;
+const FLAG_PARTIAL = 2; // interest management: a frame of some entities, each with its own baseline
+const FLAG_RESET = 4; // partial frames: empty the view first
+const FLAGS_KNOWN = FLAG_DELTA | FLAG_PARTIAL | FLAG_RESET;
+// Flags a frame may carry: none, delta, partial, partial with reset (as
+// protocol/codec.c has it).
+const badFlags = (f) =>
+  (f & ~FLAGS_KNOWN) !== 0 ||
+  (f & (FLAG_DELTA | FLAG_PARTIAL)) === (FLAG_DELTA | FLAG_PARTIAL) ||
+  ((f & FLAG_RESET) !== 0 && (f & FLAG_PARTIAL) === 0);
 export const BASELINES = 32; // baselines a decoder keeps
 export const MAX_SKELETON_BONES = 1024; // bones of one character at most
 export const KIND = { rope: 1, cloth: 2, ragdoll: 3, character: 4, ball: 5, softbody: 6 };
@@ -92,15 +101,23 @@ function quatDequantize(v, at) {
 
 /**
  * Decodes the binary snapshots of one world. decode(bytes) returns
- * { world, tick16, delta, baseline16, entities: [{ entity, kind, state,
- * count, f }] } where f (Float64Array) holds x, y, z per particle, or x, y,
- * z, qx, qy, qz, qw per body. Throws a RangeError for a malformed frame and
- * a BaselineError for a delta against a baseline it does not hold; either
- * way its baselines are unchanged.
+ * { world, tick16, delta, baseline16, partial, entities: [{ entity, kind,
+ * state, count, f, tick16 }] } where f (Float64Array) holds x, y, z per
+ * particle, or x, y, z, qx, qy, qz, qw per body, and an entity's tick16 is
+ * the wire tick of the frame that last carried it. Throws a RangeError for
+ * a malformed frame and a BaselineError for a delta against a baseline it
+ * does not hold; either way its baselines and its view are unchanged.
+ *
+ * Partial frames (flags bit 1, PROTOCOL.md §5.2 "Partial frames") carry some
+ * entities only, so the decoder keeps a view, every entity it knows as the
+ * frame that last carried it, and returns that whole view (baseline16 null)
+ * with partial: true, reset, removed (ids) and carried (ids, in the frame's
+ * order). A full or delta frame replaces the view (partial: false).
  */
 export class Decoder {
   constructor() {
-    this.ring = []; // newest last, at most BASELINES + 1
+    this.ring = []; // Frames decoded, newest last, at most BASELINES + 1
+    this.view = new Map(); // entity id -> entity, as the frame that last carried it
   }
 
   decode(input) {
@@ -108,8 +125,16 @@ export class Decoder {
     if (b.length < 8 || b[0] !== 0x52 || b[1] !== 0x44 || b[2] !== 0x53 || b[3] !== 0x32 || b[4] !== 3) {
       throw new RangeError('not a version 3 binary snapshot');
     }
-    const delta = (b[5] & FLAG_DELTA) !== 0;
+    // Flags we do not know could change what the bits mean: refuse them
+    // rather than misread the frame. Delta and partial together is neither:
+    // a partial frame names its baselines per entity, a delta one for all.
+    const flags = b[5];
+    if (badFlags(flags)) {
+      throw new RangeError(`bad snapshot flags 0x${flags.toString(16)}`);
+    }
     const tick16 = b[6] | (b[7] << 8);
+    if ((flags & FLAG_PARTIAL) !== 0) return this.decodePartial(b, tick16, (flags & FLAG_RESET) !== 0);
+    const delta = (flags & FLAG_DELTA) !== 0;
     let head = 8;
     let base = null;
     let baseline16 = null;
@@ -117,7 +142,7 @@ export class Decoder {
       if (b.length < 10) throw new RangeError('truncated snapshot');
       baseline16 = b[8] | (b[9] << 8);
       head = 10;
-      base = this.ring.find((s) => s.tick16 === baseline16) ?? null;
+      base = this.frameAt(baseline16);
       if (base === null) throw new BaselineError(baseline16);
     }
     const r = new BitReader(b, head);
@@ -134,42 +159,147 @@ export class Decoder {
         if (cursor + skip >= base.entities.length) throw new RangeError('bad baseline index');
         be = base.entities[cursor + skip];
         cursor += skip + 1;
-        e = { entity: be.entity, kind: be.kind, state: be.state, count: be.count, skel: be.skel };
+        e = based(be, tick16);
       } else {
         e = readHead(r);
+        e.tick16 = tick16;
       }
-      const per = isRigid(e.kind) ? 7 : 3;
-      if (be !== null && r.bits(1) === 1) {
-        e.vals = be.vals;
-        e.f = be.f;
-        entities.push(e);
-        continue;
-      }
-      if (e.kind === KIND.character) e.state = r.bits(2);
-      e.vals = new Int32Array(per * e.count);
-      e.f = new Float64Array(per * e.count);
-      if (isRigid(e.kind)) readBodies(r, e, be);
-      else readParticles(r, e, be);
-      entities.push(e);
+      entities.push(readValues(r, e, be));
     }
-    const snap = { world, tick16, delta, baseline16, entities };
-    this.ring.push(snap);
+    // Nothing above changed the decoder: a frame refused leaves it as it was.
+    this.keep(new Frame(tick16, entities));
+    this.view = new Map(entities.map((e) => [e.entity, e]));
+    return { world, tick16, delta, baseline16, partial: false, entities };
+  }
+
+  // A partial frame: removals, then the entities it carries, each against
+  // the frame its `back` names (by id there), or without a baseline.
+  decodePartial(b, tick16, reset) {
+    const r = new BitReader(b, 8);
+    const world = r.eg(0);
+    const nremoved = r.eg(0);
+    if (nremoved > 65536) throw new RangeError('too many removals');
+    const removed = [];
+    for (let k = 0; k < nremoved; k++) removed.push(readId(r));
+    const carried = [];
+    const seen = new Set();
+    while (r.bits(1) === 1) {
+      if (carried.length >= 65536) throw new RangeError('too many entities');
+      const id = readId(r);
+      // Twice in one frame would make "the entity as that frame carried
+      // it" ambiguous for the frames based on this one.
+      if (seen.has(id)) throw new RangeError(`entity ${id} carried twice`);
+      seen.add(id);
+      let be = null;
+      let e;
+      if (r.bits(1) === 1) {
+        const back = r.eg(0);
+        const base16 = (((tick16 - 1 - back) % 65536) + 65536) % 65536;
+        be = this.frameAt(base16)?.get(id) ?? null;
+        if (be === null) throw new BaselineError(base16, id);
+        e = based(be, tick16);
+      } else {
+        e = readShape(r, id);
+        e.tick16 = tick16;
+      }
+      carried.push(readValues(r, e, be));
+    }
+    // Decoded whole: only now does the decoder change (the view in place,
+    // O(removed + carried); a Map keeps the old order and appends the new).
+    this.keep(new Frame(tick16, carried));
+    const view = this.view;
+    if (reset) view.clear();
+    for (const id of removed) view.delete(id);
+    for (const e of carried) view.set(e.entity, e);
+    return {
+      world, tick16, delta: false, baseline16: null, partial: true, reset, removed,
+      carried: carried.map((e) => e.entity), entities: [...view.values()],
+    };
+  }
+
+  // The newest frame kept of wire tick tick16, or null.
+  frameAt(tick16) {
+    for (let i = this.ring.length - 1; i >= 0; i--) {
+      const f = this.ring[i];
+      if (f.tick16 === tick16) return f;
+    }
+    return null;
+  }
+
+  keep(frame) {
+    this.ring.push(frame);
     if (this.ring.length > BASELINES + 1) this.ring.shift();
-    return snap;
   }
 }
 
-export class BaselineError extends Error {
-  constructor(baseline16) {
-    super(`no baseline ${baseline16}: ask for a full snapshot (resync)`);
-    this.baseline16 = baseline16;
+// One decoded frame kept as a baseline: the entities it carried, found by
+// position (delta frames) or by id (partial frames; the map is made the
+// first time one asks, so frames nobody bases on cost nothing more).
+class Frame {
+  constructor(tick16, entities) {
+    this.tick16 = tick16;
+    this.entities = entities;
+    this.byId = null;
   }
+
+  get(id) {
+    this.byId ??= new Map(this.entities.map((e) => [e.entity, e]));
+    return this.byId.get(id) ?? null;
+  }
+}
+
+/**
+ * A frame coded against a baseline the decoder does not hold (a delta's
+ * baseline16, or the frame a partial frame's entity names, with that
+ * entity's id, or that frame without that entity): ask for a resync.
+ */
+export class BaselineError extends Error {
+  constructor(baseline16, entity = null) {
+    super(entity === null
+      ? `no baseline ${baseline16}: ask for a full snapshot (resync)`
+      : `no baseline ${baseline16} of entity ${entity}: ask for a resync`);
+    this.baseline16 = baseline16;
+    this.entity = entity;
+  }
+}
+
+// An entity against baseline entity be: its kind, count, skeleton and
+// state are the baseline's until its values say otherwise.
+function based(be, tick16) {
+  return { entity: be.entity, kind: be.kind, state: be.state, count: be.count, skel: be.skel, tick16 };
+}
+
+// An entity's values after its head: nothing when it is its baseline's
+// (unchanged bit), else a character's state and its particles or bodies.
+function readValues(r, e, be) {
+  if (be !== null && r.bits(1) === 1) {
+    e.vals = be.vals;
+    e.f = be.f;
+    return e;
+  }
+  const per = isRigid(e.kind) ? 7 : 3;
+  if (e.kind === KIND.character) e.state = r.bits(2);
+  e.vals = new Int32Array(per * e.count);
+  e.f = new Float64Array(per * e.count);
+  if (isRigid(e.kind)) readBodies(r, e, be);
+  else readParticles(r, e, be);
+  return e;
+}
+
+// id = generation·2^32 + index (below 2^53 as long as generations are).
+function readId(r) {
+  const lo = r.eg(0);
+  const hi = r.eg(0);
+  return hi * 2 ** 32 + lo;
 }
 
 function readHead(r) {
-  const lo = r.eg(0);
-  const hi = r.eg(0);
-  const e = { entity: hi * 2 ** 32 + lo, kind: r.bits(3), state: 0, count: r.eg(0), skel: null };
+  return readShape(r, readId(r));
+}
+
+// Kind, count and a character's skeleton: an entity new to the decoder.
+function readShape(r, id) {
+  const e = { entity: id, kind: r.bits(3), state: 0, count: r.eg(0), skel: null };
   if (e.kind < 1 || e.kind > 6 || e.count > 1 << 20 || (e.kind === KIND.ball && e.count !== 1) ||
       (e.kind === KIND.character && (e.count < 1 || e.count > MAX_SKELETON_BONES))) {
     throw new RangeError('bad entity header');
@@ -306,6 +436,9 @@ export const stateName = (state) => STATE_NAME[state] ?? 'animated';
 export function peekWorld(input) {
   const b = input instanceof Uint8Array ? input : new Uint8Array(input);
   if (b.length < 8 || b[0] !== 0x52 || b[1] !== 0x44 || b[2] !== 0x53 || b[3] !== 0x32) return null;
+  // Only a delta has a baseline tick in its header; a partial frame (flags
+  // bit 1) names its baselines per entity, in the bit stream.
+  if (badFlags(b[5])) return null;
   try {
     return new BitReader(b, (b[5] & FLAG_DELTA) !== 0 ? 10 : 8).eg(0);
   } catch {

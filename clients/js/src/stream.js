@@ -4,8 +4,10 @@
 // topology, which binary frames do not carry, asked for with `describe` and
 // kept. Out come snapshots whose entity records have the shape of the JSON
 // snapshots' (§5.1: particles, or bones / p and q), which the scene, the
-// character panel and the test hooks read. No three.js and no DOM: the tests
-// run it in Node too (tests/js/stream.test.mjs).
+// character panel and the test hooks read. A partial frame (a subscription
+// with a byte budget, §5.2 "Partial frames") comes out as the decoder's whole
+// view, so what the frame did not carry is still drawn where it was. No
+// three.js and no DOM: the tests run it in Node too (tests/js/stream.test.mjs).
 import { BaselineError, Decoder, KIND, ackFrame, kindName, stateName, unwrapTick } from './codec.js';
 
 // A resync whose full snapshot never came (a newer delta replaced it in the
@@ -17,7 +19,7 @@ export const DESCRIBE_RETRY_MS = 1000;
 
 /** Counters over all of a page's subscriptions, for the HUD and the test. */
 export function newStats() {
-  return { frames: 0, bytes: 0, snapshots: 0, deltas: 0, acks: 0, resyncs: 0, errors: 0, describes: 0 };
+  return { frames: 0, bytes: 0, snapshots: 0, deltas: 0, partials: 0, acks: 0, resyncs: 0, errors: 0, describes: 0 };
 }
 
 export class SnapshotStream {
@@ -51,10 +53,11 @@ export class SnapshotStream {
   }
 
   /**
-   * Takes one binary frame. Returns { world, tick, delta, entities } (tick
-   * the full tick, entities records) or null when the frame could not be
-   * decoded; then a full snapshot has been asked for. Never throws for what
-   * the frame holds.
+   * Takes one binary frame. Returns { world, tick, delta, partial, entities }
+   * (tick the full tick, entities records; a partial frame's also reset,
+   * removed and carried, as the decoder gives them) or null when the frame
+   * could not be decoded; then a full snapshot has been asked for. Never
+   * throws for what the frame holds.
    */
   receive(bytes, now = this.now()) {
     this.stats.frames++;
@@ -82,13 +85,25 @@ export class SnapshotStream {
       this.resync(now);
       return null;
     }
-    if (!snap.delta) this.resyncAt = null; // what a resync asks for (or the first snapshot)
+    // What a resync asks for (or the first snapshot): a full frame, or with
+    // a byte budget a partial one that resets the view. A partial frame
+    // without reset may well decode after a failed one (its entities name
+    // baselines we acked), but the view still misses what the failed one
+    // carried.
+    if (snap.partial ? snap.reset : !snap.delta) this.resyncAt = null;
     this.tick = unwrapTick(this.tick, snap.tick16);
+    // Acked like any frame: the server then codes each entity it carried
+    // against it, and stops sending its removals.
     if (this.link.sendBinary(ackFrame(this.world, this.tick))) this.stats.acks++;
     this.stats.snapshots++;
     if (snap.delta) this.stats.deltas++;
+    if (snap.partial) this.stats.partials++;
 
+    // The whole view, carried this frame or not: the scene drops what a
+    // snapshot lacks.
     const entities = snap.entities.map((e) => this.record(e));
+    // The view's shapes: on a reset (or a removal) what is no longer in it
+    // is forgotten, topology too, below.
     this.shapes.clear();
     for (const e of snap.entities) this.shapes.set(e.entity, { kind: kindName(e.kind), count: e.count });
     // An id never comes back once its entity is gone: forget what we knew.
@@ -98,7 +113,9 @@ export class SnapshotStream {
     for (const e of snap.entities) {
       if (!this.topology.has(e.entity)) this.describe(e.entity, now);
     }
-    return { world: snap.world, tick: this.tick, delta: snap.delta, entities };
+    const out = { world: snap.world, tick: this.tick, delta: snap.delta, partial: snap.partial, entities };
+    if (snap.partial) Object.assign(out, { reset: snap.reset, removed: snap.removed, carried: snap.carried });
+    return out;
   }
 
   /** The topology of an entity (its describe reply), or null while unknown. */
@@ -122,11 +139,12 @@ export class SnapshotStream {
     return { ...rec, names, sticks, radii, pinned, cols, rows };
   }
 
-  // A decoded entity as a JSON-shaped record. Names (a character's bones
-  // and skeleton) come from the topology once it is known.
+  // A decoded entity as a JSON-shaped record, with tick16 the wire tick of
+  // the frame that last carried it. Names (a character's bones and
+  // skeleton) come from the topology once it is known.
   record(e) {
     const f = e.f;
-    const rec = { entity: e.entity, kind: kindName(e.kind) };
+    const rec = { entity: e.entity, kind: kindName(e.kind), tick16: e.tick16 };
     const pose = (i) => ({ p: [f[7 * i], f[7 * i + 1], f[7 * i + 2]], q: [f[7 * i + 3], f[7 * i + 4], f[7 * i + 5], f[7 * i + 6]] });
     if (e.kind === KIND.ball) {
       Object.assign(rec, pose(0));
