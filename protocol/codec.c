@@ -920,7 +920,8 @@ rdp_decoder* rdp_decoder_new(void) {
         d->ring[i]->tick = UINT64_MAX; // empty
     }
     for (int i = 0; i < 2; ++i) {
-        if ((d->view[i] = rdp_qsnap_new()) == NULL) {
+        // Never NULL arrays, even in an empty view.
+        if ((d->view[i] = rdp_qsnap_new()) == NULL || !qsnap_reserve(d->view[i], 1, 64, 1)) {
             rdp_decoder_free(d);
             return NULL;
         }
@@ -956,7 +957,7 @@ static int cmp_u64(const void* a, const void* b) {
 // out of memory, or when an id is there twice (a malformed frame).
 static bool index_frame(rdp_decoder* d, uint32_t i) {
     const rdp_qsnap* q = d->ring[i];
-    if (!grow((void**)&d->index[i], &d->index_cap[i], q->entity_count, sizeof(id_slot))) {
+    if (!grow((void**)&d->index[i], &d->index_cap[i], q->entity_count + 1, sizeof(id_slot))) {
         return false;
     }
     for (uint32_t k = 0; k < q->entity_count; ++k) {
@@ -990,9 +991,11 @@ static int find_slot(const rdp_decoder* d, uint16_t tick16) {
     return -1;
 }
 
+// The baseline of a delta frame: a whole snapshot decoded (a partial
+// frame holds only what it carried, and no server codes a delta against one).
 static rdp_qsnap* find_baseline(rdp_decoder* d, uint16_t tick16) {
     int i = find_slot(d, tick16);
-    return i >= 0 ? d->ring[i] : NULL;
+    return i >= 0 && !d->ring[i]->partial ? d->ring[i] : NULL;
 }
 
 static uint64_t get_id(bitr* r) {
@@ -1176,9 +1179,13 @@ static bool view_append(rdp_qsnap* v, const rdp_qsnap* src, const rdp_qentity* s
     e->tick = tick;
     e->offset = v->val_count;
     e->skel = v->skel_count;
-    memcpy(v->vals + v->val_count, src->vals + se->offset, (size_t)n * sizeof *v->vals);
-    memcpy(v->f + v->val_count, src->f + se->offset, (size_t)n * sizeof *v->f);
-    memcpy(v->skel + v->skel_count, src->skel + se->skel, (size_t)bones * sizeof *v->skel);
+    if (n > 0) { // (an empty snapshot's arrays may be NULL)
+        memcpy(v->vals + v->val_count, src->vals + se->offset, (size_t)n * sizeof *v->vals);
+        memcpy(v->f + v->val_count, src->f + se->offset, (size_t)n * sizeof *v->f);
+    }
+    if (bones > 0) {
+        memcpy(v->skel + v->skel_count, src->skel + se->skel, (size_t)bones * sizeof *v->skel);
+    }
     v->val_count += n;
     v->skel_count += bones;
     return true;
@@ -1244,6 +1251,9 @@ static rdp_code decode_partial(rdp_decoder* d, const uint8_t* buf, size_t len, b
     }
     qsort(d->removed, (size_t)nremoved, sizeof *d->removed, cmp_u64);
     q->tick = UINT64_MAX;
+    if (!qsnap_reserve(q, 1, 64, 0)) { // (never NULL arrays, as in rdp_decode)
+        return RDP_E_INTERNAL;
+    }
     q->world = world;
     q->entity_count = 0;
     uint32_t vals = 0, skel = 0;

@@ -29,7 +29,10 @@
  *   the same integers;
  * - nothing changes the last 32 decoded snapshots (the baselines) once
  *   decoded, refused frames least of all, and after a refused frame the
- *   decoder stays usable: a frame the encoder makes from them decodes.
+ *   decoder stays usable: a frame the encoder makes from them decodes;
+ * - partial frames (interest management) decode into a well-formed view,
+ *   or are refused (bad_request, or not_found for a baseline it lacks); a
+ *   delta never takes one as its baseline.
  */
 #include "fuzz.h"
 #include "rdp.h"
@@ -42,7 +45,8 @@
 #define ABS_LIMIT  ((1 << 25) - 1) // what the encoder codes absolutely (26 bits)
 
 typedef struct seen {
-    const rdp_qsnap* q; // valid while among the last RDP_BASELINES decodes
+    const rdp_qsnap* q; // valid while among the last RDP_BASELINES decodes; NULL:
+                        // a partial frame (its output is the view, not a baseline)
     uint64_t tick;      // full tick
     uint64_t hash;
 } seen;
@@ -223,10 +227,12 @@ static void check_reencoded(const rdp_qsnap* q, const rdp_qsnap* base) {
     rdp_decoder_free(d);
 }
 
+// The whole snapshot of wire tick tick16 in the window (a delta's
+// baseline; a partial frame is none).
 static const seen* find_seen(const stream* s, uint16_t tick16) {
     for (uint32_t i = 0; i < s->nhist; ++i) {
         if ((uint16_t)s->hist[i].tick == tick16) {
-            return &s->hist[i];
+            return s->hist[i].q != NULL ? &s->hist[i] : NULL;
         }
     }
     return NULL;
@@ -239,7 +245,7 @@ static void decoded(stream* s, const rdp_qsnap* q, uint64_t tick, bool ack_lost)
         memmove(&s->hist[0], &s->hist[1], (RDP_BASELINES - 1) * sizeof s->hist[0]);
         s->nhist--;
     }
-    s->hist[s->nhist++] = (seen){q, tick, snap_hash(q)};
+    s->hist[s->nhist++] = (seen){q->partial ? NULL : q, tick, q->partial ? 0 : snap_hash(q)};
     uint8_t ack[RDP_ACK_BYTES];
     rdp_ack_write(q->world, tick, ack);
     uint64_t world = 0, t = 0;
@@ -260,19 +266,22 @@ static void decoded(stream* s, const rdp_qsnap* q, uint64_t tick, bool ack_lost)
 // a change would last until then.
 FUZZ_NO_COVERAGE static void check_window(const stream* s) {
     for (uint32_t i = 0; i < s->nhist; ++i) {
-        FUZZ_CHECK(snap_hash(s->hist[i].q) == s->hist[i].hash);
+        FUZZ_CHECK(s->hist[i].q == NULL || snap_hash(s->hist[i].q) == s->hist[i].hash);
     }
 }
 
 // After a refused frame, the decoder is usable: a frame the encoder makes
 // (the newest snapshot, as a delta against the oldest) decodes.
 static void check_still_usable(stream* s) {
-    if (s->nhist == 0) {
-        return;
+    const rdp_qsnap* newest = NULL;
+    const rdp_qsnap* oldest = NULL;
+    for (uint32_t i = 0; i < s->nhist; ++i) {
+        if (s->hist[i].q != NULL) {
+            newest = s->hist[i].q;
+            oldest = oldest != NULL ? oldest : s->hist[i].q;
+        }
     }
-    const rdp_qsnap* newest = s->hist[s->nhist - 1].q;
-    const rdp_qsnap* oldest = s->hist[0].q;
-    if (!encodable(newest) || !encodable(oldest)) {
+    if (newest == NULL || !encodable(newest) || !encodable(oldest)) {
         return;
     }
     size_t len;
@@ -315,6 +324,9 @@ static void feed(stream* s, uint8_t ctl, uint8_t* frame, size_t len) {
         }
     }
     bool header_ok = len >= 8 && memcmp(frame, "RDS2", 4) == 0 && frame[4] == RDP_SNAPSHOT_VERSION;
+    // Flags: delta (1), or partial (2) with or without reset (4).
+    bool partial = header_ok && (frame[5] == 2 || frame[5] == 6);
+    header_ok = header_ok && (frame[5] <= 1 || partial);
     bool delta = header_ok && (frame[5] & 1u) != 0;
     const seen* base = NULL;
     if (delta && len >= 10) {
@@ -326,6 +338,9 @@ static void feed(stream* s, uint8_t ctl, uint8_t* frame, size_t len) {
         FUZZ_CHECK(rc == RDP_E_BAD_REQUEST);
     } else if (delta && base == NULL) {
         FUZZ_CHECK(rc == RDP_E_NOT_FOUND);
+    } else if (partial) {
+        // Its entities name their own baselines, in whole or partial frames.
+        FUZZ_CHECK(rc == RDP_OK || rc == RDP_E_BAD_REQUEST || rc == RDP_E_NOT_FOUND);
     } else {
         FUZZ_CHECK(rc == RDP_OK || rc == RDP_E_BAD_REQUEST);
     }
@@ -334,8 +349,17 @@ static void feed(stream* s, uint8_t ctl, uint8_t* frame, size_t len) {
         return;
     }
     FUZZ_CHECK(out->tick == tick16);
+    FUZZ_CHECK(out->partial == partial);
     check_snapshot(out);
     check_reencoded(out, base != NULL ? base->q : NULL);
+    if (partial) {
+        // The view: every id once, and the frame's own entities carry its tick.
+        for (uint32_t i = 0; i < out->entity_count; ++i) {
+            for (uint32_t j = i + 1; j < out->entity_count && j < i + 64; ++j) {
+                FUZZ_CHECK(out->ents[i].id != out->ents[j].id);
+            }
+        }
+    }
     decoded(s, out, s->tick, (ctl & 0x20u) != 0);
 }
 

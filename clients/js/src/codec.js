@@ -143,7 +143,8 @@ export class Decoder {
       baseline16 = b[8] | (b[9] << 8);
       head = 10;
       base = this.frameAt(baseline16);
-      if (base === null) throw new BaselineError(baseline16);
+      // A delta's baseline is a whole snapshot (as protocol/codec.c has it).
+      if (base === null || base.partial) throw new BaselineError(baseline16);
     }
     const r = new BitReader(b, head);
     const world = r.eg(0);
@@ -167,7 +168,7 @@ export class Decoder {
       entities.push(readValues(r, e, be));
     }
     // Nothing above changed the decoder: a frame refused leaves it as it was.
-    this.keep(new Frame(tick16, entities));
+    this.keep(new Frame(tick16, entities, false));
     this.view = new Map(entities.map((e) => [e.entity, e]));
     return { world, tick16, delta, baseline16, partial: false, entities };
   }
@@ -206,7 +207,7 @@ export class Decoder {
     }
     // Decoded whole: only now does the decoder change (the view in place,
     // O(removed + carried); a Map keeps the old order and appends the new).
-    this.keep(new Frame(tick16, carried));
+    this.keep(new Frame(tick16, carried, true));
     const view = this.view;
     if (reset) view.clear();
     for (const id of removed) view.delete(id);
@@ -236,9 +237,10 @@ export class Decoder {
 // position (delta frames) or by id (partial frames; the map is made the
 // first time one asks, so frames nobody bases on cost nothing more).
 class Frame {
-  constructor(tick16, entities) {
+  constructor(tick16, entities, partial) {
     this.tick16 = tick16;
     this.entities = entities;
+    this.partial = partial; // holds only what it carried: no delta's baseline
     this.byId = null;
   }
 
