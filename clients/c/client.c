@@ -81,6 +81,7 @@ typedef struct rdc__sub {
     uint64_t world;
     rdc_format format;
     uint32_t rate_hz;
+    uint32_t bytes_per_s; ///< Binary: a byte budget (interest management), 0: none.
     rdc_reply_cb cb;
     void* arg;
     uint32_t gen; ///< Bumped when the slot is replaced or freed.
@@ -410,17 +411,21 @@ static int sub_send(rdc_client* c, int i) {
     cJSON_AddNumberToObject(o, "world", (double)s->world);
     cJSON_AddStringToObject(o, "format", s->format == RDC_FORMAT_BINARY ? "binary" : "json");
     cJSON_AddNumberToObject(o, "rate_hz", s->rate_hz);
+    if (s->bytes_per_s > 0) {
+        cJSON_AddNumberToObject(o, "bytes_per_s", s->bytes_per_s);
+    }
     rdc__decoder_forget_world(&c->dec, s->world);
     return send_object(c, o, NULL, NULL, i, NULL);
 }
 
-int rdc_subscribe(rdc_client* c, uint64_t world, rdc_format format, uint32_t rate_hz,
-                  rdc_reply_cb cb, void* arg) {
+static int subscribe(rdc_client* c, uint64_t world, rdc_format format, uint32_t rate_hz,
+                     uint32_t bytes_per_s, rdc_reply_cb cb, void* arg) {
     if (c->closing) {
         return RDC_E_CLOSED;
     }
     if ((format != RDC_FORMAT_JSON && format != RDC_FORMAT_BINARY) || rate_hz < 1 ||
-        rate_hz > 240 || world == 0 || (double)world > 9007199254740991.0) {
+        rate_hz > 240 || world == 0 || (double)world > 9007199254740991.0 ||
+        (bytes_per_s != 0 && (bytes_per_s < 1000 || bytes_per_s > 100000000))) {
         return RDC_E_CONFIG;
     }
     int i = find_sub(c, world);
@@ -440,6 +445,7 @@ int rdc_subscribe(rdc_client* c, uint64_t world, rdc_format format, uint32_t rat
     s->world = world;
     s->format = format;
     s->rate_hz = rate_hz;
+    s->bytes_per_s = bytes_per_s;
     s->cb = cb;
     s->arg = arg;
     s->gen++;
@@ -452,6 +458,19 @@ int rdc_subscribe(rdc_client* c, uint64_t world, rdc_format format, uint32_t rat
         *s = saved; // as it was: nothing is remembered
     }
     return rc;
+}
+
+int rdc_subscribe(rdc_client* c, uint64_t world, rdc_format format, uint32_t rate_hz,
+                  rdc_reply_cb cb, void* arg) {
+    return subscribe(c, world, format, rate_hz, 0, cb, arg);
+}
+
+int rdc_subscribe_budget(rdc_client* c, uint64_t world, uint32_t rate_hz, uint32_t bytes_per_s,
+                         rdc_reply_cb cb, void* arg) {
+    if (bytes_per_s == 0) {
+        return RDC_E_CONFIG;
+    }
+    return subscribe(c, world, RDC_FORMAT_BINARY, rate_hz, bytes_per_s, cb, arg);
 }
 
 int rdc_unsubscribe(rdc_client* c, uint64_t world, rdc_reply_cb cb, void* arg) {

@@ -293,6 +293,7 @@ static int decode_json(rdc__decoder* d, const cJSON* json, rdc_snapshot* out) {
         rdc_entity* x = &d->ents[i++];
         memset(x, 0, sizeof *x);
         x->kind = k;
+        x->tick = out->tick;
         if (!json_u64(e, "entity", &x->id)) {
             return RDC_E_PROTOCOL;
         }
@@ -599,6 +600,7 @@ static int decode_binary(rdc__decoder* d, const uint8_t* data, size_t len, bool 
         x->id = qe->id;
         x->kind = (rdc_kind)qe->kind;
         x->count = qe->count;
+        x->tick = rdp_tick_unwrap(tick, qe->tick);
         // The floats are the decoder's own (valid for RDP_BASELINES more
         // decodes): no copy.
         if (is_rigid(x->kind)) {
@@ -610,6 +612,7 @@ static int decode_binary(rdc__decoder* d, const uint8_t* data, size_t len, bool 
         }
     }
     out->tick = tick;
+    out->partial = q->partial;
     out->entity_count = n;
     out->entities = d->ents;
     out->decoded = true;

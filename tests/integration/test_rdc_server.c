@@ -87,8 +87,11 @@ typedef struct fixture {
     uint64_t peer_tick[RING];
     float peer_pose[RING][MAX_BODIES * 7];
     float peer_rope[RING][MAX_BODIES * 3];
-    uint64_t compared;
+    uint64_t compared, compared_rope;
     double worst_pos, worst_quat;
+    // Budgeted subscriptions: partial frames, and entities in them whose
+    // state is older than the frame.
+    uint64_t partial_frames, partial_bytes, stale;
 } fixture;
 
 static void on_wake(uv_timer_t* t) {
@@ -169,11 +172,22 @@ static void on_snapshot(rdc_client* c, const rdc_snapshot* s, void* user) {
         f->delta_frames += s->delta;
         f->delta_bytes += s->delta ? s->bytes : 0;
     }
-    // The same tick as the JSON peer saw it: within the binary format's
-    // 0.49 mm plus JSON's 0.05 mm rounding, and its 0.06° (q or -q).
-    uint32_t slot = (uint32_t)(s->tick % RING);
-    if (f->peer != NULL && s->decoded && s->format == RDC_FORMAT_BINARY && ch != NULL &&
-        rope != NULL && f->peer_tick[slot] == s->tick) {
+    if (s->format == RDC_FORMAT_BINARY && s->partial) {
+        f->partial_frames++;
+        f->partial_bytes += s->bytes;
+        f->stale += (ch != NULL && ch->tick < s->tick) + (rope != NULL && rope->tick < s->tick);
+        f->bad_order |=
+            (ch != NULL && ch->tick > s->tick) || (rope != NULL && rope->tick > s->tick);
+    }
+    // Each entity as the JSON peer saw it at the tick its state is from
+    // (the snapshot's, but for a budgeted subscription's entities that the
+    // last frame did not carry): within the binary format's 0.49 mm plus
+    // JSON's 0.05 mm rounding, and its 0.06° (q or -q).
+    if (f->peer == NULL || !s->decoded || s->format != RDC_FORMAT_BINARY) {
+        return;
+    }
+    uint32_t slot = ch != NULL ? (uint32_t)(ch->tick % RING) : 0;
+    if (ch != NULL && f->peer_tick[slot] == ch->tick) {
         for (uint32_t b = 0; b < ch->count && b < MAX_BODIES; ++b) {
             const float* p = ch->pose + 7 * b;
             const float* q = f->peer_pose[slot] + 7 * b;
@@ -184,11 +198,15 @@ static void on_snapshot(rdc_client* c, const rdc_snapshot* s, void* user) {
             double angle = quat_angle(p + 3, q + 3);
             f->worst_quat = angle > f->worst_quat ? angle : f->worst_quat;
         }
+        f->compared++;
+    }
+    slot = rope != NULL ? (uint32_t)(rope->tick % RING) : 0;
+    if (rope != NULL && f->peer_tick[slot] == rope->tick) {
         for (uint32_t k = 0; k < 3 * rope->count && k < 3 * MAX_BODIES; ++k) {
             double d = fabs((double)rope->xyz[k] - f->peer_rope[slot][k]);
             f->worst_pos = d > f->worst_pos ? d : f->worst_pos;
         }
-        f->compared++;
+        f->compared_rope++;
     }
 }
 
@@ -432,6 +450,44 @@ static void test_rdc_binary_snapshots_decode_to_the_same_values(void** state) {
     print_message("binary: full frame %.0f bytes, delta %.1f bytes on average (%llu frames)\n",
                   full, delta, (unsigned long long)f->delta_frames);
     assert_true(delta < 0.75 * full);
+}
+
+static void test_rdc_budgeted_snapshots_hold_each_entity_as_last_sent(void** state) {
+    fixture* f = *state;
+    connect_client(f);
+    uint64_t world = make_world(f);
+    char url[128];
+    snprintf(url, sizeof url, "ws://127.0.0.1:%d/ws", f->srv.port);
+    rdc_config cfg = rdc_config_default();
+    cfg.url = url;
+    cfg.user = f;
+    cfg.on_snapshot = on_peer_snapshot;
+    assert_int_equal(rdc_open(&f->loop, &cfg, &f->peer), 0);
+    assert_int_equal(rdc_subscribe(f->peer, world, RDC_FORMAT_JSON, 60, on_sub, f), 0);
+    RUN_UNTIL(f, f->sub_replies == 1, 10000);
+    assert_int_equal(rdc_subscribe_budget(f->c, world, 60, 0, on_sub, f), RDC_E_CONFIG);
+    assert_int_equal(rdc_subscribe_budget(f->c, world, 60, 999, on_sub, f), RDC_E_CONFIG);
+    // 2000 B/s at 60 frames a second: 33 bytes a frame, less than the
+    // standing character's 16 bones take: it and the rope come in
+    // turns, each entity as of its own tick.
+    assert_int_equal(rdc_subscribe_budget(f->c, world, 60, 2000, on_sub, f), 0);
+    RUN_UNTIL(f, f->sub_replies == 2, 5000);
+    uint64_t t0 = uv_now(&f->loop);
+    RUN_UNTIL(f, f->compared >= 20 && f->compared_rope >= 5, 20000);
+    uint64_t t1 = uv_now(&f->loop);
+    print_message("budgeted: %llu partial frames, %llu bytes in %.2f s, %llu stale entities\n",
+                  (unsigned long long)f->partial_frames, (unsigned long long)f->partial_bytes,
+                  (double)(t1 - t0) / 1000.0, (unsigned long long)f->stale);
+    assert_false(f->bad_order);
+    assert_true(f->partial_frames >= 10);
+    assert_true(f->stale > 0); // some frames did not carry both
+    assert_true(f->worst_pos <= 0.00049 + 0.00005 + 1e-6);
+    assert_true(f->worst_quat <= 0.1 * 3.14159265358979 / 180);
+    check_character_and_rope(f);
+    rdc_stats st;
+    rdc_get_stats(f->c, &st);
+    assert_int_equal(st.bad_snapshots, 0);
+    assert_int_equal(st.resyncs, 0);
 }
 
 static void test_rdc_undecoded_frames_are_counted_and_stay_full(void** state) {
@@ -777,6 +833,8 @@ int main(void) {
             test_rdc_json_snapshots_show_a_standing_character_and_a_rope, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rdc_binary_snapshots_decode_to_the_same_values, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_rdc_budgeted_snapshots_hold_each_entity_as_last_sent,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_rdc_undecoded_frames_are_counted_and_stay_full, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rdc_kill_names_a_bone_and_makes_a_ragdoll, setup,

@@ -1084,11 +1084,11 @@ static void ball_snapshot(uint64_t tick, rdc_snapshot* s, rdc_entity* e, float* 
     const float p[7] = {
         (float)(0.1 * (double)tick), 1, 0, 0, (float)sin(half), 0, (float)cos(half)};
     memcpy(pose, p, sizeof p);
-    e[0] = (rdc_entity){7, RDC_KIND_BALL, RDC_CHAR_ANIMATED, 1, NULL, pose, NULL};
+    e[0] = (rdc_entity){7, RDC_KIND_BALL, RDC_CHAR_ANIMATED, 1, NULL, pose, NULL, tick};
     xyz[0] = 0;
     xyz[1] = (float)(0.2 * (double)tick);
     xyz[2] = 0;
-    e[1] = (rdc_entity){9, RDC_KIND_ROPE, RDC_CHAR_ANIMATED, 1, xyz, NULL, NULL};
+    e[1] = (rdc_entity){9, RDC_KIND_ROPE, RDC_CHAR_ANIMATED, 1, xyz, NULL, NULL, tick};
     s->world = 3;
     s->tick = tick;
     s->decoded = true;

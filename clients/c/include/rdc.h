@@ -151,6 +151,11 @@ typedef struct rdc_entity {
     /// character id it has not seen (config describe_characters) and fills
     /// this in from the reply. NULL until it is known (and for other kinds).
     const char* const* bone_names;
+    /// The tick this entity's state is from (full, unwrapped): the
+    /// snapshot's, except in a budgeted subscription's snapshots
+    /// (rdc_subscribe_budget()), where an entity the last frame did not
+    /// carry keeps the state an older one gave it.
+    uint64_t tick;
 } rdc_entity;
 
 /// Per-world figures (PROTOCOL.md §5.1 "metrics"): carried by every JSON
@@ -181,6 +186,10 @@ typedef struct rdc_snapshot {
     /// §5.2; rdc acknowledges every frame it decodes, so after the first
     /// full frame they are deltas). False for JSON.
     bool delta;
+    /// Binary: a partial frame of a budgeted subscription
+    /// (rdc_subscribe_budget()): `entities` is every entity rdc was sent
+    /// and the world still has, each as of its own `tick`.
+    bool partial;
     uint32_t entity_count;      ///< Entities in `entities`.
     const rdc_entity* entities; ///< The entities, in the server's order.
     size_t bytes;               ///< Size of the WebSocket message it came in, bytes.
@@ -450,6 +459,16 @@ RDC_API char* rdc_json_print(const cJSON* o);
 /// rdc_send_text(); then cb is never called and nothing is remembered.
 RDC_API int rdc_subscribe(rdc_client* c, uint64_t world, rdc_format format, uint32_t rate_hz,
                           rdc_reply_cb cb, void* arg);
+
+/// Subscribes in binary with a byte budget: interest management
+/// (PROTOCOL.md §5.3). The server sends partial frames that carry the
+/// entities that matter most to this client (nearest the focus, see
+/// set_focus, and moving), at most `bytes_per_s` bytes a second
+/// (1000..10^8); each snapshot then holds every entity rdc has been sent,
+/// each as of its rdc_entity.tick. Otherwise as rdc_subscribe().
+/// Returns as rdc_subscribe(); RDC_E_CONFIG also for a budget out of range.
+RDC_API int rdc_subscribe_budget(rdc_client* c, uint64_t world, uint32_t rate_hz,
+                                 uint32_t bytes_per_s, rdc_reply_cb cb, void* arg);
 
 /// Forgets a subscription and, when connected, sends unsubscribe; cb (may
 /// be NULL) gets its reply. Returns 0; RDC_E_NOT_CONNECTED when not
