@@ -23,6 +23,7 @@
 #include "rdp.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,18 +47,23 @@ typedef struct bitw {
     bool full;  // ran out of room
 } bitw;
 
+// A byte at a time: the part of v that fits in the current byte, then on.
 static void put_bits(bitw* w, uint64_t v, unsigned n) {
-    for (unsigned i = 0; i < n; ++i) {
+    while (n > 0) {
         size_t byte = w->bit >> 3;
         if (byte >= w->cap) {
             w->full = true;
             return;
         }
-        if ((w->bit & 7) == 0) {
+        unsigned off = (unsigned)(w->bit & 7);
+        if (off == 0) {
             w->buf[byte] = 0;
         }
-        w->buf[byte] |= (uint8_t)(((v >> i) & 1u) << (w->bit & 7));
-        w->bit++;
+        unsigned take = 8 - off < n ? 8 - off : n;
+        w->buf[byte] |= (uint8_t)((v & ((1u << take) - 1u)) << off);
+        v >>= take;
+        n -= take;
+        w->bit += take;
     }
 }
 
@@ -70,16 +76,29 @@ typedef struct bitr {
 
 static uint64_t get_bits(bitr* r, unsigned n) {
     uint64_t v = 0;
-    for (unsigned i = 0; i < n; ++i) {
+    unsigned got = 0;
+    while (got < n) {
         size_t byte = r->bit >> 3;
         if (byte >= r->len) {
             r->bad = true;
             return 0;
         }
-        v |= (uint64_t)((r->buf[byte] >> (r->bit & 7)) & 1u) << i;
-        r->bit++;
+        unsigned off = (unsigned)(r->bit & 7);
+        unsigned take = 8 - off < n - got ? 8 - off : n - got;
+        v |= (uint64_t)((r->buf[byte] >> off) & ((1u << take) - 1u)) << got;
+        got += take;
+        r->bit += take;
     }
     return v;
+}
+
+// The low n bits of v in reverse order (n <= 64).
+static uint64_t reverse_bits(uint64_t v, unsigned n) {
+    uint64_t r = 0;
+    for (unsigned i = 0; i < n; ++i) {
+        r = (r << 1) | ((v >> i) & 1u);
+    }
+    return r;
 }
 
 // Bits not yet read.
@@ -106,9 +125,9 @@ static void put_eg(bitw* w, uint64_t n, unsigned k) {
         len++;
     }
     put_bits(w, 0, len);
-    for (unsigned i = len + 1; i-- > 0;) {
-        put_bits(w, (m >> i) & 1u, 1);
-    }
+    // m's len + 1 bits from the most significant: on a stream filled from
+    // each byte's least significant bit, m reversed.
+    put_bits(w, reverse_bits(m, len + 1), len + 1);
     put_bits(w, n & ((1ull << k) - 1), k);
 }
 
@@ -120,10 +139,8 @@ static uint64_t get_eg(bitr* r, unsigned k) {
             return 0;
         }
     }
-    uint64_t m = 1;
-    for (unsigned i = 0; i < len; ++i) {
-        m = (m << 1) | get_bits(r, 1);
-    }
+    // After the 1 already read, m's other len bits, most significant first.
+    uint64_t m = (1ull << len) | reverse_bits(get_bits(r, len), len);
     uint64_t n = ((m - 1) << k) | get_bits(r, k);
     return n;
 }
@@ -813,12 +830,10 @@ size_t rdp_partial_size(const rdp_pwriter* pw) {
     return PARTIAL_HEAD + (pw->bit + 1 + 7) / 8; // with the bit that ends the list
 }
 
-int rdp_partial_add(rdp_pwriter* pw, uint32_t k, const rdp_qsnap* base, uint32_t bk,
-                    size_t max_bytes) {
-    const rdp_qsnap* q = pw->q;
-    if (pw->full || k >= q->entity_count) {
-        return -1;
-    }
+// An entity's record in a partial frame, from its "more" bit: id, its
+// baseline or its shape, its values. False on out of memory.
+static bool put_partial_entity(bitw* w, const rdp_qsnap* q, uint32_t k, const rdp_qsnap* base,
+                               uint32_t bk) {
     const rdp_qentity* e = &q->ents[k];
     const rdp_qentity* be = NULL;
     if (base != NULL && bk < base->entity_count) {
@@ -830,37 +845,90 @@ int rdp_partial_add(rdp_pwriter* pw, uint32_t k, const rdp_qsnap* base, uint32_t
             be = c;
         }
     }
+    put_bits(w, 1, 1); // more
+    put_eg(w, e->id & 0xffffffffu, 0);
+    put_eg(w, e->id >> 32, 0);
+    put_bits(w, be != NULL, 1);
+    if (be != NULL) {
+        put_eg(w, (uint64_t)(q->tick - 1 - base->tick), 0);
+        bool same = same_entity_values(q, e, base, be);
+        put_bits(w, same, 1);
+        return same || put_entity_values(w, q, e, base, be);
+    }
+    put_entity_shape(w, q, e);
+    return put_entity_values(w, q, e, NULL, NULL);
+}
+
+// Keeps the frame as it was up to bit `start` (the bits past it in its last
+// byte cleared, for they are or'ed into).
+static void partial_rewind(rdp_pwriter* pw, size_t start) {
+    if ((start & 7) != 0) {
+        pw->buf[PARTIAL_HEAD + (start >> 3)] &= (uint8_t)((1u << (start & 7)) - 1u);
+    }
+    pw->bit = start;
+}
+
+int rdp_partial_add(rdp_pwriter* pw, uint32_t k, const rdp_qsnap* base, uint32_t bk,
+                    size_t max_bytes) {
+    if (pw->full || k >= pw->q->entity_count) {
+        return -1;
+    }
     bitw w = pw_bits(pw);
     size_t start = w.bit;
-    put_bits(&w, 1, 1); // more
-    put_eg(&w, e->id & 0xffffffffu, 0);
-    put_eg(&w, e->id >> 32, 0);
-    put_bits(&w, be != NULL, 1);
-    bool ok = true;
-    if (be != NULL) {
-        put_eg(&w, (uint64_t)(q->tick - 1 - base->tick), 0);
-        bool same = same_entity_values(q, e, base, be);
-        put_bits(&w, same, 1);
-        if (!same) {
-            ok = put_entity_values(&w, q, e, base, be);
-        }
-    } else {
-        put_entity_shape(&w, q, e);
-        ok = put_entity_values(&w, q, e, NULL, NULL);
-    }
-    if (!ok) {
+    if (!put_partial_entity(&w, pw->q, k, base, bk)) {
         return -1;
     }
     if (w.full || PARTIAL_HEAD + (w.bit + 1 + 7) / 8 > max_bytes) {
-        // Does not fit: the frame is left as it was (the bits past `start`
-        // in its last byte cleared, for they are or'ed into).
-        if ((start & 7) != 0) {
-            pw->buf[PARTIAL_HEAD + (start >> 3)] &= (uint8_t)((1u << (start & 7)) - 1u);
-        }
-        pw->bit = start;
+        partial_rewind(pw, start);
         return 0;
     }
     pw->bit = w.bit;
+    return 1;
+}
+
+size_t rdp_partial_entity(const rdp_qsnap* q, uint32_t k, const rdp_qsnap* base, uint32_t bk,
+                          uint8_t* buf, size_t cap) {
+    if (k >= q->entity_count) {
+        return SIZE_MAX;
+    }
+    bitw w = {buf, cap, 0, false};
+    if (!put_partial_entity(&w, q, k, base, bk)) {
+        return SIZE_MAX;
+    }
+    return w.full ? 0 : w.bit;
+}
+
+int rdp_partial_append(rdp_pwriter* pw, const uint8_t* bits, size_t nbits, size_t max_bytes) {
+    if (pw->full) {
+        return -1;
+    }
+    if (PARTIAL_HEAD + (pw->bit + nbits + 1 + 7) / 8 > max_bytes) {
+        return 0;
+    }
+    size_t end = pw->bit + nbits;
+    if (PARTIAL_HEAD + (end + 7) / 8 > pw->cap) {
+        return 0;
+    }
+    // Whole bytes shifted into place: each source byte straddles two.
+    uint8_t* dst = pw->buf + PARTIAL_HEAD + (pw->bit >> 3);
+    unsigned off = (unsigned)(pw->bit & 7);
+    size_t nbytes = (nbits + 7) / 8;
+    if (off == 0) {
+        memcpy(dst, bits, nbytes);
+    } else {
+        dst[0] &= (uint8_t)((1u << off) - 1u);
+        for (size_t i = 0; i < nbytes; ++i) {
+            dst[i] |= (uint8_t)(bits[i] << off);
+            if (i + 1 < nbytes || off + (nbits - 8 * i) > 8) {
+                dst[i + 1] = (uint8_t)(bits[i] >> (8 - off));
+            }
+        }
+    }
+    // Bits past the end in the last byte are cleared (or'ed into later).
+    if ((end & 7) != 0) {
+        pw->buf[PARTIAL_HEAD + (end >> 3)] &= (uint8_t)((1u << (end & 7)) - 1u);
+    }
+    pw->bit = end;
     return 1;
 }
 

@@ -25,12 +25,11 @@
 // Everything runs on this machine: the server, the relay and the load
 // generator share its cores, so the figures are a lower bound of what a
 // server alone on a machine does.
-import { spawn, execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { WebSocket } from 'ws';
+import { Control, cpuSeconds, percentile, rssMiB, run, startServer } from '../lib/proc.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -45,88 +44,7 @@ const jsonOut = opt('--json', null);
 const servers = opt('--servers', 'ragdolld-delta,ragdolld-full,node-ws').split(',');
 const ragdolld = join(buildDir, 'server/app/ragdolld');
 const load = join(buildDir, 'clients/c/ragdoll-load');
-const clkTck = Number(execFileSync('getconf', ['CLK_TCK']).toString());
 const tmp = mkdtempSync(join(tmpdir(), 'fanout-'));
-
-// ---------------------------------------------------------------------------
-// Processes
-// ---------------------------------------------------------------------------
-
-// Starts a process and resolves with it and its port once it prints
-// "listening on HOST:PORT".
-function startServer(cmd, argv) {
-  return new Promise((resolveStart, reject) => {
-    const child = spawn(cmd, argv, { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.on('data', (d) => {
-      out += d.toString();
-      const m = out.match(/listening on [^:\s]+:(\d+)/);
-      if (m && !child.port) {
-        child.port = Number(m[1]);
-        resolveStart(child);
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`${cmd} exited with ${code}`)));
-  });
-}
-
-// CPU seconds (user + system) a process has used so far.
-function cpuSeconds(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / clkTck;
-}
-
-// Resident memory of a process, MiB.
-function rssMiB(pid) {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
-}
-
-function run(cmd, argv) {
-  return new Promise((resolveRun, reject) => {
-    const child = spawn(cmd, argv, { stdio: ['ignore', 'inherit', 'inherit'] });
-    child.on('exit', (code) => (code === 0 ? resolveRun() : reject(new Error(`${cmd} exited with ${code}`))));
-  });
-}
-
-// ---------------------------------------------------------------------------
-// The control connection: sets the world up, then pokes it and times replies
-// ---------------------------------------------------------------------------
-
-class Control {
-  constructor(url) {
-    this.ws = new WebSocket(url);
-    this.nextId = 1;
-    this.pending = new Map();
-    this.ws.on('message', (data, isBinary) => {
-      if (isBinary) return;
-      const msg = JSON.parse(data.toString());
-      const p = this.pending.get(msg.re);
-      if (p) {
-        this.pending.delete(msg.re);
-        p(msg);
-      }
-    });
-    this.open = new Promise((ok, fail) => {
-      this.ws.once('open', ok);
-      this.ws.once('error', fail);
-    });
-  }
-  send(cmd) {
-    const id = this.nextId++;
-    const sent = process.hrtime.bigint();
-    return new Promise((ok) => {
-      this.pending.set(id, (msg) => ok({ msg, ms: Number(process.hrtime.bigint() - sent) / 1e6 }));
-      this.ws.send(JSON.stringify({ ...cmd, id }));
-    });
-  }
-  async must(cmd) {
-    const { msg } = await this.send(cmd);
-    if (!msg.ok) throw new Error(`${cmd.op}: ${JSON.stringify(msg.error)}`);
-    return msg;
-  }
-}
 
 async function buildWorld(ctl) {
   const { world } = await ctl.must({ op: 'create_world', name: 'fanout', tick_hz: 60 });
@@ -157,12 +75,6 @@ function poke(ctl, world, characters) {
       return latencies;
     },
   };
-}
-
-function percentile(values, p) {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
 // ---------------------------------------------------------------------------

@@ -880,6 +880,20 @@ bool rdp_partial_begin(rdp_pwriter* pw, const rdp_qsnap* q, bool reset, const ui
 int rdp_partial_add(rdp_pwriter* pw, uint32_t k, const rdp_qsnap* base, uint32_t bk,
                     size_t max_bytes);
 
+/// Encodes what rdp_partial_add() would add for q->ents[k] against
+/// base->ents[bk] on its own, into buf[cap] from bit 0 (bits filled from
+/// each byte's least significant), for a server to share one entity's
+/// encoding among the frames of every client on the same baseline. Returns
+/// the bits written, 0 when cap is too small, SIZE_MAX on out of memory or
+/// a bad k.
+size_t rdp_partial_entity(const rdp_qsnap* q, uint32_t k, const rdp_qsnap* base, uint32_t bk,
+                          uint8_t* buf, size_t cap);
+
+/// Appends `nbits` bits made by rdp_partial_entity() for the writer's
+/// snapshot. Returns 1, 0 when the frame would then be longer than
+/// max_bytes or its cap (it is left as it was), -1 after an error.
+int rdp_partial_append(rdp_pwriter* pw, const uint8_t* bits, size_t nbits, size_t max_bytes);
+
 /// Bytes the frame would take if it ended now.
 size_t rdp_partial_size(const rdp_pwriter* pw);
 

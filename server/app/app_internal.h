@@ -254,8 +254,9 @@ typedef struct app_world {
     uint32_t bcache_count;
     uint8_t* encbuf;
     size_t encbuf_cap;
-    int* parents;   ///< Characters' parent bones, body_cap.
-    float* anchors; ///< Characters' joint anchors, 6 × body_cap.
+    struct app_enc_cache* enc_cache; ///< Budgeted subscriptions' shared encodings (interest.c).
+    int* parents;                    ///< Characters' parent bones, body_cap.
+    float* anchors;                  ///< Characters' joint anchors, 6 × body_cap.
     // Scratch for rigid bodies (bones, balls), max_bodies of each.
     float* poses;                           ///< 7 floats per body.
     float* body_radius;                     ///< m.
@@ -587,6 +588,13 @@ void app__snapshot_cache_clear(app_world* w);
 // ---------------------------------------------------------------------------
 
 typedef struct app_interest app_interest;
+
+/// Partial frames' entity encodings of one tick, shared by a world's
+/// budgeted subscriptions (made on first use).
+typedef struct app_enc_cache app_enc_cache;
+
+/// Frees a world's encoding cache (NULL is allowed).
+void app__enc_cache_free(app_enc_cache* c);
 
 /// A subscription's interest state (bytes_per_s > 0), NULL on OOM; its first
 /// frame resets the client's view. Free with app__interest_free().

@@ -24,6 +24,11 @@
  *
  * Frames build on each other, so one is never replaced in the session's
  * queue by a newer one: a frame is made only when the last has gone out.
+ *
+ * Cost: a frame is made for each client, but an entity's encoding against
+ * a baseline is made once a tick and shared by every frame that carries it
+ * against that baseline (clients acknowledging at the same rate share most
+ * of them), and only the entities a frame takes are ranked out of a heap.
  */
 #include "app_internal.h"
 #include "report.h"
@@ -298,12 +303,37 @@ static float priority_rate(const app_sub* sub, const app_seen* s, const float* p
     return w * (1.0f + moved);
 }
 
-static int by_key_desc(const void* a, const void* b) {
-    double x = ((const app_rank*)a)->key, y = ((const app_rank*)b)->key;
-    return x < y ? 1 : (x > y ? -1 : 0);
+// A max-heap of the entities by key (Floyd's construction, then one
+// sift-down per entity taken): a frame takes a few of hundreds, so this
+// beats sorting them all.
+static void sift_down(app_rank* h, uint32_t n, uint32_t i) {
+    for (;;) {
+        uint32_t l = 2 * i + 1, top = i;
+        if (l < n && h[l].key > h[top].key) {
+            top = l;
+        }
+        if (l + 1 < n && h[l + 1].key > h[top].key) {
+            top = l + 1;
+        }
+        if (top == i) {
+            return;
+        }
+        app_rank t = h[i];
+        h[i] = h[top];
+        h[top] = t;
+        i = top;
+    }
 }
 
-// Orders the world's entities for this frame: those not sent for
+// The highest-ranked entity left, taken out of the heap of *n.
+static app_rank heap_pop(app_rank* h, uint32_t* n) {
+    app_rank top = h[0];
+    h[0] = h[--*n];
+    sift_down(h, *n, 0);
+    return top;
+}
+
+// Ranks the world's entities for this frame: those not sent for
 // REFRESH_S (or never) first, oldest first, then by priority.
 static bool rank(app_interest* it, const app_sub* sub, const rdp_qsnap* q, double tick_hz,
                  double dt) {
@@ -320,7 +350,133 @@ static bool rank(app_interest* it, const app_sub* sub, const rdp_qsnap* q, doubl
         it->order[k].key =
             age + 1.0 / sub->rate_hz > REFRESH_S + 1e-9 ? OVERDUE + age : (double)s->priority;
     }
-    qsort(it->order, q->entity_count, sizeof *it->order, by_key_desc);
+    for (uint32_t i = q->entity_count / 2; i-- > 0;) {
+        sift_down(it->order, q->entity_count, i);
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------------------
+// Entity encodings shared by the frames of one tick
+// ---------------------------------------------------------------------------
+
+/// The arena stops growing here: past it, entities are encoded per frame.
+#define ENC_ARENA_MAX (8u << 20)
+
+typedef struct app_enc {
+    uint32_t k;         ///< Entity index in q; UINT32_MAX: an empty slot.
+    uint64_t base_tick; ///< Its baseline's tick, UINT64_MAX: none.
+    size_t off;         ///< Its bits in the arena.
+    size_t nbits;
+} app_enc;
+
+struct app_enc_cache {
+    const rdp_qsnap* q; ///< The snapshot the encodings are of,
+    uint64_t tick;      ///< at this tick.
+    app_enc* slots;     ///< Open addressing, cap a power of two.
+    uint32_t cap, used;
+    uint8_t* arena;
+    size_t arena_len, arena_cap;
+    uint8_t* one; ///< Where one entity is encoded.
+    size_t one_cap;
+    uint64_t hits, misses;
+};
+
+void app__enc_cache_free(app_enc_cache* c) {
+    if (c != NULL) {
+        free(c->slots);
+        free(c->arena);
+        free(c->one);
+        free(c);
+    }
+}
+
+static bool enc_reset(app_enc_cache* c, const rdp_qsnap* q, uint32_t slots) {
+    c->q = q;
+    c->tick = q->tick;
+    c->used = 0;
+    c->arena_len = 0;
+    if (slots > c->cap) {
+        app_enc* s = realloc(c->slots, (size_t)slots * sizeof *s);
+        if (s == NULL) {
+            return false;
+        }
+        c->slots = s;
+        c->cap = slots;
+    }
+    for (uint32_t i = 0; i < c->cap; ++i) {
+        c->slots[i].k = UINT32_MAX;
+    }
+    size_t one = rdp_encode_bound(q) + 64;
+    if (one > c->one_cap) {
+        uint8_t* b = realloc(c->one, one);
+        if (b == NULL) {
+            return false;
+        }
+        c->one = b;
+        c->one_cap = one;
+    }
+    return true;
+}
+
+// q->ents[k] against base->ents[bk] (base NULL: none), encoded once this
+// tick: *bits and *nbits. Returns false on out of memory or a bad entity.
+static bool enc_get(app_world* w, const rdp_qsnap* q, uint32_t k, const rdp_qsnap* base,
+                    uint32_t bk, const uint8_t** bits, size_t* nbits) {
+    if (w->enc_cache == NULL && (w->enc_cache = calloc(1, sizeof *w->enc_cache)) == NULL) {
+        return false;
+    }
+    app_enc_cache* c = w->enc_cache;
+    uint32_t want = 64;
+    while (want < 4 * q->entity_count) {
+        want *= 2;
+    }
+    if ((c->q != q || c->tick != q->tick || c->cap < want) && !enc_reset(c, q, want)) {
+        return false;
+    }
+    uint64_t bt = base != NULL ? base->tick : UINT64_MAX;
+    uint32_t mask = c->cap - 1;
+    uint32_t i = (uint32_t)((k * 0x9e3779b1u) ^ (uint32_t)(bt * 0x85ebca6bu)) & mask;
+    while (c->slots[i].k != UINT32_MAX) {
+        if (c->slots[i].k == k && c->slots[i].base_tick == bt) {
+            c->hits++;
+            *bits = c->arena + c->slots[i].off;
+            *nbits = c->slots[i].nbits;
+            return true;
+        }
+        i = (i + 1) & mask;
+    }
+    c->misses++;
+    size_t n = rdp_partial_entity(q, k, base, bk, c->one, c->one_cap);
+    if (n == 0 || n == SIZE_MAX) {
+        return false;
+    }
+    size_t bytes = (n + 7) / 8;
+    // Kept while the table is under half full and the arena under its cap;
+    // else this frame alone uses it.
+    if (2 * (c->used + 1) > c->cap || c->arena_len + bytes > ENC_ARENA_MAX) {
+        *bits = c->one;
+        *nbits = n;
+        return true;
+    }
+    if (c->arena_len + bytes > c->arena_cap) {
+        size_t cap = c->arena_cap < 4096 ? 4096 : c->arena_cap;
+        while (cap < c->arena_len + bytes) {
+            cap *= 2;
+        }
+        uint8_t* a = realloc(c->arena, cap);
+        if (a == NULL) {
+            return false;
+        }
+        c->arena = a;
+        c->arena_cap = cap;
+    }
+    memcpy(c->arena + c->arena_len, c->one, bytes);
+    c->slots[i] = (app_enc){k, bt, c->arena_len, n};
+    c->used++;
+    c->arena_len += bytes;
+    *bits = c->arena + c->slots[i].off;
+    *nbits = n;
     return true;
 }
 
@@ -366,9 +522,9 @@ int app__interest_frame(app_world* w, app_sub* sub, app_interest* it, const rdp_
     if (recent + budget > it->bytes_per_s) {
         budget = recent < it->bytes_per_s ? it->bytes_per_s - recent : 0;
     }
-    uint32_t misses = 0;
-    for (uint32_t i = 0; i < q->entity_count && misses <= MORE_TRIES; ++i) {
-        uint32_t k = it->order[i].k;
+    uint32_t misses = 0, left = q->entity_count;
+    while (left > 0 && misses <= MORE_TRIES) {
+        uint32_t k = heap_pop(it->order, &left).k;
         app_seen* s = &it->seen[(uint32_t)q->ents[k].id];
         // The baseline only while the world still holds that frame.
         bool based = s->base != NULL && s->base->tick == s->base_tick;
@@ -376,7 +532,12 @@ int app__interest_frame(app_world* w, app_sub* sub, app_interest* it, const rdp_
         if (rec->count == 0 && it->tokens >= bucket) {
             room = *cap; // a frame's first entity, on a full bucket: whatever its size
         }
-        int r = rdp_partial_add(&pw, k, based ? s->base : NULL, based ? s->base_k : 0, room);
+        const uint8_t* bits = NULL;
+        size_t nbits = 0;
+        if (!enc_get(w, q, k, based ? s->base : NULL, based ? s->base_k : 0, &bits, &nbits)) {
+            return -1;
+        }
+        int r = rdp_partial_append(&pw, bits, nbits, room);
         if (r < 0) {
             return -1;
         }

@@ -54,6 +54,7 @@ void app__world_free(app_world* w) {
     free(w->anchors);
     free(w->view.boxes);
     free(w->encbuf);
+    app__enc_cache_free(w->enc_cache);
     rdp_buf_free(&w->jsonbuf);
     for (uint32_t i = 0; i < RDP_BASELINES; ++i) {
         rdp_qsnap_free(w->qring[i]);

@@ -595,8 +595,8 @@ static void test_partial_frames_keep_each_entity_as_last_carried(void** state) {
     make_world(&w, 65500, 20.0); // across the 16-bit wrap
     enum { TICKS = 60 };
     rdp_qsnap* q[TICKS];
-    int last[MAX_ENTS];     // tick index that last carried each entity, -1 none
-    bool gone[MAX_ENTS];    // removed (no longer carried)
+    int last[MAX_ENTS];  // tick index that last carried each entity, -1 none
+    bool gone[MAX_ENTS]; // removed (no longer carried)
     int carried[TICKS][MAX_ENTS];
     memset(carried, 0, sizeof carried);
     for (int i = 0; i < MAX_ENTS; ++i) {
@@ -606,6 +606,8 @@ static void test_partial_frames_keep_each_entity_as_last_carried(void** state) {
     rdp_decoder* d = rdp_decoder_new();
     size_t cap = 1 << 22;
     uint8_t* buf = malloc(cap);
+    uint8_t* buf2 = malloc(cap);
+    uint8_t* one = malloc(cap);
     for (int t = 0; t < TICKS; ++t) {
         q[t] = rdp_qsnap_new();
         assert_int_equal(rdp_quantize(&w.snap, q[t]), 0);
@@ -619,8 +621,11 @@ static void test_partial_frames_keep_each_entity_as_last_carried(void** state) {
                 removed[nremoved++] = w.ents[k].entity;
             }
         }
-        rdp_pwriter pw;
+        rdp_pwriter pw, pw2;
         assert_true(rdp_partial_begin(&pw, q[t], t == 0, removed, nremoved, buf, cap));
+        // The same frame made from entity encodings made apart (how a
+        // server shares them among clients): byte for byte the same.
+        assert_true(rdp_partial_begin(&pw2, q[t], t == 0, removed, nremoved, buf2, cap));
         for (uint32_t k = 0; k < w.count; ++k) {
             if (gone[k] || uniform(0, 1) < 0.5) {
                 continue;
@@ -634,11 +639,16 @@ static void test_partial_frames_keep_each_entity_as_last_carried(void** state) {
                 }
             }
             assert_int_equal(rdp_partial_add(&pw, k, base >= 0 ? q[base] : NULL, k, cap), 1);
+            size_t bits = rdp_partial_entity(q[t], k, base >= 0 ? q[base] : NULL, k, one, cap);
+            assert_true(bits > 0 && bits != SIZE_MAX);
+            assert_int_equal(rdp_partial_append(&pw2, one, bits, cap), 1);
             carried[t][k] = 1;
             last[k] = t;
         }
         size_t n = rdp_partial_end(&pw);
         assert_true(n > 0);
+        assert_int_equal(rdp_partial_end(&pw2), n);
+        assert_memory_equal(buf, buf2, n);
         const rdp_qsnap* out;
         assert_int_equal(rdp_decode(d, buf, n, &out), RDP_OK);
         uint32_t known = 0;
@@ -670,6 +680,8 @@ static void test_partial_frames_keep_each_entity_as_last_carried(void** state) {
     }
     rdp_decoder_free(d);
     free(buf);
+    free(buf2);
+    free(one);
 }
 
 static void test_a_partial_frame_stops_before_its_budget(void** state) {

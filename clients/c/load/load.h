@@ -41,6 +41,10 @@ typedef struct load_sub {
     uint64_t world;
     rdc_format format;
     uint32_t rate_hz;
+    uint32_t bytes_per_s; ///< Binary: a byte budget (interest management), 0: none.
+    bool has_focus;       ///< Sent set_focus once subscribed.
+    double focus[3];      ///< m.
+    double radius;        ///< set_focus's radius, m.
 } load_sub;
 
 /// One entry of the command mix: a template, drawn with probability

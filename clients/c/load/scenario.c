@@ -162,6 +162,31 @@ int load_scenario_read(const char* path, load_scenario* sc, char* err, size_t ca
         ls->rate_hz = (uint32_t)rate;
         ls->format =
             format != NULL && strcmp(format, "binary") == 0 ? RDC_FORMAT_BINARY : RDC_FORMAT_JSON;
+        // Interest management (PROTOCOL.md §5.3): a budget, and a focus.
+        double budget = 0, radius = 15;
+        const cJSON* focus = cJSON_GetObjectItemCaseSensitive(s, "focus");
+        if (!opt_num(s, "bytes_per_s", &budget) || (budget != 0 && !whole(budget, 1000, 1e8)) ||
+            (budget != 0 && ls->format != RDC_FORMAT_BINARY) || !opt_num(s, "radius", &radius) ||
+            !(radius > 0 && radius <= 2000) ||
+            (focus != NULL && (!cJSON_IsArray(focus) || cJSON_GetArraySize(focus) != 3))) {
+            fail(err, cap,
+                 "subscription %u: \"bytes_per_s\" is 1000-1e8 (binary only), \"focus\" [x, y, "
+                 "z] m, \"radius\" (0, 2000] m",
+                 sc->sub_count);
+            goto out;
+        }
+        ls->bytes_per_s = (uint32_t)budget;
+        ls->radius = radius;
+        for (int c = 0; focus != NULL && c < 3; ++c) {
+            const cJSON* v = cJSON_GetArrayItem(focus, c);
+            if (!cJSON_IsNumber(v) || fabs(v->valuedouble) > 1000) {
+                fail(err, cap, "subscription %u: \"focus\" is 3 numbers in [-1000, 1000] m",
+                     sc->sub_count);
+                goto out;
+            }
+            ls->focus[c] = v->valuedouble;
+            ls->has_focus = true;
+        }
     }
 
     const cJSON* cmds = cJSON_GetObjectItemCaseSensitive(root, "commands");
