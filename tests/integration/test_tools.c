@@ -829,6 +829,55 @@ static void test_ragdoll_load_50_clients_for_5_seconds(void** state) {
     cJSON_Delete(rep);
 }
 
+static double load(fixture* f, const char* scenario, const char* const* args);
+
+// Viewers with a byte budget and a focus (interest management): they get
+// partial frames within it, decode them all and ack them; a budget the
+// server would refuse is a scenario error.
+static void test_ragdoll_load_budgeted_viewers(void** state) {
+    fixture* f = *state;
+    char text[512];
+    snprintf(text, sizeof text,
+             "{\"url\": \"%s\", \"clients\": 10, \"duration_s\": 3, \"subscriptions\": "
+             "[{\"world\": 1, \"format\": \"binary\", \"rate_hz\": 30, \"bytes_per_s\": 3000, "
+             "\"focus\": [0, 1, 0], \"radius\": 5}]}",
+             f->url);
+    const char* scenario = write_file(f, "budget.json", text, 0);
+    const char* json = path_in(f, "budget-report.json", 1);
+    load(f, scenario, (const char*[]){"--json", json, NULL});
+    assert_int_equal(f->r.exit_code, 0);
+    cJSON* rep = cJSON_Parse(read_text(json));
+    assert_non_null(rep);
+    const cJSON* sn = cJSON_GetObjectItem(rep, "snapshots");
+    assert_true(cJSON_GetObjectItem(sn, "total")->valueint >= 10 * 20);
+    assert_int_equal(cJSON_GetObjectItem(sn, "undecodable")->valueint, 0);
+    assert_int_equal(cJSON_GetObjectItem(sn, "resyncs")->valueint, 0);
+    // 3000 B/s each (frames and metrics events), plus replies and the
+    // welcome; the run's seconds as the report counts them.
+    double secs = cJSON_GetObjectItem(rep, "duration_s")->valuedouble;
+    double got = cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "bytes"), "received")->valuedouble;
+    print_message("budgeted: %.0f B/s a client\n", got / secs / 10);
+    assert_true(got / secs / 10 <= 3000 + 1500);
+    assert_int_equal(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(rep, "commands"), "error_total")->valueint, 0);
+    cJSON_Delete(rep);
+    static const char* const bad[] = {
+        "\"format\": \"json\", \"bytes_per_s\": 3000",
+        "\"format\": \"binary\", \"bytes_per_s\": 999",
+        "\"format\": \"binary\", \"bytes_per_s\": 3000.5",
+        "\"format\": \"binary\", \"radius\": 0",
+        "\"format\": \"binary\", \"focus\": [0, 1]",
+        "\"format\": \"binary\", \"focus\": [0, 1, 2000]",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        snprintf(text, sizeof text, "{\"url\": \"%s\", \"subscriptions\": [{\"world\": 1, %s}]}",
+                 f->url, bad[i]);
+        load(f, write_file(f, "bad-budget.json", text, 2), (const char*[]){NULL});
+        assert_int_equal(f->r.exit_code, 2);
+        assert_non_null(strstr(f->r.err, "subscription 1"));
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Access tokens: what the tools send, and what they say when the upgrade is
 // refused. ragdolld does not check tokens yet, so a stand-in server (a
@@ -1094,6 +1143,7 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_ragdollctl_sends_its_token_and_names_a_refusal,
                                         setup_bare, teardown),
+        cmocka_unit_test_setup_teardown(test_ragdoll_load_budgeted_viewers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ragdoll_load_sends_its_token, setup_bare, teardown),
         cmocka_unit_test_setup_teardown(test_ragdoll_load_gives_up_when_nobody_listens, setup_bare,
                                         teardown),
