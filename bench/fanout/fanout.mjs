@@ -94,6 +94,7 @@ async function measure(label, pid, port, world, clients, decode, ctlPoke) {
   const reportPath = join(tmp, `${label}-${clients}-report.json`);
   writeFileSync(scenarioPath, JSON.stringify(scenario));
   const cpu0 = cpuSeconds(pid);
+  const loop0 = cpuSeconds(pid, pid);
   const t0 = process.hrtime.bigint();
   const poker = ctlPoke();
   let rss = 0;
@@ -103,6 +104,7 @@ async function measure(label, pid, port, world, clients, decode, ctlPoke) {
   const latencies = poker.stop();
   const wall = Number(process.hrtime.bigint() - t0) / 1e9;
   const cpu = cpuSeconds(pid) - cpu0;
+  const loop = cpuSeconds(pid, pid) - loop0;
   const report = JSON.parse(readFileSync(reportPath, 'utf8'));
   const snapshots = report.snapshots.decoded ? report.snapshots.total : report.snapshots.binary_frames;
   const row = {
@@ -111,6 +113,10 @@ async function measure(label, pid, port, world, clients, decode, ctlPoke) {
     connected: report.connections.established,
     cpu_per_s: cpu / wall,
     snapshots_per_s: snapshots / report.duration_s,
+    // ragdolld: its event-loop thread, where all streaming happens (worlds
+    // step on worker threads); the relay: the whole process.
+    loop_cpu_per_s: loop / wall,
+    snapshots_per_loop_cpu_s: snapshots / loop,
     snapshots_per_cpu_s: snapshots / cpu,
     bytes_per_snapshot: report.bytes.received / Math.max(1, snapshots),
     cmd_p99_ms: percentile(latencies, 99),
@@ -120,7 +126,9 @@ async function measure(label, pid, port, world, clients, decode, ctlPoke) {
   console.log(
     `${label.padEnd(15)} N=${String(clients).padStart(4)}  cpu ${row.cpu_per_s.toFixed(3)} s/s  ` +
       `${row.snapshots_per_s.toFixed(0)} snapshots/s (${(row.snapshots_per_s / (clients * 30)).toFixed(2)} of nominal)  ` +
-      `${row.snapshots_per_cpu_s.toFixed(0)} per CPU-s  ${row.bytes_per_snapshot.toFixed(0)} B/snapshot  ` +
+      `${row.snapshots_per_cpu_s.toFixed(0)} per CPU-s  ` +
+      (label === 'node-ws' ? '' : `(loop thread ${row.loop_cpu_per_s.toFixed(3)} s/s: ${row.snapshots_per_loop_cpu_s.toFixed(0)} per CPU-s)  `) +
+      `${row.bytes_per_snapshot.toFixed(0)} B/snapshot  ` +
       `p99 cmd ${row.cmd_p99_ms.toFixed(2)} ms (${row.commands} commands)  peak RSS ${rss.toFixed(0)} MiB`,
   );
   return row;
@@ -164,7 +172,8 @@ async function main() {
       if (!r || !node) return 'n/a';
       const streaming = r.snapshots_per_s / Math.max(1e-9, r.cpu_per_s - idle);
       return `${(r.snapshots_per_cpu_s / node.snapshots_per_cpu_s).toFixed(2)}× ` +
-        `(${(streaming / node.snapshots_per_cpu_s).toFixed(2)}× without the simulation)`;
+        `(${(streaming / node.snapshots_per_cpu_s).toFixed(2)}× without the simulation; ` +
+        `${(r.snapshots_per_loop_cpu_s / node.snapshots_per_cpu_s).toFixed(2)}× its event-loop thread alone)`;
     };
     console.log(`  N=${String(n).padStart(4)}  full ${ratio('ragdolld-full')}   delta ${ratio('ragdolld-delta')}`);
   }

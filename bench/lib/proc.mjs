@@ -30,9 +30,11 @@ export function startServer(cmd, argv) {
   });
 }
 
-// CPU seconds (user + system) a process has used so far.
-export function cpuSeconds(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+// CPU seconds (user + system) a process has used so far; with tid, one of
+// its threads (ragdolld's event-loop thread is the one whose id is the
+// process's).
+export function cpuSeconds(pid, tid = null) {
+  const stat = readFileSync(tid === null ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / clkTck;
 }

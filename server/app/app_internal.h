@@ -236,6 +236,8 @@ typedef struct app_world {
     net_blob* json_full;
     rdp_buf jsonbuf; ///< Where JSON snapshots are written, kept across ticks.
     net_blob* binary;
+    char* metrics_text; ///< This tick's metrics event (binary subscribers), or NULL.
+    size_t metrics_len;
     // Scratch for building rdp_snapshot (sized at creation).
     rdp_entity_state* ents;
     uint32_t* sticks;

@@ -370,6 +370,8 @@ void app__snapshot_cache_clear(app_world* w) {
     }
     w->bcache_count = 0;
     w->qcur = NULL;
+    rdp_free(w->metrics_text);
+    w->metrics_text = NULL;
 }
 
 static rdp_kind kind_of(sim_entity_kind k) {
@@ -639,20 +641,19 @@ uint32_t app__broadcast_ticks_until_due(const app_world* w, uint32_t max) {
 }
 
 // The metrics event a binary subscriber gets with its first snapshot and
-// once a second after. Returns the bytes sent (0: none).
+// once a second after, made once a tick for all who are due it. Returns
+// the bytes sent (0: none).
 static size_t send_metrics(app_world* w, app_client* c) {
     rdp_snapshot ms;
-    size_t len = 0;
-    if (build_snapshot(w, false, &ms)) {
-        char* text = rdp_event_metrics(&ms, &len);
-        if (text != NULL) {
-            app__report_text(c, text, len, net_session_send_text(c->session, text, len));
-            rdp_free(text);
-        } else {
-            len = 0;
-        }
+    if (w->metrics_text == NULL && build_snapshot(w, false, &ms)) {
+        w->metrics_text = rdp_event_metrics(&ms, &w->metrics_len);
     }
-    return len;
+    if (w->metrics_text == NULL) {
+        return 0;
+    }
+    app__report_text(c, w->metrics_text, w->metrics_len,
+                     net_session_send_text(c->session, w->metrics_text, w->metrics_len));
+    return w->metrics_len;
 }
 
 // A subscription with a byte budget: its own partial frame (interest.c),

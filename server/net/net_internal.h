@@ -146,6 +146,12 @@ struct net_server {
     void (*done)(void* arg);
     void* done_arg;
     uint8_t read_buf[64 * 1024]; ///< Shared: a read is consumed before the next.
+    /// Frames snapshot headers (ws.c): wslay writes a header into `head`,
+    /// and the payload is sent from its blob, not copied.
+    wslay_frame_context_ptr framer;
+    uint8_t head[14];
+    size_t head_len;
+    bool head_done;
 
     // Traffic totals (stats.c).
     net__server_stats st;
@@ -156,6 +162,24 @@ uint64_t net__now_ms(const net_session* s);
 
 /// Queues bytes for the socket (copied). Returns 0 or a libuv error.
 int net__write(net_session* s, const void* data, size_t len);
+
+/// Most pieces one net__writev() takes: what wslay produced, then a header
+/// and a payload for each waiting snapshot.
+#define NET__MAX_PIECES (1 + 2 * NET__MAX_SLOTS)
+
+/// One piece of a write: bytes of the caller's, copied only if the socket
+/// does not take them at once, or a blob's, which a write that must wait
+/// keeps a reference to instead of a copy.
+typedef struct net__piece {
+    const uint8_t* data;
+    size_t len;
+    net_blob* blob; ///< Owner of data, or NULL.
+} net__piece;
+
+/// Writes n pieces (n <= NET__MAX_PIECES) in order with one writev when
+/// the socket takes them; what it does not take is queued (blob pieces by
+/// reference). Returns 0 or a libuv error.
+int net__writev(net_session* s, const net__piece* pieces, unsigned n);
 
 /// Sets or clears backpressure (read_paused) and updates reading to match
 /// (net__read_update). Idempotent.

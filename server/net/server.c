@@ -60,6 +60,9 @@ static void server_maybe_done(net_server* srv) {
     free(srv->web_root);
     free(srv->ws_path);
     free(srv->subprotocol);
+    if (srv->framer != NULL) {
+        wslay_frame_context_free(srv->framer);
+    }
     free(srv);
     if (done != NULL) {
         done(arg);
@@ -160,13 +163,18 @@ void net__close_graceful(net_session* s) {
 typedef struct write_req {
     uv_write_t req;
     net_session* s;
-    size_t len;
-    char data[];
+    unsigned nblobs;
+    net_blob* blobs[NET__MAX_SLOTS]; ///< Held until written.
+    uv_buf_t bufs[NET__MAX_PIECES];
+    uint8_t data[]; ///< The copied pieces.
 } write_req;
 
 static void on_write(uv_write_t* req, int status) {
     write_req* w = (write_req*)req;
     net_session* s = w->s;
+    for (unsigned i = 0; i < w->nblobs; ++i) {
+        net_blob_unref(w->blobs[i]);
+    }
     free(w);
     if (status < 0) {
         net__stats_cause(s, "write error", status);
@@ -183,38 +191,82 @@ static void on_write(uv_write_t* req, int status) {
 }
 
 int net__write(net_session* s, const void* data, size_t len) {
+    net__piece p = {data, len, NULL};
+    return net__writev(s, &p, 1);
+}
+
+int net__writev(net_session* s, const net__piece* p, unsigned n) {
     if (uv_is_closing((uv_handle_t*)&s->tcp)) {
         return UV_ECANCELED;
     }
-    net__stats_out(s, len);
+    size_t total = 0;
+    unsigned blobs = 0;
+    for (unsigned i = 0; i < n; ++i) {
+        total += p[i].len;
+        blobs += p[i].blob != NULL;
+    }
+    if (n > NET__MAX_PIECES || blobs > NET__MAX_SLOTS) {
+        return UV_EINVAL;
+    }
+    net__stats_out(s, total);
     // A WebSocket session with nothing queued writes straight from the
-    // caller's buffer; only what the socket does not take now is copied and
-    // queued. (HTTP responses always queue: closing after them hangs off
-    // on_write.)
+    // pieces; only what the socket does not take now waits. (HTTP responses
+    // always queue: closing after them hangs off on_write.)
+    size_t taken = 0;
     if (s->state == NET__WS && uv_stream_get_write_queue_size((uv_stream_t*)&s->tcp) == 0) {
-        uv_buf_t now = uv_buf_init((char*)data, (unsigned)len);
-        int n = uv_try_write((uv_stream_t*)&s->tcp, &now, 1);
-        if (n == (int)len) {
+        uv_buf_t now[NET__MAX_PIECES];
+        for (unsigned i = 0; i < n; ++i) {
+            now[i] = uv_buf_init((char*)p[i].data, (unsigned)p[i].len);
+        }
+        int r = uv_try_write((uv_stream_t*)&s->tcp, now, n);
+        if (r >= 0 && (size_t)r == total) {
             return 0;
         }
-        if (n < 0 && n != UV_EAGAIN) {
-            return n;
+        if (r < 0 && r != UV_EAGAIN) {
+            return r;
         }
-        if (n > 0) {
-            data = (const char*)data + n;
-            len -= (size_t)n;
-        }
+        taken = r > 0 ? (size_t)r : 0;
     }
-    write_req* w = malloc(sizeof *w + len);
+    // The rest: copies of the caller's bytes, references to blobs.
+    size_t copied = 0, skip = taken;
+    for (unsigned i = 0; i < n; ++i) {
+        size_t left = p[i].len > skip ? p[i].len - skip : 0;
+        skip -= p[i].len - left;
+        copied += p[i].blob == NULL ? left : 0;
+    }
+    write_req* w = malloc(sizeof *w + copied);
     if (w == NULL) {
         return UV_ENOMEM;
     }
     w->s = s;
-    w->len = len;
-    memcpy(w->data, data, len);
-    uv_buf_t buf = uv_buf_init(w->data, (unsigned)len);
-    int rc = uv_write(&w->req, (uv_stream_t*)&s->tcp, &buf, 1, on_write);
+    w->nblobs = 0;
+    unsigned nb = 0;
+    size_t at = 0;
+    skip = taken;
+    for (unsigned i = 0; i < n; ++i) {
+        const uint8_t* d = p[i].data;
+        size_t len = p[i].len;
+        if (skip >= len) {
+            skip -= len;
+            continue;
+        }
+        d += skip;
+        len -= skip;
+        skip = 0;
+        if (p[i].blob != NULL) {
+            w->blobs[w->nblobs++] = net_blob_ref(p[i].blob);
+        } else {
+            memcpy(w->data + at, d, len);
+            d = w->data + at;
+            at += len;
+        }
+        w->bufs[nb++] = uv_buf_init((char*)d, (unsigned)len);
+    }
+    int rc = uv_write(&w->req, (uv_stream_t*)&s->tcp, w->bufs, nb, on_write);
     if (rc != 0) {
+        for (unsigned i = 0; i < w->nblobs; ++i) {
+            net_blob_unref(w->blobs[i]);
+        }
         free(w);
     }
     return rc;

@@ -5,15 +5,21 @@
  *
  * Send path:
  *
- *   net_session_send_text ──────────────► wslay queue (copied; never dropped)
- *   net_session_send_latest ──► slots[] ─┘ moved only while the socket keeps
- *        (refcounted blob,        up (queued bytes < soft limit); a newer
- *         one per key)            blob for the same key replaces a waiting one
- *   wslay_event_send ──► out buffer ──► uv_write
+ *   net_session_send_text ──► wslay queue (copied; never dropped)
+ *                               wslay_event_send ──► out buffer ─┐
+ *   net_session_send_latest ──► slots[]: moved only while the     ├─► one writev
+ *        (refcounted blob,       socket keeps up (queued bytes     │   (uv_try_write,
+ *         one per key)           < soft limit); a newer blob for   │    or uv_write of
+ *                                the same key replaces a waiting   │    what is left)
+ *                                one ──► header (wslay_frame_send) ┤
+ *                                        + the blob itself ────────┘
  *
  * wslay never sees EAGAIN: its send callback copies into `out`, so
  * backpressure is measured here, from uv_stream_get_write_queue_size() and
- * wslay's own queue (FIELD-NOTES, "WebSocket and libuv pitfalls").
+ * wslay's own queue (FIELD-NOTES, "WebSocket and libuv pitfalls"). A
+ * snapshot, shared by every client it goes to, is never copied in user
+ * space: wslay's frame layer writes its header, and the payload goes to
+ * the socket from the blob (a write that must wait holds a reference).
  */
 #include "net_internal.h"
 #include "rdws.h"
@@ -485,26 +491,96 @@ static void release_slots(net_session* s) {
     s->slot_count = 0;
 }
 
+// wslay's frame layer hands the header to this callback, then the payload,
+// which the caller sends from its blob: only the header is kept.
+static ssize_t head_cb(const uint8_t* data, size_t len, int flags, void* user) {
+    (void)flags;
+    net_server* srv = user;
+    if (!srv->head_done) {
+        size_t n = len < sizeof srv->head ? len : sizeof srv->head;
+        memcpy(srv->head, data, n);
+        srv->head_len = n;
+        srv->head_done = true;
+    }
+    return (ssize_t)len;
+}
+
+static ssize_t no_recv_cb(uint8_t* buf, size_t len, int flags, void* user) {
+    (void)buf, (void)len, (void)flags, (void)user;
+    return -1; // the framer only writes
+}
+
+// The header of an unmasked server frame of one message (RFC 6455 §5.2)
+// carrying data[len] into out[14]; its length, or 0 on failure. wslay
+// passes the payload to head_cb, which takes it without copying (an
+// unmasked payload goes as is), so the frame is complete and the next one
+// starts from its header.
+static size_t frame_head(net_server* srv, bool binary, const uint8_t* data, size_t len,
+                         uint8_t* out) {
+    static const struct wslay_frame_callbacks cbs = {head_cb, no_recv_cb, NULL};
+    if (srv->framer == NULL && wslay_frame_context_init(&srv->framer, &cbs, srv) != 0) {
+        srv->framer = NULL;
+        return 0;
+    }
+    struct wslay_frame_iocb io;
+    memset(&io, 0, sizeof io);
+    io.fin = 1;
+    io.opcode = binary ? WSLAY_BINARY_FRAME : WSLAY_TEXT_FRAME;
+    io.payload_length = len;
+    io.data = data;
+    io.data_length = len;
+    srv->head_done = false;
+    if (wslay_frame_send(srv->framer, &io) != (ssize_t)len || !srv->head_done) {
+        return 0;
+    }
+    memcpy(out, srv->head, srv->head_len);
+    return srv->head_len;
+}
+
+// Sends what wslay produced (out) and every waiting snapshot in one
+// writev, the snapshots' payloads from their blobs.
+static int send_slots(net_session* s) {
+    net__piece pieces[NET__MAX_PIECES];
+    uint8_t heads[NET__MAX_SLOTS][14];
+    unsigned n = 0;
+    if (s->out_len > 0) {
+        pieces[n++] = (net__piece){s->out, s->out_len, NULL};
+    }
+    for (uint32_t i = 0; i < s->slot_count; ++i) {
+        net__slot* slot = &s->slots[i];
+        size_t hl = frame_head(s->srv, slot->binary, slot->blob->data, slot->blob->len, heads[i]);
+        if (hl == 0) {
+            return UV_ENOMEM;
+        }
+        pieces[n++] = (net__piece){heads[i], hl, NULL};
+        pieces[n++] = (net__piece){slot->blob->data, slot->blob->len, slot->blob};
+    }
+    int rc = net__writev(s, pieces, n);
+    s->out_len = 0;
+    release_slots(s);
+    return rc;
+}
+
 void net__ws_flush(net_session* s) {
     if (s->state != NET__WS) {
         return;
     }
     const net_config* cfg = &s->srv->cfg;
-    if (s->slot_count > 0 && queued_bytes(s) < cfg->send_soft_limit) {
-        for (uint32_t i = 0; i < s->slot_count; ++i) {
-            net__slot* slot = &s->slots[i];
-            struct wslay_event_msg msg = {
-                slot->binary ? WSLAY_BINARY_FRAME : WSLAY_TEXT_FRAME,
-                slot->blob->data,
-                slot->blob->len,
-            };
-            wslay_event_queue_msg(s->ws, &msg);
-        }
-        release_slots(s);
-    }
     if (wslay_event_want_write(s->ws) && wslay_event_send(s->ws) != 0) {
         net__close_now(s);
         return;
+    }
+    if (s->slot_count > 0 && queued_bytes(s) < cfg->send_soft_limit) {
+        // After what wslay queued before them (its queue is now in `out`,
+        // whole frames only: its send callback takes everything), and never
+        // after a close frame.
+        if (wslay_event_get_close_sent(s->ws)) {
+            release_slots(s);
+        } else if (send_slots(s) != 0) {
+            net__stats_cause(s, "write error", UV_EIO);
+            net__close_now(s);
+            return;
+        }
     }
     if (s->out_len > 0) {
         int rc = net__write(s, s->out, s->out_len);
