@@ -82,6 +82,12 @@ const worldParam = new URLSearchParams(location.search).get('world');
 const wanted = worldParam !== null && /^[1-9]\d*$/.test(worldParam) && Number.isSafeInteger(Number(worldParam))
   ? Number(worldParam) : null;
 const badWorld = worldParam !== null && wanted === null;
+// ?budget=N subscribes with a byte budget of N bytes a second (interest
+// management, PROTOCOL.md §5.3): what is near the orbit target (the focus,
+// below) and moving comes at full rate, the rest less often.
+const budgetParam = new URLSearchParams(location.search).get('budget');
+const budget = budgetParam !== null && /^\d+$/.test(budgetParam) &&
+  Number(budgetParam) >= 1000 && Number(budgetParam) <= 1e8 ? Number(budgetParam) : null;
 
 let view = null;
 try {
@@ -324,7 +330,9 @@ function onWelcome(msg) {
 }
 
 async function subscribe(world) {
-  const reply = await command({ op: 'subscribe', world, format: FORMAT, rate_hz: SNAPSHOT_HZ });
+  if (budgetParam !== null && budget === null) log(`?budget=${budgetParam}: not a byte rate in [1000, 1e8]; no budget`);
+  const reply = await command({ op: 'subscribe', world, format: FORMAT, rate_hz: SNAPSHOT_HZ,
+    ...(budget !== null ? { bytes_per_s: budget } : {}) });
   if (reply?.error?.code === 'not_found' && world === wanted) {
     // Asked for by the page URL: show that it is not there, not another world.
     const others = state.worlds.map((w) => `${w.world}${w.name ? ` (${w.name})` : ''}`).join(', ');
