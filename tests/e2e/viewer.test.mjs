@@ -573,6 +573,26 @@ test('viewer renders the world and throws a ragdoll by mouse', { timeout: 90000 
     3000, 'the camera to orbit');
   assert.ok(!sent.slice(sentBefore).some((c) => ['drag', 'kill', 'apply_impulse'].includes(c.op)),
     `orbiting sent no drag, kill or impulse (sent ${JSON.stringify(sent.slice(sentBefore).map((c) => c.op))})`);
+
+  // A second page on a byte budget (?budget=, interest management): partial
+  // frames, within the budget, every entity drawn all the same.
+  const thin = await page.context().newPage();
+  try {
+    await thin.goto(`${v.server.http}/?budget=4000`);
+    await until(() => thin.evaluate(() => window.__ragdolld.stats.partials ?? 0), (n) => n >= 10, 15000,
+      'partial frames on the budgeted page');
+    const every = latest().entities.map((e) => e.entity);
+    await until(() => thin.evaluate(() => window.__ragdolld.drawn), (d) => every.every((id) => d.includes(id)), 15000,
+      'the budgeted page to draw every entity');
+    const b0 = await thin.evaluate(() => window.__ragdolld.stats.bytes);
+    await sleep(3000);
+    const b1 = await thin.evaluate(() => window.__ragdolld.stats.bytes);
+    assert.ok(b1 - b0 <= 4000 * 3 + 4000 / 30 + 200, `${b1 - b0} bytes of frames in 3 s on a 4000 B/s budget`);
+    const st = await thin.evaluate(() => window.__ragdolld.stats);
+    assert.deepEqual([st.errors, st.resyncs], [0, 0], JSON.stringify(st));
+  } finally {
+    await thin.close();
+  }
 }));
 
 // 240 s: it walks through a dozen commands and waits on world time for
