@@ -1234,6 +1234,50 @@ static bool get_bodies(bitr* r, rdp_qsnap* q, const rdp_qentity* e, const rdp_qs
     return !r->bad;
 }
 
+// A based entity's kind, count, state and skeleton: its baseline's (no
+// frame sends them again). q has room for `ents` entities.
+static bool take_base_shape(rdp_qsnap* q, uint32_t ents, rdp_qentity* e, const rdp_qsnap* base,
+                            const rdp_qentity* be, uint32_t* skel) {
+    e->kind = be->kind;
+    e->count = be->count;
+    e->state = be->state;
+    if (e->kind == RDP_KIND_CHARACTER) {
+        if (!qsnap_reserve(q, ents, 0, *skel + e->count)) {
+            return false;
+        }
+        memcpy(&q->skel[*skel], &base->skel[be->skel], e->count * sizeof *q->skel);
+        e->skel = *skel;
+        *skel += e->count;
+    }
+    return true;
+}
+
+// Entity k's values after its head, placed at *vals: with a baseline a bit
+// says unchanged, else a character's state and its particles or bodies.
+static rdp_code get_entity_values(bitr* r, rdp_qsnap* q, uint32_t ents, uint32_t k,
+                                  const rdp_qsnap* base, const rdp_qentity* be, uint32_t* vals,
+                                  uint32_t skel, double* dp, double* dq) {
+    rdp_qentity* e = &q->ents[k];
+    uint32_t per = rdp_kind_is_rigid((rdp_kind)e->kind) ? BODY_VALS : PARTICLE_VALS;
+    e->offset = *vals;
+    *vals += per * e->count;
+    if (!qsnap_reserve(q, ents, *vals, skel)) {
+        return RDP_E_INTERNAL;
+    }
+    q->entity_count = k + 1;
+    if (be != NULL && get_bits(r, 1)) { // unchanged
+        memcpy(q->vals + e->offset, base->vals + be->offset, (size_t)per * e->count * 4);
+        memcpy(q->f + e->offset, base->f + be->offset, (size_t)per * e->count * sizeof(float));
+        return RDP_OK;
+    }
+    if (e->kind == RDP_KIND_CHARACTER) {
+        e->state = (uint8_t)get_bits(r, 2);
+    }
+    bool ok = rdp_kind_is_rigid((rdp_kind)e->kind) ? get_bodies(r, q, e, base, be, dp, dq)
+                                                   : get_particles(r, q, e, base, be);
+    return ok ? RDP_OK : RDP_E_BAD_REQUEST;
+}
+
 // Appends entity se of src to the view v, carried last at wire tick `tick`.
 static bool view_append(rdp_qsnap* v, const rdp_qsnap* src, const rdp_qentity* se, uint16_t tick) {
     uint32_t per = rdp_kind_is_rigid((rdp_kind)se->kind) ? BODY_VALS : PARTICLE_VALS;
@@ -1347,39 +1391,15 @@ static rdp_code decode_partial(rdp_decoder* d, const uint8_t* buf, size_t len, b
                 return RDP_E_NOT_FOUND; // a baseline this decoder does not have
             }
             base = d->ring[slot];
-            e->kind = be->kind;
-            e->count = be->count;
-            e->state = be->state;
-            if (e->kind == RDP_KIND_CHARACTER) {
-                if (!qsnap_reserve(q, k + 1, vals, skel + e->count)) {
-                    return RDP_E_INTERNAL;
-                }
-                memcpy(&q->skel[skel], &base->skel[be->skel], e->count * sizeof *q->skel);
-                e->skel = skel;
-                skel += e->count;
+            if (!take_base_shape(q, k + 1, e, base, be, &skel)) {
+                return RDP_E_INTERNAL;
             }
         } else if (r.bad || !get_entity_shape(&r, q, e, &skel)) {
             return RDP_E_BAD_REQUEST;
         }
-        uint32_t per = rdp_kind_is_rigid((rdp_kind)e->kind) ? BODY_VALS : PARTICLE_VALS;
-        e->offset = vals;
-        vals += per * e->count;
-        if (!qsnap_reserve(q, k + 1, vals, skel)) {
-            return RDP_E_INTERNAL;
-        }
-        q->entity_count = k + 1;
-        if (be != NULL && get_bits(&r, 1)) { // unchanged
-            memcpy(q->vals + e->offset, base->vals + be->offset, (size_t)per * e->count * 4);
-            memcpy(q->f + e->offset, base->f + be->offset, (size_t)per * e->count * sizeof(float));
-            continue;
-        }
-        if (e->kind == RDP_KIND_CHARACTER) {
-            e->state = (uint8_t)get_bits(&r, 2);
-        }
-        bool ok = rdp_kind_is_rigid((rdp_kind)e->kind) ? get_bodies(&r, q, e, base, be, dp, dq)
-                                                       : get_particles(&r, q, e, base, be);
-        if (!ok) {
-            return RDP_E_BAD_REQUEST;
+        rdp_code rc = get_entity_values(&r, q, k + 1, k, base, be, &vals, skel, dp, dq);
+        if (rc != RDP_OK) {
+            return rc;
         }
     }
     if (r.bad) {
@@ -1471,39 +1491,15 @@ rdp_code rdp_decode(rdp_decoder* d, const uint8_t* buf, size_t len, const rdp_qs
             be = &base->ents[cursor + skip];
             cursor += (uint32_t)skip + 1;
             e->id = be->id;
-            e->kind = be->kind;
-            e->count = be->count;
-            e->state = be->state;
-            if (e->kind == RDP_KIND_CHARACTER) {
-                if (!qsnap_reserve(q, (uint32_t)count, vals, skel + e->count)) {
-                    return RDP_E_INTERNAL;
-                }
-                memcpy(&q->skel[skel], &base->skel[be->skel], e->count * sizeof *q->skel);
-                e->skel = skel;
-                skel += e->count;
+            if (!take_base_shape(q, (uint32_t)count, e, base, be, &skel)) {
+                return RDP_E_INTERNAL;
             }
         } else if ((e->id = get_id(&r), !get_entity_shape(&r, q, e, &skel))) {
             return RDP_E_BAD_REQUEST;
         }
-        uint32_t per = rdp_kind_is_rigid((rdp_kind)e->kind) ? BODY_VALS : PARTICLE_VALS;
-        e->offset = vals;
-        vals += per * e->count;
-        if (!qsnap_reserve(q, (uint32_t)count, vals, skel)) {
-            return RDP_E_INTERNAL;
-        }
-        q->entity_count = k + 1;
-        if (be != NULL && get_bits(&r, 1)) { // unchanged
-            memcpy(q->vals + e->offset, base->vals + be->offset, (size_t)per * e->count * 4);
-            memcpy(q->f + e->offset, base->f + be->offset, (size_t)per * e->count * sizeof(float));
-            continue;
-        }
-        if (e->kind == RDP_KIND_CHARACTER) {
-            e->state = (uint8_t)get_bits(&r, 2);
-        }
-        bool ok = rdp_kind_is_rigid((rdp_kind)e->kind) ? get_bodies(&r, q, e, base, be, dp, dq)
-                                                       : get_particles(&r, q, e, base, be);
-        if (!ok) {
-            return RDP_E_BAD_REQUEST;
+        rdp_code rc = get_entity_values(&r, q, (uint32_t)count, k, base, be, &vals, skel, dp, dq);
+        if (rc != RDP_OK) {
+            return rc;
         }
     }
     q->val_count = vals;

@@ -29,14 +29,9 @@ import { readFileSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Control, cpuSeconds, percentile, rssMiB, run, startServer } from '../lib/proc.mjs';
+import { Control, cpuSeconds, percentile, rssMiB, run, startServer, opt } from '../lib/proc.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const args = process.argv.slice(2);
-function opt(name, fallback) {
-  const i = args.indexOf(name);
-  return i >= 0 && i + 1 < args.length ? args[i + 1] : fallback;
-}
 const buildDir = resolve(opt('--build', join(here, '../../build')));
 const clientCounts = opt('--clients', '100,500,1000').split(',').map(Number);
 const seconds = Number(opt('--seconds', '10'));

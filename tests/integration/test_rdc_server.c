@@ -408,11 +408,9 @@ static void test_rdc_json_snapshots_show_a_standing_character_and_a_rope(void** 
     check_character_and_rope(f);
 }
 
-static void test_rdc_binary_snapshots_decode_to_the_same_values(void** state) {
-    fixture* f = *state;
-    connect_client(f);
-    uint64_t world = make_world(f);
-    // The peer: the same world in JSON, every tick.
+// The peer: a second client subscribed to the same world in JSON, every
+// tick (on_peer_snapshot keeps its frames by tick for comparing).
+static void open_json_peer(fixture* f, uint64_t world) {
     char url[128];
     snprintf(url, sizeof url, "ws://127.0.0.1:%d/ws", f->srv.port);
     rdc_config cfg = rdc_config_default();
@@ -422,6 +420,13 @@ static void test_rdc_binary_snapshots_decode_to_the_same_values(void** state) {
     assert_int_equal(rdc_open(&f->loop, &cfg, &f->peer), 0);
     assert_int_equal(rdc_subscribe(f->peer, world, RDC_FORMAT_JSON, 60, on_sub, f), 0);
     RUN_UNTIL(f, f->sub_replies == 1, 10000);
+}
+
+static void test_rdc_binary_snapshots_decode_to_the_same_values(void** state) {
+    fixture* f = *state;
+    connect_client(f);
+    uint64_t world = make_world(f);
+    open_json_peer(f, world);
     assert_int_equal(rdc_subscribe(f->c, world, RDC_FORMAT_BINARY, 60, on_sub, f), 0);
     RUN_UNTIL(f, f->sub_replies == 2, 5000);
     // A second of snapshots, most of them compared tick by tick.
@@ -456,15 +461,7 @@ static void test_rdc_budgeted_snapshots_hold_each_entity_as_last_sent(void** sta
     fixture* f = *state;
     connect_client(f);
     uint64_t world = make_world(f);
-    char url[128];
-    snprintf(url, sizeof url, "ws://127.0.0.1:%d/ws", f->srv.port);
-    rdc_config cfg = rdc_config_default();
-    cfg.url = url;
-    cfg.user = f;
-    cfg.on_snapshot = on_peer_snapshot;
-    assert_int_equal(rdc_open(&f->loop, &cfg, &f->peer), 0);
-    assert_int_equal(rdc_subscribe(f->peer, world, RDC_FORMAT_JSON, 60, on_sub, f), 0);
-    RUN_UNTIL(f, f->sub_replies == 1, 10000);
+    open_json_peer(f, world);
     assert_int_equal(rdc_subscribe_budget(f->c, world, 60, 0, on_sub, f), RDC_E_CONFIG);
     assert_int_equal(rdc_subscribe_budget(f->c, world, 60, 999, on_sub, f), RDC_E_CONFIG);
     // 2000 B/s at 60 frames a second: 33 bytes a frame, less than the
