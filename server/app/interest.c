@@ -39,6 +39,9 @@
 
 /// Seconds without being sent after which an entity goes before all others.
 #define REFRESH_S 1.0
+/// Removals a client may have pending, at most; past what its budget allows
+/// (interest_frame) its view is reset instead.
+#define MAX_REMOVALS 128
 /// Rank of an entity due a refresh (plus its age), above any priority.
 #define OVERDUE 1e12
 /// Frames' worth of bytes the bucket holds.
@@ -490,7 +493,22 @@ int app__interest_frame(app_world* w, app_sub* sub, app_interest* it, const rdp_
     double frame_share = (double)it->bytes_per_s / sub->rate_hz;
     double bucket = BUCKET_FRAMES * frame_share;
     it->tokens = fmin(bucket, it->tokens + (double)it->bytes_per_s * dt);
-    if (!reconcile(it, q) || !rank(it, sub, q, tick_hz, dt)) {
+    if (!reconcile(it, q)) {
+        return -1;
+    }
+    // About 4 bytes each, in every frame until acknowledged: at most an
+    // eighth of a frame's share of the budget (and MAX_REMOVALS).
+    double most = fmin(MAX_REMOVALS, fmax(8.0, frame_share / 32.0));
+    if ((double)it->removed_count > most) {
+        // More removals than a frame should carry (a client that does not
+        // ack while entities come and go, or a mass despawn): start its
+        // view again instead; a reset frame makes them moot.
+        app__interest_reset(it);
+        if (!reconcile(it, q)) {
+            return -1;
+        }
+    }
+    if (!rank(it, sub, q, tick_hz, dt)) {
         return -1;
     }
     if (it->tokens <= 0.0) {

@@ -227,6 +227,40 @@ test('bytes_per_s: its range, a JSON subscription skipping whole snapshots, a re
   assert.equal(frames.filter((f) => f.reset).length, 2, 'a resync resets the view once');
   assert.equal(frames[frames.length - 1].size, 5);
 
+  // A client that never acks while entities come and go: removals pile up
+  // (each is sent until a frame carrying it is acknowledged); past what an
+  // eighth of a frame's share holds (here 8) its view is reset instead, and
+  // its frames stay within the budget.
+  const mute = await Client.connect(server.url);
+  const msub = await mute.send({ op: 'subscribe', world: w, format: 'binary', bytes_per_s: 3000 });
+  assert.equal(msub.ok, true, JSON.stringify(msub));
+  const mdec = new Decoder();
+  const mframes = [];
+  mute.ws.on('message', (d, isBinary) => {
+    if (!isBinary) return;
+    const s = mdec.decode(new Uint8Array(d)); // never acked
+    mframes.push({ at: Date.now(), bytes: d.length, reset: s.reset });
+  });
+  await sleep(500);
+  for (let round = 0; round < 3; round++) {
+    const balls = [];
+    for (let i = 0; i < 60; i++) {
+      balls.push(c.send({ op: 'spawn_ball', world: w, position: [i - 30, 2, 10 + round] }));
+    }
+    const made = await Promise.all(balls);
+    await sleep(600); // long enough for them to be sent
+    await Promise.all(made.map((m) => c.send({ op: 'despawn', world: w, entity: m.entity })));
+    await sleep(300);
+  }
+  await sleep(1000);
+  const resets = mframes.filter((f) => f.reset).length;
+  assert.ok(resets >= 2, `${resets} resets in ${mframes.length} frames of a client that never acks`);
+  const t0 = mframes[0].at;
+  const span = (mframes.at(-1).at - t0) / 1000;
+  const bytes = mframes.reduce((a, f) => a + f.bytes, 0);
+  assert.ok(bytes <= 3000 * Math.ceil(span + 1), `${bytes} bytes of frames in ${span.toFixed(1)} s on 3000 B/s`);
+  await mute.close();
+
   // Removal: a despawned entity leaves the view.
   const gone = (await c.send({ op: 'spawn_ragdoll', world: w, position: [20, 3, 0] })).entity;
   await sleep(800);
