@@ -92,13 +92,14 @@ static uint64_t get_bits(bitr* r, unsigned n) {
     return v;
 }
 
-// The low n bits of v in reverse order (n <= 64).
+// The low n bits of v in reverse order (1 <= n <= 64): the whole word
+// reversed by swapping halves, then shifted down.
 static uint64_t reverse_bits(uint64_t v, unsigned n) {
-    uint64_t r = 0;
-    for (unsigned i = 0; i < n; ++i) {
-        r = (r << 1) | ((v >> i) & 1u);
-    }
-    return r;
+    v = ((v >> 1) & 0x5555555555555555ull) | ((v & 0x5555555555555555ull) << 1);
+    v = ((v >> 2) & 0x3333333333333333ull) | ((v & 0x3333333333333333ull) << 2);
+    v = ((v >> 4) & 0x0f0f0f0f0f0f0f0full) | ((v & 0x0f0f0f0f0f0f0f0full) << 4);
+    v = __builtin_bswap64(v);
+    return v >> (64 - n);
 }
 
 // Bits not yet read.
@@ -110,25 +111,26 @@ static uint64_t bits_left(const bitr* r) {
 // its bit length L - 1 in zeros, then its L bits from the top; then the k
 // low bits of n.
 static unsigned eg_bits(uint64_t n, unsigned k) {
-    uint64_t m = (n >> k) + 1;
-    unsigned len = 0;
-    while ((m >> len) > 1) {
-        len++;
-    }
+    uint64_t m = (n >> k) + 1; // >= 1
+    unsigned len = 63u - (unsigned)__builtin_clzll(m);
     return 2 * len + 1 + k;
 }
 
 static void put_eg(bitw* w, uint64_t n, unsigned k) {
-    uint64_t m = (n >> k) + 1;
-    unsigned len = 0;
-    while ((m >> len) > 1) {
-        len++;
+    uint64_t m = (n >> k) + 1; // >= 1
+    unsigned len = 63u - (unsigned)__builtin_clzll(m);
+    // len zeros, then m's len + 1 bits from the most significant: on a
+    // stream filled from each byte's least significant bit, m reversed;
+    // then the k low bits of n. One write when they fit in 64 bits.
+    uint64_t rev = reverse_bits(m, len + 1);
+    uint64_t low = n & ((1ull << k) - 1);
+    if (2 * len + 1 + k <= 64) {
+        put_bits(w, (rev << len) | (k > 0 ? low << (2 * len + 1) : 0), 2 * len + 1 + k);
+        return;
     }
     put_bits(w, 0, len);
-    // m's len + 1 bits from the most significant: on a stream filled from
-    // each byte's least significant bit, m reversed.
-    put_bits(w, reverse_bits(m, len + 1), len + 1);
-    put_bits(w, n & ((1ull << k) - 1), k);
+    put_bits(w, rev, len + 1);
+    put_bits(w, low, k);
 }
 
 static uint64_t get_eg(bitr* r, unsigned k) {
@@ -140,7 +142,7 @@ static uint64_t get_eg(bitr* r, unsigned k) {
         }
     }
     // After the 1 already read, m's other len bits, most significant first.
-    uint64_t m = (1ull << len) | reverse_bits(get_bits(r, len), len);
+    uint64_t m = len > 0 ? (1ull << len) | reverse_bits(get_bits(r, len), len) : 1;
     uint64_t n = ((m - 1) << k) | get_bits(r, k);
     return n;
 }
