@@ -840,10 +840,11 @@ static bool put_partial_entity(bitw* w, const rdp_qsnap* q, uint32_t k, const rd
     const rdp_qentity* be = NULL;
     if (base != NULL && bk < base->entity_count) {
         const rdp_qentity* c = &base->ents[bk];
-        // A baseline is the same entity, of the same shape, sent before
-        // (within the 16-bit tick's reach).
-        if (c->id == e->id && c->kind == e->kind && c->count == e->count && base->tick < q->tick &&
-            q->tick - base->tick <= 32768u) {
+        // A baseline is the same entity, of the same shape, at another
+        // tick: its own (the caller keeps it within the 16-bit tick's
+        // reach, before q's).
+        if (c->id == e->id && c->kind == e->kind && c->count == e->count &&
+            (uint16_t)((uint16_t)q->tick - c->tick) != 0) {
             be = c;
         }
     }
@@ -852,7 +853,7 @@ static bool put_partial_entity(bitw* w, const rdp_qsnap* q, uint32_t k, const rd
     put_eg(w, e->id >> 32, 0);
     put_bits(w, be != NULL, 1);
     if (be != NULL) {
-        put_eg(w, (uint64_t)(q->tick - 1 - base->tick), 0);
+        put_eg(w, (uint16_t)((uint16_t)q->tick - 1u - be->tick), 0);
         bool same = same_entity_values(q, e, base, be);
         put_bits(w, same, 1);
         return same || put_entity_values(w, q, e, base, be);
@@ -970,6 +971,8 @@ struct rdp_decoder {
     rdp_qsnap* view[2];
     uint32_t cur;
     const rdp_qsnap* view_src;
+    id_slot* vindex; ///< The view's entities (view[cur]) sorted by id.
+    uint32_t vindex_cap;
     uint64_t* removed; ///< A partial frame's removals, sorted.
     uint32_t removed_cap;
     uint8_t* used; ///< Merging: the frame's entities the old view had.
@@ -1007,6 +1010,7 @@ void rdp_decoder_free(rdp_decoder* d) {
         }
         rdp_qsnap_free(d->view[0]);
         rdp_qsnap_free(d->view[1]);
+        free(d->vindex);
         free(d->removed);
         free(d->used);
         free(d);
@@ -1023,23 +1027,41 @@ static int cmp_u64(const void* a, const void* b) {
     return x < y ? -1 : x > y;
 }
 
-// Sorts the entities of ring slot i by id into its index. Returns false on
-// out of memory, or when an id is there twice (a malformed frame).
-static bool index_frame(rdp_decoder* d, uint32_t i) {
-    const rdp_qsnap* q = d->ring[i];
-    if (!grow((void**)&d->index[i], &d->index_cap[i], q->entity_count + 1, sizeof(id_slot))) {
+// Sorts q's entities by id into *index (grown as needed). False on out of
+// memory, or when an id is there twice.
+static bool index_of(const rdp_qsnap* q, id_slot** index, uint32_t* cap) {
+    if (!grow((void**)index, cap, q->entity_count + 1, sizeof(id_slot))) {
         return false;
     }
     for (uint32_t k = 0; k < q->entity_count; ++k) {
-        d->index[i][k] = (id_slot){q->ents[k].id, k};
+        (*index)[k] = (id_slot){q->ents[k].id, k};
     }
-    qsort(d->index[i], q->entity_count, sizeof(id_slot), cmp_id_slot);
+    qsort(*index, q->entity_count, sizeof(id_slot), cmp_id_slot);
     for (uint32_t k = 1; k < q->entity_count; ++k) {
-        if (d->index[i][k].id == d->index[i][k - 1].id) {
+        if ((*index)[k].id == (*index)[k - 1].id) {
             return false;
         }
     }
     return true;
+}
+
+// Sorts the entities of ring slot i by id into its index. Returns false on
+// out of memory, or when an id is there twice (a malformed frame).
+static bool index_frame(rdp_decoder* d, uint32_t i) {
+    return index_of(d->ring[i], &d->index[i], &d->index_cap[i]);
+}
+
+// The view's entity of this id, as of wire tick tick16, or NULL: the
+// baseline of an entity whose frame the decoder no longer holds but which
+// no frame has carried since.
+static const rdp_qentity* find_in_view(const rdp_decoder* d, uint64_t id, uint16_t tick16) {
+    const rdp_qsnap* v = d->view_src;
+    if (v == NULL || v != d->view[d->cur]) {
+        return NULL; // no view, or a whole frame's (still in the ring)
+    }
+    id_slot key = {id, 0};
+    const id_slot* hit = bsearch(&key, d->vindex, v->entity_count, sizeof(id_slot), cmp_id_slot);
+    return hit != NULL && v->ents[hit->k].tick == tick16 ? &v->ents[hit->k] : NULL;
 }
 
 // The entity of ring slot i with this id, or NULL.
@@ -1387,12 +1409,16 @@ static rdp_code decode_partial(rdp_decoder* d, const uint8_t* buf, size_t len, b
             if (r.bad || back > 65535) {
                 return RDP_E_BAD_REQUEST;
             }
-            int slot = find_slot(d, (uint16_t)(tick16 - 1u - (uint16_t)back));
+            uint16_t at = (uint16_t)(tick16 - 1u - (uint16_t)back);
+            int slot = find_slot(d, at);
             be = slot >= 0 ? find_entity(d, (uint32_t)slot, e->id) : NULL;
+            base = slot >= 0 ? d->ring[slot] : NULL;
+            if (be == NULL && (be = find_in_view(d, e->id, at)) != NULL) {
+                base = d->view_src; // carried last by a frame no longer kept
+            }
             if (be == NULL) {
                 return RDP_E_NOT_FOUND; // a baseline this decoder does not have
             }
-            base = d->ring[slot];
             if (!take_base_shape(q, k + 1, e, base, be, &skel)) {
                 return RDP_E_INTERNAL;
             }
@@ -1419,8 +1445,12 @@ static rdp_code decode_partial(rdp_decoder* d, const uint8_t* buf, size_t len, b
         q->tick = UINT64_MAX;
         return RDP_E_INTERNAL;
     }
+    rdp_qsnap* v = d->view[1 - d->cur];
+    if (!index_of(v, &d->vindex, &d->vindex_cap)) {
+        q->tick = UINT64_MAX;
+        return RDP_E_INTERNAL;
+    }
     d->cur = 1 - d->cur;
-    rdp_qsnap* v = d->view[d->cur];
     d->view_src = v;
     v->world = world;
     v->tick = tick16;

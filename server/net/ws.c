@@ -574,10 +574,11 @@ void net__ws_flush(net_session* s) {
         // After what wslay queued before them (its queue is now in `out`,
         // whole frames only: its send callback takes everything), and never
         // after a close frame.
+        int rc = 0;
         if (wslay_event_get_close_sent(s->ws)) {
             release_slots(s);
-        } else if (send_slots(s) != 0) {
-            net__stats_cause(s, "write error", UV_EIO);
+        } else if ((rc = send_slots(s)) != 0) {
+            net__stats_cause(s, "write error", rc);
             net__close_now(s);
             return;
         }
