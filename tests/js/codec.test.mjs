@@ -244,6 +244,25 @@ test('a partial frame adds new entities, keeps what it does not carry, and bases
   assert.deepEqual(byId(s14, ROPE).tick16, 12);
 });
 
+test('an entity last carried by a frame no longer kept takes its baseline from the view', () => {
+  const d = new Decoder();
+  const [f10] = firstThree();
+  d.decode(f10); // the ball and the rope, at tick 10
+  // 40 frames carrying only the ball: frame 10 leaves the ring, the rope
+  // stays in the view as of tick 10.
+  for (let t = 11; t <= 50; t++) {
+    d.decode(partialFrame(t, { entities: [{ id: BALL, kind: 5, ints: BALL_A, back: 0, base: BALL_A }] }));
+  }
+  // The rope against tick 10 (51 − 1 − 40): found in the view.
+  const s51 = d.decode(partialFrame(51, { entities: [{ id: ROPE, kind: 1, ints: ROPE_B, back: 40, base: ROPE_A }] }));
+  assert.deepEqual(Array.from(byId(s51, ROPE).vals), ROPE_B);
+  assert.equal(byId(s51, ROPE).tick16, 51);
+  // The ball against tick 10 too: the view has it as of 50, not 10, and
+  // frame 10 is gone: no baseline.
+  assert.throws(() => d.decode(partialFrame(52, { entities: [{ id: BALL, kind: 5, ints: BALL_A, back: 41, base: BALL_A }] })),
+    BaselineError);
+});
+
 test('removals drop entities from the view (unknown ids ignored); new ones go last', () => {
   const d = new Decoder();
   for (const f of firstThree()) d.decode(f);

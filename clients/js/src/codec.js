@@ -197,6 +197,12 @@ export class Decoder {
         const back = r.eg(0);
         const base16 = (((tick16 - 1 - back) % 65536) + 65536) % 65536;
         be = this.frameAt(base16)?.get(id) ?? null;
+        if (be === null) {
+          // A frame no longer kept, but no frame carried the entity since:
+          // the view still holds it as of that tick (protocol/codec.c too).
+          const v = this.view.get(id);
+          if (v !== undefined && v.tick16 === base16) be = v;
+        }
         if (be === null) throw new BaselineError(base16, id);
         e = based(be, tick16);
       } else {
