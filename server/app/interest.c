@@ -55,12 +55,17 @@
 
 /// One entity as the subscription's client has it.
 typedef struct app_seen {
-    uint64_t id;           ///< 0: the slot is unused.
-    const rdp_qsnap* base; ///< Acknowledged frame that carried it, NULL: none.
-    uint64_t base_tick;    ///< base's tick then (the ring slot may be reused).
-    uint32_t base_k;       ///< Its index in base.
-    uint64_t sent_tick;    ///< Last frame that carried it, UINT64_MAX: never.
-    float sent_at[3];      ///< Its point in that frame, m.
+    uint64_t id; ///< 0: the slot is unused.
+    // Its baseline: the state the client acknowledged, copied (the world
+    // keeps 32 snapshots; an entity sent less often outlives them). The
+    // buffer is kept when the row is cleared.
+    uint64_t btick;     ///< Tick of the baseline, UINT64_MAX: none.
+    uint64_t bseq;      ///< Sequence number of the frame that carried it.
+    rdp_qentity bent;   ///< Its kind, state, count and 16-bit tick (offset 0).
+    int32_t* bvals;     ///< Its integers.
+    uint32_t bvals_cap; ///< Integers bvals holds.
+    uint64_t sent_tick; ///< Last frame that carried it, UINT64_MAX: never.
+    float sent_at[3];   ///< Its point in that frame, m.
     float priority;
     uint32_t mark; ///< Frame count when last found in the world.
 } app_seen;
@@ -68,6 +73,7 @@ typedef struct app_seen {
 /// A frame sent, remembered until acknowledged or RDP_BASELINES later.
 typedef struct app_sent {
     uint64_t tick; ///< UINT64_MAX: none.
+    uint64_t seq;  ///< Frames sent before it.
     const rdp_qsnap* q;
     uint32_t count, cap;
     struct {
@@ -104,6 +110,7 @@ struct app_interest {
     size_t window_bytes;
     bool reset_next; ///< The next frame empties the client's view.
     uint64_t last_tick;
+    uint64_t seq;    ///< Frames sent.
     uint32_t frames; ///< Frames made (marks entities found in the world).
     app_seen* seen;  ///< By slot (the entity id's low 32 bits).
     uint32_t seen_cap;
@@ -130,9 +137,24 @@ app_interest* app__interest_new(uint32_t bytes_per_s) {
     return it;
 }
 
+// A row for entity `id` (0: unused), keeping its baseline buffer.
+static void seen_clear(app_seen* s, uint64_t id) {
+    int32_t* keep = s->bvals;
+    uint32_t cap = s->bvals_cap;
+    memset(s, 0, sizeof *s);
+    s->bvals = keep;
+    s->bvals_cap = cap;
+    s->id = id;
+    s->btick = UINT64_MAX;
+    s->sent_tick = UINT64_MAX;
+}
+
 void app__interest_free(app_interest* it) {
     if (it == NULL) {
         return;
+    }
+    for (uint32_t i = 0; i < it->seen_cap; ++i) {
+        free(it->seen[i].bvals);
     }
     for (uint32_t i = 0; i < RDP_BASELINES; ++i) {
         free(it->sent[i].ents);
@@ -171,7 +193,9 @@ static void window_add(app_interest* it, uint64_t tick, size_t bytes) {
 }
 
 void app__interest_reset(app_interest* it) {
-    memset(it->seen, 0, (size_t)it->seen_cap * sizeof *it->seen);
+    for (uint32_t i = 0; i < it->seen_cap; ++i) {
+        seen_clear(&it->seen[i], 0);
+    }
     for (uint32_t i = 0; i < RDP_BASELINES; ++i) {
         it->sent[i].tick = UINT64_MAX;
         it->sent[i].count = 0;
@@ -190,6 +214,28 @@ size_t app__interest_bytes(const app_interest* it) {
     return n;
 }
 
+// Entity k of q becomes s's baseline (copied). False on out of memory.
+static bool take_baseline(app_seen* s, const rdp_qsnap* q, uint32_t k, uint64_t seq) {
+    const rdp_qentity* e = &q->ents[k];
+    uint32_t n = (rdp_kind_is_rigid((rdp_kind)e->kind) ? 7u : 3u) * e->count;
+    if (n > s->bvals_cap) {
+        int32_t* v = realloc(s->bvals, (size_t)n * sizeof *v);
+        if (v == NULL) {
+            return false;
+        }
+        s->bvals = v;
+        s->bvals_cap = n;
+    }
+    memcpy(s->bvals, q->vals + e->offset, (size_t)n * sizeof *s->bvals);
+    s->bent = *e;
+    s->bent.offset = 0;
+    s->bent.skel = 0;
+    s->bent.tick = (uint16_t)q->tick;
+    s->btick = q->tick;
+    s->bseq = seq;
+    return true;
+}
+
 void app__interest_ack(app_interest* it, uint64_t tick) {
     for (uint32_t i = 0; i < RDP_BASELINES; ++i) {
         app_sent* f = &it->sent[i];
@@ -199,10 +245,10 @@ void app__interest_ack(app_interest* it, uint64_t tick) {
         for (uint32_t j = 0; j < f->count; ++j) {
             uint32_t slot = (uint32_t)f->ents[j].id;
             app_seen* s = slot < it->seen_cap ? &it->seen[slot] : NULL;
-            if (s != NULL && s->id == f->ents[j].id && (s->base == NULL || s->base_tick < tick)) {
-                s->base = f->q;
-                s->base_tick = tick;
-                s->base_k = f->ents[j].k;
+            if (s != NULL && s->id == f->ents[j].id &&
+                (s->btick == UINT64_MAX || s->btick < tick) &&
+                !take_baseline(s, f->q, f->ents[j].k, f->seq)) {
+                s->btick = UINT64_MAX; // out of memory: coded whole next time
             }
         }
         break;
@@ -264,14 +310,15 @@ static bool reconcile(app_interest* it, const rdp_qsnap* q) {
             return false;
         }
         memset(it->seen + had, 0, (size_t)(it->seen_cap - had) * sizeof *it->seen);
+        for (uint32_t i = had; i < it->seen_cap; ++i) {
+            seen_clear(&it->seen[i], 0);
+        }
         app_seen* s = &it->seen[slot];
         if (s->id != id) {
             if (s->id != 0 && s->sent_tick != UINT64_MAX && !add_removal(it, s->id)) {
                 return false;
             }
-            memset(s, 0, sizeof *s);
-            s->id = id;
-            s->sent_tick = UINT64_MAX;
+            seen_clear(s, id);
         }
         s->mark = it->frames;
     }
@@ -422,10 +469,12 @@ static bool enc_reset(app_enc_cache* c, const rdp_qsnap* q, uint32_t slots) {
     return true;
 }
 
-// q->ents[k] against base->ents[bk] (base NULL: none), encoded once this
-// tick: *bits and *nbits. Returns false on out of memory or a bad entity.
+// q->ents[k] against base->ents[bk] (base NULL: none), the entity's state
+// at tick `bt` (the same for every client: the world's then), encoded once
+// this tick: *bits and *nbits. Returns false on out of memory or a bad
+// entity.
 static bool enc_get(app_world* w, const rdp_qsnap* q, uint32_t k, const rdp_qsnap* base,
-                    uint32_t bk, const uint8_t** bits, size_t* nbits) {
+                    uint32_t bk, uint64_t bt, const uint8_t** bits, size_t* nbits) {
     if (w->enc_cache == NULL && (w->enc_cache = calloc(1, sizeof *w->enc_cache)) == NULL) {
         return false;
     }
@@ -437,7 +486,7 @@ static bool enc_get(app_world* w, const rdp_qsnap* q, uint32_t k, const rdp_qsna
     if ((c->q != q || c->tick != q->tick || c->cap < want) && !enc_reset(c, q, want)) {
         return false;
     }
-    uint64_t bt = base != NULL ? base->tick : UINT64_MAX;
+    bt = base != NULL ? bt : UINT64_MAX;
     uint32_t mask = c->cap - 1;
     uint32_t i = (uint32_t)((k * 0x9e3779b1u) ^ (uint32_t)(bt * 0x85ebca6bu)) & mask;
     while (c->slots[i].k != UINT32_MAX) {
@@ -545,14 +594,24 @@ int app__interest_frame(app_world* w, app_sub* sub, app_interest* it, const rdp_
         uint32_t k = heap_pop(it->order, &left).k;
         app_seen* s = &it->seen[(uint32_t)q->ents[k].id];
         // The baseline only while the world still holds that frame.
-        bool based = s->base != NULL && s->base->tick == s->base_tick;
+        // Against its baseline when the client is sure to hold it: the
+        // frame that carried it is among the 31 sent since (its decoder
+        // keeps 32), or no frame has carried the entity since (its view
+        // holds it as of then).
+        bool based = s->btick != UINT64_MAX && q->tick > s->btick && q->tick - s->btick <= 32768u &&
+                     (it->seq - s->bseq <= 31u || s->sent_tick == s->btick);
+        rdp_qsnap bq;
+        memset(&bq, 0, sizeof bq);
+        bq.entity_count = 1;
+        bq.ents = &s->bent;
+        bq.vals = s->bvals;
         size_t room = budget;
         if (rec->count == 0 && it->tokens >= bucket) {
             room = *cap; // a frame's first entity, on a full bucket: whatever its size
         }
         const uint8_t* bits = NULL;
         size_t nbits = 0;
-        if (!enc_get(w, q, k, based ? s->base : NULL, based ? s->base_k : 0, &bits, &nbits)) {
+        if (!enc_get(w, q, k, based ? &bq : NULL, 0, s->btick, &bits, &nbits)) {
             return -1;
         }
         int r = rdp_partial_append(&pw, bits, nbits, room);
@@ -583,6 +642,7 @@ int app__interest_frame(app_world* w, app_sub* sub, app_interest* it, const rdp_
     it->tokens -= (double)*len;
     window_add(it, q->tick, *len);
     rec->tick = q->tick;
+    rec->seq = it->seq++;
     rec->q = q;
     it->sent_next = (it->sent_next + 1) % RDP_BASELINES;
     for (uint32_t i = 0; i < it->removed_count; ++i) {

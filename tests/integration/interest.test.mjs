@@ -171,6 +171,60 @@ test('a 20 kB/s client with a focus: within budget, nearest at full rate, all on
   for (const c of [viewer, json, admin]) await c.close();
 });
 
+// A budget far smaller than the world sent whole (100 resting ragdolls of
+// about 70 bytes each, 3000 B/s): once each has been sent, a resting one
+// costs a few bytes against the state the client holds — even when it was
+// last sent longer ago than the 32 frames a decoder keeps (its view still
+// has it) — so the nearest come at most frames and every one stays fresh.
+// (A fresh user found it never settling: each entity, sent less often than
+// the world's 32 snapshots, was sent whole again and again.)
+test('a small budget over many resting entities settles to cheap refreshes', async () => {
+  const c = await Client.connect(server.url);
+  const w = (await c.send({ op: 'create_world', name: 'resting', tick_hz: 30 })).world;
+  const spawns = [];
+  for (let i = 0; i < 10; i++) {
+    for (let k = 0; k < 10; k++) spawns.push(c.send({ op: 'spawn_ragdoll', world: w, position: [i * 10.5, 1.5, k * 10.5] }));
+  }
+  const ents = await Promise.all(spawns);
+  assert.ok(ents.every((r) => r.ok));
+  await sleep(4000); // they land and rest
+  const v = await Client.connect(server.url);
+  const sub = await v.send({ op: 'subscribe', world: w, format: 'binary', bytes_per_s: 3000 });
+  assert.equal((await v.send({ op: 'set_focus', world: w, point: [0, 1, 0], radius: 15 })).ok, true);
+  const dec = new Decoder();
+  let tick = sub.tick;
+  let errors = 0;
+  let recording = false;
+  let bytes = 0;
+  const count = new Map();
+  let view = 0;
+  v.ws.on('message', (d, isBinary) => {
+    if (!isBinary) { if (recording) bytes += d.length; return; }
+    let s;
+    try { s = dec.decode(new Uint8Array(d)); } catch { errors++; return; }
+    tick = unwrapTick(tick, s.tick16);
+    v.ws.send(ackFrame(w, tick));
+    view = s.entities.length;
+    if (!recording) return;
+    bytes += d.length;
+    for (const id of s.carried) count.set(id, (count.get(id) ?? 0) + 1);
+  });
+  await sleep(5000); // every one sent whole once: about 7 kB at 3 kB/s
+  recording = true;
+  await sleep(4000);
+  recording = false;
+  const near = ents[0].entity; // at the focus
+  const rate = (id) => (count.get(id) ?? 0) / 4;
+  const all = ents.map((e) => rate(e.entity));
+  console.log(`# ${bytes / 4} B/s; nearest ${rate(near)}/s, slowest ${Math.min(...all)}/s, ${all.reduce((a, x) => a + x, 0)} entities a second`);
+  assert.equal(errors, 0, 'every frame decodes');
+  assert.equal(view, 100, 'all 100 in the view');
+  assert.ok(bytes / 4 <= 3000, `${bytes / 4} B/s on a 3000 B/s budget`);
+  assert.ok(rate(near) >= 10, `the entity at the focus came ${rate(near)} times a second`);
+  assert.ok(Math.min(...all) >= 1, `every entity at least once a second (slowest ${Math.min(...all)}/s)`);
+  for (const x of [v, c]) await x.close();
+});
+
 test('bytes_per_s: its range, a JSON subscription skipping whole snapshots, a resync starting the view again', async () => {
   const c = await Client.connect(server.url);
   const w = (await c.send({ op: 'create_world', name: 'budget-edges', tick_hz: 30 })).world;
