@@ -14,11 +14,14 @@
  *   half a frame was tried: with 200 tumbling ragdolls on 20 kB/s both the
  *   nearest and the refreshes came less often, the refreshes' deltas
  *   against older baselines being larger.)
- * - Bandwidth: a token bucket filled at bytes_per_s, at most two frames'
- *   worth; a frame holds what fits in it.
+ * - Bandwidth: a token bucket filled at bytes_per_s, at most one frame's
+ *   share, and a one-second window of what was sent; a frame holds what
+ *   fits in both.
  * - Per-entity baselines: the server remembers which entities each frame it
  *   sent carried (the last RDP_BASELINES frames); the client's ack of a
- *   frame makes that frame the baseline of each of them. An entity the
+ *   frame makes that frame the baseline of each of them (a copy of the
+ *   entity's state: the world keeps 32 snapshots, and an entity may be
+ *   sent less often). An entity the
  *   world lost is announced as a removal until a frame carrying it is
  *   acknowledged.
  *
