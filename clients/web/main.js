@@ -466,7 +466,9 @@ function onBinary(bytes) {
   const now = performance.now();
   const snap = state.stream?.receive(bytes, now);
   if (!snap) return;
-  snapRate.add(snap.tick, snap.delta, now);
+  // A partial frame (a byte budget) codes each entity against what the page
+  // holds of it: a delta too, for the HUD.
+  snapRate.add(snap.tick, snap.delta || snap.partial, now);
   onSnapshot(snap, now);
 }
 
