@@ -100,6 +100,12 @@ export class Subscription {
   readonly interpolator: Interpolator | null;
   /** The world a moment ago, between the two snapshots around it. */
   sample(atMs?: number): { snapshot: Snapshot; info: InterpolationInfo } | null;
+  /**
+   * set_focus (PROTOCOL.md §3, §5.3): where this client looks, m (null: no
+   * focus), and the radius of full priority for a byte budget, m (15).
+   * Remembered and sent again after every reconnect.
+   */
+  setFocus(point: [number, number, number] | null, radius?: number): Promise<Reply>;
   close(): Promise<void>;
 }
 

@@ -156,9 +156,19 @@ test('reconnects after the server restarts and subscribes again', async () => {
   const statuses = [];
   c.on('status', (x) => statuses.push(x.state));
   const ticks = [];
-  await c.subscribe(1, { rate_hz: 30 }, (snap) => ticks.push(snap.tick)); // the demo world
+  const sub = await c.subscribe(1, { rate_hz: 30 }, (snap) => ticks.push(snap.tick)); // the demo world
+  // A focus far away: the demo's cloth is frozen (level of detail), and
+  // again after the restart, for the client says it again.
+  assert.equal((await sub.setFocus([900, 0, 900], 10)).ok, true);
   await sleep(500);
   assert.ok(ticks.length > 5);
+  // (Garments follow their wearer and never freeze: the sheet does.)
+  const clothLod = async () => {
+    const cloths = (sub.latest?.entities ?? []).filter((e) => e.kind === 'cloth');
+    const lods = await Promise.all(cloths.map((e) => c.send({ op: 'describe', world: 1, entity: e.entity })));
+    return lods.some((d) => d.lod === 'frozen') ? 'frozen' : JSON.stringify(lods.map((d) => d.lod));
+  };
+  assert.equal(await clothLod(), 'frozen');
   assert.equal(await s.stop(), 0);
   await sleep(300);
   const before = ticks.length;
@@ -166,6 +176,7 @@ test('reconnects after the server restarts and subscribes again', async () => {
   const deadline = Date.now() + 15000;
   while (ticks.length <= before + 5 && Date.now() < deadline) await sleep(100);
   assert.ok(ticks.length > before + 5, 'snapshots again after the restart');
+  assert.equal(await clothLod(), 'frozen', 'the focus was said again after the reconnect');
   assert.ok(statuses.includes('closed') && statuses.lastIndexOf('open') > statuses.indexOf('closed'));
   const after = ticks.slice(before);
   assert.ok(after.every((t, i) => i === 0 || t > after[i - 1]), 'the new subscription\'s ticks increase');

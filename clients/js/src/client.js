@@ -34,12 +34,30 @@ export class Subscription {
     this.stream = null; // binary: the decoder of this connection's frames
     this.interpolator = null;
     this.latest = null; // the newest snapshot
+    this.focus = null; // { point, radius } from setFocus, sent again after a reconnect
     this.closed = false;
   }
 
   /** The world as it was a moment ago (Interpolator.sample): { snapshot, info } or null. */
   sample(atMs = now()) {
     return this.interpolator?.sample(atMs) ?? null;
+  }
+
+  /**
+   * Tells the server where this client looks in the world (set_focus:
+   * level of detail, and what a byte budget sends first, PROTOCOL.md §5.3):
+   * point [x, y, z] m, or null for none; radius m (15). Remembered: sent
+   * again after every reconnect, once the subscription is made again.
+   * Resolves with the reply; rejects with a RagdollError.
+   */
+  setFocus(point, radius = 15) {
+    this.focus = { point, radius };
+    return this.client.send(this.focusCommand());
+  }
+
+  focusCommand() {
+    const { point, radius } = this.focus;
+    return point === null ? { op: 'set_focus', world: this.world } : { op: 'set_focus', world: this.world, point, radius };
   }
 
   /** Ends the subscription (unsubscribe); nothing when a later subscribe to the world replaced it. */
@@ -231,7 +249,11 @@ export class RagdollClient {
   // After a reconnect: every subscription again (a world gone is dropped).
   resubscribe() {
     for (const sub of [...this.subs.values()]) {
-      this.send(this.subscribeCommand(sub)).then((r) => sub.started(r), () => {
+      this.send(this.subscribeCommand(sub)).then((r) => {
+        sub.started(r);
+        // The focus belongs to the connection at the server: say it again.
+        if (sub.focus !== null) this.send(sub.focusCommand()).catch(() => {});
+      }, () => {
         this.subs.delete(sub.world);
         this.emit('log', `world ${sub.world} could not be subscribed again`);
       });
