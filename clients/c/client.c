@@ -82,6 +82,10 @@ typedef struct rdc__sub {
     rdc_format format;
     uint32_t rate_hz;
     uint32_t bytes_per_s; ///< Binary: a byte budget (interest management), 0: none.
+    bool focus_set;       ///< rdc_set_focus() was called: sent again after each resubscribe.
+    bool has_point;       ///< Its point (else no focus).
+    double focus[3];      ///< m.
+    double radius;        ///< m.
     rdc_reply_cb cb;
     void* arg;
     uint32_t gen; ///< Bumped when the slot is replaced or freed.
@@ -375,6 +379,19 @@ static int find_sub(const rdc_client* c, uint64_t world) {
     return -1;
 }
 
+// Sends slot s's set_focus; cb (may be NULL) gets its reply.
+static int focus_send(rdc_client* c, const rdc__sub* s, rdc_reply_cb cb, void* arg) {
+    if (!s->has_point) {
+        return rdc_sendf(c, cb, arg, "{\"op\":\"set_focus\",\"world\":%llu}",
+                         (unsigned long long)s->world);
+    }
+    return rdc_sendf(c, cb, arg,
+                     "{\"op\":\"set_focus\",\"world\":%llu,\"point\":[%.9g,%.9g,%.9g],"
+                     "\"radius\":%.9g}",
+                     (unsigned long long)s->world, s->focus[0], s->focus[1], s->focus[2],
+                     s->radius);
+}
+
 static void sub_reply(rdc_client* c, rdc__pending* p, const rdc_reply* r) {
     rdc__sub* s = &c->subs[p->sub];
     bool current = s->active && s->gen == p->sub_gen;
@@ -385,6 +402,10 @@ static void sub_reply(rdc_client* c, rdc__pending* p, const rdc_reply* r) {
     void* arg = s->arg;
     if (r->status == 0) {
         rdc__decoder_start_world(&c->dec, s->world, r->has_tick ? r->tick : 0);
+        // The focus belongs to the connection at the server: say it again.
+        if (s->focus_set) {
+            focus_send(c, s, NULL, NULL);
+        }
     } else if (r->status == RDC_E_SERVER) {
         // The server refused it (no such world any more, ...): retrying
         // after the next reconnect would only fail again.
@@ -441,6 +462,9 @@ static int subscribe(rdc_client* c, uint64_t world, rdc_format format, uint32_t 
     }
     rdc__sub saved = c->subs[i];
     rdc__sub* s = &c->subs[i];
+    if (!s->active || s->world != world) {
+        s->focus_set = false; // a slot taken afresh: no focus yet
+    }
     s->active = true;
     s->world = world;
     s->format = format;
@@ -471,6 +495,33 @@ int rdc_subscribe_budget(rdc_client* c, uint64_t world, uint32_t rate_hz, uint32
         return RDC_E_CONFIG;
     }
     return subscribe(c, world, RDC_FORMAT_BINARY, rate_hz, bytes_per_s, cb, arg);
+}
+
+int rdc_set_focus(rdc_client* c, uint64_t world, const double* point, double radius,
+                  rdc_reply_cb cb, void* arg) {
+    if (c->closing) {
+        return RDC_E_CLOSED;
+    }
+    int i = find_sub(c, world);
+    if (i < 0 || !(radius > 0 && radius <= 2000)) {
+        return RDC_E_CONFIG;
+    }
+    for (int k = 0; point != NULL && k < 3; ++k) {
+        if (!(point[k] >= -1000 && point[k] <= 1000)) {
+            return RDC_E_CONFIG;
+        }
+    }
+    rdc__sub* s = &c->subs[i];
+    s->focus_set = true;
+    s->has_point = point != NULL;
+    for (int k = 0; k < 3; ++k) {
+        s->focus[k] = point != NULL ? point[k] : 0;
+    }
+    s->radius = radius;
+    if (!c->connected) {
+        return 0; // sent after the subscribe, once connected
+    }
+    return focus_send(c, s, cb, arg);
 }
 
 int rdc_unsubscribe(rdc_client* c, uint64_t world, rdc_reply_cb cb, void* arg) {

@@ -92,6 +92,8 @@ typedef struct fixture {
     // Budgeted subscriptions: partial frames, and entities in them whose
     // state is older than the frame.
     uint64_t partial_frames, partial_bytes, stale;
+    uint64_t cloths[4]; ///< Cloth entities seen in the last snapshot.
+    uint32_t cloth_count;
 } fixture;
 
 static void on_wake(uv_timer_t* t) {
@@ -156,6 +158,12 @@ static void on_snapshot(rdc_client* c, const rdc_snapshot* s, void* user) {
         f->char_bodies = ch->count;
         memcpy(f->pose, ch->pose, 7 * sizeof(float) * ch->count);
         snprintf(f->bone0, sizeof f->bone0, "%s", ch->bone_names != NULL ? ch->bone_names[0] : "");
+    }
+    f->cloth_count = 0;
+    for (uint32_t i = 0; i < s->entity_count && f->cloth_count < 4; ++i) {
+        if (s->entities[i].kind == RDC_KIND_CLOTH) {
+            f->cloths[f->cloth_count++] = s->entities[i].id;
+        }
     }
     const rdc_entity* rope = rdc_snapshot_find(s, f->watch_rope);
     if (rope != NULL && rope->count <= MAX_BODIES) {
@@ -662,12 +670,44 @@ static void test_rdc_server_errors_arrive_as_errors(void** state) {
     assert_true(cJSON_IsArray(cJSON_GetObjectItem(f->reply, "worlds")));
 }
 
+// Whether a cloth of world 1's last snapshot is frozen by level of detail
+// (garments never are: the demo's sheet is).
+static bool a_cloth_frozen(fixture* f) {
+    uint32_t n = f->cloth_count;
+    uint64_t ids[4];
+    memcpy(ids, f->cloths, sizeof ids);
+    for (uint32_t i = 0; i < n; ++i) {
+        char cmd[96];
+        snprintf(cmd, sizeof cmd, "{\"op\":\"describe\",\"world\":1,\"entity\":%llu}",
+                 (unsigned long long)ids[i]);
+        if (call(f, cmd) == 0) {
+            const char* lod = cJSON_GetStringValue(cJSON_GetObjectItem(f->reply, "lod"));
+            if (lod != NULL && strcmp(lod, "frozen") == 0) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 static void test_rdc_reconnects_after_a_restart_and_subscribes_again(void** state) {
     fixture* f = *state;
     connect_client(f);
     // The demo world is world 1 in every run of the server.
     assert_int_equal(rdc_subscribe(f->c, 1, RDC_FORMAT_BINARY, 30, on_sub, f), 0);
     RUN_UNTIL(f, f->sub_replies == 1 && f->snapshots >= 5, 10000);
+    // A focus far away freezes the demo's sheet; rdc says it again after
+    // the reconnect below.
+    static const double far[3] = {900, 0, 900};
+    assert_int_equal(rdc_set_focus(f->c, 1, far, 0, NULL, NULL), RDC_E_CONFIG);
+    assert_int_equal(rdc_set_focus(f->c, 2, far, 10, NULL, NULL), RDC_E_CONFIG); // not subscribed
+    f->replied = false;
+    assert_int_equal(rdc_set_focus(f->c, 1, far, 10, on_reply, f), 0);
+    RUN_UNTIL(f, f->replied, 5000);
+    assert_int_equal(f->status, 0);
+    uint64_t seen = f->snapshots;
+    RUN_UNTIL(f, f->snapshots >= seen + 3 && f->cloth_count > 0, 5000);
+    assert_true(a_cloth_frozen(f));
 
     // A command that can get no reply: the server is frozen, then killed.
     int port = f->srv.port;
@@ -700,6 +740,7 @@ static void test_rdc_reconnects_after_a_restart_and_subscribes_again(void** stat
     uint64_t deltas = f->delta_frames;
     RUN_UNTIL(f, f->delta_frames >= deltas + 5, 5000);
     assert_true(st.connect_failures >= 3);
+    assert_true(a_cloth_frozen(f)); // the focus came back with the subscription
 
     // The backoff: the n-th wait drawn from [w/2, w], w = 100 ms doubling.
     uint32_t w = 100;

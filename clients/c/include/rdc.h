@@ -470,6 +470,18 @@ RDC_API int rdc_subscribe(rdc_client* c, uint64_t world, rdc_format format, uint
 RDC_API int rdc_subscribe_budget(rdc_client* c, uint64_t world, uint32_t rate_hz,
                                  uint32_t bytes_per_s, rdc_reply_cb cb, void* arg);
 
+/// Tells the server where this client looks in a world it is subscribed to
+/// (PROTOCOL.md §3 set_focus: level of detail, and what a byte budget sends
+/// first, §5.3): `point` x, y, z in m (each in [-1000, 1000]) or NULL for
+/// no focus, `radius` of full priority in (0, 2000] m (15 is the server's
+/// default). Remembered with the subscription and sent again after every
+/// reconnect, once it is subscribed again. cb (may be NULL) gets this
+/// call's reply (when connected; else it is sent later, without one).
+/// Returns 0, RDC_E_CONFIG (no subscription to `world`, or a value out of
+/// range), RDC_E_CLOSED, or an error of rdc_send_text().
+RDC_API int rdc_set_focus(rdc_client* c, uint64_t world, const double* point, double radius,
+                          rdc_reply_cb cb, void* arg);
+
 /// Forgets a subscription and, when connected, sends unsubscribe; cb (may
 /// be NULL) gets its reply. Returns 0; RDC_E_NOT_CONNECTED when not
 /// connected (the subscription is forgotten all the same and cb is not

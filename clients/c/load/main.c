@@ -339,15 +339,6 @@ static void on_cmd_timer(uv_timer_t* t) {
 // Client callbacks
 // ---------------------------------------------------------------------------
 
-// set_focus's reply: only a failure is worth counting.
-static void on_focus(rdc_client* c, const rdc_reply* rep, void* arg) {
-    (void)arg;
-    client* cl = rdc_user(c);
-    if (rep->status != 0 && rep->status != RDC_E_CLOSED) {
-        count_code(cl->run, rep->code);
-    }
-}
-
 static void on_subscribed(rdc_client* c, const rdc_reply* rep, void* arg) {
     client* cl = rdc_user(c);
     uintptr_t i = (uintptr_t)arg;
@@ -368,15 +359,6 @@ static void on_subscribed(rdc_client* c, const rdc_reply* rep, void* arg) {
     s->since_ns = uv_hrtime();
     s->active = true;
     s->last_tick = 0;
-    const load_sub* ls = &r->sc.subs[i];
-    if (ls->has_focus) {
-        // Its reply is counted like a command's; a failure shows in the codes.
-        rdc_sendf(c, on_focus, NULL,
-                  "{\"op\":\"set_focus\",\"world\":%llu,\"point\":[%.9g,%.9g,%.9g],"
-                  "\"radius\":%.9g}",
-                  (unsigned long long)ls->world, ls->focus[0], ls->focus[1], ls->focus[2],
-                  ls->radius);
-    }
 }
 
 // The time a subscription has been granted, over its connections, up to
@@ -527,6 +509,10 @@ static void start_client(load_run* r, client* cl) {
         } else {
             rdc_subscribe(cl->c, s->world, s->format, s->rate_hz, on_subscribed,
                           (void*)(uintptr_t)i);
+        }
+        if (s->has_focus) {
+            // Sent once subscribed, and again after every reconnect (rdc).
+            rdc_set_focus(cl->c, s->world, s->focus, s->radius, NULL, NULL);
         }
     }
 }
