@@ -624,8 +624,6 @@ int app__interest_frame(app_world* w, app_sub* sub, app_interest* it, const rdp_
 /// frames (the metrics event) from its budget.
 void app__interest_charge(app_interest* it, uint64_t tick, size_t bytes);
 
-/// Bytes the state holds (for the memory figures).
-size_t app__interest_bytes(const app_interest* it);
 
 /// The wire kind of a simulator entity kind.
 rdp_kind app__kind_of(sim_entity_kind k);

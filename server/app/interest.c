@@ -85,12 +85,6 @@ typedef struct app_sent {
     } * ents;
 } app_sent;
 
-/// An entity gone from the world that the client may still have.
-typedef struct app_removal {
-    uint64_t id;
-    uint64_t since; ///< First frame that carried the removal, UINT64_MAX: not sent yet.
-} app_removal;
-
 /// Bytes sent at a tick (a frame, a metrics event).
 typedef struct app_send {
     uint64_t tick;
@@ -119,12 +113,33 @@ struct app_interest {
     uint32_t seen_cap;
     app_sent sent[RDP_BASELINES];
     uint32_t sent_next;
-    app_removal* removed;
-    uint32_t removed_count, removed_cap;
-    uint64_t* removed_ids; ///< Scratch: the removals of the frame being made.
-    app_rank* order;       ///< Scratch: the world's entities by priority.
+    // Entities gone from the world that the client may still have: their
+    // ids (what each frame carries) and the first frame that carried each
+    // (UINT64_MAX: none yet).
+    uint64_t* removed_ids;
+    uint64_t* removed_since;
+    uint32_t removed_count, ids_cap, since_cap;
+    app_rank* order; ///< Scratch: the world's entities by priority.
     uint32_t order_cap;
 };
+
+// Room for `need` elements of `size` bytes in *p (capacity *cap, doubled).
+static bool grow(void** p, uint32_t* cap, uint32_t need, size_t size) {
+    if (need <= *cap) {
+        return true;
+    }
+    uint32_t c = *cap < 16 ? 16 : *cap;
+    while (c < need) {
+        c *= 2;
+    }
+    void* n = realloc(*p, (size_t)c * size);
+    if (n == NULL) {
+        return false;
+    }
+    *p = n;
+    *cap = c;
+    return true;
+}
 
 app_interest* app__interest_new(uint32_t bytes_per_s) {
     app_interest* it = calloc(1, sizeof *it);
@@ -163,8 +178,8 @@ void app__interest_free(app_interest* it) {
         free(it->sent[i].ents);
     }
     free(it->seen);
-    free(it->removed);
     free(it->removed_ids);
+    free(it->removed_since);
     free(it->order);
     free(it);
 }
@@ -207,27 +222,12 @@ void app__interest_reset(app_interest* it) {
     it->reset_next = true;
 }
 
-size_t app__interest_bytes(const app_interest* it) {
-    size_t n = sizeof *it + (size_t)it->seen_cap * sizeof *it->seen +
-               (size_t)it->removed_cap * (sizeof *it->removed + sizeof *it->removed_ids) +
-               (size_t)it->order_cap * sizeof *it->order;
-    for (uint32_t i = 0; i < RDP_BASELINES; ++i) {
-        n += (size_t)it->sent[i].cap * sizeof *it->sent[i].ents;
-    }
-    return n;
-}
-
 // Entity k of q becomes s's baseline (copied). False on out of memory.
 static bool take_baseline(app_seen* s, const rdp_qsnap* q, uint32_t k, uint64_t seq) {
     const rdp_qentity* e = &q->ents[k];
     uint32_t n = (rdp_kind_is_rigid((rdp_kind)e->kind) ? 7u : 3u) * e->count;
-    if (n > s->bvals_cap) {
-        int32_t* v = realloc(s->bvals, (size_t)n * sizeof *v);
-        if (v == NULL) {
-            return false;
-        }
-        s->bvals = v;
-        s->bvals_cap = n;
+    if (!grow((void**)&s->bvals, &s->bvals_cap, n, sizeof *s->bvals)) {
+        return false;
     }
     memcpy(s->bvals, q->vals + e->offset, (size_t)n * sizeof *s->bvals);
     s->bent = *e;
@@ -259,44 +259,22 @@ void app__interest_ack(app_interest* it, uint64_t tick) {
     // Every frame from a removal's first on carried it.
     uint32_t kept = 0;
     for (uint32_t i = 0; i < it->removed_count; ++i) {
-        if (it->removed[i].since == UINT64_MAX || it->removed[i].since > tick) {
-            it->removed[kept++] = it->removed[i];
+        if (it->removed_since[i] == UINT64_MAX || it->removed_since[i] > tick) {
+            it->removed_ids[kept] = it->removed_ids[i];
+            it->removed_since[kept++] = it->removed_since[i];
         }
     }
     it->removed_count = kept;
 }
 
-static bool grow(void** p, uint32_t* cap, uint32_t need, size_t size) {
-    if (need <= *cap) {
-        return true;
-    }
-    uint32_t c = *cap < 16 ? 16 : *cap;
-    while (c < need) {
-        c *= 2;
-    }
-    void* n = realloc(*p, (size_t)c * size);
-    if (n == NULL) {
-        return false;
-    }
-    *p = n;
-    *cap = c;
-    return true;
-}
-
 static bool add_removal(app_interest* it, uint64_t id) {
-    uint32_t cap = it->removed_cap;
-    if (!grow((void**)&it->removed, &it->removed_cap, it->removed_count + 1, sizeof *it->removed)) {
+    uint32_t n = it->removed_count + 1;
+    if (!grow((void**)&it->removed_ids, &it->ids_cap, n, sizeof *it->removed_ids) ||
+        !grow((void**)&it->removed_since, &it->since_cap, n, sizeof *it->removed_since)) {
         return false;
     }
-    if (it->removed_cap != cap) {
-        uint64_t* ids = realloc(it->removed_ids, (size_t)it->removed_cap * sizeof *ids);
-        if (ids == NULL) {
-            it->removed_cap = cap; // keep the two the same size
-            return false;
-        }
-        it->removed_ids = ids;
-    }
-    it->removed[it->removed_count++] = (app_removal){id, UINT64_MAX};
+    it->removed_ids[it->removed_count] = id;
+    it->removed_since[it->removed_count++] = UINT64_MAX;
     return true;
 }
 
@@ -577,9 +555,6 @@ int app__interest_frame(app_world* w, app_sub* sub, app_interest* it, const rdp_
         *buf = grown;
         *cap = need;
     }
-    for (uint32_t i = 0; i < it->removed_count; ++i) {
-        it->removed_ids[i] = it->removed[i].id;
-    }
     rdp_pwriter pw;
     if (!rdp_partial_begin(&pw, q, it->reset_next, it->removed_ids, it->removed_count, *buf,
                            *cap)) {
@@ -649,8 +624,8 @@ int app__interest_frame(app_world* w, app_sub* sub, app_interest* it, const rdp_
     rec->q = q;
     it->sent_next = (it->sent_next + 1) % RDP_BASELINES;
     for (uint32_t i = 0; i < it->removed_count; ++i) {
-        if (it->removed[i].since == UINT64_MAX) {
-            it->removed[i].since = q->tick;
+        if (it->removed_since[i] == UINT64_MAX) {
+            it->removed_since[i] = q->tick;
         }
     }
     it->reset_next = false;

@@ -107,6 +107,21 @@ static void print_values(FILE* f, const float* v, int n) {
     fprintf(f, "]");
 }
 
+// Writes DIR/<name>N.bin: the len bytes of a frame (0: encoding failed).
+static int write_frame(const char* dir, const char* name, int n, const uint8_t* buf, size_t len) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s%d.bin", dir, name, n);
+    FILE* out = fopen(path, "wb");
+    if (out == NULL || len == 0 || fwrite(buf, 1, len, out) != len) {
+        perror(path);
+        if (out != NULL) {
+            fclose(out);
+        }
+        return 1;
+    }
+    return fclose(out) == 0 ? 0 : 1;
+}
+
 // Partial frames (PROTOCOL.md §5.2) of the same four snapshots, decoded in
 // order by a fresh decoder: which entities each carries, against which
 // frame, and what is removed. Entities are named by their index (1 rope, 2
@@ -171,14 +186,9 @@ static int write_partial(const char* dir, FILE* js, rdp_qsnap* const* q) {
             last[pf->carry[c].entity] = f;
         }
         size_t len = rdp_partial_end(&pw);
-        char path[1024];
-        snprintf(path, sizeof path, "%s/partial%d.bin", dir, f);
-        FILE* out = fopen(path, "wb");
-        if (out == NULL || len == 0 || fwrite(buf, 1, len, out) != len) {
-            perror(path);
+        if (write_frame(dir, "partial", f, buf, len) != 0) {
             return 1;
         }
-        fclose(out);
         fprintf(js,
                 "  {\"file\": \"partial%d.bin\", \"bytes\": %zu, \"tick16\": %u, \"reset\": %s, "
                 "\"removed\": [",
@@ -287,13 +297,9 @@ int main(int argc, char** argv) {
         uint8_t buf[4096];
         size_t len =
             rdp_encode(q[f], frames[f].base >= 0 ? q[frames[f].base] : NULL, buf, sizeof buf);
-        snprintf(path, sizeof path, "%s/frame%d.bin", argv[1], f);
-        FILE* out = fopen(path, "wb");
-        if (out == NULL || len == 0 || fwrite(buf, 1, len, out) != len) {
-            perror(path);
+        if (write_frame(argv[1], "frame", f, buf, len) != 0) {
             return 1;
         }
-        fclose(out);
         fprintf(js,
                 "  {\"file\": \"frame%d.bin\", \"bytes\": %zu, \"tick\": %llu, \"tick16\": %u, "
                 "\"baseline16\": %s,\n   \"entities\": [\n",
