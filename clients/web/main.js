@@ -330,7 +330,7 @@ function onWelcome(msg) {
 }
 
 async function subscribe(world) {
-  if (budgetParam !== null && budget === null) log(`?budget=${budgetParam}: not a byte rate in [1000, 1e8]; no budget`);
+  if (budgetParam !== null && budget === null) log(`?budget=${budgetParam}: not a whole number of bytes a second from 1000 to 100000000; no budget`);
   const reply = await command({ op: 'subscribe', world, format: FORMAT, rate_hz: SNAPSHOT_HZ,
     ...(budget !== null ? { bytes_per_s: budget } : {}) });
   if (reply?.error?.code === 'not_found' && world === wanted) {
